@@ -1,0 +1,94 @@
+// `infer-plan hw [NAME|PATH]`: hardware profiles and links, with every figure's unit.
+#include <fmt/format.h>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/text_table.hpp"
+#include "planner/catalog.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct HwArgs {
+  std::string name;
+  OutputOptions out;
+};
+
+Json profile_json(const HwProfile& p) {
+  Json links = Json::array();
+  for (const auto& l : p.host_links) links.push_back({{"name", l.name}, {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s}});
+  Json compute = Json::object();
+  for (const auto& [k, v] : p.compute_ops_per_s) compute[k] = v;
+  Json reserves = Json::array();
+  for (const auto& r : p.reserves) reserves.push_back({{"name", r.name}, {"bytes", r.bytes}});
+  Json j{{"name", p.name}, {"description", p.description}, {"source", p.source},
+         {"capacity_bytes", p.memory_capacity_bytes}, {"reserved_bytes", p.memory_reserved_bytes},
+         {"usable_bytes", p.usable_bytes()}, {"bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
+         {"compute_ops_per_s", compute}, {"host_links", links}, {"reserves", reserves}};
+  if (p.device_link)
+    j["device_link"] = {{"name", p.device_link->name}, {"bandwidth_bytes_per_s", p.device_link->bandwidth_bytes_per_s}};
+  return j;
+}
+
+void run(const HwArgs& a) {
+  if (a.name.empty()) {
+    if (a.out.json) {
+      Json devices = Json::array(), links = Json::array();
+      for (const auto& n : builtin_hw_names()) devices.push_back(profile_json(load_hw_profile(n)));
+      for (const auto& n : builtin_link_names()) {
+        LinkProfile l = load_link(n);
+        links.push_back({{"name", l.name}, {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s}});
+      }
+      fmt::print("{}\n", Json{{"devices", devices}, {"links", links}}.dump(2));
+      return;
+    }
+    TextTable t{{"profile", "capacity", "usable", "bandwidth", "bf16", "host link"},
+                {false, true, true, true, true, false}, {}};
+    for (const auto& n : builtin_hw_names()) {
+      const HwProfile p = load_hw_profile(n);
+      auto bf16 = p.compute_ops_per_s.find("bf16");
+      t.rows.push_back({p.name, format_gib(static_cast<double>(p.memory_capacity_bytes)),
+                        format_gib(static_cast<double>(p.usable_bytes())), format_rate(p.memory_bandwidth_bytes_per_s),
+                        bf16 == p.compute_ops_per_s.end() ? "-" : format_flops(bf16->second),
+                        p.host_links.empty() ? "-" : p.host_links.front().name});
+    }
+    fmt::print("{}\nlinks (per direction):\n", t.render());
+    TextTable lt{{"link", "bandwidth", "description"}, {false, true, false}, {}};
+    for (const auto& n : builtin_link_names()) {
+      LinkProfile l = load_link(n);
+      lt.rows.push_back({l.name, format_rate(l.bandwidth_bytes_per_s), l.description});
+    }
+    fmt::print("{}", lt.render("  "));
+    return;
+  }
+  const HwProfile p = load_hw_profile(a.name);
+  if (a.out.json) {
+    fmt::print("{}\n", profile_json(p).dump(2));
+    return;
+  }
+  fmt::print("{}: {}\n  from {}\n", p.name, p.description, p.source);
+  fmt::print("  memory     {} ({} B), reserved {}, usable {}\n", format_gib(static_cast<double>(p.memory_capacity_bytes)),
+             p.memory_capacity_bytes, format_gib(static_cast<double>(p.memory_reserved_bytes)),
+             format_gib(static_cast<double>(p.usable_bytes())));
+  fmt::print("  bandwidth  {}\n", format_rate(p.memory_bandwidth_bytes_per_s));
+  for (const auto& [k, v] : p.compute_ops_per_s) fmt::print("  {:<10} {}\n", k, format_flops(v));
+  for (const auto& l : p.host_links) fmt::print("  host link  {} ({} per direction)\n", l.name, format_rate(l.bandwidth_bytes_per_s));
+  if (p.device_link)
+    fmt::print("  device link {} ({} per direction)\n", p.device_link->name, format_rate(p.device_link->bandwidth_bytes_per_s));
+  for (const auto& r : p.reserves) fmt::print("  reserve    {} {}\n", r.name, format_bytes(r.bytes));
+  for (const auto& s : p.sources) fmt::print("  source     {}\n", s);
+}
+
+}  // namespace
+
+void add_hw_command(CLI::App& app) {
+  auto args = std::make_shared<HwArgs>();
+  CLI::App* cmd = app.add_subcommand("hw", "Hardware profiles and links; lists the built-ins when no name is given");
+  cmd->add_option("PROFILE", args->name, "Built-in profile name or profile JSON path");
+  args->out.add_to(*cmd);
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

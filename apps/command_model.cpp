@@ -1,0 +1,107 @@
+// `infer-plan model [NAME|PATH]`: a model's shapes, parameter counts (total and active) and,
+// with --tensors, the full GGUF tensor inventory (names and shapes as llama.cpp writes them).
+#include <fmt/format.h>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/text_table.hpp"
+#include "planner/catalog.hpp"
+#include "planner/tensor_inventory.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct ModelArgs {
+  std::string model;
+  bool tensors = false;
+  OutputOptions out;
+};
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+Json spec_json(const ModelSpec& s) {
+  const ParameterCount p = parameter_count(s);
+  return Json{{"name", s.name}, {"source", s.source}, {"model_type", s.model_type},
+              {"gguf_arch", s.gguf_arch}, {"hidden", s.hidden}, {"layers", s.layers},
+              {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim},
+              {"intermediate", s.intermediate}, {"vocab", s.vocab},
+              {"tied_embeddings", s.tied_embeddings}, {"qk_norm", s.qk_norm}, {"qkv_bias", s.qkv_bias},
+              {"experts", s.experts}, {"experts_active", s.experts_active},
+              {"moe_intermediate", s.moe_intermediate}, {"max_context", s.max_context},
+              {"parameters_total", p.total}, {"parameters_active", p.active},
+              {"parameters_embedding", p.embedding}, {"parameters_non_embedding", p.non_embedding()}};
+}
+
+void run(const ModelArgs& a) {
+  if (a.model.empty()) {
+    if (a.out.json) {
+      Json all = Json::array();
+      for (const auto& n : builtin_model_names()) all.push_back(spec_json(load_model(n)));
+      fmt::print("{}\n", Json{{"models", all}}.dump(2));
+      return;
+    }
+    TextTable t{{"model", "arch", "layers", "hidden", "heads/kv", "head_dim", "params", "active"},
+                {false, false, true, true, true, true, true, true}, {}};
+    for (const auto& n : builtin_model_names()) {
+      const ModelSpec s = load_model(n);
+      const ParameterCount p = parameter_count(s);
+      t.rows.push_back({s.name, s.gguf_arch, std::to_string(s.layers), std::to_string(s.hidden),
+                        fmt::format("{}/{}", s.heads, s.kv_heads), std::to_string(s.head_dim),
+                        fmt::format("{:.2f} B", p.total / 1e9), fmt::format("{:.2f} B", p.active / 1e9)});
+    }
+    fmt::print("{}", t.render());
+    return;
+  }
+  const ModelSpec s = load_model(a.model);
+  const auto inventory = tensor_inventory(s);
+  if (a.out.json) {
+    Json j = spec_json(s);
+    if (a.tensors) {
+      Json ts = Json::array();
+      for (const auto& t : inventory)
+        ts.push_back({{"name", t.name}, {"shape", t.shape}, {"role", tensor_role_name(t.role)},
+                      {"elements", t.elements()}});
+      j["tensors"] = ts;
+    }
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  const ParameterCount p = parameter_count(s);
+  fmt::print("{} ({}, llama.cpp arch {}), from {}\n", s.name, s.model_type, s.gguf_arch, s.source);
+  fmt::print("  layers {}, hidden {}, heads {} (KV {}), head_dim {} (attention width {}), vocab {}\n",
+             s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim, s.q_width(), s.vocab);
+  if (s.is_moe())
+    fmt::print("  MoE: {} experts, {} active, expert FFN {}\n", s.experts, s.experts_active, s.moe_intermediate);
+  else
+    fmt::print("  dense FFN {}\n", s.intermediate);
+  fmt::print("  embeddings {}, q/k norm {}, qkv bias {}, trained context {}\n",
+             s.tied_embeddings ? "tied" : "untied", s.qk_norm ? "yes" : "no", s.qkv_bias ? "yes" : "no",
+             s.max_context);
+  fmt::print("  parameters: {} total ({:.3f} B), {} active per token ({:.3f} B), {} non-embedding ({:.3f} B)\n",
+             p.total, p.total / 1e9, p.active, p.active / 1e9, p.non_embedding(), p.non_embedding() / 1e9);
+  fmt::print("  tensors: {}\n", inventory.size());
+  if (a.tensors) {
+    TextTable t{{"name", "shape (GGUF ne)", "elements"}, {false, false, true}, {}};
+    for (const auto& tensor : inventory)
+      t.rows.push_back({tensor.name, shape_text(tensor.shape), std::to_string(tensor.elements())});
+    fmt::print("\n{}", t.render("  "));
+  }
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app) {
+  auto args = std::make_shared<ModelArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "model", "A model's shapes, parameter counts (total, active) and GGUF tensor inventory");
+  cmd->add_option("MODEL", args->model,
+                  "Built-in name or config.json path; lists the built-in models when omitted");
+  cmd->add_flag("--tensors", args->tensors, "List every tensor with its GGUF name and shape");
+  args->out.add_to(*cmd);
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

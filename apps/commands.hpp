@@ -1,0 +1,14 @@
+// Each subcommand registers itself on the root CLI11 app; main.cpp calls these and maps errors
+// to exit codes (0 success, 2 bad input). Commands print; the planner only returns values.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace infer_plan::apps {
+
+void add_quant_command(CLI::App& app);
+void add_kv_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
+void add_model_command(CLI::App& app);
+void add_hw_command(CLI::App& app);
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,54 @@
+// infer-plan: answers capacity and latency questions about LLM inference in milliseconds.
+// main only wires the subcommands and maps errors to exit codes.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "apps/commands.hpp"
+#include "planner/input_error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "infer-plan: does this model fit, how fast will it run, and is a lever (KV quantization,\n"
+      "offload, speculative decoding, admission) worth it? Answers from a cost model; every\n"
+      "figure comes with its units. Run 'infer-plan COMMAND --help' for each command's flags."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "infer-plan 0.1.0");
+  app.footer("Exit codes: 0 success, 2 bad input (the message names the file, field or flag).");
+  infer_plan::apps::add_fit_command(app);
+  infer_plan::apps::add_kv_command(app);
+  infer_plan::apps::add_quant_command(app);
+  infer_plan::apps::add_model_command(app);
+  infer_plan::apps::add_hw_command(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->check_name(argv[1]);
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "infer-plan: error: unknown command '{}'; commands: {}\n", argv[1], names);
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message naming the flag
+    return 2;
+  } catch (const infer_plan::InputError& e) {
+    fmt::print(stderr, "infer-plan: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "infer-plan: internal error: {}\n", e.what());
+    return 3;
+  }
+  return 0;
+}

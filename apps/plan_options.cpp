@@ -1,0 +1,90 @@
+// Defaults live in planner::Plan; help strings state them with their units.
+#include "apps/plan_options.hpp"
+
+#include <fmt/format.h>
+
+#include "planner/catalog.hpp"
+#include "planner/input_error.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+
+void PlanOptions::add_to(CLI::App& cmd, bool memory_flags) {
+  const Plan d;
+  cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
+      ->type_name("FILE");
+  cmd.add_option("--model,-m", model,
+                 fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path "
+                             "(default {})", fmt::join(builtin_model_names(), ", "), d.model))
+      ->type_name("NAME|PATH");
+  cmd.add_option("--kv", kv,
+                 "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
+                 "q5_0, q5_1 (default bf16)")
+      ->type_name("TYPE");
+  cmd.add_option("--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp --cache-type-k)")->type_name("TYPE");
+  cmd.add_option("--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp --cache-type-v)")->type_name("TYPE");
+  cmd.add_option("--ctx,-c", ctx,
+                 fmt::format("Context per request in tokens: 8192, 8K or 32K (default {})", d.context))
+      ->type_name("TOKENS");
+  cmd.add_option("--requests,-n", requests,
+                 fmt::format("Concurrent requests, each holding --ctx tokens of KV (default {})", d.requests))
+      ->type_name("N");
+  cmd.add_option("--tp", tp,
+                 "Tensor-parallel devices: weights and KV heads split across N devices; figures "
+                 "are per device (default 1)")
+      ->type_name("N");
+  if (!memory_flags) return;
+  cmd.add_option("--hw", hw,
+                 fmt::format("Hardware profile: a built-in name ({}), or a profile JSON path "
+                             "(default {})", fmt::join(builtin_hw_names(), ", "), d.hw))
+      ->type_name("NAME|PATH");
+  cmd.add_option("--weights,-w", weights,
+                 "Weight type for every matrix (norms stay F32): F32, F16, BF16, Q8_0, Q6_K, Q5_K, "
+                 "Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, Q3_K, Q2_K (default BF16)")
+      ->type_name("TYPE");
+  cmd.add_option("--weights-size", weights_size,
+                 "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")
+      ->type_name("SIZE");
+  cmd.add_option("--reserve", reserves,
+                 "A named runtime reserve subtracted before KV, e.g. --reserve cuda_context=512MiB "
+                 "(repeatable; default: the profile's reserves, none for the built-ins)")
+      ->type_name("NAME=SIZE");
+}
+
+Plan PlanOptions::resolve() const {
+  Plan p;
+  if (!plan_file.empty()) p = plan_from_json(read_json_file(plan_file), plan_file);
+  if (!model.empty()) p.model = model;
+  if (!hw.empty()) p.hw = hw;
+  if (!weights.empty()) {
+    p.weights = weights;
+    p.weights_bytes.reset();
+  }
+  if (!weights_size.empty()) {
+    if (!weights.empty())
+      throw InputError("--weights and --weights-size both given; give the type or the size, not both");
+    p.weights_bytes = parse_bytes(weights_size, "--weights-size");
+  }
+  if (!kv.empty()) p.kv.k = p.kv.v = kv_cache_type(kv, "--kv").type;
+  if (!kv_k.empty()) p.kv.k = kv_cache_type(kv_k, "--kv-k").type;
+  if (!kv_v.empty()) p.kv.v = kv_cache_type(kv_v, "--kv-v").type;
+  if (!ctx.empty()) p.context = parse_tokens(ctx, "--ctx");
+  if (requests) p.requests = *requests;
+  if (tp) p.tp = *tp;
+  if (output) p.output = *output;
+  for (const std::string& r : reserves) {
+    auto eq = r.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(fmt::format("--reserve: '{}' is not NAME=SIZE (e.g. cuda_context=512MiB)", r));
+    p.reserves.push_back({r.substr(0, eq), parse_bytes(r.substr(eq + 1), "--reserve " + r.substr(0, eq))});
+  }
+  validate_plan(p, plan_file, true);
+  return p;
+}
+
+void OutputOptions::add_to(CLI::App& cmd) {
+  cmd.add_flag("--json", json, "Print JSON for scripts (byte figures are integers)");
+  cmd.add_flag("--explain", explain, "Print the derivation with the numbers substituted");
+}
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,31 @@
+// The flags that assemble a Plan (--model, --hw, --weights, --kv, --ctx, ...), shared by every
+// command that answers a question about a configuration. A --plan file is read first; flags
+// given on the command line override its fields.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan.hpp"
+
+namespace infer_plan::apps {
+
+struct PlanOptions {
+  std::string plan_file;
+  std::string model, hw, weights, weights_size, kv, kv_k, kv_v, ctx;
+  std::optional<uint64_t> requests, tp, output;
+  std::vector<std::string> reserves;  // NAME=SIZE
+
+  // Which groups of flags the command takes.
+  void add_to(CLI::App& cmd, bool memory_flags);
+  Plan resolve() const;  // throws InputError with the flag's name
+};
+
+struct OutputOptions {
+  bool json = false;
+  bool explain = false;
+  void add_to(CLI::App& cmd);
+};
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,20 @@
+# CUDA is optional: INFER_PLAN_CUDA=AUTO builds it when nvcc works, ON requires it, OFF skips it.
+# CMAKE_CUDA_ARCHITECTURES defaults to 90 (Hopper) and can be overridden on the command line.
+set(INFER_PLAN_HAVE_CUDA OFF)
+if(NOT INFER_PLAN_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 cannot ask nvcc for C++20
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(INFER_PLAN_HAVE_CUDA ON)
+  elseif(INFER_PLAN_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "INFER_PLAN_CUDA=ON but no working nvcc was found (set CMAKE_CUDA_COMPILER)")
+  endif()
+endif()
+message(STATUS "infer-plan: CUDA backend ${INFER_PLAN_HAVE_CUDA}")

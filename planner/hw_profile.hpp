@@ -1,0 +1,53 @@
+// Hardware profiles: one device (memory, bandwidth, compute per precision, links) or one link
+// (bandwidth per direction). Datasheet figures are written with units and parsed strictly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/json_fields.hpp"
+
+namespace infer_plan {
+
+struct LinkProfile {
+  std::string name;                  // "pcie-gen5-x16"
+  std::string description;
+  double bandwidth_bytes_per_s = 0;  // per direction
+};
+
+struct NamedBytes {
+  std::string name;  // "cuda_context", "compute_buffer"
+  uint64_t bytes = 0;
+};
+
+struct HwProfile {
+  std::string name;
+  std::string source;  // "built-in" or a path
+  std::string description;
+  uint64_t memory_capacity_bytes = 0;
+  uint64_t memory_reserved_bytes = 0;  // held back for the OS / driver, never usable
+  double memory_bandwidth_bytes_per_s = 0;
+  std::map<std::string, double> compute_ops_per_s;  // "bf16" -> 989e12
+  std::vector<LinkProfile> host_links;               // first = the default host link
+  std::optional<LinkProfile> device_link;            // GPU-to-GPU (NVLink), for tensor parallel
+  std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
+  std::vector<std::string> sources;                  // where the figures come from
+
+  uint64_t usable_bytes() const { return memory_capacity_bytes - memory_reserved_bytes; }
+};
+
+// Precisions a profile may list under "compute".
+const std::vector<std::string>& compute_precisions();
+
+using LinkResolver = std::function<LinkProfile(const std::string& name)>;
+
+// `where` names the file for errors; `resolve_link` turns a link name in "host_links" into a
+// profile. Unknown keys are refused (a typo would otherwise silently read as a default).
+HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std::string& where,
+                               const LinkResolver& resolve_link);
+LinkProfile link_profile_from_json(const Json& j, const std::string& name, const std::string& where);
+
+}  // namespace infer_plan

@@ -1,0 +1,45 @@
+// Does it fit? usable = capacity - reserved; need = weights + runtime reserves + KV for every
+// request at its context. Also: the margin, what is left after weights, the most requests at
+// this context and the longest context at this request count. All figures are per device.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/hw_profile.hpp"
+#include "planner/model_spec.hpp"
+#include "planner/plan.hpp"
+
+namespace infer_plan {
+
+struct FitResult {
+  uint64_t tp = 1;
+  uint64_t context = 0;
+  uint64_t requests = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t system_reserved_bytes = 0;  // the profile's memory.reserved
+  uint64_t usable_bytes = 0;           // capacity - system reserved
+  std::string weights_label;           // "79.81 GiB (given)", "BF16 (uniform)"
+  uint64_t weights_bytes = 0;          // on this device
+  uint64_t kv_bytes_per_token = 0;     // K + V, all layers, on this device
+  uint64_t kv_bytes_per_request = 0;   // at `context`
+  uint64_t kv_bytes = 0;               // all requests
+  std::vector<NamedBytes> reserves;    // runtime reserves (profile + plan)
+  uint64_t reserved_bytes = 0;         // their sum
+  int64_t free_after_weights_bytes = 0;  // usable - weights (negative: short before any KV)
+  int64_t headroom_bytes = 0;            // usable - weights - reserves - KV (the margin)
+  bool fits = false;
+  uint64_t max_requests = 0;   // at `context`
+  uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only
+  std::vector<std::string> warnings;
+  std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
+};
+
+// `weights_bytes` is for the whole model (split evenly across plan.tp devices).
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan,
+                     uint64_t weights_bytes, const std::string& weights_label);
+
+// Lines explaining kv_bytes_per_token for --explain (shared by fit and kv).
+std::vector<std::string> kv_per_token_derivation(const ModelSpec& spec, KvTypes types, uint64_t tp);
+
+}  // namespace infer_plan

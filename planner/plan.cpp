@@ -1,0 +1,71 @@
+// plan.json keys: model, hw, weights, weights_size, kv {k, v} or "kv": "q8_0", context, output,
+// requests, tp, reserves {name: size}. Ranges are checked here so the CLI and files agree.
+#include "planner/plan.hpp"
+
+#include <fmt/format.h>
+#include <set>
+
+#include "planner/input_error.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan {
+
+Plan plan_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
+  static const std::set<std::string> allowed{"model", "hw", "weights", "weights_size", "kv",
+                                             "context", "output", "requests", "tp", "reserves"};
+  for (const auto& [key, value] : j.items())
+    if (!key.starts_with('_') && !allowed.count(key))
+      throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
+                                   fmt::join(allowed, ", ")));
+  Plan p;
+  p.model = optional_string(j, "model", where).value_or(p.model);
+  p.hw = optional_string(j, "hw", where).value_or(p.hw);
+  p.weights = optional_string(j, "weights", where).value_or(p.weights);
+  if (auto size = optional_string(j, "weights_size", where))
+    p.weights_bytes = parse_bytes(*size, where + ": field 'weights_size'");
+  if (j.contains("kv")) {
+    const Json& kv = j.at("kv");
+    if (kv.is_string()) {
+      p.kv.k = p.kv.v = kv_cache_type(kv.get<std::string>(), where + ": field 'kv'").type;
+    } else if (kv.is_object()) {
+      if (auto k = optional_string(kv, "k", where + ": kv")) p.kv.k = kv_cache_type(*k, where + ": field 'kv.k'").type;
+      if (auto v = optional_string(kv, "v", where + ": kv")) p.kv.v = kv_cache_type(*v, where + ": field 'kv.v'").type;
+    } else {
+      throw InputError(fmt::format("{}: field 'kv' must be a type name or {{\"k\": ..., \"v\": ...}}", where));
+    }
+  }
+  p.context = optional_uint(j, "context", where).value_or(p.context);
+  p.output = optional_uint(j, "output", where).value_or(p.output);
+  p.requests = optional_uint(j, "requests", where).value_or(p.requests);
+  p.tp = optional_uint(j, "tp", where).value_or(p.tp);
+  if (j.contains("reserves")) {
+    const Json& r = require_object(j, "reserves", where);
+    for (const auto& [name, value] : r.items()) {
+      if (!value.is_string())
+        throw InputError(fmt::format("{}: reserves.{} is {}; expected a size such as \"512 MiB\"", where, name, value.dump()));
+      p.reserves.push_back({name, parse_bytes(value.get<std::string>(), where + ": reserves." + name)});
+    }
+  }
+  validate_plan(p, where, false);
+  return p;
+}
+
+void validate_plan(const Plan& p, std::string_view where, bool from_flags) {
+  auto name = [&](std::string_view field, std::string_view flag) {
+    return from_flags ? std::string(flag) : fmt::format("{}: field '{}'", where, field);
+  };
+  if (p.context == 0 || p.context > kMaxContextTokens)
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 1 to {}",
+                                 name("context", "--ctx"), p.context, kMaxContextTokens));
+  if (p.requests == 0 || p.requests > kMaxRequests)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} requests",
+                                 name("requests", "--requests"), p.requests, kMaxRequests));
+  if (p.output > kMaxContextTokens)
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}",
+                                 name("output", "--output"), p.output, kMaxContextTokens));
+  if (p.tp == 0 || p.tp > 64)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to 64 devices", name("tp", "--tp"), p.tp));
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,39 @@
+// The Plan: one configuration that the planner predicts and the runtime executes. Assembled
+// from a plan.json or from CLI flags; every field has a default. (Fields for offload,
+// speculation and load arrive with the features that use them.)
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/hw_profile.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/kv_cache.hpp"
+
+namespace infer_plan {
+
+struct Plan {
+  std::string model = "qwen3-8b";          // built-in name, config.json path
+  std::string hw = "h200";                 // built-in name or profile path
+  std::string weights = "BF16";            // GGML type for every matrix (uniform)
+  std::optional<uint64_t> weights_bytes;   // a known file size overrides `weights`
+  KvTypes kv;                              // K and V cache types
+  uint64_t context = 8192;                 // tokens per request
+  uint64_t output = 256;                   // generated tokens per request
+  uint64_t requests = 4;                   // concurrent requests
+  uint64_t tp = 1;                         // tensor-parallel devices
+  std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
+};
+
+// Limits the CLI and plan files share (checked in one place).
+inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens
+inline constexpr uint64_t kMaxRequests = 1'000'000;
+
+// Reads a plan.json object; unknown keys are refused. `where` names the file for errors.
+Plan plan_from_json(const Json& j, const std::string& where);
+// Checks ranges (context, requests, output, tp); the InputError names the field in `where`, or
+// the CLI flag when the values came from flags.
+void validate_plan(const Plan& plan, std::string_view where, bool from_flags);
+
+}  // namespace infer_plan

@@ -1,0 +1,45 @@
+// The narrow seam between the runtime and a device: allocate and free memory by category (so
+// measured memory is comparable to the planner's breakdown), copy, synchronize, and a clock.
+// `cpu` implements it now; `cuda` (runtime/cuda_*) implements it next. One place picks.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace infer_plan::runtime {
+
+enum class MemoryCategory { weights, kv_cache, activations, offload_buffers, scratch };
+std::string_view memory_category_name(MemoryCategory c);
+
+struct DeviceBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  MemoryCategory category = MemoryCategory::scratch;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual DeviceBuffer allocate(size_t bytes, MemoryCategory category) = 0;
+  virtual void free(DeviceBuffer& buffer) = 0;
+  virtual void copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  virtual uint64_t now_ns() const = 0;  // the backend's own clock (CUDA events on the GPU)
+
+  // Bytes currently allocated per category, from the backend's own accounting.
+  const std::map<MemoryCategory, uint64_t>& allocated() const { return allocated_; }
+  uint64_t allocated(MemoryCategory c) const;
+
+ protected:
+  std::map<MemoryCategory, uint64_t> allocated_;
+};
+
+// "cpu" (always) or "cuda" (when built with CUDA); throws InputError for anything else.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+
+}  // namespace infer_plan::runtime

@@ -1,0 +1,75 @@
+// Allocation sizes are accounted exactly as requested (not rounded to the alignment), so the
+// runtime's memory figures compare to the planner's byte for byte.
+#include "runtime/cpu_backend.hpp"
+
+#include <cassert>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <new>
+
+#include "planner/input_error.hpp"
+
+namespace infer_plan::runtime {
+
+std::string_view memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::weights: return "weights";
+    case MemoryCategory::kv_cache: return "kv_cache";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::offload_buffers: return "offload_buffers";
+    case MemoryCategory::scratch: return "scratch";
+  }
+  return "?";
+}
+
+uint64_t Backend::allocated(MemoryCategory c) const {
+  auto it = allocated_.find(c);
+  return it == allocated_.end() ? 0 : it->second;
+}
+
+CpuBackend::~CpuBackend() { assert(live_buffers_ == 0 && "CpuBackend destroyed with live buffers"); }
+
+DeviceBuffer CpuBackend::allocate(size_t bytes, MemoryCategory category) {
+  constexpr size_t kAlign = 64;
+  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
+  if (!p) throw std::bad_alloc();
+  allocated_[category] += bytes;
+  ++live_buffers_;
+  return {p, bytes, category};
+}
+
+void CpuBackend::free(DeviceBuffer& b) {
+  if (!b.data) return;
+  std::free(b.data);
+  allocated_[b.category] -= b.bytes;
+  --live_buffers_;
+  b = {};
+}
+
+void CpuBackend::copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes) {
+  assert(bytes <= dst.bytes);
+  std::memcpy(dst.data, src, bytes);
+}
+
+void CpuBackend::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) {
+  assert(bytes <= src.bytes);
+  std::memcpy(dst, src.data, bytes);
+}
+
+uint64_t CpuBackend::now_ns() const {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view name) {
+  if (name == "cpu") return std::make_unique<CpuBackend>();
+  if (name == "cuda")
+    throw InputError("--backend: the CUDA backend is not implemented yet; use --backend cpu");
+  throw InputError(fmt::format("--backend: unknown backend '{}'; expected cpu or cuda", name));
+}
+
+}  // namespace infer_plan::runtime

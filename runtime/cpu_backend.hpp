@@ -1,0 +1,23 @@
+// The CPU backend: host memory with 64-byte alignment (one cache line, and a whole AVX-512
+// vector), memcpy for copies, std::chrono::steady_clock for time.
+#pragma once
+#include "runtime/backend.hpp"
+
+namespace infer_plan::runtime {
+
+class CpuBackend final : public Backend {
+ public:
+  ~CpuBackend() override;
+  std::string_view name() const override { return "cpu"; }
+  DeviceBuffer allocate(size_t bytes, MemoryCategory category) override;
+  void free(DeviceBuffer& buffer) override;
+  void copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) override;
+  void synchronize() override {}
+  uint64_t now_ns() const override;
+
+ private:
+  uint64_t live_buffers_ = 0;
+};
+
+}  // namespace infer_plan::runtime

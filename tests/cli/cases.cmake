@@ -1,0 +1,73 @@
+# CLI cases run the real binary: seed figures reproduced from the command line, and bad input
+# that must exit 2 with a message naming the flag, field or file.
+# infer_plan_cli_case(NAME EXIT CODE MATCH regex... ARGS args...)
+function(infer_plan_cli_case NAME)
+  cmake_parse_arguments(C "" "EXIT" "MATCH;ARGS" ${ARGN})
+  string(REPLACE ";" "%%" _args "${C_ARGS}")
+  string(REPLACE ";" "%%" _match "${C_MATCH}")
+  add_test(NAME cli_${NAME}
+           COMMAND ${CMAKE_COMMAND} "-DEXE=$<TARGET_FILE:infer-plan>" "-DARGS=${_args}"
+                   "-DEXPECT_EXIT=${C_EXIT}" "-DMATCH=${_match}"
+                   "-DWORKDIR=${PROJECT_SOURCE_DIR}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_case.cmake)
+endfunction()
+
+# --- seed figures, from the command line (SPEC 1-3) ---
+set(_m2 --model qwen3-235b-a22b --hw m2-max-96gb --requests 1)
+infer_plan_cli_case(quant_q2k EXIT 0 ARGS quant Q2_K --json
+  MATCH "\"block_bytes\": 84" "\"bits_per_value\": 2.625" "\"meta_fraction\": 0.238")
+infer_plan_cli_case(quant_q8_q4 EXIT 0 ARGS quant
+  MATCH "Q8_0 +32 +34 +32 +2 +8.5 " "Q4_0 +32 +18 +16 +2 +4.5 +11.1 +28.1%")
+infer_plan_cli_case(kv_qwen3_8b EXIT 0 ARGS kv --model qwen3-8b --ctx 8K
+  MATCH "BF16 +16 +144 KiB +1152 MiB" "Q8_0 +8.5 +76.5 KiB +612 MiB" "540 MiB" "Q4_0 +4.5 +40.5 KiB +324 MiB" "828 MiB")
+infer_plan_cli_case(kv_json EXIT 0 ARGS kv --model qwen3-8b --ctx 8192 --json
+  MATCH "\"bytes_per_token\": 147456" "\"bytes_per_request\": 1207959552" "\"bytes_per_request\": 641728512")
+infer_plan_cli_case(kv_235b EXIT 0 ARGS kv --model qwen3-235b-a22b --ctx 32K --types bf16
+  MATCH "188 KiB" "5.88 GiB")
+infer_plan_cli_case(kv_7b_mha EXIT 0 ARGS kv --model llama-2-7b --ctx 8K --requests 32 --types f16
+  MATCH "512 KiB" "128.00 GiB")
+infer_plan_cli_case(fit_m2_7981 EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K
+  MATCH "usable +81.41 GiB" "free after weights +1.60 GiB" "KV cache +1.47 GiB" "FITS with 0.13 GiB to spare")
+infer_plan_cli_case(fit_m2_8197 EXIT 0 ARGS fit ${_m2} --weights-size 81.97GiB --ctx 8K
+  MATCH "DOES NOT FIT: the weights alone are 0.56 GiB over")
+infer_plan_cli_case(fit_m2_32k EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K
+  MATCH "KV cache +5.88 GiB" "DOES NOT FIT")
+infer_plan_cli_case(fit_m2_json EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8192 --json
+  MATCH "\"usable_bytes\": 87410065408" "\"kv_bytes_per_token\": 192512" "\"fits\": true"
+        "\"max_requests\": 1" "\"free_after_weights_bytes\": 1714730435" "\"headroom_bytes\": 137672131")
+infer_plan_cli_case(fit_plan_file EXIT 0 ARGS fit --plan tests/data/plan_m2_seed.json
+  MATCH "FITS with 0.13 GiB to spare")
+infer_plan_cli_case(fit_explain EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K --explain
+  MATCH "KV/token = 2 \\(K, V\\) x 94 layers x 4 KV heads" "usable += capacity - reserved = 96000000000 B - 8589934592 B")
+infer_plan_cli_case(fit_config_path EXIT 0 ARGS fit --model tests/data/tiny_config.json --hw rtx-4090 --ctx 1K --json
+  MATCH "\"kv_bytes_per_token\": 1024")
+infer_plan_cli_case(fit_default EXIT 0 ARGS fit MATCH "qwen3-8b on h200" "verdict: FITS")
+infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv-k" "--tp" "default 8192")
+infer_plan_cli_case(model_235b EXIT 0 ARGS model qwen3-235b-a22b MATCH "attention width 8192" "128 experts, 8 active")
+infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "blk.35.ffn_down.weight +\\[12288, 4096\\]")
+infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s")
+
+# --- bad input: exit 2, the message names the flag, field or file ---
+infer_plan_cli_case(bad_model EXIT 2 ARGS fit --model qwen9 MATCH "unknown model 'qwen9'; built-in: .*qwen3-8b")
+infer_plan_cli_case(bad_hw EXIT 2 ARGS fit --hw h300 MATCH "unknown hardware profile 'h300'; built-in: .*h200")
+infer_plan_cli_case(bad_json EXIT 2 ARGS fit --hw tests/data/malformed_profile.json
+  MATCH "malformed_profile.json: malformed JSON: parse error at line 3, column")
+infer_plan_cli_case(bad_unit EXIT 2 ARGS fit --hw tests/data/bad_unit_profile.json
+  MATCH "bad_unit_profile.json: memory: field 'bandwidth': unknown unit 'TB/sec'.*accepted units")
+infer_plan_cli_case(bad_missing_field EXIT 2 ARGS fit --model tests/data/config_missing_layers.json
+  MATCH "config_missing_layers.json: field 'num_hidden_layers' is missing")
+infer_plan_cli_case(bad_negative_field EXIT 2 ARGS kv --model tests/data/config_negative_heads.json
+  MATCH "field 'num_key_value_heads' is -8")
+infer_plan_cli_case(bad_missing_file EXIT 2 ARGS fit --model no/such/config.json MATCH "no/such/config.json: cannot open")
+infer_plan_cli_case(bad_kv_type EXIT 2 ARGS fit --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
+infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_M MATCH "mixed llama.cpp file type")
+infer_plan_cli_case(bad_size EXIT 2 ARGS fit --weights-size 80GB/s MATCH "--weights-size: unknown unit 'GB/s'")
+infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit --ctx 0 MATCH "--ctx: 0 tokens is out of range")
+infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx: 'lots' is not a token count")
+infer_plan_cli_case(bad_requests EXIT 2 ARGS fit --requests -3 MATCH "--requests")
+infer_plan_cli_case(bad_tp EXIT 2 ARGS fit --tp 3 MATCH "--tp: 3 devices cannot split")
+infer_plan_cli_case(bad_reserve EXIT 2 ARGS fit --reserve cuda512MiB MATCH "--reserve: 'cuda512MiB' is not NAME=SIZE")
+infer_plan_cli_case(bad_both_weights EXIT 2 ARGS fit --weights Q8_0 --weights-size 8GiB MATCH "not both")
+infer_plan_cli_case(bad_flag EXIT 2 ARGS fit --context 8K MATCH "--context")
+infer_plan_cli_case(bad_quant EXIT 2 ARGS quant Q9 MATCH "TYPE: unknown GGML type 'Q9'")
+infer_plan_cli_case(bad_subcommand EXIT 2 ARGS fitt MATCH "fitt")

@@ -1,0 +1,15 @@
+# Runs one CLI case: checks the exit code and that every MATCH regex occurs in stdout+stderr.
+string(REPLACE "%%" ";" ARGS "${ARGS}")
+string(REPLACE "%%" ";" MATCH "${MATCH}")
+execute_process(COMMAND ${EXE} ${ARGS} WORKING_DIRECTORY ${WORKDIR}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
+  message(FATAL_ERROR "infer-plan ${ARGS}: exit ${rc}, expected ${EXPECT_EXIT}\n${all}")
+endif()
+foreach(re ${MATCH})
+  if(NOT all MATCHES "${re}")
+    message(FATAL_ERROR "infer-plan ${ARGS}: output lacks /${re}/\n${all}")
+  endif()
+endforeach()
+message(STATUS "ok: infer-plan ${ARGS}")

@@ -1,0 +1,75 @@
+// Hardware profiles: the built-ins parse, the seed's M2 Max arithmetic, strict field checks.
+#include <doctest/doctest.h>
+
+#include "planner/catalog.hpp"
+#include "planner/input_error.hpp"
+#include "planner/units.hpp"
+
+using namespace infer_plan;
+
+namespace {
+LinkProfile no_links(const std::string& name) { return load_link(name); }
+
+Json minimal() {
+  return Json{{"memory", {{"capacity", "24 GB"}, {"bandwidth", "1 TB/s"}}}};
+}
+}  // namespace
+
+TEST_CASE("built-in profiles and links") {
+  for (const auto& n : builtin_hw_names()) {
+    CAPTURE(n);
+    const HwProfile p = load_hw_profile(n);
+    CHECK(p.memory_capacity_bytes > 0);
+    CHECK(p.memory_bandwidth_bytes_per_s > 0);
+  }
+  CHECK(builtin_hw_names().size() == 7);
+  CHECK(load_link("pcie-gen4-x16").bandwidth_bytes_per_s == 32e9);
+  CHECK(load_link("pcie-gen5-x16").bandwidth_bytes_per_s == 64e9);
+  CHECK(load_link("nvlink-c2c").bandwidth_bytes_per_s == 450e9);
+  const HwProfile gh = load_hw_profile("gh200");
+  REQUIRE(gh.host_links.size() == 1);
+  CHECK(gh.host_links[0].name == "nvlink-c2c");
+  CHECK(gh.host_links[0].bandwidth_bytes_per_s == 450e9);
+  CHECK(load_hw_profile("h200").compute_ops_per_s.at("bf16") == 989e12);
+  CHECK(load_hw_profile("h200").memory_bandwidth_bytes_per_s == 4.8e12);
+}
+
+TEST_CASE("SPEC 2: M2 Max usable 81.41 GiB") {
+  const HwProfile m2 = load_hw_profile("m2-max-96gb");
+  CHECK(m2.memory_capacity_bytes == 96'000'000'000ull);
+  CHECK(m2.memory_reserved_bytes == 8 * GiB);
+  // 96e9 - 8 * 2^30 = 87,410,065,408 B = 81.408 GiB
+  CHECK(m2.usable_bytes() == 87'410'065'408ull);
+  CHECK(to_gib(m2.usable_bytes()) == doctest::Approx(81.41).epsilon(1e-4));
+}
+
+TEST_CASE("profile errors name the file and field") {
+  CHECK(hw_profile_from_json(minimal(), "x", "x.json", no_links).memory_capacity_bytes == 24'000'000'000ull);
+  Json j = minimal();
+  j["memory"].erase("capacity");
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("x.json: memory: field 'capacity' is missing"), InputError);
+  j = minimal();
+  j["memory"]["capacity"] = "24 GX";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown unit 'GX'"), InputError);
+  j = minimal();
+  j["memory"]["capcity"] = "1 GB";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown field 'capcity'"), InputError);
+  j = minimal();
+  j["memory"]["reserved"] = "30 GB";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("must be below 'capacity'"), InputError);
+  j = minimal();
+  j["compute"] = {{"fp64", "1 TFLOPS"}};
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown precision 'fp64'"), InputError);
+  j = minimal();
+  j["host_links"] = {"pcie-gen9"};
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown link 'pcie-gen9'"), InputError);
+  CHECK_THROWS_WITH_AS(load_hw_profile("h300"), doctest::Contains("built-in: a100-40gb"), InputError);
+  CHECK_THROWS_WITH_AS(parse_json_text("{\n  \"memory\": {,\n}", "p.json"),
+                       doctest::Contains("p.json: malformed JSON: parse error at line 2, column"), InputError);
+}

@@ -1,0 +1,89 @@
+// SPEC 2: the M2 Max verdicts to the 0.01 GiB the seed prints, and the fit arithmetic.
+#include <doctest/doctest.h>
+
+#include "planner/catalog.hpp"
+#include "planner/input_error.hpp"
+#include "planner/memory_fit.hpp"
+#include "planner/units.hpp"
+
+using namespace infer_plan;
+
+namespace {
+FitResult seed_fit(const char* weights, uint64_t context, uint64_t requests = 1) {
+  Plan plan;
+  plan.model = "qwen3-235b-a22b";
+  plan.hw = "m2-max-96gb";
+  plan.context = context;
+  plan.requests = requests;
+  const uint64_t w = parse_bytes(weights, "weights");
+  return fit_memory(load_model(plan.model), load_hw_profile(plan.hw), plan, w, "given");
+}
+double gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(GiB); }
+}  // namespace
+
+TEST_CASE("SPEC 2: 79.81 GiB + one 8K request fits with 0.13 GiB to spare") {
+  const FitResult r = seed_fit("79.81 GiB", 8192);
+  CHECK(r.usable_bytes == 87'410'065'408ull);
+  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(1.60).epsilon(0.005));
+  CHECK(r.kv_bytes == 188 * KiB * 8192);
+  CHECK(r.fits);
+  CHECK(gib(r.headroom_bytes) == doctest::Approx(0.13).epsilon(0.04));  // 0.129 GiB
+  CHECK(r.max_requests == 1);
+  // free 1,714,730,435 B / 192,512 B per token = 8907 tokens (hand: floor(8907.17))
+  CHECK(r.max_context == 8907);
+}
+
+TEST_CASE("SPEC 2: 81.97 GiB is 0.56 GiB short before any KV") {
+  const FitResult r = seed_fit("81.97 GiB", 8192);
+  CHECK_FALSE(r.fits);
+  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(-0.56).epsilon(0.01));
+  CHECK(r.max_requests == 0);
+  CHECK(r.max_context == 0);
+}
+
+TEST_CASE("SPEC 2: 32K needs 5.88 GiB of KV: does not fit") {
+  const FitResult r = seed_fit("79.81 GiB", 32768);
+  CHECK(gib(static_cast<int64_t>(r.kv_bytes)) == doctest::Approx(5.875));
+  CHECK_FALSE(r.fits);
+}
+
+TEST_CASE("reserves, tensor parallel, many requests") {
+  Plan plan;  // qwen3-8b on h200, BF16 KV, 4 x 8192
+  const ModelSpec s = load_model("qwen3-8b");
+  HwProfile hw = load_hw_profile("h200");
+  const uint64_t w = 16 * GiB;
+  FitResult a = fit_memory(s, hw, plan, w, "w");
+  CHECK(a.kv_bytes == 4 * 1152 * MiB);
+  CHECK(a.headroom_bytes == static_cast<int64_t>(a.usable_bytes - w - a.kv_bytes));
+  // max requests: floor((usable - weights) / 1152 MiB)
+  CHECK(a.max_requests == (a.usable_bytes - w) / (1152 * MiB));
+  CHECK(a.max_context == (a.usable_bytes - w) / (144 * KiB * 4));
+
+  plan.reserves.push_back({"cuda_context", 512 * MiB});
+  FitResult b = fit_memory(s, hw, plan, w, "w");
+  CHECK(b.reserved_bytes == 512 * MiB);
+  CHECK(a.headroom_bytes - b.headroom_bytes == static_cast<int64_t>(512 * MiB));
+
+  plan.tp = 2;
+  FitResult c = fit_memory(s, hw, plan, w, "w");
+  CHECK(c.weights_bytes == 8 * GiB);
+  CHECK(c.kv_bytes == 2 * 1152 * MiB);  // half the KV heads per device
+
+  plan.tp = 3;  // 32 heads do not split over 3 devices
+  CHECK_THROWS_AS(fit_memory(s, hw, plan, w, "w"), InputError);
+}
+
+TEST_CASE("exactly full is a fit with zero headroom") {
+  Plan plan;
+  plan.requests = 1;
+  const ModelSpec s = load_model("qwen3-8b");
+  const HwProfile hw = load_hw_profile("h200");
+  const uint64_t w = hw.usable_bytes() - 1152 * MiB;
+  FitResult r = fit_memory(s, hw, plan, w, "w");
+  CHECK(r.fits);
+  CHECK(r.headroom_bytes == 0);
+  CHECK(r.max_context == 8192);
+  r = fit_memory(s, hw, plan, w + 1, "w");
+  CHECK_FALSE(r.fits);
+  CHECK(r.headroom_bytes == -1);
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (as root, or with sudo), builds infer-plan, then:
+#   tools/setup.sh run [FIT FLAGS]   runs the main job: `infer-plan fit` on the built-in default
+#                                    (qwen3-8b on h200), or with the flags given
+#   tools/setup.sh test              runs the whole test suite (CTest)
+#   tools/setup.sh sanitize          builds under ASan + UBSan in build-asan/ and runs the tests
+# Installs only the Debian packages that are missing; builds with -j2 (CI has two cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+[ $# -gt 0 ] && shift
+
+packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev doctest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build() {  # build DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j2
+}
+
+case "$mode" in
+  run)
+    build build
+    ./build/infer-plan fit "$@"
+    ;;
+  test)
+    build build -DINFER_PLAN_WERROR=ON
+    ctest --test-dir build --output-on-failure -j2
+    ;;
+  sanitize)
+    build build-asan -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_CUDA=OFF
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j2
+    ;;
+  *)
+    echo "usage: tools/setup.sh run [fit flags] | test | sanitize" >&2
+    exit 2
+    ;;
+esac
