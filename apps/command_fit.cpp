@@ -7,6 +7,7 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog.hpp"
+#include "planner/figures.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/units.hpp"
 #include "planner/weights_size.hpp"
@@ -28,32 +29,13 @@ std::string gib(int64_t b) { return format_gib(static_cast<double>(b)); }
 std::string gib(uint64_t b) { return format_gib(static_cast<double>(b)); }
 
 Json fit_json(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
-  Json reserves = Json::array();
-  for (const auto& n : r.reserves) reserves.push_back({{"name", n.name}, {"bytes", n.bytes}});
-  return Json{{"model", spec.name},
-              {"hw", hw.name},
-              {"weights", r.weights_label},
-              {"kv_k", ggml_type_info(plan.kv.k).name},
-              {"kv_v", ggml_type_info(plan.kv.v).name},
-              {"context", r.context},
-              {"requests", r.requests},
-              {"tp", r.tp},
-              {"capacity_bytes", r.capacity_bytes},
-              {"system_reserved_bytes", r.system_reserved_bytes},
-              {"usable_bytes", r.usable_bytes},
-              {"weights_bytes", r.weights_bytes},
-              {"kv_bytes_per_token", r.kv_bytes_per_token},
-              {"kv_bytes_per_request", r.kv_bytes_per_request},
-              {"kv_bytes", r.kv_bytes},
-              {"reserves", reserves},
-              {"reserved_bytes", r.reserved_bytes},
-              {"free_after_weights_bytes", r.free_after_weights_bytes},
-              {"headroom_bytes", r.headroom_bytes},
-              {"fits", r.fits},
-              {"max_requests", r.max_requests},
-              {"max_context", r.max_context},
-              {"model_max_context", spec.max_context},
-              {"warnings", r.warnings}};
+  Json j = fit_figures(r);
+  j["model"] = spec.name;
+  j["hw"] = hw.name;
+  j["kv_k"] = ggml_type_info(plan.kv.k).name;
+  j["kv_v"] = ggml_type_info(plan.kv.v).name;
+  j["model_max_context"] = spec.max_context;
+  return j;
 }
 
 void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
@@ -95,17 +77,8 @@ void run(const FitArgs& a) {
   const Plan plan = a.plan.resolve();
   const ModelSpec spec = load_model(plan.model);
   const HwProfile hw = load_hw_profile(plan.hw);
-  uint64_t weights_bytes = 0;
-  std::string label;
-  if (plan.weights_bytes) {
-    weights_bytes = *plan.weights_bytes;
-    label = fmt::format("{} (given)", format_gib(static_cast<double>(weights_bytes)));
-  } else {
-    const WeightsSize w = uniform_weights_size(spec, plan.weights);
-    weights_bytes = w.bytes;
-    label = w.file_type;
-  }
-  const FitResult r = fit_memory(spec, hw, plan, weights_bytes, label);
+  const PlanWeights w = plan_weights(spec, plan.weights, plan.weights_bytes);
+  const FitResult r = fit_memory(spec, hw, plan, w.bytes, w.label);
   if (a.out.json) {
     Json j = fit_json(r, spec, hw, plan);
     if (a.out.explain) j["derivation"] = r.derivation;
@@ -125,7 +98,7 @@ void add_fit_command(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* cmd = app.add_subcommand(
       "fit", "Does it fit? Weights + reserves + KV for N requests at a context vs usable memory");
-  args->plan.add_to(*cmd, true);
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
   args->out.add_to(*cmd);
   cmd->footer(
       "Example (the seed's M2 Max case):\n"

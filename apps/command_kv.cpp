@@ -105,7 +105,7 @@ void add_kv_command(CLI::App& app) {
   auto args = std::make_shared<KvArgs>();
   CLI::App* cmd = app.add_subcommand(
       "kv", "KV cache bytes per token and per request for each KV type, and the saving vs BF16");
-  args->plan.add_to(*cmd, false);
+  args->plan.add_to(*cmd, PlanOptions::kModel);
   cmd->add_option("--types", args->types, "KV types to list (default bf16 f16 q8_0 q4_0)")->type_name("TYPE...");
   args->out.add_to(*cmd);
   cmd->callback([args] { run(*args); });

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 success, 2 bad input (the message names the file, field or flag).");
   infer_plan::apps::add_fit_command(app);
   infer_plan::apps::add_kv_command(app);
+  infer_plan::apps::add_roofline_command(app);
+  infer_plan::apps::add_offload_command(app);
   infer_plan::apps::add_quant_command(app);
   infer_plan::apps::add_model_command(app);
   infer_plan::apps::add_hw_command(app);

@@ -9,7 +9,7 @@
 
 namespace infer_plan::apps {
 
-void PlanOptions::add_to(CLI::App& cmd, bool memory_flags) {
+void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   const Plan d;
   cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
       ->type_name("FILE");
@@ -33,7 +33,20 @@ void PlanOptions::add_to(CLI::App& cmd, bool memory_flags) {
                  "Tensor-parallel devices: weights and KV heads split across N devices; figures "
                  "are per device (default 1)")
       ->type_name("N");
-  if (!memory_flags) return;
+  if (groups & kGeneration) {
+    cmd.add_option("--output,-o", output,
+                   fmt::format("Tokens generated per request (default {})", d.output))
+        ->type_name("TOKENS");
+    cmd.add_option("--decode-ms", decode_ms,
+                   "A measured decode iteration in ms (the whole batch, one token each); default: "
+                   "predicted by the roofline")
+        ->type_name("MS")
+        ->check(CLI::PositiveNumber);
+    cmd.add_option("--deadline", deadline_s, "Per-request deadline in seconds (default: none)")
+        ->type_name("S")
+        ->check(CLI::PositiveNumber);
+  }
+  if (!(groups & kMemory)) return;
   cmd.add_option("--hw", hw,
                  fmt::format("Hardware profile: a built-in name ({}), or a profile JSON path "
                              "(default {})", fmt::join(builtin_hw_names(), ", "), d.hw))
@@ -72,6 +85,8 @@ Plan PlanOptions::resolve() const {
   if (requests) p.requests = *requests;
   if (tp) p.tp = *tp;
   if (output) p.output = *output;
+  if (decode_ms) p.decode_ms = *decode_ms;
+  if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
     auto eq = r.find('=');
     if (eq == std::string::npos || eq == 0)

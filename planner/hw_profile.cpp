@@ -85,7 +85,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
                                const LinkResolver& resolve_link) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links",
-                          "device_link", "reserves", "sources"}, where);
+                          "device_link", "reserves", "sources", "efficiency", "measured"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -146,6 +146,36 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
         throw InputError(fmt::format("{}: field '{}' is {}; expected a size such as \"512 MiB\"", rw, key, value.dump()));
       p.reserves.push_back({key, parse_bytes(value.get<std::string>(), field_path(rw, key))});
     }
+  }
+  if (j.contains("efficiency")) {
+    const std::string ew = where + ": efficiency";
+    const Json& e = require_object(j, "efficiency", where);
+    refuse_unknown_keys(e, {"memory", "compute"}, ew);
+    auto fraction = [&](std::string_view key, double fallback) {
+      double v = optional_number(e, key, ew).value_or(fallback);
+      if (!(v > 0 && v <= 1))
+        throw InputError(fmt::format("{}: field '{}' is {}; expected a fraction in (0, 1]", ew, key, v));
+      return v;
+    };
+    p.memory_efficiency = fraction("memory", 1.0);
+    p.compute_efficiency = fraction("compute", 1.0);
+  }
+  if (j.contains("measured")) {
+    const std::string mw = where + ": measured";
+    const Json& m = require_object(j, "measured", where);
+    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "source"}, mw);
+    MeasuredFigures f;
+    if (m.contains("memory_bandwidth")) f.memory_bandwidth_bytes_per_s = rate_field(m, "memory_bandwidth", mw);
+    if (m.contains("host_to_device")) f.host_to_device_bytes_per_s = rate_field(m, "host_to_device", mw);
+    if (m.contains("compute")) {
+      for (const auto& [prec, value] : require_object(m, "compute", mw).items()) {
+        if (!value.is_string())
+          throw InputError(fmt::format("{}: compute.{} is {}; expected a figure such as \"790 TFLOPS\"", mw, prec, value.dump()));
+        f.compute_ops_per_s[prec] = parse_flops(value.get<std::string>(), fmt::format("{}: compute.{}", mw, prec));
+      }
+    }
+    f.source = optional_string(m, "source", mw).value_or("probe");
+    p.measured = f;
   }
   if (j.contains("sources")) {
     const Json& s = j.at("sources");

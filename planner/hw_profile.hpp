@@ -23,6 +23,14 @@ struct NamedBytes {
   uint64_t bytes = 0;
 };
 
+// Figures measured on a real device by `infer-plan probe`; they override the datasheet.
+struct MeasuredFigures {
+  std::optional<double> memory_bandwidth_bytes_per_s;   // achieved device read/copy bandwidth
+  std::map<std::string, double> compute_ops_per_s;      // achieved dense throughput per precision
+  std::optional<double> host_to_device_bytes_per_s;     // pinned copies over the host link
+  std::string source;                                   // "probe on <device>, <date>"
+};
+
 struct HwProfile {
   std::string name;
   std::string source;  // "built-in" or a path
@@ -35,6 +43,10 @@ struct HwProfile {
   std::optional<LinkProfile> device_link;            // GPU-to-GPU (NVLink), for tensor parallel
   std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
   std::vector<std::string> sources;                  // where the figures come from
+  // Achieved fractions of the datasheet figures (used when no measured block is present).
+  double memory_efficiency = 1.0;
+  double compute_efficiency = 1.0;
+  std::optional<MeasuredFigures> measured;
 
   uint64_t usable_bytes() const { return memory_capacity_bytes - memory_reserved_bytes; }
 };

@@ -13,14 +13,20 @@ namespace infer_plan {
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   static const std::set<std::string> allowed{"model", "hw", "weights", "weights_size", "kv",
-                                             "context", "output", "requests", "tp", "reserves"};
+                                             "context", "output", "requests", "tp", "reserves",
+                                             "decode_ms", "deadline_s", "offload"};
   for (const auto& [key, value] : j.items())
     if (!key.starts_with('_') && !allowed.count(key))
       throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
                                    fmt::join(allowed, ", ")));
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
-  p.hw = optional_string(j, "hw", where).value_or(p.hw);
+  if (auto it = j.find("hw"); it != j.end() && it->is_object()) {
+    p.hw = "inline";
+    p.hw_inline = *it;
+  } else {
+    p.hw = optional_string(j, "hw", where).value_or(p.hw);
+  }
   p.weights = optional_string(j, "weights", where).value_or(p.weights);
   if (auto size = optional_string(j, "weights_size", where))
     p.weights_bytes = parse_bytes(*size, where + ": field 'weights_size'");
@@ -46,6 +52,25 @@ Plan plan_from_json(const Json& j, const std::string& where) {
         throw InputError(fmt::format("{}: reserves.{} is {}; expected a size such as \"512 MiB\"", where, name, value.dump()));
       p.reserves.push_back({name, parse_bytes(value.get<std::string>(), where + ": reserves." + name)});
     }
+  }
+  p.decode_ms = optional_number(j, "decode_ms", where);
+  if (p.decode_ms && !(*p.decode_ms > 0))
+    throw InputError(fmt::format("{}: field 'decode_ms' is {}; expected a positive time in ms", where, *p.decode_ms));
+  p.deadline_s = optional_number(j, "deadline_s", where);
+  if (p.deadline_s && !(*p.deadline_s > 0))
+    throw InputError(fmt::format("{}: field 'deadline_s' is {}; expected a positive time in s", where, *p.deadline_s));
+  if (j.contains("offload") && !j.at("offload").is_null()) {
+    const std::string ow = where + ": offload";
+    const Json& o = require_object(j, "offload", where);
+    for (const auto& [key, value] : o.items())
+      if (key != "part" && key != "every" && key != "buffers" && key != "link")
+        throw InputError(fmt::format("{}: unknown field '{}'; expected part, every, buffers, link", ow, key));
+    OffloadPlan off;
+    off.part = optional_string(o, "part", ow).value_or(off.part);
+    off.every = optional_uint(o, "every", ow).value_or(off.every);
+    off.buffers = optional_uint(o, "buffers", ow).value_or(off.buffers);
+    off.link = optional_string(o, "link", ow).value_or("");
+    p.offload = off;
   }
   validate_plan(p, where, false);
   return p;

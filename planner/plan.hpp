@@ -13,6 +13,14 @@
 
 namespace infer_plan {
 
+// The offload lever (SPEC 4); see planner/offload.hpp.
+struct OffloadPlan {
+  std::string part = "ffn";   // ffn, attn or layer
+  uint64_t every = 4;         // one layer in every k
+  uint64_t buffers = 2;       // device prefetch slots
+  std::string link;           // link name or path; empty = the profile's first host link
+};
+
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   std::string hw = "h200";                 // built-in name or profile path
@@ -24,6 +32,10 @@ struct Plan {
   uint64_t requests = 4;                   // concurrent requests
   uint64_t tp = 1;                         // tensor-parallel devices
   std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
+  std::optional<Json> hw_inline;           // a profile object given inside the plan
+  std::optional<double> decode_ms;         // a measured decode iteration, instead of the roofline
+  std::optional<double> deadline_s;        // per-request deadline for generation / admission
+  std::optional<OffloadPlan> offload;
 };
 
 // Limits the CLI and plan files share (checked in one place).

@@ -16,7 +16,7 @@ constexpr std::string_view kMixedFileTypes[] = {"Q2_K_S", "Q3_K_S", "Q3_K_M", "Q
 
 }  // namespace
 
-WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name) {
+WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view type_name) {
   for (std::string_view mixed : kMixedFileTypes)
     if (type_name.size() == mixed.size() &&
         std::equal(mixed.begin(), mixed.end(), type_name.begin(),
@@ -29,22 +29,53 @@ WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_na
   if (t.type == GgmlType::Q8_K)
     throw InputError("--weights: Q8_K is ggml's activation type, not a weight file type");
 
-  WeightsSize w;
-  w.file_type = fmt::format("{} (uniform)", t.name);
-  const GgmlTypeInfo& f32 = ggml_type_info(GgmlType::F32);
-  const GgmlTypeInfo& f16 = ggml_type_info(GgmlType::F16);
+  WeightsLayout layout;
+  layout.file_type = fmt::format("{} (uniform)", t.name);
   for (const TensorInfo& tensor : tensor_inventory(spec)) {
-    const GgmlTypeInfo* type = &t;
-    if (tensor.is_vector() || tensor.role == TensorRole::ffn_gate_inp) type = &f32;
+    GgmlType type = t.type;
+    if (tensor.is_vector() || tensor.role == TensorRole::ffn_gate_inp) type = GgmlType::F32;
     else if (tensor.row_length() % t.block_values != 0) {
-      type = &f16;
-      ++w.fallback_tensors;
+      type = GgmlType::F16;
+      ++layout.fallback_tensors;
     }
-    const uint64_t blocks = tensor.elements() / type->block_values;
-    w.bytes += blocks * type->block_bytes;
-    w.code_bytes += blocks * type->code_bytes;
-    w.meta_bytes += blocks * type->meta_bytes;
+    const GgmlTypeInfo& info = ggml_type_info(type);
+    layout.tensors.push_back({tensor, type, tensor.elements() / info.block_values * info.block_bytes});
   }
+  return layout;
+}
+
+WeightsSize weights_size(const WeightsLayout& layout) {
+  WeightsSize w;
+  w.file_type = layout.file_type;
+  w.fallback_tensors = layout.fallback_tensors;
+  for (const TensorPlacement& p : layout.tensors) {
+    const GgmlTypeInfo& info = ggml_type_info(p.type);
+    const uint64_t blocks = p.tensor.elements() / info.block_values;
+    w.bytes += p.bytes;
+    w.code_bytes += blocks * info.code_bytes;
+    w.meta_bytes += blocks * info.meta_bytes;
+  }
+  return w;
+}
+
+WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name) {
+  return weights_size(uniform_weights_layout(spec, type_name));
+}
+
+PlanWeights plan_weights(const ModelSpec& spec, const std::string& type_name,
+                         std::optional<uint64_t> given_bytes) {
+  PlanWeights w;
+  if (!given_bytes) {
+    w.layout = uniform_weights_layout(spec, type_name);
+    w.bytes = weights_size(w.layout).bytes;
+    w.label = w.layout.file_type;
+    return w;
+  }
+  if (*given_bytes == 0) throw InputError("--weights-size: expected a positive size");
+  w.layout = uniform_weights_layout(spec, "BF16");
+  w.bytes = *given_bytes;
+  w.scale = static_cast<double>(*given_bytes) / static_cast<double>(weights_size(w.layout).bytes);
+  w.label = fmt::format("{:.2f} GiB (given)", static_cast<double>(*given_bytes) / (1024.0 * 1024 * 1024));
   return w;
 }
 

@@ -3,24 +3,52 @@
 // mixed file types (Q4_K_M, ...) need its per-tensor recipes and are refused here.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "planner/ggml_type.hpp"
 #include "planner/model_spec.hpp"
+#include "planner/tensor_inventory.hpp"
 
 namespace infer_plan {
 
-struct WeightsSize {
+// One tensor with the type it is stored in and its bytes: what the roofline reads per step,
+// what offload moves, what the runtime allocates.
+struct TensorPlacement {
+  TensorInfo tensor;
+  GgmlType type;
+  uint64_t bytes = 0;
+};
+
+struct WeightsLayout {
   std::string file_type;     // "Q8_0 (uniform)"
-  uint64_t bytes = 0;        // tensor data, all tensors
-  uint64_t code_bytes = 0;   // quantized codes plus unquantized floats
-  uint64_t meta_bytes = 0;   // scales and mins of the quantized blocks
+  std::vector<TensorPlacement> tensors;
   uint64_t fallback_tensors = 0;  // matrices whose rows are not whole blocks, kept in F16
 };
 
+struct WeightsSize {
+  std::string file_type;
+  uint64_t bytes = 0;        // tensor data, all tensors
+  uint64_t code_bytes = 0;   // quantized codes plus unquantized floats
+  uint64_t meta_bytes = 0;   // scales and mins of the quantized blocks
+  uint64_t fallback_tensors = 0;
+};
+
 // `type_name` is a GGML type usable for a whole file (F32, F16, BF16, Q4_0, ... Q6_K).
+WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view type_name);
+WeightsSize weights_size(const WeightsLayout& layout);
 WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name);
+
+// The weights a plan names: a uniform type, or a given file size (then the BF16 layout is scaled
+// to that size, so the roofline and offload keep the proportions between tensors).
+struct PlanWeights {
+  WeightsLayout layout;
+  double scale = 1.0;     // multiply layout bytes by this
+  uint64_t bytes = 0;     // the whole model
+  std::string label;      // "BF16 (uniform)", "79.81 GiB (given)"
+};
+PlanWeights plan_weights(const ModelSpec& spec, const std::string& type_name, std::optional<uint64_t> given_bytes);
 
 }  // namespace infer_plan

@@ -1,0 +1,127 @@
+// `infer-plan offload`: what offloading one layer's part in every k buys (device memory, extra
+// requests) and costs (a transfer per decode round over the host link), against the decode
+// iteration; and the inverse questions: most layers hidden under compute, batch from which it hides.
+#include <fmt/format.h>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "planner/figures.hpp"
+#include "planner/memory_fit.hpp"
+#include "planner/offload.hpp"
+#include "planner/predict.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct OffloadArgs {
+  PlanOptions plan;
+  OutputOptions out;
+  std::string part = "ffn", link;
+  uint64_t every = 4, buffers = 2;
+  uint64_t max_batch = 4096;
+};
+
+std::string mib(double b) { return fmt::format("{:.0f} MiB", b / MiB); }
+
+void run(const OffloadArgs& a) {
+  Plan plan = a.plan.resolve();
+  plan.offload = OffloadPlan{a.part, a.every, a.buffers, a.link};
+  const ResolvedPlan rp = resolve_plan(plan);
+  const Json figures = predict(plan);
+  const Json& o = figures.at("offload");
+  if (a.out.json) {
+    Json j = o;
+    j["model"] = rp.spec.name;
+    j["hw"] = rp.hw.name;
+    j["part"] = a.part;
+    j["every"] = a.every;
+    j["buffers"] = a.buffers;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  // Re-run the planner for the derivation lines (predict returns figures only).
+  OffloadInput in;
+  in.part = parse_offload_part(a.part, "--part");
+  in.every = a.every;
+  in.buffers = a.buffers;
+  const LinkProfile link = a.link.empty() ? rp.hw.host_links.front() : load_link(a.link);
+  in.link_name = link.name;
+  in.link_bytes_per_s = link.bandwidth_bytes_per_s;
+  in.prompt_tokens = plan.context;
+  in.output_tokens = plan.output;
+  in.requests = plan.requests;
+  in.iteration_s = plan_iteration_s(rp, &in.iteration_source);
+  in.deadline_s = plan.deadline_s;
+  const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,
+                                       rp.roofline.get(), a.max_batch);
+
+  fmt::print("offload: {} of one layer in every {} of {} ({}), {} buffer{}, over {} ({})\n", a.part, a.every,
+             rp.spec.name, rp.weights.label, a.buffers, a.buffers == 1 ? "" : "s", link.name,
+             format_rate(link.bandwidth_bytes_per_s));
+  fmt::print("  {} requests x {} prompt + {} output tokens\n\n", plan.requests, plan.context, plan.output);
+  fmt::print("  memory\n");
+  fmt::print("    offloaded layers        {} of {} ({} per group)\n", r.layers_offloaded, rp.spec.layers,
+             mib(static_cast<double>(r.group_bytes)));
+  fmt::print("    freed on the device     {}\n", mib(static_cast<double>(r.freed_bytes)));
+  fmt::print("    prefetch buffers        {}\n", mib(static_cast<double>(r.buffer_bytes)));
+  fmt::print("    net saving              {}\n", mib(static_cast<double>(r.net_saving_bytes)));
+  fmt::print("    extra requests          +{} at {} tokens ({} each); +{} reserving KV to completion ({} each)\n",
+             r.extra_requests, plan.context, mib(static_cast<double>(r.kv_bytes_per_request)),
+             r.extra_requests_reserved, mib(static_cast<double>(r.kv_bytes_per_request_reserved)));
+  fmt::print("  time\n");
+  fmt::print("    per round               {:.3f} GB over the link = {:.2f} ms\n", static_cast<double>(r.bytes_per_round) / 1e9,
+             r.round_ms);
+  fmt::print("    decode iteration        {:.2f} ms ({})\n", r.iteration_ms, in.iteration_source);
+  fmt::print("    transfer                {}\n", r.transfer_exceeds_iteration
+                                                     ? "EXCEEDS the iteration: decode waits for the link"
+                                                     : "hidden under compute");
+  fmt::print("    effective round         {:.2f} ms (each group's copy hides under {:.3f} ms of compute{}; stall {:.3f} ms)\n",
+             r.effective_round_ms, r.window_ms, r.overlapped ? "" : ", 1 buffer", r.stall_per_group_ms);
+  fmt::print("    throughput ceiling      {:.1f} tok/s ({} requests)\n", r.throughput_ceiling_tok_s, plan.requests);
+  fmt::print("    generation              {} rounds x {:.2f} ms = {:.2f} s (transfer alone {:.2f} s)\n", r.rounds,
+             r.effective_round_ms, r.generation_s, r.transfer_total_s);
+  if (r.meets_deadline)
+    fmt::print("    deadline {:.2f} s         {}\n", *plan.deadline_s,
+               *r.meets_deadline ? "met" : "MISSED: offload over this link is infeasible for this deadline");
+  fmt::print("  inverse questions\n");
+  fmt::print("    most layers hidden      {} (each group {:.3f} ms over the link, iteration {:.2f} ms)\n",
+             r.max_hidden_layers, static_cast<double>(r.group_bytes) / link.bandwidth_bytes_per_s * 1e3, r.iteration_ms);
+  if (r.hiding_batch)
+    fmt::print("    hides from batch        {} (roofline iteration at that batch >= {:.2f} ms)\n", *r.hiding_batch, r.round_ms);
+  else
+    fmt::print("    hides from batch        none up to {} (the roofline iteration never reaches {:.2f} ms)\n",
+               r.hiding_batch_searched_to, r.round_ms);
+  if (a.out.explain) {
+    fmt::print("\nderivation:\n");
+    for (const auto& line : r.derivation) fmt::print("  {}\n", line);
+  }
+}
+
+}  // namespace
+
+void add_offload_command(CLI::App& app) {
+  auto args = std::make_shared<OffloadArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "offload", "Offload part of one layer in every k to host memory: memory freed vs time per round");
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
+  cmd->add_option("--part", args->part, "What of each offloaded layer: ffn, attn or layer (default ffn)")
+      ->check(CLI::IsMember({"ffn", "attn", "layer"}));
+  cmd->add_option("--every", args->every, "Offload one layer in every K (default 4: layers 3, 7, 11, ...)")
+      ->type_name("K");
+  cmd->add_option("--buffers", args->buffers,
+                  "Device prefetch slots of one group each; 2 let the copy overlap compute (default 2)")
+      ->type_name("N");
+  cmd->add_option("--link", args->link,
+                  "Host link name (pcie-gen4-x16, pcie-gen5-x16, nvlink-c2c) or path (default: the profile's)")
+      ->type_name("NAME|PATH");
+  cmd->add_option("--max-batch", args->max_batch, "Largest batch searched for the hiding batch (default 4096)")
+      ->type_name("N");
+  args->out.add_to(*cmd);
+  cmd->footer("Example (the seed: Qwen3-8B, FFN of 1 layer in 4, PCIe Gen5, measured 26.26 ms iteration):\n"
+              "  infer-plan offload --model qwen3-8b --hw h200 --link pcie-gen5-x16 --decode-ms 26.26 --deadline 7");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,82 @@
+// `infer-plan roofline`: per decode iteration, the bytes read over memory bandwidth vs the FLOPs
+// over compute (plus the all-reduce with --tp); prefill likewise; TTFT, TPOT and tokens/s
+// ceilings. Says which rates were used (datasheet, efficiency, or measured by probe).
+#include <fmt/format.h>
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "planner/figures.hpp"
+#include "planner/input_error.hpp"
+#include "planner/predict.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct RooflineArgs {
+  PlanOptions plan;
+  OutputOptions out;
+  std::optional<uint64_t> batch;
+};
+
+void print_step(std::string_view label, const StepCost& c) {
+  fmt::print("  {:<26} {:>9.3f} ms  = max({:.3f} ms memory, {:.3f} ms compute){}  {}-bound\n", label,
+             c.time_s * 1e3, c.memory_s * 1e3, c.compute_s * 1e3,
+             c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "",
+             c.compute_bound ? "compute" : "memory");
+  fmt::print("  {:<26} {:>9.3f} GB weights + {:.3f} GB KV, {:.3f} TFLOP\n", "", c.weight_bytes / 1e9,
+             c.kv_bytes / 1e9, c.flops / 1e12);
+}
+
+void run(const RooflineArgs& a) {
+  Plan plan = a.plan.resolve();
+  if (a.batch) plan.requests = *a.batch;
+  if (plan.requests == 0) throw InputError("--batch: expected at least 1 sequence");
+  const ResolvedPlan rp = resolve_plan(plan);
+  const LatencyEstimate e = estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output);
+  if (a.out.json) {
+    Json j = latency_figures(e, rp.roofline->rates());
+    j["model"] = rp.spec.name;
+    j["hw"] = rp.hw.name;
+    j["weights"] = rp.weights.label;
+    j["tp"] = plan.tp;
+    if (a.out.explain) j["derivation"] = e.derivation;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  const RooflineRates& r = rp.roofline->rates();
+  fmt::print("roofline: {} on {}, weights {}, batch {}, context {}, output {}{}\n", rp.spec.name, rp.hw.name,
+             rp.weights.label, plan.requests, plan.context, plan.output,
+             plan.tp > 1 ? fmt::format(", tensor parallel {} (per device)", plan.tp) : "");
+  fmt::print("  rates: memory {}; compute {}\n\n", r.memory_source, r.compute_source);
+  print_step("decode iteration", e.decode);
+  print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);
+  print_step(fmt::format("prefill ({} tokens)", plan.context), e.prefill);
+  fmt::print("\n  TTFT {:.3f} s (prefill only, no queueing), TPOT {:.3f} ms, {:.1f} tokens/s for the batch "
+             "({:.1f} per sequence)\n", e.ttft_s, e.tpot_ms, e.tokens_per_s, e.tokens_per_s / static_cast<double>(plan.requests));
+  fmt::print("  these are ceilings: a real engine reaches a fraction of the bandwidth (measure it with `probe`)\n");
+  if (rp.spec.is_moe())
+    fmt::print("  MoE: {:.1f} of {} experts per layer touched by {} token(s) (uniform routing)\n",
+               rp.roofline->distinct_experts(static_cast<double>(plan.requests)), rp.spec.experts, plan.requests);
+  if (a.out.explain) {
+    fmt::print("\nderivation:\n");
+    for (const auto& line : e.derivation) fmt::print("  {}\n", line);
+  }
+}
+
+}  // namespace
+
+void add_roofline_command(CLI::App& app) {
+  auto args = std::make_shared<RooflineArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "roofline", "Decode and prefill time from bytes over bandwidth and FLOPs over compute; TTFT, TPOT, tokens/s");
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
+  cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")->type_name("N");
+  args->out.add_to(*cmd);
+  cmd->footer("Example (seed 002: a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token):\n"
+              "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

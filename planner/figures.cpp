@@ -1,0 +1,86 @@
+// Byte figures stay integers; times carry their unit in the key (_ms, _s); absent answers are
+// null, never a made-up number (e.g. hiding_batch when no batch hides the transfer).
+#include "planner/figures.hpp"
+
+namespace infer_plan {
+
+Json fit_figures(const FitResult& r) {
+  Json reserves = Json::array();
+  for (const auto& n : r.reserves) reserves.push_back({{"name", n.name}, {"bytes", n.bytes}});
+  return Json{{"weights", r.weights_label},
+              {"context", r.context},
+              {"requests", r.requests},
+              {"tp", r.tp},
+              {"capacity_bytes", r.capacity_bytes},
+              {"system_reserved_bytes", r.system_reserved_bytes},
+              {"usable_bytes", r.usable_bytes},
+              {"weights_bytes", r.weights_bytes},
+              {"kv_bytes_per_token", r.kv_bytes_per_token},
+              {"kv_bytes_per_request", r.kv_bytes_per_request},
+              {"kv_bytes", r.kv_bytes},
+              {"reserves", reserves},
+              {"reserved_bytes", r.reserved_bytes},
+              {"free_after_weights_bytes", r.free_after_weights_bytes},
+              {"headroom_bytes", r.headroom_bytes},
+              {"fits", r.fits},
+              {"max_requests", r.max_requests},
+              {"max_context", r.max_context},
+              {"warnings", r.warnings}};
+}
+
+Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
+  return Json{{"batch", e.batch},
+              {"context", e.context},
+              {"output", e.output},
+              {"decode_iteration_ms", e.decode_iteration_ms},
+              {"bytes_per_iteration", e.decode.bytes()},
+              {"weight_bytes_per_iteration", e.decode.weight_bytes},
+              {"kv_bytes_per_iteration", e.decode.kv_bytes},
+              {"flops_per_iteration", e.decode.flops},
+              {"decode_memory_ms", e.decode.memory_s * 1e3},
+              {"decode_compute_ms", e.decode.compute_s * 1e3},
+              {"decode_comm_ms", e.decode.comm_s * 1e3},
+              {"decode_bound", e.decode.compute_bound ? "compute" : "memory"},
+              {"prefill_ms", e.prefill_ms},
+              {"prefill_bound", e.prefill.compute_bound ? "compute" : "memory"},
+              {"ttft_s", e.ttft_s},
+              {"tpot_ms", e.tpot_ms},
+              {"tokens_per_s", e.tokens_per_s},
+              {"memory_bandwidth_bytes_per_s", rates.memory_bytes_per_s},
+              {"memory_source", rates.memory_source},
+              {"compute_ops_per_s", rates.compute_ops_per_s},
+              {"compute_source", rates.compute_source}};
+}
+
+Json offload_figures(const OffloadResult& r) {
+  Json j{{"layers_offloaded", r.layers_offloaded},
+         {"group_bytes", r.group_bytes},
+         {"freed_bytes", r.freed_bytes},
+         {"buffer_bytes", r.buffer_bytes},
+         {"net_saving_bytes", r.net_saving_bytes},
+         {"kv_bytes_per_request", r.kv_bytes_per_request},
+         {"kv_bytes_per_request_reserved", r.kv_bytes_per_request_reserved},
+         {"extra_requests", r.extra_requests},
+         {"extra_requests_reserved", r.extra_requests_reserved},
+         {"bytes_per_round", r.bytes_per_round},
+         {"round_ms", r.round_ms},
+         {"iteration_ms", r.iteration_ms},
+         {"transfer_exceeds_iteration", r.transfer_exceeds_iteration},
+         {"overlapped", r.overlapped},
+         {"window_ms", r.window_ms},
+         {"stall_per_group_ms", r.stall_per_group_ms},
+         {"effective_round_ms", r.effective_round_ms},
+         {"throughput_ceiling_tok_s", r.throughput_ceiling_tok_s},
+         {"rounds", r.rounds},
+         {"transfer_total_s", r.transfer_total_s},
+         {"generation_s", r.generation_s},
+         {"meets_deadline", nullptr},
+         {"max_hidden_layers", r.max_hidden_layers},
+         {"hiding_batch", nullptr},
+         {"hiding_batch_searched_to", r.hiding_batch_searched_to}};
+  if (r.meets_deadline) j["meets_deadline"] = *r.meets_deadline;
+  if (r.hiding_batch) j["hiding_batch"] = *r.hiding_batch;
+  return j;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,30 @@
+// planner::predict: a Plan in, the predicted Figures out (the left half of DESIGN's picture).
+// Each section is what the matching command prints with --json.
+#pragma once
+#include <memory>
+
+#include "planner/catalog.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/plan.hpp"
+#include "planner/roofline.hpp"
+#include "planner/weights_size.hpp"
+
+namespace infer_plan {
+
+// A plan's named inputs, loaded and checked once.
+struct ResolvedPlan {
+  Plan plan;
+  ModelSpec spec;
+  HwProfile hw;
+  PlanWeights weights;
+  std::unique_ptr<Roofline> roofline;
+};
+ResolvedPlan resolve_plan(const Plan& plan);
+
+// The decode iteration the plan uses: its measured decode_ms, else the roofline at the plan's
+// batch (requests) and context; `source` says which.
+double plan_iteration_s(const ResolvedPlan& rp, std::string* source);
+
+Json predict(const Plan& plan);
+
+}  // namespace infer_plan

@@ -1,0 +1,178 @@
+// Assumptions, each stated where the output shows it: MoE routing is uniform and independent
+// (distinct experts = E (1 - (1 - k/E)^T)); attention FLOPs are 4 x q_width per attended position
+// per layer (QK^T and PV); activations and their traffic are ignored; the all-reduce (two per
+// layer, ring: 2 (N-1)/N of the activations per device) is not overlapped with compute.
+#include "planner/roofline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "planner/input_error.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr double kActivationBytes = 2.0;  // bf16 activations in the all-reduce
+constexpr int kAllReducesPerLayer = 2;    // after attention and after the FFN (Megatron-style)
+
+}  // namespace
+
+RooflineRates roofline_rates(const HwProfile& hw) {
+  RooflineRates r;
+  for (const char* prec : {"bf16", "fp16", "fp32"}) {
+    if (hw.compute_ops_per_s.count(prec)) {
+      r.precision = prec;
+      break;
+    }
+  }
+  if (r.precision.empty())
+    throw InputError(fmt::format("{}: the profile lists no bf16, fp16 or fp32 compute figure; the "
+                                 "roofline needs one (field 'compute')", hw.source));
+  const double datasheet_bw = hw.memory_bandwidth_bytes_per_s;
+  const double datasheet_flops = hw.compute_ops_per_s.at(r.precision);
+  if (hw.measured && hw.measured->memory_bandwidth_bytes_per_s) {
+    r.memory_bytes_per_s = *hw.measured->memory_bandwidth_bytes_per_s;
+    r.memory_source = fmt::format("measured {} ({})", format_rate(r.memory_bytes_per_s), hw.measured->source);
+  } else {
+    r.memory_bytes_per_s = datasheet_bw * hw.memory_efficiency;
+    r.memory_source = hw.memory_efficiency == 1.0
+                          ? fmt::format("datasheet {}", format_rate(datasheet_bw))
+                          : fmt::format("datasheet {} x {} efficiency", format_rate(datasheet_bw), hw.memory_efficiency);
+  }
+  if (hw.measured && hw.measured->compute_ops_per_s.count(r.precision)) {
+    r.compute_ops_per_s = hw.measured->compute_ops_per_s.at(r.precision);
+    r.compute_source = fmt::format("measured {} {} ({})", r.precision, format_flops(r.compute_ops_per_s), hw.measured->source);
+  } else {
+    r.compute_ops_per_s = datasheet_flops * hw.compute_efficiency;
+    r.compute_source = hw.compute_efficiency == 1.0
+                           ? fmt::format("datasheet {} {}", r.precision, format_flops(datasheet_flops))
+                           : fmt::format("datasheet {} {} x {} efficiency", r.precision, format_flops(datasheet_flops), hw.compute_efficiency);
+  }
+  if (hw.device_link) r.device_link_bytes_per_s = hw.device_link->bandwidth_bytes_per_s;
+  return r;
+}
+
+Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes kv, const HwProfile& hw,
+                   uint64_t tp, double weights_scale)
+    : spec_(spec), rates_(roofline_rates(hw)), tp_(tp) {
+  check_tensor_parallel(spec, tp, "--tp");
+  if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
+    throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' for the all-reduce", tp, hw.name));
+  const double split = weights_scale / static_cast<double>(tp);
+  for (const TensorPlacement& p : layout.tensors) {
+    const double bytes = static_cast<double>(p.bytes) * split;
+    const TensorInfo& t = p.tensor;
+    const double params = static_cast<double>(t.elements()) / static_cast<double>(tp);
+    if (t.role == TensorRole::token_embd) {
+      embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
+      if (spec.tied_embeddings) {  // the same matrix is the output head: read whole every step
+        dense_bytes_ += bytes;
+        matmul_params_active_ += params;
+      }
+    } else if (t.is_expert()) {
+      expert_bytes_ += bytes;
+      matmul_params_active_ += params * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+    } else {
+      dense_bytes_ += bytes;
+      if (!t.is_vector() && t.role != TensorRole::rope_freqs) matmul_params_active_ += params;
+    }
+  }
+  for (uint64_t l = 0; l < spec.layers; ++l) moe_layers_ += spec.layer_is_moe(l) ? 1 : 0;
+  kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
+}
+
+double Roofline::distinct_experts(double tokens) const {
+  if (!spec_.is_moe()) return 0;
+  const double e = static_cast<double>(spec_.experts);
+  const double k = static_cast<double>(spec_.experts_active);
+  return e * (1.0 - std::pow(1.0 - k / e, tokens));
+}
+
+StepCost Roofline::finish(StepCost c, double tokens) const {
+  c.memory_s = c.bytes() / rates_.memory_bytes_per_s;
+  c.compute_s = c.flops / rates_.compute_ops_per_s;
+  if (tp_ > 1) {
+    const double n = static_cast<double>(tp_);
+    c.comm_bytes = static_cast<double>(kAllReducesPerLayer * spec_.layers) * tokens *
+                   static_cast<double>(spec_.hidden) * kActivationBytes * 2.0 * (n - 1) / n;
+    c.comm_s = c.comm_bytes / rates_.device_link_bytes_per_s;
+  }
+  c.compute_bound = c.compute_s > c.memory_s;
+  c.time_s = std::max(c.memory_s, c.compute_s) + c.comm_s;
+  return c;
+}
+
+StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence) const {
+  const double b = static_cast<double>(batch);
+  const double tokens = b * static_cast<double>(tokens_per_sequence);
+  StepCost c;
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  c.weight_bytes = dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+  const double kv = static_cast<double>(kv_per_token_);
+  c.kv_bytes = b * static_cast<double>(context) * kv + tokens * kv;  // read the cache, write new
+  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
+                                 static_cast<double>(tp_) * static_cast<double>(context) * tokens;
+  c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
+  return finish(c, tokens);
+}
+
+StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
+  const double p = static_cast<double>(prompt_tokens);
+  const double tokens = p * static_cast<double>(sequences);
+  StepCost c;
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  c.weight_bytes = dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+  c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
+  // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
+  const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
+  c.flops = 2.0 * matmul_params_active_ * tokens +
+            4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
+  return finish(c, tokens);
+}
+
+}  // namespace infer_plan
+
+namespace infer_plan {
+namespace {
+
+std::string step_line(std::string_view what, const StepCost& c, const RooflineRates& r) {
+  return fmt::format("{}: ({:.4g} GB weights + {:.4g} GB KV) / {:.4g} GB/s = {:.3f} ms; {:.4g} TFLOP / {:.4g} "
+                     "TFLOPS = {:.3f} ms{} -> {:.3f} ms ({})",
+                     what, c.weight_bytes / 1e9, c.kv_bytes / 1e9, r.memory_bytes_per_s / 1e9, c.memory_s * 1e3,
+                     c.flops / 1e12, r.compute_ops_per_s / 1e12, c.compute_s * 1e3,
+                     c.comm_s > 0 ? fmt::format(" + all-reduce {:.3f} ms", c.comm_s * 1e3) : "", c.time_s * 1e3,
+                     c.compute_bound ? "compute-bound" : "memory-bound");
+}
+
+}  // namespace
+
+LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t context, uint64_t output) {
+  if (batch == 0) throw InputError("--batch: expected at least 1 sequence");
+  if (context == 0) throw InputError("--ctx: expected at least 1 token");
+  LatencyEstimate e;
+  e.batch = batch;
+  e.context = context;
+  e.output = output;
+  e.decode = rl.decode_step(batch, context);
+  e.generation = rl.decode_step(batch, context + output / 2);
+  e.prefill = rl.prefill(context);
+  e.decode_iteration_ms = e.decode.time_s * 1e3;
+  e.prefill_ms = e.prefill.time_s * 1e3;
+  e.ttft_s = e.prefill.time_s;
+  e.tpot_ms = e.generation.time_s * 1e3;
+  e.tokens_per_s = static_cast<double>(batch) / e.generation.time_s;
+  const RooflineRates& r = rl.rates();
+  e.derivation.push_back(fmt::format("rates: memory {}; compute {}", r.memory_source, r.compute_source));
+  e.derivation.push_back(step_line(fmt::format("decode  (batch {}, context {})", batch, context), e.decode, r));
+  e.derivation.push_back(step_line(fmt::format("TPOT    (batch {}, mean context {})", batch, context + output / 2),
+                                   e.generation, r));
+  e.derivation.push_back(step_line(fmt::format("prefill ({} tokens)", context), e.prefill, r));
+  e.derivation.push_back(fmt::format("tokens/s = {} / {:.3f} ms = {:.1f}", batch, e.tpot_ms, e.tokens_per_s));
+  return e;
+}
+
+}  // namespace infer_plan

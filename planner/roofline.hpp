@@ -1,0 +1,100 @@
+// Roofline cost of one step: bytes moved over memory bandwidth vs FLOPs over compute, whichever
+// is slower, plus tensor-parallel all-reduce time over the device link. Decode reads every weight
+// it touches once per step (active experts only for MoE, each distinct expert once per batch) and
+// the KV of every sequence; prefill reads the weights once for the whole prompt.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/hw_profile.hpp"
+#include "planner/kv_cache.hpp"
+#include "planner/model_spec.hpp"
+#include "planner/weights_size.hpp"
+
+namespace infer_plan {
+
+// The rates a roofline uses, and where they came from (the output says which were used).
+struct RooflineRates {
+  double memory_bytes_per_s = 0;
+  double compute_ops_per_s = 0;
+  std::string precision;         // "bf16"
+  std::string memory_source;     // "datasheet 4.8 TB/s", "measured (probe ...)", "datasheet x 0.9"
+  std::string compute_source;
+  double device_link_bytes_per_s = 0;  // 0 when the profile has none
+};
+RooflineRates roofline_rates(const HwProfile& hw);
+
+struct StepCost {
+  double weight_bytes = 0;  // weights read
+  double kv_bytes = 0;      // KV read and written
+  double flops = 0;
+  double comm_bytes = 0;    // all-reduce traffic per device
+  double memory_s = 0;
+  double compute_s = 0;
+  double comm_s = 0;
+  double time_s = 0;        // max(memory_s, compute_s) + comm_s
+  bool compute_bound = false;
+  double bytes() const { return weight_bytes + kv_bytes; }
+};
+
+class Roofline {
+ public:
+  // `weights_scale` rescales the layout's bytes to a known file size (--weights-size).
+  Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes kv, const HwProfile& hw,
+           uint64_t tp = 1, double weights_scale = 1.0);
+
+  // One decode step of `batch` sequences, each at `context` tokens, each adding
+  // `tokens_per_sequence` tokens (1 for decode; m + 1 for a speculative verify pass).
+  StepCost decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence = 1) const;
+  // Prefill of `sequences` prompts of `prompt_tokens` each, in one step.
+  StepCost prefill(uint64_t prompt_tokens, uint64_t sequences = 1) const;
+
+  const RooflineRates& rates() const { return rates_; }
+  const ModelSpec& spec() const { return spec_; }
+  uint64_t tp() const { return tp_; }
+  double dense_weight_bytes() const { return dense_bytes_; }    // per device
+  double expert_weight_bytes() const { return expert_bytes_; }  // all experts, per device
+  double kv_bytes_per_token() const { return static_cast<double>(kv_per_token_); }
+  // Expected distinct experts per MoE layer touched by `tokens` routed tokens (uniform routing).
+  double distinct_experts(double tokens) const;
+
+ private:
+  StepCost finish(StepCost c, double tokens) const;
+
+  ModelSpec spec_;
+  RooflineRates rates_;
+  uint64_t tp_ = 1;
+  double dense_bytes_ = 0;          // matrices read whole every step (attention, dense FFN, head)
+  double embd_row_bytes_ = 0;       // one token_embd row (the lookup reads one per token)
+  double expert_bytes_ = 0;         // all routed experts of all layers
+  uint64_t moe_layers_ = 0;
+  double matmul_params_active_ = 0; // parameters multiplied per token (2 FLOPs each)
+  uint64_t kv_per_token_ = 0;
+};
+
+}  // namespace infer_plan
+
+namespace infer_plan {
+
+// The latency figures of a plan from its roofline: a decode iteration at the prompt's context,
+// TPOT at the mean context while generating (prompt + output / 2), TTFT = prefill of the prompt
+// (no queueing), tokens/s = batch / TPOT.
+struct LatencyEstimate {
+  uint64_t batch = 1;
+  uint64_t context = 0;
+  uint64_t output = 0;
+  StepCost decode;       // at `context`
+  StepCost generation;   // at the mean context while generating
+  StepCost prefill;      // one prompt of `context` tokens
+  double decode_iteration_ms = 0;
+  double prefill_ms = 0;
+  double ttft_s = 0;
+  double tpot_ms = 0;
+  double tokens_per_s = 0;
+  std::vector<std::string> derivation;
+};
+LatencyEstimate estimate_latency(const Roofline& roofline, uint64_t batch, uint64_t context, uint64_t output);
+
+}  // namespace infer_plan
