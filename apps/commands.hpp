@@ -12,5 +12,6 @@ void add_model_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
 void add_roofline_command(CLI::App& app);
 void add_offload_command(CLI::App& app);
+void add_spec_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -71,3 +71,53 @@ infer_plan_cli_case(bad_both_weights EXIT 2 ARGS fit --weights Q8_0 --weights-si
 infer_plan_cli_case(bad_flag EXIT 2 ARGS fit --context 8K MATCH "--context")
 infer_plan_cli_case(bad_quant EXIT 2 ARGS quant Q9 MATCH "TYPE: unknown GGML type 'Q9'")
 infer_plan_cli_case(bad_subcommand EXIT 2 ARGS fitt MATCH "fitt")
+
+# --- speculative decoding (SPEC 5 and the spec lines of SPEC 9) ---
+infer_plan_cli_case(spec_seed EXIT 0 ARGS spec
+  MATCH "acceptance 0.75 at every position" "verify 26.3 ms/round, draft 3.6 ms/position, plain decode 26.3 ms/token"
+        "plain +1.00 +0 +26.3 +26.30 +1.00x"
+        " 1 +1.75 +1 +29.9 +17.09 +1.54x" " 2 +2.31 +2 +33.5 +14.49 +1.82x"
+        " 4 +3.05 +4 +40.7 +13.34 +1.97x +<- best" " 8 +3.70 +8 +55.1 +14.89 +1.77x"
+        "optimum: block 4, 13.34 ms/token, 1.97x plain decoding \\(26.30 ms/token\\)"
+        "rule of thumb \\(a starting point, not the answer\\): acceptance 0.75 is above 70% -> block 6-8; the computed optimum is block 4")
+infer_plan_cli_case(spec_group4 EXIT 0 ARGS spec --group 4
+  MATCH "in groups of 4" " 1 +1.75 +4 +40.7 " " 5 +3.29 +8 +55.1 +16.76 ")
+infer_plan_cli_case(spec_json EXIT 0 ARGS spec --json
+  MATCH "\"best_block\": 4" "\"best_ms_per_token\": 13.34" "\"block\": 1," "\"expected_tokens\": 1.75,"
+        "\"drafts\": 1," "\"round_ms\": 29.9" "\"ms_per_token\": 17.08" "\"speedup\": 1.53" "\"beats_plain\": true"
+        "\"recommended_block\": 4" "\"block_min\": 6")
+infer_plan_cli_case(spec_explain EXIT 0 ARGS spec --explain
+  MATCH "T_plain = 26.3 ms/token \\(plain decode = one verify pass with no drafts\\), drafts\\(m\\) = m"
+        "m=1: E = \\(1 - 0.75\\^2\\) / \\(1 - 0.75\\) = 1.75; drafts 1; T = 26.3 \\+ 1 x 3.6 = 29.9 ms; 29.9 / 1.75 = 17.09 ms/token"
+        "m=4: E = \\(1 - 0.75\\^5\\) / \\(1 - 0.75\\) = 3.05; drafts 4; T = 26.3 \\+ 4 x 3.6 = 40.7 ms; 40.7 / 3.05 = 13.34 ms/token"
+        "m=8: E = \\(1 - 0.75\\^9\\) / \\(1 - 0.75\\) = 3.70; drafts 8; T = 26.3 \\+ 8 x 3.6 = 55.1 ms; 55.1 / 3.70 = 14.89 ms/token")
+infer_plan_cli_case(spec_explain_group EXIT 0 ARGS spec --group 4 --explain
+  MATCH "drafts\\(m\\) = ceil\\(m/4\\) x 4" "m=5: .* = 3.29; drafts ceil\\(5/4\\) x 4 = 8; T = 26.3 \\+ 8 x 3.6 = 55.1 ms; 55.1 / 3.29 = 16.76 ms/token")
+infer_plan_cli_case(spec_per_position EXIT 0 ARGS spec --accept 0.9,0.8,0.7 --explain
+  MATCH "acceptance per position 0.9, 0.8, 0.7" " 3 +3.12 +3 +37.1 +11.88 " "optimum: block 3"
+        "acceptance 0.8 \\(mean of positions 1..3\\) is above 70% -> block 6-8" "m=3: E = 1 \\+ 0.9 \\+ 0.72 \\+ 0.504 = 3.12")
+infer_plan_cli_case(spec_no_gain EXIT 0 ARGS spec --accept 0.1 --draft-ms 10
+  MATCH "verdict: no block 1..8 beats plain decoding \\(26.30 ms/token\\)" "block 1, costs 33.00 ms/token \\(0.80x\\)"
+        "acceptance 0.1 is below 40% -> block 2-3")
+infer_plan_cli_case(spec_no_gain_json EXIT 0 ARGS spec --accept 0.1 --draft-ms 10 --json
+  MATCH "\"beats_plain\": false" "\"recommended_block\": 0")
+infer_plan_cli_case(spec_decode_ms EXIT 0 ARGS spec --decode-ms 90 --max-block 16 --json
+  MATCH "\"plain_ms_per_token\": 90" "\"best_block\": 4" "\"best_speedup\": 6.74" "\"block\": 16")
+infer_plan_cli_case(spec_help EXIT 0 ARGS spec --help
+  MATCH "--accept" "--verify-ms" "--draft-ms" "--decode-ms" "--max-block" "--group" "--json" "--explain"
+        "default 0.75" "default 26.3" "default 3.6" "default 8")
+infer_plan_cli_case(bad_spec_accept_range EXIT 2 ARGS spec --accept 1.5
+  MATCH "--accept: 1.5 is not an acceptance rate; expected a value in \\[0, 1\\]")
+infer_plan_cli_case(bad_spec_accept_percent EXIT 2 ARGS spec --accept 75 MATCH "--accept: .*write 75% as 0.75")
+infer_plan_cli_case(bad_spec_accept_text EXIT 2 ARGS spec --accept high MATCH "--accept: 'high' is not a number")
+infer_plan_cli_case(bad_spec_accept_empty EXIT 2 ARGS spec --accept 0.9,,0.7 MATCH "--accept: '' is not a number")
+infer_plan_cli_case(bad_spec_accept_position EXIT 2 ARGS spec --accept 0.9,1.1,0.7
+  MATCH "--accept: 1.1 \\(position 2\\) is not an acceptance rate")
+infer_plan_cli_case(bad_spec_accept_short EXIT 2 ARGS spec --accept 0.9,0.8 --max-block 4
+  MATCH "--accept: 2 per-position rates cover blocks up to 2, but --max-block is 4")
+infer_plan_cli_case(bad_spec_max_block EXIT 2 ARGS spec --max-block 65 MATCH "--max-block: 65 is out of range; expected a block length of 1 to 64")
+infer_plan_cli_case(bad_spec_max_block_zero EXIT 2 ARGS spec --max-block 0 MATCH "--max-block: 0 is out of range")
+infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 is out of range")
+infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 ms is not a time; expected a number of ms > 0")
+infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
+infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")

@@ -1,0 +1,224 @@
+// `infer-plan spec`: speculative decoding, block length m = 1..M: expected tokens per round, round
+// time, ms per token and speedup over plain decoding, the optimum, and seed 002's rule of thumb
+// beside it. Defaults reproduce SPEC 5 (a = 0.75, verify 26.3 ms, draft 3.6 ms: optimum m = 4).
+#include <charconv>
+#include <fmt/format.h>
+#include <memory>
+#include <optional>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/text_table.hpp"
+#include "planner/input_error.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/speculative.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+// Seed 000 section 5's figures: Qwen3-8B batch-1 decode on the seed's GPU, a small drafter.
+constexpr double seed_verify_ms = 26.3;
+constexpr double seed_draft_ms = 3.6;
+constexpr uint64_t default_max_block = 8;
+
+struct SpecArgs {
+  std::string accept = "0.75";  // the seed's rate
+  double verify_ms = seed_verify_ms;
+  double draft_ms = seed_draft_ms;
+  std::optional<double> decode_ms;
+  std::optional<uint64_t> max_block;
+  uint64_t group = 1;
+  OutputOptions out;
+};
+
+// "0.75" -> {0.75}; "0.9,0.8,0.7" -> per-position rates. Range checks are the planner's.
+std::vector<double> parse_accept_list(const std::string& text) {
+  std::vector<double> rates;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw InputError(fmt::format("--accept: '{}' is not a number; expected one rate in [0, 1] (0.75) or one "
+                                   "per position (0.9,0.8,0.7)", item));
+    rates.push_back(v);
+    start = end + 1;
+  }
+  return rates;
+}
+
+// Up to two decimals, trailing zeros dropped: 26.3, 29.9, 29.86, 55.1.
+std::string ms(double v) {
+  std::string s = fmt::format("{:.2f}", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string rate(double a) { return fmt::format("{:.4g}", a); }
+
+std::string rates_label(const std::vector<double>& rates) {
+  if (rates.size() == 1) return fmt::format("{} at every position (i.i.d.)", rate(rates[0]));
+  std::string s;
+  for (double a : rates) s += (s.empty() ? "" : ", ") + rate(a);
+  return fmt::format("per position {}", s);
+}
+
+// E_m with the numbers substituted: the closed form for one rate, the sum of products for a list.
+std::string expected_derivation(const std::vector<double>& rates, const SpecRow& row) {
+  const uint64_t m = row.block;
+  if (rates.size() == 1) {
+    const double a = rates[0];
+    if (a == 1.0) return fmt::format("E = m + 1 = {:.2f} (a = 1)", row.expected_tokens);
+    return fmt::format("E = (1 - {}^{}) / (1 - {}) = {:.2f}", rate(a), m + 1, rate(a), row.expected_tokens);
+  }
+  std::string s = "E = 1";
+  double all_accepted = 1.0;
+  for (uint64_t i = 1; i <= m; ++i) {
+    all_accepted *= rates[i - 1];
+    s += " + " + rate(all_accepted);
+  }
+  return fmt::format("{} = {:.2f}", s, row.expected_tokens);
+}
+
+std::string drafts_derivation(uint64_t m, uint64_t group) {
+  if (group == 1) return fmt::format("{}", m);
+  return fmt::format("ceil({}/{}) x {} = {}", m, group, group, spec_drafts(m, group));
+}
+
+Json spec_json(const SpecInputs& in, const SpecResult& r, const SpecArgs& a, double rule_rate,
+               SpecRuleOfThumb rule) {
+  Json rows = Json::array();
+  for (const SpecRow& row : r.rows)
+    rows.push_back({{"block", row.block},
+                    {"expected_tokens", row.expected_tokens},
+                    {"drafts", row.drafts},
+                    {"verify_ms", row.verify_ms},
+                    {"round_ms", row.round_ms},
+                    {"ms_per_token", row.ms_per_token},
+                    {"speedup", row.speedup}});
+  return Json{{"accept_rates", in.accept_rates},
+              {"iid", in.accept_rates.size() == 1},
+              {"verify_ms", a.verify_ms},
+              {"draft_ms", in.draft_ms},
+              {"plain_ms_per_token", r.plain_ms_per_token},
+              {"max_block", in.max_block},
+              {"group", in.group},
+              {"rows", rows},
+              {"best_block", r.best_block},
+              {"best_ms_per_token", r.best_ms_per_token},
+              {"best_speedup", r.best_speedup},
+              {"beats_plain", r.beats_plain},
+              // 0 = plain decoding: no block length pays for its drafts.
+              {"recommended_block", r.beats_plain ? r.best_block : 0},
+              {"rule_of_thumb",
+               {{"source", "seed 002"}, {"accept_rate", rule_rate}, {"block_min", rule.block_min},
+                {"block_max", rule.block_max}}}};
+}
+
+void run(const SpecArgs& a) {
+  SpecInputs in;
+  in.accept_rates = parse_accept_list(a.accept);
+  in.verify_ms = constant_verify_ms(a.verify_ms);
+  in.draft_ms = a.draft_ms;
+  in.plain_ms_per_token = a.decode_ms.value_or(a.verify_ms);
+  // A per-position list sets the table's length unless --max-block says otherwise.
+  in.max_block = a.max_block.value_or(in.accept_rates.size() > 1 ? in.accept_rates.size() : default_max_block);
+  in.group = a.group;
+  const SpecResult r = speculative_table(in);
+  const double rule_rate = spec_mean_accept_rate(in.accept_rates, in.max_block);
+  const SpecRuleOfThumb rule = spec_rule_of_thumb(rule_rate);
+
+  if (a.out.json) {
+    fmt::print("{}\n", spec_json(in, r, a, rule_rate, rule).dump(2));
+    return;
+  }
+
+  fmt::print("speculative decoding: acceptance {}\n", rates_label(in.accept_rates));
+  fmt::print("  verify {} ms/round, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
+             ms(in.draft_ms),
+             in.group > 1 ? fmt::format(" in groups of {} (a partial group costs a whole one)", in.group) : "",
+             ms(r.plain_ms_per_token));
+  TextTable table{{"block", "expected tokens", "drafts", "round ms", "ms/token", "speedup", ""},
+                  {true, true, true, true, true, true, false},
+                  {}};
+  table.rows.push_back({"plain", "1.00", "0", ms(r.plain_ms_per_token), fmt::format("{:.2f}", r.plain_ms_per_token),
+                        "1.00x", ""});
+  for (const SpecRow& row : r.rows)
+    table.rows.push_back({fmt::format("{}", row.block), fmt::format("{:.2f}", row.expected_tokens),
+                          fmt::format("{}", row.drafts), ms(row.round_ms), fmt::format("{:.2f}", row.ms_per_token),
+                          fmt::format("{:.2f}x", row.speedup), row.block == r.best_block ? "<- best" : ""});
+  fmt::print("{}\n", table.render("  "));
+
+  if (r.beats_plain)
+    fmt::print("optimum: block {}, {:.2f} ms/token, {:.2f}x plain decoding ({:.2f} ms/token)\n", r.best_block,
+               r.best_ms_per_token, r.best_speedup, r.plain_ms_per_token);
+  else
+    fmt::print("verdict: no block 1..{} beats plain decoding ({:.2f} ms/token): the drafts do not pay; the "
+               "least slow, block {}, costs {:.2f} ms/token ({:.2f}x)\n",
+               in.max_block, r.plain_ms_per_token, r.best_block, r.best_ms_per_token, r.best_speedup);
+  const std::string blocks = rule.block_min == rule.block_max ? fmt::format("{}", rule.block_min)
+                                                              : fmt::format("{}-{}", rule.block_min, rule.block_max);
+  const std::string basis = rule_rate > spec_rule_high_accept  ? "above 70%"
+                            : rule_rate < spec_rule_low_accept ? "below 40%"
+                                                               : "between 40% and 70%";
+  fmt::print("seed 002's rule of thumb (a starting point, not the answer): acceptance {}{} is {} -> block {}{}\n",
+             rate(rule_rate),
+             in.accept_rates.size() > 1 ? fmt::format(" (mean of positions 1..{})", in.max_block) : "", basis,
+             blocks,
+             r.best_block >= rule.block_min && r.best_block <= rule.block_max
+                 ? "; the computed optimum agrees"
+                 : fmt::format("; the computed optimum is block {}", r.best_block));
+
+  if (a.out.explain) {
+    fmt::print("\nE_m = 1 + sum_(i=1..m) a_1 x ... x a_i   (the target's own token + drafts 1..i all accepted)\n");
+    fmt::print("T_m = T_verify + drafts(m) x T_draft;  ms/token = T_m / E_m;  speedup = T_plain / (ms/token)\n");
+    fmt::print("T_plain = {} ms/token ({}), drafts(m) = {}\n", ms(r.plain_ms_per_token),
+               a.decode_ms ? "--decode-ms" : "plain decode = one verify pass with no drafts",
+               in.group == 1 ? "m" : fmt::format("ceil(m/{0}) x {0}: a partial group costs a whole one", in.group));
+    for (const SpecRow& row : r.rows)
+      fmt::print("m={}: {}; drafts {}; T = {} + {} x {} = {} ms; {} / {:.2f} = {:.2f} ms/token; {}x\n", row.block,
+                 expected_derivation(in.accept_rates, row), drafts_derivation(row.block, in.group), ms(row.verify_ms),
+                 row.drafts, ms(in.draft_ms), ms(row.round_ms), ms(row.round_ms), row.expected_tokens,
+                 row.ms_per_token, fmt::format("{:.2f}", row.speedup));
+  }
+}
+
+}  // namespace
+
+void add_spec_command(CLI::App& app) {
+  auto args = std::make_shared<SpecArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "spec", "Speculative decoding: expected tokens, round time and ms/token per block length, the optimum");
+  cmd->footer(
+      "Model (SPEC 5): E_m = 1 + sum_(i=1..m) a_1...a_i tokens per round; T_m = verify + drafts x draft;\n"
+      "ms/token = T_m / E_m. Defaults are the seed's figures (a = 0.75, 26.3 ms, 3.6 ms).");
+  cmd->add_option("--accept", args->accept,
+                  "Acceptance rate in [0, 1]: one rate for every position (i.i.d.), or a comma list, one per "
+                  "position (0.9,0.8,0.7: a_i = P(draft i accepted | drafts before it were)); default 0.75")
+      ->type_name("RATE[,RATE...]");
+  cmd->add_option("--verify-ms", args->verify_ms,
+                  "Target's verify pass over the block, ms per round (> 0); default 26.3")
+      ->type_name("MS");
+  cmd->add_option("--draft-ms", args->draft_ms, "Draft model, ms per drafted position (> 0); default 3.6")
+      ->type_name("MS");
+  cmd->add_option("--decode-ms", args->decode_ms,
+                  "Plain decoding without drafts, ms per token (> 0), the baseline of the speedup; default "
+                  "the --verify-ms value")
+      ->type_name("MS");
+  cmd->add_option("--max-block", args->max_block,
+                  "Longest block m to tabulate, 1 to 64; default 8, or the length of a per-position --accept list")
+      ->type_name("M");
+  cmd->add_option("--group", args->group,
+                  "Drafts run G positions at a time; a partial group costs a whole one (1 to 64); default 1")
+      ->type_name("G");
+  args->out.add_to(*cmd);
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps
