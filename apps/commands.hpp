@@ -10,5 +10,6 @@ void add_kv_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_model_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
+void add_pd_command(CLI::App& app);
 
 }  // namespace infer_plan::apps
