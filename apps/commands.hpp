@@ -13,5 +13,6 @@ void add_hw_command(CLI::App& app);
 void add_roofline_command(CLI::App& app);
 void add_offload_command(CLI::App& app);
 void add_spec_command(CLI::App& app);
+void add_pd_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   infer_plan::apps::add_model_command(app);
   infer_plan::apps::add_hw_command(app);
   infer_plan::apps::add_spec_command(app);
+  infer_plan::apps::add_pd_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -46,6 +46,40 @@ infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv
 infer_plan_cli_case(model_235b EXIT 0 ARGS model qwen3-235b-a22b MATCH "attention width 8192" "128 experts, 8 active")
 infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "blk.35.ffn_down.weight +\\[12288, 4096\\]")
 infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s")
+infer_plan_cli_case(hw_network_links EXIT 0 ARGS hw
+  MATCH "1gbe +125 MB/s" "25gbe +3.125 GB/s" "100gbe +12.5 GB/s" "400g-rdma +50 GB/s" "nvlink-4 +450 GB/s")
+
+# --- PD disaggregation (SPEC 7): Qwen3-8B BF16 KV 144 KiB/token x 2000 = 294,912,000 B ---
+set(_pd pd --model qwen3-8b --prompt 2000)
+infer_plan_cli_case(pd_25gbe_json EXIT 0 ARGS ${_pd} --link 25gbe --qps 1 --json
+  MATCH "\"kv_bytes_per_request\": 294912000" "\"transfer_ms\": 94.3718" "\"prefill_ms\": 40.0"
+        "\"transfer_exceeds_prefill\": true" "\"stall_ms\": 45.0" "\"stall_ratio\": 9.0"
+        "\"verdict\": \"no\"" "\"reasons\": " "costs more than it saves")
+infer_plan_cli_case(pd_rdma EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10
+  MATCH "KV per request +281.25 MiB" "KV transfer +5.90 ms" "TTFT with the split +45.90 ms"
+        "15% of the prefill" "meets seed 002's 25 Gb/s minimum")
+infer_plan_cli_case(pd_stall_10ms EXIT 0 ARGS ${_pd} --prefill-ms 40 --decode-ms 10 --decode-batch 100 --link 400g-rdma
+  MATCH "stalled decode step +50.00 ms +5.00x: a prefill in the step delays each of 100 decodes by 40.00 ms")
+infer_plan_cli_case(pd_row1_no EXIT 0 ARGS pd --prompt 300 --output 200 --qps 1 --link 100gbe
+  MATCH "row 1 matches" "verdict: NO\n")
+infer_plan_cli_case(pd_row2_strongly_yes EXIT 0 ARGS pd --prompt 4096 --prefill-ms 200 --concurrency 100 --qps 10 --link 400g-rdma
+  MATCH "verdict: STRONGLY YES, across machines" "row 2 matches")
+infer_plan_cli_case(pd_row3_yes EXIT 0 ARGS pd --prompt 1000 --output 2000 --prefill-ms 20 --concurrency 32 --qps 4 --link 100gbe --json
+  MATCH "\"table_rows_matched\": \\[\n +3\n +\\]" "\"verdict\": \"yes\"" "prefill-dedicated")
+infer_plan_cli_case(pd_row4_gpus EXIT 0 ARGS pd --prompt 1000 --qps 5 --concurrency 10 --same-machine --gpus 8
+  MATCH "GPUs of one machine over nvlink-4" "verdict: YES, across the GPUs of one machine" "2 prefill \\+ 6 decode")
+infer_plan_cli_case(pd_link_veto EXIT 0 ARGS pd
+  MATCH "link load +unstable" "TTFT with the split +unstable" "verdict: NO over 25gbe \\(the table alone says strongly yes\\)" "needs at least 22.878 GB/s")
+infer_plan_cli_case(pd_one_to_three EXIT 0 ARGS pd --prefill-concurrency 30 --decode-concurrency 64 --json
+  MATCH "\"max_prefill_concurrency\": 21" "\"ok\": false" "over 1/3 of decode's 64: at most 21")
+infer_plan_cli_case(pd_q8_kv EXIT 0 ARGS ${_pd} --kv q8_0 --json MATCH "\"kv_bytes_per_request\": 156672000")
+infer_plan_cli_case(pd_explain EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10 --explain
+  MATCH "transfer = 294912000 B / 50 GB/s" "stalled decode step = decode \\+ prefill = 5.00 ms \\+ 40.00 ms = 45.00 ms"
+        "seed 002 section 4.2, measured by its author, not computed here" "mixed about 180 tok/s, PD split about 260 tok/s, TTFT about -35"
+        "low QPS < 2 req/s")
+infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help
+  MATCH "--prefill-ms" "default 40" "--decode-batch" "--same-machine" "default 25gbe, or nvlink-4 with --same-machine"
+        "--prefill-concurrency" "--gpus" "Little's law")
 
 # --- bad input: exit 2, the message names the flag, field or file ---
 infer_plan_cli_case(bad_model EXIT 2 ARGS fit --model qwen9 MATCH "unknown model 'qwen9'; built-in: .*qwen3-8b")
@@ -121,3 +155,13 @@ infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 
 infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 ms is not a time; expected a number of ms > 0")
 infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
 infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")
+infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd --prompt 0 MATCH "--prompt: 0 tokens is out of range")
+infer_plan_cli_case(bad_pd_prefill EXIT 2 ARGS pd --prefill-ms -3 MATCH "--prefill-ms: -3 is out of range")
+infer_plan_cli_case(bad_pd_decode_nan EXIT 2 ARGS pd --decode-ms nan MATCH "--decode-ms")
+infer_plan_cli_case(bad_pd_batch EXIT 2 ARGS pd --decode-batch 0 MATCH "--decode-batch: 0 decodes is out of range")
+infer_plan_cli_case(bad_pd_qps EXIT 2 ARGS pd --qps lots MATCH "--qps")
+infer_plan_cli_case(bad_pd_qps_zero EXIT 2 ARGS pd --qps 0 MATCH "--qps: 0 is out of range")
+infer_plan_cli_case(bad_pd_link EXIT 2 ARGS pd --link 10gbe MATCH "unknown link '10gbe'.*25gbe")
+infer_plan_cli_case(bad_pd_kv EXIT 2 ARGS pd --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
+infer_plan_cli_case(bad_pd_same_machine EXIT 2 ARGS pd --same-machine --gpus 1 MATCH "--same-machine: .*--gpus 2 or more")
+infer_plan_cli_case(bad_pd_gpus EXIT 2 ARGS pd --gpus 0 MATCH "--gpus: 0 GPUs is out of range")

@@ -1,0 +1,278 @@
+// `infer-plan pd`: should prefill and decode run on separate GPUs or machines? The KV transfer
+// a split costs against the stall a prefill imposes on a mixed decode step, seed 002's decision
+// table, its link rules (>= 25 Gb/s, transfer vs prefill) and its 1:3 prefill:decode rule.
+#include <cctype>
+#include <fmt/format.h>
+#include <memory>
+#include <optional>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/text_table.hpp"
+#include "planner/catalog.hpp"
+#include "planner/pd_disaggregation.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+// Defaults: SPEC 7's example (a 40 ms prefill inside a batch of 100 decodes at 5 ms) on Qwen3-8B
+// with a 2048-token prompt, over seed 002's minimum link.
+constexpr double kDefaultPrefillMs = 40;
+constexpr double kDefaultDecodeMs = 5;
+constexpr uint64_t kDefaultDecodeBatch = 100;
+constexpr const char* kDefaultPrompt = "2048";
+constexpr const char* kDefaultOutput = "256";
+constexpr const char* kDefaultLink = "25gbe";
+constexpr const char* kDefaultSameMachineLink = "nvlink-4";
+
+struct PdArgs {
+  OutputOptions out;
+  std::string model = "qwen3-8b";
+  std::string kv, kv_k, kv_v;
+  std::string prompt = kDefaultPrompt, output = kDefaultOutput;
+  std::string link;
+  double prefill_ms = kDefaultPrefillMs;
+  double decode_ms = kDefaultDecodeMs;
+  uint64_t decode_batch = kDefaultDecodeBatch;
+  std::optional<double> qps;
+  std::optional<uint64_t> concurrency, prefill_concurrency, decode_concurrency, gpus;
+  bool same_machine = false;
+};
+
+std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
+
+std::string kv_label(KvTypes t) {
+  return t.k == t.v ? std::string(ggml_type_info(t.k).name)
+                    : fmt::format("K {} / V {}", ggml_type_info(t.k).name, ggml_type_info(t.v).name);
+}
+
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+Json pd_json(const PdResult& r, const PdInputs& in) {
+  Json table = Json::array(), matched = Json::array();
+  for (const PdTableRow& row : r.table) {
+    table.push_back({{"row", row.row}, {"workload", row.workload}, {"advice", row.advice},
+                     {"matched", row.matched}, {"because", row.because}});
+    if (row.matched) matched.push_back(row.row);
+  }
+  const PdConcurrencyCheck& c = r.concurrency_check;
+  Json check{{"decode_concurrency", c.decode_concurrency},
+             {"max_prefill_concurrency", c.max_prefill_concurrency},
+             {"prefill_concurrency", c.prefill_concurrency ? Json(*c.prefill_concurrency) : Json(nullptr)},
+             {"ok", c.ok ? Json(*c.ok) : Json(nullptr)}};
+  Json split = nullptr;
+  if (r.gpu_split)
+    split = {{"gpus", r.gpu_split->gpus}, {"prefill", r.gpu_split->prefill}, {"decode", r.gpu_split->decode},
+             {"ratio_by_count", r.gpu_split->ratio_by_count}};
+  return Json{{"model", in.spec.name},
+              {"kv_k", ggml_type_info(in.kv.k).name},
+              {"kv_v", ggml_type_info(in.kv.v).name},
+              {"prompt_tokens", in.workload.prompt_tokens},
+              {"output_tokens", in.workload.output_tokens},
+              {"link", r.link.name},
+              {"link_bytes_per_s", r.link.bandwidth_bytes_per_s},
+              {"kv_bytes_per_token", r.kv_bytes_per_token},
+              {"kv_bytes_per_request", r.kv_bytes_per_request},
+              {"transfer_ms", r.transfer_ms},
+              {"prefill_ms", r.prefill_ms},
+              {"transfer_exceeds_prefill", r.transfer_exceeds_prefill},
+              {"ttft_split_ms", r.ttft_split_ms ? Json(*r.ttft_split_ms) : Json(nullptr)},
+              {"decode_ms", r.decode_step_ms},
+              {"decode_batch", r.decode_batch},
+              {"stall_ms", r.stall.step_ms},
+              {"stall_added_ms", r.stall.added_ms},
+              {"stall_ratio", r.stall.ratio},
+              {"stall_delayed_request_ms", r.stall.delayed_request_ms},
+              {"rate_per_s", r.rate_per_s},
+              {"rate_from_littles_law", r.rate_from_littles_law},
+              {"concurrency", r.concurrency},
+              {"link_load", r.link_load},
+              {"link_saturated", r.link_saturated},
+              {"link_below_minimum", r.link_below_minimum},
+              {"link_needed_bytes_per_s", r.link_needed_bytes_per_s},
+              {"table", table},
+              {"table_rows_matched", matched},
+              {"table_verdict", pd_verdict_name(r.table_verdict)},
+              {"verdict", pd_verdict_name(r.verdict)},
+              {"link_vetoed", r.link_vetoed},
+              {"split_across", r.split_across_gpus ? "gpus" : "machines"},
+              {"concurrency_rule", check},
+              {"gpu_split", split},
+              {"reasons", r.reasons}};
+}
+
+void print_text(const PdResult& r, const PdInputs& in) {
+  fmt::print("pd: {}, KV {}, {}-token prompts, {}-token outputs, {} {} ({} per direction)\n\n", in.spec.name,
+             kv_label(in.kv), in.workload.prompt_tokens, in.workload.output_tokens,
+             r.split_across_gpus ? "GPUs of one machine over" : "machines over", r.link.name,
+             format_rate(r.link.bandwidth_bytes_per_s));
+  auto row = [](std::string_view label, std::string value, std::string note = "") {
+    std::string line = fmt::format("  {:<22}{:>14}   {}", label, value, note);
+    while (line.back() == ' ') line.pop_back();
+    fmt::print("{}\n", line);
+  };
+  row("KV per request", format_bytes(r.kv_bytes_per_request),
+      fmt::format("{}/token x {} tokens = {} B", format_bytes(r.kv_bytes_per_token), in.workload.prompt_tokens,
+                  r.kv_bytes_per_request));
+  row("KV transfer", ms(r.transfer_ms),
+      fmt::format("one request over an idle {}{}", r.link.name,
+                  r.transfer_exceeds_prefill ? "; exceeds the prefill" : ""));
+  row("prefill", ms(r.prefill_ms), "given (--prefill-ms)");
+  if (r.ttft_split_ms)
+    row("TTFT with the split", ms(*r.ttft_split_ms), "prefill + transfer, before any queueing");
+  else
+    row("TTFT with the split", "unstable", "the link saturates (see link load)");
+  row("decode step", ms(r.decode_step_ms), fmt::format("{} decodes (--decode-ms, --decode-batch)", r.decode_batch));
+  row("stalled decode step", ms(r.stall.step_ms),
+      fmt::format("{:.2f}x: a prefill in the step delays each of {} decodes by {}", r.stall.ratio, r.decode_batch,
+                  ms(r.stall.added_ms)));
+  row("rate", fmt::format("{:.4g} req/s", r.rate_per_s),
+      r.rate_from_littles_law ? fmt::format("Little's law: {} in flight / {:.4g} s per request", r.concurrency,
+                                            r.request_time_s)
+                              : "given (--qps)");
+  row("concurrency", fmt::format("{}", r.concurrency), "requests in flight");
+  if (r.link_saturated)
+    row("link load", "unstable",
+        fmt::format("KV traffic is {:.2f}x the link: transfers queue without bound", r.link_load));
+  else
+    row("link load", fmt::format("{:.1f}%", 100.0 * r.link_load), "of the link's bandwidth, for KV alone");
+  row("link needed", format_rate(r.link_needed_bytes_per_s), "transfer <= prefill and load < 1");
+
+  fmt::print("\n  seed 002's decision table:\n");
+  TextTable t{{"row", "workload", "advice", "match", "because"}, {true, false, false, false, false}, {}};
+  for (const PdTableRow& tr : r.table)
+    t.rows.push_back({fmt::format("{}", tr.row), tr.workload, tr.advice, tr.matched ? "yes" : "-", tr.because});
+  fmt::print("{}", t.render("  "));
+
+  std::string qualifier;
+  if (r.link_vetoed)
+    qualifier = fmt::format(" over {} (the table alone says {})", r.link.name, pd_verdict_name(r.table_verdict));
+  else if (r.verdict != r.table_verdict)
+    qualifier = fmt::format(" (the table alone says {})", pd_verdict_name(r.table_verdict));
+  else if (r.verdict == PdVerdict::Yes || r.verdict == PdVerdict::StronglyYes)
+    qualifier = r.split_across_gpus ? ", across the GPUs of one machine" : ", across machines";
+  fmt::print("\n  verdict: {}{}\n", upper(pd_verdict_name(r.verdict)), qualifier);
+  for (const std::string& reason : r.reasons) fmt::print("  - {}\n", reason);
+}
+
+void print_explain(const PdResult& r) {
+  fmt::print("\nderivation:\n");
+  for (const auto& line : r.derivation) fmt::print("  {}\n", line);
+  const PdSeedReference& s = kSeed002PdReference;
+  fmt::print("\nreference (seed 002 section 4.2, measured by its author, not computed here):\n"
+             "  {}: mixed about {:.0f} tok/s, PD split about {:.0f} tok/s, TTFT about {:.0f}%\n",
+             s.setup, s.mixed_tokens_per_s, s.split_tokens_per_s, 100.0 * s.ttft_change);
+  fmt::print("thresholds (this tool's reading of the table; the seed gives no numbers for load):\n"
+             "  low QPS < {} req/s; medium concurrency {} to {}; high concurrency >= {}\n",
+             kPdLowRatePerS, kPdMediumConcurrency, kPdHighConcurrency - 1, kPdHighConcurrency);
+}
+
+void run(const PdArgs& a) {
+  PdInputs in;
+  in.spec = load_model(a.model);
+  if (!a.kv.empty()) in.kv.k = in.kv.v = kv_cache_type(a.kv, "--kv").type;
+  if (!a.kv_k.empty()) in.kv.k = kv_cache_type(a.kv_k, "--kv-k").type;
+  if (!a.kv_v.empty()) in.kv.v = kv_cache_type(a.kv_v, "--kv-v").type;
+  in.workload.prompt_tokens = parse_tokens(a.prompt, "--prompt");
+  in.workload.output_tokens = parse_tokens(a.output, "--output");
+  in.workload.rate_per_s = a.qps;
+  in.workload.concurrency = a.concurrency;
+  in.times = {a.prefill_ms, a.decode_ms, a.decode_batch};
+  in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
+  in.deployment.same_machine = a.same_machine;
+  in.deployment.gpus = a.gpus;
+  in.deployment.prefill_concurrency = a.prefill_concurrency;
+  in.deployment.decode_concurrency = a.decode_concurrency;
+  const PdResult r = plan_pd(in);
+  if (a.out.json) {
+    Json j = pd_json(r, in);
+    if (a.out.explain) {
+      const PdSeedReference& s = kSeed002PdReference;
+      j["derivation"] = r.derivation;
+      j["seed_reference"] = {{"setup", s.setup}, {"mixed_tokens_per_s", s.mixed_tokens_per_s},
+                             {"split_tokens_per_s", s.split_tokens_per_s}, {"ttft_change", s.ttft_change},
+                             {"note", "measured by seed 002's author; a reference, not computed here"}};
+    }
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  print_text(r, in);
+  if (a.out.explain) print_explain(r);
+}
+
+}  // namespace
+
+void add_pd_command(CLI::App& app) {
+  auto args = std::make_shared<PdArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "pd", "Prefill/decode disaggregation: KV transfer vs prefill stall, seed 002's table, the 1:3 rule");
+  cmd->add_option("--model,-m", args->model,
+                  fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path (default qwen3-8b)",
+                              fmt::join(builtin_model_names(), ", ")))
+      ->type_name("NAME|PATH");
+  cmd->add_option("--kv", args->kv, "KV cache type for K and V: bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1 "
+                                    "(default bf16); the transfer moves the cache as stored")
+      ->type_name("TYPE");
+  cmd->add_option("--kv-k", args->kv_k, "K cache type, overriding --kv")->type_name("TYPE");
+  cmd->add_option("--kv-v", args->kv_v, "V cache type, overriding --kv")->type_name("TYPE");
+  cmd->add_option("--prompt,-p", args->prompt,
+                  fmt::format("Mean input per request in tokens (2048 or 2K); its KV is what a split transfers "
+                              "(default {})", kDefaultPrompt))
+      ->type_name("TOKENS");
+  cmd->add_option("--output,-o", args->output,
+                  fmt::format("Mean generated tokens per request (default {})", kDefaultOutput))
+      ->type_name("TOKENS");
+  cmd->add_option("--link", args->link,
+                  fmt::format("Link that carries the KV from prefill to decode: a built-in name ({}) or a link "
+                              "JSON path (default {}, or {} with --same-machine)",
+                              fmt::join(builtin_link_names(), ", "), kDefaultLink, kDefaultSameMachineLink))
+      ->type_name("NAME|PATH");
+  cmd->add_option("--prefill-ms", args->prefill_ms,
+                  fmt::format("Time of one prefill of --prompt tokens, in milliseconds (default {}, SPEC 7's "
+                              "example)", kDefaultPrefillMs))
+      ->type_name("MS");
+  cmd->add_option("--decode-ms", args->decode_ms,
+                  fmt::format("Time of one decode step of the mixed batch, in milliseconds (default {})",
+                              kDefaultDecodeMs))
+      ->type_name("MS");
+  cmd->add_option("--decode-batch", args->decode_batch,
+                  fmt::format("Decodes in that step, all stalled by a prefill inserted into it (default {})",
+                              kDefaultDecodeBatch))
+      ->type_name("N");
+  cmd->add_option("--qps", args->qps,
+                  "Arrival rate in requests per second (default: Little's law, concurrency / (prefill + "
+                  "output x decode step))")
+      ->type_name("REQ/S");
+  cmd->add_option("--concurrency", args->concurrency,
+                  "Requests in flight, for the table's concurrency bands (default: --decode-batch)")
+      ->type_name("N");
+  cmd->add_option("--prefill-concurrency", args->prefill_concurrency,
+                  "Planned prefill concurrency, checked against 1/3 of the decode concurrency (default: none, "
+                  "only the limit is reported)")
+      ->type_name("N");
+  cmd->add_option("--decode-concurrency", args->decode_concurrency,
+                  "Planned decode concurrency (default: --concurrency)")
+      ->type_name("N");
+  cmd->add_option("--gpus", args->gpus,
+                  "GPUs/instances to divide into prefill and decode groups at 1:3 (default: none, no split "
+                  "suggested; 1 means nothing to split)")
+      ->type_name("N");
+  cmd->add_flag("--same-machine", args->same_machine,
+                "Prefill and decode GPUs share one machine (NVLink): split across GPUs, not machines "
+                "(default: separate machines)");
+  args->out.add_to(*cmd);
+  cmd->footer(
+      "Thresholds (this tool's reading of seed 002's table): short input < 500 tokens, long input > 2000,\n"
+      "long output > 1000; low QPS < 2 req/s; medium concurrency 16-63, high >= 64.\n"
+      "JSON: stall_ms is the decode step with the prefill inside (decode + prefill); stall_ratio is that\n"
+      "over the step alone.\n"
+      "Example (SPEC 7: a 40 ms prefill in a batch of 100 decodes at 5 ms):\n"
+      "  infer-plan pd --model qwen3-8b --prompt 2000 --link 400g-rdma --prefill-ms 40 --decode-ms 5 --decode-batch 100");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps
