@@ -8,6 +8,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
+#include "planner/predict.hpp"
 #include "apps/text_table.hpp"
 #include "planner/input_error.hpp"
 #include "planner/json_fields.hpp"
@@ -29,6 +30,11 @@ struct SpecArgs {
   std::optional<uint64_t> max_block;
   uint64_t group = 1;
   OutputOptions out;
+  // Derived mode: times from the rooflines of a target (--model) and a draft model on --hw.
+  PlanOptions target;
+  std::string draft, draft_weights;
+  uint64_t batch = 1;
+  std::string derived_from;  // filled by run(): what the times came from
 };
 
 // "0.75" -> {0.75}; "0.9,0.8,0.7" -> per-position rates. Range checks are the planner's.
@@ -127,6 +133,30 @@ void run(const SpecArgs& a) {
   in.verify_ms = constant_verify_ms(a.verify_ms);
   in.draft_ms = a.draft_ms;
   in.plain_ms_per_token = a.decode_ms.value_or(a.verify_ms);
+  SpecArgs& args = const_cast<SpecArgs&>(a);
+  if (!a.draft.empty()) {
+    // Both models run on the same device with the same KV type and context.
+    Plan plan = a.target.resolve();
+    if (a.batch == 0) throw InputError("--batch: expected at least 1 sequence");
+    const ResolvedPlan target = resolve_plan(plan);
+    Plan draft_plan = plan;
+    draft_plan.model = a.draft;
+    draft_plan.weights = a.draft_weights.empty() ? plan.weights : a.draft_weights;
+    draft_plan.weights_bytes.reset();
+    const ResolvedPlan draft = resolve_plan(draft_plan);
+    if (draft.spec.vocab != target.spec.vocab)
+      throw InputError(fmt::format("--draft: {} has a vocabulary of {} tokens, the target {} has {}; speculative "
+                                   "decoding needs a shared vocabulary", draft.spec.name, draft.spec.vocab,
+                                   target.spec.name, target.spec.vocab));
+    in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
+    in.draft_ms = roofline_draft_ms(*draft.roofline, a.batch, plan.context);
+    in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
+    args.verify_ms = in.verify_ms(0);
+    args.draft_ms = in.draft_ms;
+    args.derived_from = fmt::format("roofline on {}: target {} ({}), draft {} ({}), batch {}, context {}; verify "
+                                    "grows with m once compute-bound", target.hw.name, target.spec.name,
+                                    target.weights.label, draft.spec.name, draft.weights.label, a.batch, plan.context);
+  }
   // A per-position list sets the table's length unless --max-block says otherwise.
   in.max_block = a.max_block.value_or(in.accept_rates.size() > 1 ? in.accept_rates.size() : default_max_block);
   in.group = a.group;
@@ -140,7 +170,8 @@ void run(const SpecArgs& a) {
   }
 
   fmt::print("speculative decoding: acceptance {}\n", rates_label(in.accept_rates));
-  fmt::print("  verify {} ms/round, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
+  if (!a.derived_from.empty()) fmt::print("  times from the {}\n", a.derived_from);
+  fmt::print("  verify {} ms/round at m = 0, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
              ms(in.draft_ms),
              in.group > 1 ? fmt::format(" in groups of {} (a partial group costs a whole one)", in.group) : "",
              ms(r.plain_ms_per_token));
@@ -217,6 +248,16 @@ void add_spec_command(CLI::App& app) {
   cmd->add_option("--group", args->group,
                   "Drafts run G positions at a time; a partial group costs a whole one (1 to 64); default 1")
       ->type_name("G");
+  args->target.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
+  CLI::Option* draft = cmd->add_option("--draft", args->draft,
+                  "Draft model (built-in name or config.json): derive verify and draft times from the rooflines "
+                  "of --model (the target) and the draft on --hw, instead of --verify-ms/--draft-ms")
+      ->type_name("NAME|PATH");
+  cmd->add_option("--draft-weights", args->draft_weights, "Draft model's weight type (default: the target's --weights)")
+      ->type_name("TYPE");
+  cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")->type_name("N");
+  cmd->get_option("--verify-ms")->excludes(draft);
+  cmd->get_option("--draft-ms")->excludes(draft);
   args->out.add_to(*cmd);
   cmd->callback([args] { run(*args); });
 }

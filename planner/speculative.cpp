@@ -116,3 +116,17 @@ double spec_mean_accept_rate(const std::vector<double>& accept_rates, uint64_t m
 }
 
 }  // namespace infer_plan
+
+namespace infer_plan {
+
+SpecVerifyMs roofline_verify_ms(const Roofline& target, uint64_t batch, uint64_t context) {
+  return [target, batch, context](uint64_t block) {
+    return target.decode_step(batch, context, block + 1).time_s * 1e3;
+  };
+}
+
+double roofline_draft_ms(const Roofline& draft, uint64_t batch, uint64_t context) {
+  return draft.decode_step(batch, context).time_s * 1e3;
+}
+
+}  // namespace infer_plan

@@ -86,3 +86,15 @@ SpecRuleOfThumb spec_rule_of_thumb(double accept_rate);
 double spec_mean_accept_rate(const std::vector<double>& accept_rates, uint64_t max_block);
 
 }  // namespace infer_plan
+
+#include "planner/roofline.hpp"
+
+namespace infer_plan {
+
+// Times from rooflines (the draft shares the target's vocabulary and context): the target's verify
+// pass carries m + 1 tokens per sequence, so it costs more than a decode step once it leaves the
+// memory-bound regime; the draft decodes one token per position.
+SpecVerifyMs roofline_verify_ms(const Roofline& target, uint64_t batch, uint64_t context);
+double roofline_draft_ms(const Roofline& draft, uint64_t batch, uint64_t context);
+
+}  // namespace infer_plan

@@ -251,3 +251,23 @@ TEST_CASE("seed 002's rule of thumb: 4; above 70% 6-8; below 40% 2-3") {
   CHECK(spec_mean_accept_rate({0.9, 0.8, 0.7}, 3) == doctest::Approx(0.8));
   CHECK(spec_mean_accept_rate({0.9, 0.8, 0.7}, 2) == doctest::Approx(0.85));
 }
+
+#include "planner/catalog.hpp"
+
+TEST_CASE("times from the roofline: verify grows with m only once compute-bound") {
+  using namespace infer_plan;
+  const ModelSpec target = load_model("qwen3-8b");
+  const ModelSpec draft = load_model("qwen3-0.6b");
+  const HwProfile h200 = load_hw_profile("h200");
+  const Roofline t(target, uniform_weights_layout(target, "BF16"), {}, h200);
+  const Roofline d(draft, uniform_weights_layout(draft, "BF16"), {}, h200);
+  const SpecVerifyMs verify1 = roofline_verify_ms(t, 1, 4096);
+  CHECK(verify1(0) == doctest::Approx(t.decode_step(1, 4096).time_s * 1e3));
+  // batch 1 stays memory-bound: 9 tokens cost only their extra KV writes and embedding rows
+  CHECK(verify1(8) == doctest::Approx(verify1(0)).epsilon(0.01));
+  // batch 256 at a short context (256 tokens): 256 x 9 tokens x 2 x 8.2e9 FLOPs = 37.8 TFLOP is
+  // compute-bound (38 ms at 989 TFLOPS) against ~5 ms for one decode step
+  const SpecVerifyMs verify256 = roofline_verify_ms(t, 256, 256);
+  CHECK(verify256(8) > 2 * verify256(0));
+  CHECK(roofline_draft_ms(d, 1, 4096) < verify1(0) / 5);  // a 0.6B draft vs an 8B target
+}
