@@ -171,7 +171,7 @@ void run(const SpecArgs& a) {
 
   fmt::print("speculative decoding: acceptance {}\n", rates_label(in.accept_rates));
   if (!a.derived_from.empty()) fmt::print("  times from the {}\n", a.derived_from);
-  fmt::print("  verify {} ms/round at m = 0, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
+  fmt::print("  verify {} ms/round, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
              ms(in.draft_ms),
              in.group > 1 ? fmt::format(" in groups of {} (a partial group costs a whole one)", in.group) : "",
              ms(r.plain_ms_per_token));
