@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/commands.hpp"
+#include "apps/exit_code.hpp"
 #include "planner/input_error.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   infer_plan::apps::add_hw_command(app);
   infer_plan::apps::add_spec_command(app);
   infer_plan::apps::add_pd_command(app);
+  infer_plan::apps::add_sweep_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints CLI11's message naming the flag
     return 2;
+  } catch (const infer_plan::apps::ExitCode& e) {
+    return e.code;
   } catch (const infer_plan::InputError& e) {
     fmt::print(stderr, "infer-plan: error: {}\n", e.what());
     return 2;

@@ -3,6 +3,7 @@
 #include "planner/plan.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <set>
 
 #include "planner/input_error.hpp"
@@ -14,7 +15,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   static const std::set<std::string> allowed{"model", "hw", "weights", "weights_size", "kv",
                                              "context", "output", "requests", "tp", "reserves",
-                                             "decode_ms", "deadline_s", "offload"};
+                                             "decode_ms", "deadline_s", "offload", "speculative"};
   for (const auto& [key, value] : j.items())
     if (!key.starts_with('_') && !allowed.count(key))
       throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
@@ -71,6 +72,33 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     off.buffers = optional_uint(o, "buffers", ow).value_or(off.buffers);
     off.link = optional_string(o, "link", ow).value_or("");
     p.offload = off;
+  }
+  if (j.contains("speculative") && !j.at("speculative").is_null()) {
+    const std::string sw = where + ": speculative";
+    const Json& o = require_object(j, "speculative", where);
+    static const std::set<std::string> keys{"accept", "draft", "verify_ms", "draft_ms", "max_block", "group", "block"};
+    for (const auto& [key, value] : o.items())
+      if (!keys.count(key))
+        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", sw, key, fmt::join(keys, ", ")));
+    SpeculativePlan sp;
+    if (o.contains("accept")) {
+      const Json& a = o.at("accept");
+      sp.accept.clear();
+      if (a.is_number()) sp.accept.push_back(a.get<double>());
+      else if (a.is_array() && !a.empty() && std::all_of(a.begin(), a.end(), [](const Json& x) { return x.is_number(); }))
+        for (const Json& x : a) sp.accept.push_back(x.get<double>());
+      else
+        throw InputError(fmt::format("{}: field 'accept' is {}; expected a rate in [0, 1] or a list of them", sw, a.dump()));
+    }
+    sp.draft = optional_string(o, "draft", sw).value_or("");
+    sp.verify_ms = optional_number(o, "verify_ms", sw);
+    sp.draft_ms = optional_number(o, "draft_ms", sw);
+    sp.max_block = optional_uint(o, "max_block", sw).value_or(sp.max_block);
+    sp.group = optional_uint(o, "group", sw).value_or(sp.group);
+    sp.block = optional_uint(o, "block", sw);
+    if (sp.draft.empty() && (!sp.verify_ms || !sp.draft_ms))
+      throw InputError(fmt::format("{}: give 'draft' (a model: times from the roofline) or both 'verify_ms' and 'draft_ms'", sw));
+    p.speculative = sp;
   }
   validate_plan(p, where, false);
   return p;

@@ -21,6 +21,18 @@ struct OffloadPlan {
   std::string link;           // link name or path; empty = the profile's first host link
 };
 
+// The speculative decoding lever (SPEC 5); see planner/speculative.hpp. Times are given, or
+// derived from the rooflines of the target (the plan's model) and `draft`.
+struct SpeculativePlan {
+  std::vector<double> accept{0.75};  // one i.i.d. rate, or one per position
+  std::string draft;                 // draft model; empty: verify_ms and draft_ms are required
+  std::optional<double> verify_ms;
+  std::optional<double> draft_ms;
+  uint64_t max_block = 8;
+  uint64_t group = 1;
+  std::optional<uint64_t> block;     // the block length the plan runs (figures at that m)
+};
+
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   std::string hw = "h200";                 // built-in name or profile path
@@ -36,6 +48,7 @@ struct Plan {
   std::optional<double> decode_ms;         // a measured decode iteration, instead of the roofline
   std::optional<double> deadline_s;        // per-request deadline for generation / admission
   std::optional<OffloadPlan> offload;
+  std::optional<SpeculativePlan> speculative;
 };
 
 // Limits the CLI and plan files share (checked in one place).
