@@ -10,5 +10,7 @@ void add_kv_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_model_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
+void add_queue_command(CLI::App& app);
+void add_admit_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   infer_plan::apps::add_quant_command(app);
   infer_plan::apps::add_model_command(app);
   infer_plan::apps::add_hw_command(app);
+  infer_plan::apps::add_queue_command(app);
+  infer_plan::apps::add_admit_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
