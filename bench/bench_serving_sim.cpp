@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     }
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];
-    std::printf("  %-38s median %7.2f ms  (min %.2f, max %.2f)  %.2f us/request  %.0f ns/decode iteration"
+    std::printf("  %-38s median %7.2f ms  (min %.2f, max %.2f)  %.2f us/request  %.0f ns per run iteration (lookaheads incl.)"
                 "  [%llu iterations, %llu rejected, %s]\n",
                 sc.name, 1e3 * median, 1e3 * seconds.front(), 1e3 * seconds.back(),
                 1e6 * median / static_cast<double>(r.requests),

@@ -1,6 +1,7 @@
 // The serving simulation: one Engine holds the server's state and takes one scheduling step at
 // a time; the main loop feeds it arrivals and keeps the books, and a copy of the Engine run
-// forward without arrivals predicts a new request's finish for admission by deadline.
+// forward (with phantom replacements, or with nobody else arriving) predicts a new request's
+// finish for admission by deadline.
 #include "planner/serving_sim.hpp"
 
 #include <algorithm>
@@ -48,9 +49,19 @@ bool finishes_later(const Running& a, const Running& b) {
   return a.finish_iteration != b.finish_iteration ? a.finish_iteration > b.finish_iteration : a.id > b.id;
 }
 
-double checked_time(double t, const char* what, uint64_t a, uint64_t b) {
+// The callbacks come from user figures (flags, profiles): a bad time is an input error.
+double checked_decode_s(const ServerModel& server, uint64_t batch, uint64_t context_tokens) {
+  const double t = server.decode_iteration_s(batch, context_tokens);
   if (!std::isfinite(t) || t < 0)
-    throw InputError(fmt::format("{}({}, {}) returned {} s; expected a finite time >= 0", what, a, b, t));
+    throw InputError(fmt::format("decode_iteration_s(batch {}, context {} tokens) returned {} s; expected a "
+                                 "finite time >= 0", batch, context_tokens, t));
+  return t;
+}
+double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens) {
+  const double t = server.prefill_s(prompt_tokens);
+  if (!std::isfinite(t) || t < 0)
+    throw InputError(fmt::format("prefill_s({} prompt tokens) returned {} s; expected a finite time >= 0",
+                                 prompt_tokens, t));
   return t;
 }
 
@@ -105,7 +116,7 @@ class Engine {
     peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
     if (outcomes) (*outcomes)[id].start_s = now_s;
     if (watched == id) watched_started = true;
-    const double dt = checked_time(server_->prefill_s(r.prompt_tokens), "prefill_s", r.prompt_tokens, 0);
+    const double dt = checked_prefill_s(*server_, r.prompt_tokens);
     now_s += dt;
     busy_s += dt;
     if (outcomes) (*outcomes)[id].first_token_s = now_s;
@@ -122,8 +133,7 @@ class Engine {
     assert(!running.empty());
     const uint64_t batch = running.size();
     for (;;) {
-      const double dt = checked_time(server_->decode_iteration_s(batch, context_tokens_),
-                                     "decode_iteration_s", batch, context_tokens_);
+      const double dt = checked_decode_s(*server_, batch, context_tokens_);
       now_s += dt;
       busy_s += dt;
       ++iteration_;
@@ -293,8 +303,7 @@ double least_decode_s_per_token(const ServerModel& server, const ServingLoad& lo
   double least = kNever;
   auto consider = [&](uint64_t b) {
     const uint64_t context = b * (load.prompt_tokens.min_tokens + 1);
-    least = std::min(least, checked_time(server.decode_iteration_s(b, context), "decode_iteration_s", b, context) /
-                                static_cast<double>(b));
+    least = std::min(least, checked_decode_s(server, b, context) / static_cast<double>(b));
   };
   // Every batch up to 256, then a geometric grid (x 1.25) and the largest.
   for (uint64_t b = 1; b <= std::min<uint64_t>(most, 256); ++b) consider(b);
@@ -376,8 +385,8 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
       // The least time it needs once started: the iteration time is assumed not to fall as
       // the batch or the context grows (as for the stability test), so batch 1 is the floor.
       const double own_service_s =
-          server.prefill_s(r.prompt_tokens) +
-          static_cast<double>(r.output_tokens - 1) * server.decode_iteration_s(1, r.prompt_tokens + 1);
+          checked_prefill_s(server, r.prompt_tokens) +
+          static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
       if (predicted_finish_s(engine, id, due_s, own_service_s, load.deadline_prediction) > due_s) {
         outcomes[id].rejected = true;
         ++res.rejected.deadline;
@@ -445,7 +454,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     double work_s = 0;
     for (size_t i = 0; i < requests.size(); ++i) {
       if (outcomes[i].rejected) continue;
-      work_s += server.prefill_s(requests[i].prompt_tokens) +
+      work_s += checked_prefill_s(server, requests[i].prompt_tokens) +
                 static_cast<double>(requests[i].output_tokens - 1) * decode_s_per_token;
     }
     res.rho_lower_bound = work_s / res.offered_span_s;
@@ -508,8 +517,8 @@ SustainableRate max_sustainable_rate(const ServerModel& server, const ServingLoa
   // cannot meet the SLO even alone sustains less.
   const auto prompt = static_cast<uint64_t>(std::llround(load.prompt_tokens.mean()));
   const auto output = static_cast<uint64_t>(std::llround(load.output_tokens.mean()));
-  const double alone_s = server.prefill_s(prompt) +
-                         static_cast<double>(output - 1) * server.decode_iteration_s(1, prompt + output / 2);
+  const double alone_s = checked_prefill_s(server, prompt) +
+                         static_cast<double>(output - 1) * checked_decode_s(server, 1, prompt + output / 2);
   double rate = std::isfinite(alone_s) && alone_s > 0 ? 1.0 / alone_s : 1.0;
   constexpr int kMaxDoublings = 60;  // 2^60 x: far past any server
   // A millionth of one request's service rate: requests never meet; failing there is failing

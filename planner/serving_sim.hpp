@@ -26,11 +26,13 @@
 //   steady state. Its prefill stalls the batch and it keeps the batch as large.
 // - no_more_arrivals: nobody else comes. Later arrivals can only delay a request (they queue
 //   behind it, but their prefills stall its decoding and they enlarge the batch), so this
-//   prediction is a lower bound: it rejects only requests certain to miss, and under load many
-//   admitted requests then finish late (measured: most of them at rho near 1).
+//   prediction is a lower bound: it rejects only requests certain to miss, and under overload
+//   most admitted requests then finish late (tests/planner/test_serving_sim.cpp measures both).
 // Both predict the prefill start and first token exactly (nobody behind a request in the queue
 // can start before it); they differ on the decoding. Requests admitted but late are counted
-// (completed_late).
+// (completed_late). While the request still waits, the copy stops as soon as its clock plus the
+// request's own service at batch 1 passes the deadline; this assumes, like stability test (a),
+// that the iteration time does not fall as the batch or the context grows.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -118,14 +120,14 @@ struct ServingResult {
   uint64_t decode_iterations = 0;
   uint64_t peak_kv_tokens = 0;  // most KV tokens reserved at once
 
-  // Stability: unstable when either test says so (both need a run long enough to judge).
+  // Stability: unstable when either test says so.
   // (a) Work: rho_lower_bound = the server time the admitted requests need at the best batching
   //     the limits allow (every prefill alone; output - 1 decode iterations each, costing at
   //     least min over b <= max batch of decode_iteration_s(b, b * (min prompt + 1)) / b),
   //     divided by the span over which they arrived. rho_lower_bound >= 1: the arrivals bring
   //     work faster than the server can do it even at its best, so the backlog grows without
-  //     bound. Assumes the iteration time does not fall when the context grows. Not applied
-  //     with a deadline: admission keeps the work ahead of any request under the deadline, so
+  //     bound. Assumes the iteration time does not fall when the context grows. Applied from
+  //     50 admitted requests (fewer have no meaningful rate); not applied with a deadline: admission keeps the work ahead of any request under the deadline, so
   //     the queue is bounded by construction (and a saturated server sits at rho ~ 1).
   // (b) Growth: the time-average number in system (waiting + running) over the 2nd, 3rd and
   //     4th quarter of the offered span [0, last arrival] rises quarter by quarter, by more
