@@ -15,5 +15,7 @@ void add_offload_command(CLI::App& app);
 void add_spec_command(CLI::App& app);
 void add_pd_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_queue_command(CLI::App& app);
+void add_admit_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   infer_plan::apps::add_spec_command(app);
   infer_plan::apps::add_pd_command(app);
   infer_plan::apps::add_sweep_command(app);
+  infer_plan::apps::add_queue_command(app);
+  infer_plan::apps::add_admit_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -1,0 +1,426 @@
+// `infer-plan queue`: Little's law (n = lambda x T from any two, SPEC 6), or with --simulate a
+// discrete-event run of a continuous-batching server under Poisson arrivals (latency
+// percentiles, rejections, stability), and with --max-rate the highest rate meeting an SLO.
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/text_table.hpp"
+#include "planner/input_error.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/littles_law.hpp"
+#include "planner/serving_sim.hpp"
+#include "planner/units.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct QueueArgs {
+  OutputOptions out;
+  std::optional<double> rate_per_s, sojourn_s, in_system;
+  bool simulate = false;
+  uint64_t requests = 1000;
+  std::string prompt = "512", output = "256", arrivals = "poisson", kv_tokens, deadline_rule = "persists";
+  std::optional<double> iteration_ms;
+  double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
+  uint64_t max_batch = 256;
+  std::optional<double> deadline_s;
+  uint64_t seed = 1;
+  bool max_rate = false;
+  std::optional<double> slo_ttft_p99_s, slo_tpot_p99_ms, slo_reject;
+  double rate_tolerance = 0.01;
+  std::vector<CLI::Option*> simulation_options;  // given without --simulate: an error
+};
+
+// Seconds for people: 4 significant digits ("6.956", "0.044", "0.0035").
+std::string secs(double s) { return fmt::format("{:.4g}", s); }
+
+void check_time(double v, const char* flag, bool zero_ok) {
+  if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
+    throw InputError(fmt::format("{}: {} is not a {} finite number", flag, v, zero_ok ? "non-negative" : "positive"));
+}
+
+// --- Little's law ---
+
+void run_little(const QueueArgs& a) {
+  LittleQuery q;
+  q.rate_per_s = a.rate_per_s;
+  q.mean_sojourn_s = a.sojourn_s;
+  q.mean_in_system = a.in_system;
+  q.rate_what = "--rate";
+  q.sojourn_what = "--sojourn";
+  q.in_system_what = "--in-system";
+  const LittleResult r = solve_littles_law(q);
+  const char* solved = r.solved_for == LittleUnknown::in_system ? "mean_in_system"
+                       : r.solved_for == LittleUnknown::rate    ? "rate_per_s"
+                                                                : "mean_sojourn_s";
+  if (a.out.json) {
+    const Json j{{"mode", "littles_law"}, {"mean_in_system", r.mean_in_system}, {"rate_per_s", r.rate_per_s},
+                 {"mean_sojourn_s", r.mean_sojourn_s}, {"solved_for", solved}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  auto mark = [&](LittleUnknown u) { return r.solved_for == u ? "  <- solved" : ""; };
+  fmt::print("Little's law: n = lambda x T\n");
+  fmt::print("  arrival rate (lambda)   {:g} req/s{}\n", r.rate_per_s, mark(LittleUnknown::rate));
+  fmt::print("  mean sojourn (T)        {:g} s{}\n", r.mean_sojourn_s, mark(LittleUnknown::sojourn));
+  fmt::print("  mean in system (n)      {:g} requests{}\n", r.mean_in_system, mark(LittleUnknown::in_system));
+  fmt::print("Holds for a stable system in the long run; bursts, deadlines and KV limits need "
+             "--simulate. Requests in the system are set by lambda x T, not by how many KV slots fit: "
+             "both must hold.\n");
+  if (a.out.explain) fmt::print("\n{}\n", r.derivation);
+}
+
+// --- simulation ---
+
+struct Simulation {
+  ServerModel server;
+  ServingLoad load;
+};
+
+Simulation build_simulation(const QueueArgs& a) {
+  if (a.sojourn_s || a.in_system)
+    throw InputError("--sojourn and --in-system belong to Little's law; --simulate measures them");
+  if (!a.iteration_ms)
+    throw InputError("--iteration-ms is required with --simulate (the time of one decode iteration at batch 1)");
+  check_time(*a.iteration_ms, "--iteration-ms", true);
+  check_time(a.per_seq_ms, "--per-seq-ms", true);
+  check_time(a.per_ktoken_ms, "--per-ktoken-ms", true);
+  check_time(a.prefill_ms, "--prefill-ms", true);
+  check_time(a.prefill_per_ktoken_ms, "--prefill-per-ktoken-ms", true);
+  if (a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
+  if (a.requests == 0 || a.requests > 10'000'000)
+    throw InputError(fmt::format("--requests: {} is out of range 1..10000000", a.requests));
+  if (a.deadline_s) check_time(*a.deadline_s, "--deadline", false);
+
+  Simulation s;
+  const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
+  s.server.decode_iteration_s = [=](uint64_t batch, uint64_t context) {
+    return base_s + per_seq_s * static_cast<double>(batch) + per_token_s * static_cast<double>(context);
+  };
+  const double prefill_s = a.prefill_ms / 1e3, prefill_token_s = a.prefill_per_ktoken_ms / 1e6;
+  s.server.prefill_s = [=](uint64_t prompt) { return prefill_s + prefill_token_s * static_cast<double>(prompt); };
+  s.server.max_batch = a.max_batch;
+  if (!a.kv_tokens.empty()) {
+    const uint64_t kv = parse_tokens(a.kv_tokens, "--kv-tokens");
+    if (kv == 0) throw InputError("--kv-tokens: must be at least 1 token (leave it out for no limit)");
+    s.server.kv_capacity_tokens = kv;
+  }
+  if (a.max_rate) {
+    s.load.rate_per_s = 1;  // the search sets it
+  } else {
+    if (!a.rate_per_s) throw InputError("--rate is required with --simulate (arrivals per second), or give --max-rate");
+    if (!std::isfinite(*a.rate_per_s) || *a.rate_per_s <= 0)
+      throw InputError(fmt::format("--rate: {} is not a positive, finite number of requests per second", *a.rate_per_s));
+    s.load.rate_per_s = *a.rate_per_s;
+  }
+  s.load.requests = a.requests;
+  s.load.arrivals = a.arrivals == "fixed" ? ArrivalProcess::fixed : ArrivalProcess::poisson;
+  s.load.prompt_tokens = parse_token_lengths(a.prompt, "--prompt");
+  s.load.output_tokens = parse_token_lengths(a.output, "--output");
+  s.load.deadline_s = a.deadline_s;
+  s.load.deadline_prediction =
+      a.deadline_rule == "lower-bound" ? DeadlinePrediction::no_more_arrivals : DeadlinePrediction::load_persists;
+  s.load.seed = a.seed;
+  return s;
+}
+
+std::string lengths_text(TokenLengths t) {
+  return t.min_tokens == t.max_tokens ? fmt::format("{}", t.min_tokens)
+                                      : fmt::format("{}..{} (uniform)", t.min_tokens, t.max_tokens);
+}
+
+Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t.max_tokens}}; }
+
+// Latency keys are null when the run has none (unstable, or nothing completed).
+Json simulation_json(const Simulation& s, const ServingResult& r) {
+  Json j{{"requests", r.requests},
+         {"rate_per_s", s.load.rate_per_s},
+         {"arrivals", s.load.arrivals == ArrivalProcess::poisson ? "poisson" : "fixed"},
+         {"seed", s.load.seed},
+         {"prompt_tokens", lengths_json(s.load.prompt_tokens)},
+         {"output_tokens", lengths_json(s.load.output_tokens)},
+         {"deadline_s", s.load.deadline_s ? Json(*s.load.deadline_s) : Json(nullptr)},
+         {"deadline_rule", s.load.deadline_prediction == DeadlinePrediction::load_persists ? "persists" : "lower-bound"},
+         {"max_batch", s.server.max_batch},
+         {"kv_capacity_tokens", s.server.kv_capacity_tokens ? Json(*s.server.kv_capacity_tokens) : Json(nullptr)},
+         {"completed", r.completed},
+         {"completed_late", r.completed_late},
+         {"rejected", r.rejected.total()},
+         {"rejected_by_reason", {{"deadline", r.rejected.deadline}, {"exceeds_kv_capacity", r.rejected.exceeds_kv_capacity}}},
+         {"rejection_rate", r.rejection_rate},
+         {"stable", r.stable},
+         {"unstable_reason", r.stable ? Json(nullptr) : Json(r.unstable_reason)},
+         {"rho_lower_bound", s.load.deadline_s ? Json(nullptr) : Json(r.rho_lower_bound)},
+         {"in_system_by_quarter", {r.in_system_q2, r.in_system_q3, r.in_system_q4}},
+         {"throughput_tok_s", r.throughput_tok_s},
+         {"utilisation", r.utilisation},
+         {"mean_batch", r.mean_batch},
+         {"decode_iterations", r.decode_iterations},
+         {"peak_kv_tokens", r.peak_kv_tokens},
+         {"span_s", r.span_s}};
+  const ServingLatency* lat = r.latency ? &*r.latency : nullptr;
+  auto put = [&](const char* key, auto field) { j[key] = lat ? Json(field(*lat)) : Json(nullptr); };
+  put("mean_in_system", [](const ServingLatency& l) { return l.mean_in_system; });
+  put("rate_effective_per_s", [](const ServingLatency& l) { return l.rate_effective_per_s; });
+  put("littles_law_in_system", [](const ServingLatency& l) { return l.littles_law_in_system; });
+  auto dist = [&](const char* name, const char* unit, double scale, Distribution ServingLatency::*member) {
+    const bool has = lat && (lat->*member).count > 0;
+    const Distribution d = has ? lat->*member : Distribution{};
+    auto v = [&](double x) { return has ? Json(x * scale) : Json(nullptr); };
+    j[fmt::format("{}_mean_{}", name, unit)] = v(d.mean);
+    j[fmt::format("{}_p50_{}", name, unit)] = v(d.p50);
+    j[fmt::format("{}_p90_{}", name, unit)] = v(d.p90);
+    j[fmt::format("{}_p99_{}", name, unit)] = v(d.p99);
+    j[fmt::format("{}_max_{}", name, unit)] = v(d.max);
+  };
+  dist("sojourn", "s", 1, &ServingLatency::sojourn_s);
+  j["mean_sojourn_s"] = j["sojourn_mean_s"];  // the Little's-law name
+  dist("queue_wait", "s", 1, &ServingLatency::queue_wait_s);
+  dist("ttft", "s", 1, &ServingLatency::ttft_s);
+  dist("tpot", "ms", 1e3, &ServingLatency::tpot_s);
+  return j;
+}
+
+void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResult& r) {
+  fmt::print("serving simulation: {} {} arrivals at {:g} req/s (seed {}); prompt {} tokens, output {} tokens{}\n",
+             r.requests, s.load.arrivals == ArrivalProcess::poisson ? "Poisson" : "evenly spaced",
+             s.load.rate_per_s, s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
+             s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
+  fmt::print("server: decode iteration {:g} ms + {:g} ms x batch + {:g} ms per 1K context tokens; prefill {:g} ms "
+             "+ {:g} ms per 1K prompt tokens\n",
+             *a.iteration_ms, a.per_seq_ms, a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
+  fmt::print("        max batch {}, KV {}; FCFS, no chunked prefill (a prefill stalls the batch)\n", s.server.max_batch,
+             s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited");
+  fmt::print("outcome: {} completed{}, {} rejected (deadline {}, larger than the KV {}); rejection rate {:.1f}%\n",
+             r.completed, s.load.deadline_s ? fmt::format(" ({} after the deadline)", r.completed_late) : "",
+             r.rejected.total(), r.rejected.deadline, r.rejected.exceeds_kv_capacity, 100 * r.rejection_rate);
+  const std::string quarters = fmt::format("in system by quarter of the arrivals {:.1f}, {:.1f}, {:.1f}",
+                                           r.in_system_q2, r.in_system_q3, r.in_system_q4);
+  if (!r.stable) {
+    fmt::print("stability: UNSTABLE: {}\n", r.unstable_reason);
+    fmt::print("latency: none: an unstable queue has no steady-state latency (this run's would only grow "
+               "with its length); lower the rate, add a deadline, or add capacity\n");
+  } else {
+    fmt::print("stability: stable ({}{})\n",
+               s.load.deadline_s ? "admission by deadline bounds the queue"
+                                 : fmt::format("work rho >= {:.3f}", r.rho_lower_bound),
+               "; " + quarters);
+  }
+  if (r.latency) {
+    const ServingLatency& l = *r.latency;
+    TextTable t{{"", "mean", "p50", "p90", "p99", "max"}, {false, true, true, true, true, true}, {}};
+    auto row = [&](const char* name, const Distribution& d, double scale) {
+      if (d.count == 0) {
+        t.rows.push_back({name, "-", "-", "-", "-", "-"});
+        return;
+      }
+      t.rows.push_back({name, secs(d.mean * scale), secs(d.p50 * scale), secs(d.p90 * scale), secs(d.p99 * scale),
+                        secs(d.max * scale)});
+    };
+    row("sojourn (s)", l.sojourn_s, 1);
+    row("queue wait (s)", l.queue_wait_s, 1);
+    row("TTFT (s)", l.ttft_s, 1);
+    row("TPOT (ms)", l.tpot_s, 1e3);
+    fmt::print("\n{}\n", t.render("  "));
+    fmt::print("mean in system {:.3f} requests (time average); Little: {:.4g} req/s x {} s = {:.3f}\n",
+               l.mean_in_system, l.rate_effective_per_s, secs(l.sojourn_s.mean), l.littles_law_in_system);
+  } else if (r.stable) {
+    fmt::print("latency: none: no request completed\n");
+  }
+  fmt::print("throughput {:.1f} tok/s{}; server busy {:.1f}% of {} s; mean batch {:.2f}; peak KV {} tokens\n",
+             r.throughput_tok_s, r.stable ? "" : " (saturated)", 100 * r.utilisation, secs(r.span_s), r.mean_batch,
+             r.peak_kv_tokens);
+}
+
+void explain_simulation(const QueueArgs& a, const Simulation& s, const ServingResult& r) {
+  const auto p = static_cast<uint64_t>(std::llround(s.load.prompt_tokens.mean()));
+  const auto o = static_cast<uint64_t>(std::llround(s.load.output_tokens.mean()));
+  const double prefill = s.server.prefill_s(p), iteration = s.server.decode_iteration_s(1, p + 1);
+  fmt::print("\nmodel:\n");
+  fmt::print("  decode iteration(b, ctx) = {:g} ms + {:g} ms x b + {:g} ms x ctx / 1000\n", *a.iteration_ms,
+             a.per_seq_ms, a.per_ktoken_ms);
+  fmt::print("  prefill(p) = {:g} ms + {:g} ms x p / 1000\n", a.prefill_ms, a.prefill_per_ktoken_ms);
+  fmt::print("  one request alone: prefill({}) + {} x iteration(1, {}..{}) = {} s + {} x {} s = {} s\n", p, o - 1,
+             p + 1, p + o - 1, secs(prefill), o - 1, secs(iteration),
+             secs(prefill + static_cast<double>(o - 1) * iteration));
+  fmt::print("rules:\n");
+  fmt::print("  FCFS; admit the head of the queue when running < {} and reserved KV + prompt + output <= {}\n",
+             s.server.max_batch,
+             s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited");
+  fmt::print("  each admitted request's prefill runs alone (the batch stalls) and emits its first token;\n"
+             "  each decode iteration emits one token per running request\n");
+  if (s.load.deadline_s)
+    fmt::print("  deadline {} s: at arrival, run a copy of the server forward {}; reject if that finish is\n"
+               "  past the deadline\n",
+               secs(*s.load.deadline_s),
+               s.load.deadline_prediction == DeadlinePrediction::load_persists
+                   ? "replacing each request that leaves by one like it (the load persists)"
+                   : "with no further arrivals (a lower bound)");
+  fmt::print("  percentiles: nearest rank (p99 = the ceil(0.99 n)-th smallest)\n");
+  fmt::print("stability:\n");
+  if (!s.load.deadline_s)
+    fmt::print("  (a) rho >= admitted work at best batching / arrivals' span = {:.4f} (unstable if >= 1)\n",
+               r.rho_lower_bound);
+  fmt::print("  (b) in system by quarter {:.2f} -> {:.2f} -> {:.2f} (unstable if rising, by > max(4, 0.5% of "
+             "{}) and x1.5)\n",
+             r.in_system_q2, r.in_system_q3, r.in_system_q4, r.requests);
+  if (r.latency)
+    fmt::print("Little: time average {:.4f} vs lambda_eff x W = {} / {} s x {} s = {:.4f}\n",
+               r.latency->mean_in_system, r.completed, secs(r.span_s), secs(r.latency->sojourn_s.mean),
+               r.latency->littles_law_in_system);
+}
+
+std::string slo_text(const ServingSlo& slo) {
+  std::string t = "stable";
+  if (slo.ttft_p99_s) t += fmt::format(", p99 TTFT <= {} s", secs(*slo.ttft_p99_s));
+  if (slo.tpot_p99_s) t += fmt::format(", p99 TPOT <= {} ms", secs(*slo.tpot_p99_s * 1e3));
+  if (slo.rejection_rate_max) t += fmt::format(", rejection rate <= {:g}%", 100 * *slo.rejection_rate_max);
+  return t;
+}
+
+void run_simulation(const QueueArgs& a) {
+  Simulation s = build_simulation(a);
+  if (!a.max_rate) {
+    const ServingResult r = simulate_serving(s.server, s.load);
+    if (a.out.json) {
+      Json j = simulation_json(s, r);
+      j["mode"] = "simulate";
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    print_simulation(a, s, r);
+    if (a.out.explain) explain_simulation(a, s, r);
+    return;
+  }
+
+  ServingSlo slo;
+  if (a.slo_ttft_p99_s) check_time(*a.slo_ttft_p99_s, "--slo-ttft-p99", false);
+  if (a.slo_tpot_p99_ms) check_time(*a.slo_tpot_p99_ms, "--slo-tpot-p99-ms", false);
+  if (a.slo_reject && !(*a.slo_reject >= 0 && *a.slo_reject <= 1))
+    throw InputError(fmt::format("--slo-reject: {} is not a fraction between 0 and 1", *a.slo_reject));
+  if (!(a.rate_tolerance > 0 && a.rate_tolerance < 1))
+    throw InputError(fmt::format("--rate-tolerance: {} is not a fraction between 0 and 1", a.rate_tolerance));
+  slo.ttft_p99_s = a.slo_ttft_p99_s;
+  if (a.slo_tpot_p99_ms) slo.tpot_p99_s = *a.slo_tpot_p99_ms / 1e3;
+  slo.rejection_rate_max = a.slo_reject;
+  const SustainableRate m = max_sustainable_rate(s.server, s.load, slo, a.rate_tolerance);
+  if (a.out.json) {
+    Json j{{"mode", "max_rate"},
+           {"max_rate_per_s", m.rate_per_s ? Json(*m.rate_per_s) : Json(nullptr)},
+           {"lower_bound_per_s", m.rate_per_s ? Json(m.lower_bound_per_s) : Json(nullptr)},
+           {"upper_bound_per_s", m.upper_bound_per_s},
+           {"rate_tolerance", a.rate_tolerance},
+           {"simulations", m.simulations},
+           {"note", m.note},
+           {"slo", {{"stable", true},
+                    {"ttft_p99_s", slo.ttft_p99_s ? Json(*slo.ttft_p99_s) : Json(nullptr)},
+                    {"tpot_p99_ms", a.slo_tpot_p99_ms ? Json(*a.slo_tpot_p99_ms) : Json(nullptr)},
+                    {"rejection_rate_max", slo.rejection_rate_max ? Json(*slo.rejection_rate_max) : Json(nullptr)}}}};
+    if (m.at_rate) {
+      s.load.rate_per_s = *m.rate_per_s;
+      j["at_rate"] = simulation_json(s, *m.at_rate);
+    } else {
+      j["at_rate"] = nullptr;
+    }
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("SLO: {}\n", slo_text(slo));
+  if (!m.rate_per_s) {
+    fmt::print("max sustainable rate: none: {}\n", m.note);
+    return;
+  }
+  fmt::print("max sustainable rate: {:.4g} req/s ({}; tolerance {:g}%, for this seed and {} requests)\n\n",
+             *m.rate_per_s, m.note, 100 * a.rate_tolerance, s.load.requests);
+  s.load.rate_per_s = *m.rate_per_s;
+  print_simulation(a, s, *m.at_rate);
+  if (a.out.explain) explain_simulation(a, s, *m.at_rate);
+}
+
+void run(const QueueArgs& a) {
+  const bool simulate = a.simulate || a.max_rate;
+  if (!simulate)
+    for (const CLI::Option* o : a.simulation_options)
+      if (o->count() > 0) throw InputError(fmt::format("{} needs --simulate", o->get_name()));
+  if (simulate)
+    run_simulation(a);
+  else
+    run_little(a);
+}
+
+}  // namespace
+
+void add_queue_command(CLI::App& app) {
+  auto a = std::make_shared<QueueArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "queue",
+      "Little's law n = lambda x T from any two of the three; with --simulate, a continuous-batching server "
+      "under Poisson arrivals (latency percentiles, rejections, stability); with --max-rate, the highest rate "
+      "meeting an SLO");
+  cmd->add_option("--rate", a->rate_per_s, "Arrival rate lambda in requests per second")->type_name("REQ/S");
+  cmd->add_option("--sojourn", a->sojourn_s, "Little's law: mean time in the system T in seconds")->type_name("S");
+  cmd->add_option("--in-system", a->in_system, "Little's law: mean number of requests in the system n")
+      ->type_name("N");
+  cmd->add_flag("--simulate", a->simulate,
+                "Simulate a server instead: FCFS, continuous batching, each prefill alone (no chunked "
+                "prefill), admission by KV space and --deadline");
+  auto sim = [&](CLI::Option* o) { a->simulation_options.push_back(o); };
+  sim(cmd->add_option("--requests", a->requests, "Simulated requests (default 1000)")->type_name("N"));
+  sim(cmd->add_option("--prompt", a->prompt, "Prompt tokens: N or MIN:MAX for uniform (default 512)")
+          ->type_name("TOKENS"));
+  sim(cmd->add_option("--output", a->output, "Output tokens per request, incl. the first: N or MIN:MAX (default 256)")
+          ->type_name("TOKENS"));
+  sim(cmd->add_option("--arrivals", a->arrivals, "poisson (exponential gaps) or fixed (every 1/rate s) (default poisson)")
+          ->check(CLI::IsMember({"poisson", "fixed"}))
+          ->type_name("KIND"));
+  sim(cmd->add_option("--iteration-ms", a->iteration_ms,
+                      "Decode iteration base time in ms: an iteration takes this + --per-seq-ms x batch + "
+                      "--per-ktoken-ms x context tokens / 1000 (required)")
+          ->type_name("MS"));
+  sim(cmd->add_option("--per-seq-ms", a->per_seq_ms, "Added to the iteration per running request, in ms (default 0)")
+          ->type_name("MS"));
+  sim(cmd->add_option("--per-ktoken-ms", a->per_ktoken_ms,
+                      "Added to the iteration per 1000 context tokens in the batch, in ms (default 0)")
+          ->type_name("MS"));
+  sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->type_name("MS"));
+  sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
+                      "Added to the prefill per 1000 prompt tokens, in ms (default 0)")
+          ->type_name("MS"));
+  sim(cmd->add_option("--kv-tokens", a->kv_tokens,
+                      "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output "
+                      "(default unlimited)")
+          ->type_name("TOKENS"));
+  sim(cmd->add_option("--max-batch", a->max_batch, "Most running requests (default 256)")->type_name("N"));
+  sim(cmd->add_option("--deadline", a->deadline_s,
+                      "Deadline from arrival to last token in seconds; reject at arrival when the predicted "
+                      "finish is later (default none)")
+          ->type_name("S"));
+  sim(cmd->add_option("--deadline-rule", a->deadline_rule,
+                      "How the finish is predicted at arrival: persists (each request that leaves is replaced "
+                      "by one like it) or lower-bound (nobody else arrives: rejects only certain misses) "
+                      "(default persists)")
+          ->check(CLI::IsMember({"persists", "lower-bound"}))
+          ->type_name("RULE"));
+  sim(cmd->add_option("--seed", a->seed, "Seed of the arrival and length draws (default 1)")->type_name("N"));
+  sim(cmd->add_flag("--max-rate", a->max_rate,
+                    "Search (bisection) for the highest rate meeting the --slo-* flags and stability; implies "
+                    "--simulate"));
+  sim(cmd->add_option("--slo-ttft-p99", a->slo_ttft_p99_s, "SLO: p99 TTFT in seconds (default none)")
+          ->type_name("S"));
+  sim(cmd->add_option("--slo-tpot-p99-ms", a->slo_tpot_p99_ms, "SLO: p99 TPOT in ms (default none)")
+          ->type_name("MS"));
+  sim(cmd->add_option("--slo-reject", a->slo_reject, "SLO: highest rejection rate, a fraction 0..1 (default none)")
+          ->type_name("FRACTION"));
+  sim(cmd->add_option("--rate-tolerance", a->rate_tolerance,
+                      "Stop the search when (fail - meet) <= this x meet (default 0.01)")
+          ->type_name("FRACTION"));
+  a->out.add_to(*cmd);
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace infer_plan::apps
