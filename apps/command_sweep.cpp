@@ -115,10 +115,21 @@ void run(const SweepArgs& a) {
     }
   }
 
-  size_t failures = 0, checks = 0;
+  size_t failures = 0, checks = 0, errors = 0;
   for (const ScenarioRun& r : runs) {
     failures += r.failures();
-    for (const ScenarioPoint& p : r.points) checks += p.checks.size();
+    for (const ScenarioPoint& p : r.points) {
+      checks += p.checks.size();
+      errors += p.error.empty() ? 0 : 1;
+    }
+  }
+  if (errors > 0) {  // a point whose plan is bad input: the scenario file needs fixing
+    for (const ScenarioRun& r : runs)
+      for (const ScenarioPoint& p : r.points)
+        if (!p.error.empty())
+          fmt::print(stderr, "infer-plan: error: {} / case '{}' [{}]: {}\n", r.scenario->source, p.case_name,
+                     axes_text(p.axes), p.error);
+    throw ExitCode{2};
   }
   if (a.check) {
     if (failures == 0) {

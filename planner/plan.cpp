@@ -15,7 +15,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   static const std::set<std::string> allowed{"model", "hw", "weights", "weights_size", "kv",
                                              "context", "output", "requests", "tp", "reserves",
-                                             "decode_ms", "deadline_s", "offload", "speculative"};
+                                             "decode_ms", "deadline_s", "offload", "speculative", "load"};
   for (const auto& [key, value] : j.items())
     if (!key.starts_with('_') && !allowed.count(key))
       throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
@@ -99,6 +99,25 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     if (sp.draft.empty() && (!sp.verify_ms || !sp.draft_ms))
       throw InputError(fmt::format("{}: give 'draft' (a model: times from the roofline) or both 'verify_ms' and 'draft_ms'", sw));
     p.speculative = sp;
+  }
+  if (j.contains("load") && !j.at("load").is_null()) {
+    const std::string lw = where + ": load";
+    const Json& o = require_object(j, "load", where);
+    static const std::set<std::string> keys{"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch"};
+    for (const auto& [key, value] : o.items())
+      if (!keys.count(key))
+        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", lw, key, fmt::join(keys, ", ")));
+    LoadPlan lp;
+    lp.rate_per_s = optional_number(o, "rate_per_s", lw);
+    lp.sojourn_s = optional_number(o, "sojourn_s", lw);
+    lp.in_system = optional_number(o, "in_system", lw);
+    lp.simulate = optional_bool(o, "simulate", lw).value_or(false);
+    lp.requests = optional_uint(o, "requests", lw).value_or(lp.requests);
+    lp.seed = optional_uint(o, "seed", lw).value_or(lp.seed);
+    lp.max_batch = optional_uint(o, "max_batch", lw).value_or(lp.max_batch);
+    if (lp.simulate && !lp.rate_per_s)
+      throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second)", lw));
+    p.load = lp;
   }
   validate_plan(p, where, false);
   return p;

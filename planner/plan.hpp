@@ -33,6 +33,18 @@ struct SpeculativePlan {
   std::optional<uint64_t> block;     // the block length the plan runs (figures at that m)
 };
 
+// Load on the server (SPEC 6): Little's law from any two of rate, sojourn and in-system; and, with
+// `simulate`, Poisson arrivals on a continuous-batching server timed by the roofline.
+struct LoadPlan {
+  std::optional<double> rate_per_s;
+  std::optional<double> sojourn_s;
+  std::optional<double> in_system;
+  bool simulate = false;
+  uint64_t requests = 200;   // simulated arrivals
+  uint64_t seed = 1;
+  uint64_t max_batch = 256;  // running requests at most
+};
+
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   std::string hw = "h200";                 // built-in name or profile path
@@ -49,6 +61,7 @@ struct Plan {
   std::optional<double> deadline_s;        // per-request deadline for generation / admission
   std::optional<OffloadPlan> offload;
   std::optional<SpeculativePlan> speculative;
+  std::optional<LoadPlan> load;
 };
 
 // Limits the CLI and plan files share (checked in one place).

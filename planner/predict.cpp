@@ -9,6 +9,8 @@
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/offload.hpp"
+#include "planner/littles_law.hpp"
+#include "planner/serving_sim.hpp"
 #include "planner/speculative.hpp"
 #include "planner/units.hpp"
 
@@ -110,6 +112,52 @@ Json spec_section(const ResolvedPlan& rp) {
   return out;
 }
 
+Json distribution(const Distribution& d, double scale) {
+  return Json{{"mean", d.mean * scale}, {"p50", d.p50 * scale}, {"p90", d.p90 * scale}, {"p99", d.p99 * scale},
+              {"max", d.max * scale}};
+}
+
+// serving: Poisson arrivals on a continuous-batching server whose steps are the roofline's and
+// whose KV capacity is what fit leaves after weights and reserves.
+Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
+  const Plan& plan = rp.plan;
+  const LoadPlan& lp = *plan.load;
+  const Roofline& rl = *rp.roofline;
+  ServerModel server;
+  server.decode_iteration_s = [&rl](uint64_t batch, uint64_t context_tokens) {
+    return rl.decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
+  };
+  server.prefill_s = [&rl](uint64_t prompt) { return rl.prefill(prompt).time_s; };
+  const int64_t for_kv = fit.free_after_weights_bytes - static_cast<int64_t>(fit.reserved_bytes);
+  server.kv_capacity_tokens = for_kv > 0 ? static_cast<uint64_t>(for_kv) / fit.kv_bytes_per_token : 0;
+  server.max_batch = lp.max_batch;
+  ServingLoad load;
+  load.rate_per_s = *lp.rate_per_s;
+  load.requests = lp.requests;
+  load.prompt_tokens = TokenLengths::fixed(plan.context);
+  load.output_tokens = TokenLengths::fixed(std::max<uint64_t>(plan.output, 1));
+  load.deadline_s = plan.deadline_s;
+  load.seed = lp.seed;
+  const ServingResult r = simulate_serving(server, load);
+  Json j{{"stable", r.stable}, {"unstable_reason", r.unstable_reason}, {"requests", r.requests},
+         {"completed", r.completed}, {"rejected", r.rejected.total()}, {"rejection_rate", r.rejection_rate},
+         {"kv_capacity_tokens", *server.kv_capacity_tokens}, {"utilisation", r.utilisation},
+         {"mean_batch", r.mean_batch}, {"rate_per_s", load.rate_per_s}};
+  if (r.stable && r.latency) {
+    j["mean_in_system"] = r.latency->mean_in_system;
+    j["mean_sojourn_s"] = r.latency->sojourn_s.mean;
+    j["littles_law_in_system"] = r.latency->littles_law_in_system;
+    j["throughput_tok_s"] = r.throughput_tok_s;
+    j["sojourn_s"] = distribution(r.latency->sojourn_s, 1);
+    j["ttft_s"] = distribution(r.latency->ttft_s, 1);
+    j["tpot_ms"] = distribution(r.latency->tpot_s, 1e3);
+  } else {  // an unstable load has no latency figures, never a number
+    for (const char* k : {"mean_in_system", "mean_sojourn_s", "throughput_tok_s", "sojourn_s", "ttft_s", "tpot_ms"})
+      j[k] = nullptr;
+  }
+  return j;
+}
+
 }  // namespace
 
 Json predict(const Plan& plan) {
@@ -117,7 +165,19 @@ Json predict(const Plan& plan) {
   Json figures;
   figures["model"] = rp.spec.name;
   figures["hw"] = rp.hw.name;
-  figures["fit"] = fit_figures(fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label));
+  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label);
+  figures["fit"] = fit_figures(fit);
+  if (plan.load) {
+    const LoadPlan& lp = *plan.load;
+    const int given = (lp.rate_per_s ? 1 : 0) + (lp.sojourn_s ? 1 : 0) + (lp.in_system ? 1 : 0);
+    if (given == 2) {
+      LittleQuery q{lp.rate_per_s, lp.sojourn_s, lp.in_system, "load.rate_per_s", "load.sojourn_s", "load.in_system"};
+      const LittleResult r = solve_littles_law(q);
+      figures["queue"] = {{"mean_in_system", r.mean_in_system}, {"rate_per_s", r.rate_per_s},
+                          {"mean_sojourn_s", r.mean_sojourn_s}, {"derivation", r.derivation}};
+    }
+    if (lp.simulate) figures["serving"] = serving_section(rp, fit);
+  }
   figures["roofline"] = latency_figures(estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output),
                                         rp.roofline->rates());
   figures["quant"] = quant_section(plan.weights);

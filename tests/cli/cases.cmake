@@ -3,8 +3,8 @@
 # infer_plan_cli_case(NAME EXIT CODE MATCH regex... ARGS args...)
 function(infer_plan_cli_case NAME)
   cmake_parse_arguments(C "" "EXIT" "MATCH;ARGS" ${ARGN})
-  string(REPLACE ";" "%%" _args "${C_ARGS}")
-  string(REPLACE ";" "%%" _match "${C_MATCH}")
+  string(REPLACE ";" "#SEP#" _args "${C_ARGS}")
+  string(REPLACE ";" "#SEP#" _match "${C_MATCH}")
   add_test(NAME cli_${NAME}
            COMMAND ${CMAKE_COMMAND} "-DEXE=$<TARGET_FILE:infer-plan>" "-DARGS=${_args}"
                    "-DEXPECT_EXIT=${C_EXIT}" "-DMATCH=${_match}"
@@ -165,3 +165,39 @@ infer_plan_cli_case(bad_pd_link EXIT 2 ARGS pd --link 10gbe MATCH "unknown link 
 infer_plan_cli_case(bad_pd_kv EXIT 2 ARGS pd --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_pd_same_machine EXIT 2 ARGS pd --same-machine --gpus 1 MATCH "--same-machine: .*--gpus 2 or more")
 infer_plan_cli_case(bad_pd_gpus EXIT 2 ARGS pd --gpus 0 MATCH "--gpus: 0 GPUs is out of range")
+
+# --- scenarios: every seed figure, from the shipped scenario files ---
+infer_plan_cli_case(sweep_scenarios EXIT 0 ARGS sweep --check scenarios/ MATCH "all [0-9]+ expectations hold in 2 scenario")
+infer_plan_cli_case(sweep_spec9_lines EXIT 0 ARGS sweep --lines scenarios/s23-j23.json
+  MATCH "Q2_K: 64 B codes \\+ 20 B meta = 84 B / 256 values -> 2.625 bit/value, meta 24%"
+        "KV q8_0: 1152 \\* 34/64 = 612 MiB \\(saves 540 MiB\\)"
+        "KV q4_0: 1152 \\* 18/64 = 324 MiB \\(saves 828 MiB\\)"
+        "offload: 9 \\* 288 = 2592 MiB; net saving 2304 / 2016 MiB"
+        "PCIe 64 GB/s: 2.72 GB -> 42.5 ms/round; 255 rounds 10.83 s \\(over 7 s\\)"
+        "C2C 450 GB/s: 2.72 GB -> 6.0 ms/round; 255 rounds 1.54 s"
+        "PCIe throughput ceiling: 4 / 0.0425 s = 94 tok/s"
+        "spec m=1: expected 1.75, T 29.9 ms -> 17.09 ms/token"
+        "spec m=2: expected 2.31, T 33.5 ms -> 14.49 ms/token"
+        "spec m=4: expected 3.05, T 40.7 ms -> 13.34 ms/token"
+        "spec m=8: expected 3.70, T 55.1 ms -> 14.89 ms/token"
+        "groups of 4: m=5 -> T 55.1 ms, expected 3.29 -> 16.76 ms/token"
+        "Little: 4 req/s \\* 0.5 s = 2; \\* 2 s = 8")
+infer_plan_cli_case(sweep_check_fails EXIT 1 ARGS sweep --check tests/data/scenario_failing.json
+  MATCH "1 of 2 expectations FAIL" "fit.kv_bytes_per_token: expected 1000 exact, got 147456")
+infer_plan_cli_case(sweep_csv EXIT 0 ARGS sweep --format csv scenarios/s23-j23.json MATCH "scenario,case,axes,path,expected,got,ok" "\"offload.round_ms\"")
+infer_plan_cli_case(bad_sweep_file EXIT 2 ARGS sweep tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON")
+infer_plan_cli_case(bad_sweep_plan_field EXIT 2 ARGS sweep tests/data/scenario_bad_plan.json MATCH "unknown field 'contex'")
+infer_plan_cli_case(roofline_seed002 EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --ctx 1 --json
+  MATCH "\"decode_bound\": \"memory\"" "\"decode_iteration_ms\": 6.4")
+infer_plan_cli_case(offload_seed EXIT 0 ARGS offload --model qwen3-8b --hw h200 --link pcie-gen5-x16 --decode-ms 26.26 --deadline 7 --json
+  MATCH "\"layers_offloaded\": 9" "\"round_ms\": 42.4" "\"meets_deadline\": false" "\"extra_requests\": 1")
+infer_plan_cli_case(offload_explain EXIT 0 ARGS offload --model qwen3-8b --link nvlink-c2c --decode-ms 26.26 --explain
+  MATCH "hidden under compute" "round += 2717908992 B / 450 GB/s")
+infer_plan_cli_case(spec_from_roofline EXIT 0 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 64 --ctx 4K
+  MATCH "times from the roofline on h200" "optimum: block 1")
+infer_plan_cli_case(bad_offload_every EXIT 2 ARGS offload --every 0 MATCH "--every: 0 is out of range")
+infer_plan_cli_case(bad_offload_part EXIT 2 ARGS offload --part mlp MATCH "--part")
+infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH "unknown link 'pcie-gen9'")
+infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--batch")
+infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
+infer_plan_cli_case(bad_roofline_tp_link EXIT 2 ARGS roofline --hw rtx-4090 --tp 2 MATCH "device_link")

@@ -1,6 +1,6 @@
 # Runs one CLI case: checks the exit code and that every MATCH regex occurs in stdout+stderr.
-string(REPLACE "%%" ";" ARGS "${ARGS}")
-string(REPLACE "%%" ";" MATCH "${MATCH}")
+string(REPLACE "#SEP#" ";" ARGS "${ARGS}")
+string(REPLACE "#SEP#" ";" MATCH "${MATCH}")
 execute_process(COMMAND ${EXE} ${ARGS} WORKING_DIRECTORY ${WORKDIR}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
