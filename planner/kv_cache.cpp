@@ -38,14 +38,24 @@ uint64_t kv_heads_per_device(const ModelSpec& s, uint64_t tp) {
   return s.kv_heads >= tp ? s.kv_heads / tp : 1;
 }
 
+namespace {
+
+// One head's row of head_dim values; the message is built only on failure (this runs in sweeps).
+uint64_t head_row_bytes(const ModelSpec& s, GgmlType type, const char* which) {
+  const GgmlTypeInfo& t = ggml_type_info(type);
+  if (s.head_dim % t.block_values != 0)
+    return ggml_row_bytes(type, s.head_dim, fmt::format("{} cache row of {} (head_dim)", which, s.name));
+  return s.head_dim / t.block_values * t.block_bytes;
+}
+
+}  // namespace
+
 uint64_t kv_k_bytes_per_token(const ModelSpec& s, GgmlType k, uint64_t tp) {
-  const uint64_t row = ggml_row_bytes(k, s.head_dim, fmt::format("K cache row of {} (head_dim)", s.name));
-  return s.layers * kv_heads_per_device(s, tp) * row;
+  return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, k, "K");
 }
 
 uint64_t kv_v_bytes_per_token(const ModelSpec& s, GgmlType v, uint64_t tp) {
-  const uint64_t row = ggml_row_bytes(v, s.head_dim, fmt::format("V cache row of {} (head_dim)", s.name));
-  return s.layers * kv_heads_per_device(s, tp) * row;
+  return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, v, "V");
 }
 
 uint64_t kv_bytes_per_token(const ModelSpec& s, KvTypes types, uint64_t tp) {

@@ -44,7 +44,7 @@ std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes typ
 }
 
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
-                     uint64_t weights_bytes_total, const std::string& weights_label) {
+                     uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation) {
   validate_plan(plan, "plan", false);
   check_tensor_parallel(s, plan.tp, "--tp");
   FitResult r;
@@ -73,6 +73,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
     r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * plan.requests);
   }
 
+  if (!with_derivation) return r;
   if (s.max_context && plan.context > s.max_context)
     r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", plan.context,
                                      s.name, s.max_context));

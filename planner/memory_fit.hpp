@@ -36,8 +36,9 @@ struct FitResult {
 };
 
 // `weights_bytes` is for the whole model (split evenly across plan.tp devices).
+// `with_derivation` = false skips the --explain lines and the warnings (sweeps evaluate millions).
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan,
-                     uint64_t weights_bytes, const std::string& weights_label);
+                     uint64_t weights_bytes, const std::string& weights_label, bool with_derivation = true);
 
 // Lines explaining kv_bytes_per_token for --explain (shared by fit and kv).
 std::vector<std::string> kv_per_token_derivation(const ModelSpec& spec, KvTypes types, uint64_t tp);
