@@ -8,6 +8,8 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
+#include "planner/input_error.hpp"
+#include "planner/predict.hpp"
 #include "apps/text_table.hpp"
 #include "planner/catalog.hpp"
 #include "planner/pd_disaggregation.hpp"
@@ -38,6 +40,9 @@ struct PdArgs {
   std::optional<double> qps;
   std::optional<uint64_t> concurrency, prefill_concurrency, decode_concurrency, gpus;
   bool same_machine = false;
+  std::string hw, weights;      // with --hw: prefill and decode times from the roofline
+  std::string times_source = "given (--prefill-ms)";
+  bool prefill_given = false, decode_given = false;
 };
 
 std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
@@ -105,7 +110,7 @@ Json pd_json(const PdResult& r, const PdInputs& in) {
               {"reasons", r.reasons}};
 }
 
-void print_text(const PdResult& r, const PdInputs& in) {
+void print_text(const PdResult& r, const PdInputs& in, const std::string& times_source) {
   fmt::print("pd: {}, KV {}, {}-token prompts, {}-token outputs, {} {} ({} per direction)\n\n", in.spec.name,
              kv_label(in.kv), in.workload.prompt_tokens, in.workload.output_tokens,
              r.split_across_gpus ? "GPUs of one machine over" : "machines over", r.link.name,
@@ -121,12 +126,14 @@ void print_text(const PdResult& r, const PdInputs& in) {
   row("KV transfer", ms(r.transfer_ms),
       fmt::format("one request over an idle {}{}", r.link.name,
                   r.transfer_exceeds_prefill ? "; exceeds the prefill" : ""));
-  row("prefill", ms(r.prefill_ms), "given (--prefill-ms)");
+  row("prefill", ms(r.prefill_ms), times_source);
   if (r.ttft_split_ms)
     row("TTFT with the split", ms(*r.ttft_split_ms), "prefill + transfer, before any queueing");
   else
     row("TTFT with the split", "unstable", "the link saturates (see link load)");
-  row("decode step", ms(r.decode_step_ms), fmt::format("{} decodes (--decode-ms, --decode-batch)", r.decode_batch));
+  row("decode step", ms(r.decode_step_ms),
+      fmt::format("{} decodes ({})", r.decode_batch,
+                  times_source.starts_with("roofline") ? times_source : std::string("--decode-ms, --decode-batch")));
   row("stalled decode step", ms(r.stall.step_ms),
       fmt::format("{:.2f}x: a prefill in the step delays each of {} decodes by {}", r.stall.ratio, r.decode_batch,
                   ms(r.stall.added_ms)));
@@ -182,6 +189,23 @@ void run(const PdArgs& a) {
   in.workload.rate_per_s = a.qps;
   in.workload.concurrency = a.concurrency;
   in.times = {a.prefill_ms, a.decode_ms, a.decode_batch};
+  PdArgs& args = const_cast<PdArgs&>(a);
+  if (!a.hw.empty()) {
+    // The roofline of the model on --hw: one prefill of the prompt, and one decode step of the
+    // batch at the mean context while generating. Explicit --prefill-ms / --decode-ms still win.
+    Plan plan;
+    plan.model = a.model;
+    plan.hw = a.hw;
+    plan.weights = a.weights.empty() ? plan.weights : a.weights;
+    plan.kv = in.kv;
+    const ResolvedPlan rp = resolve_plan(plan);
+    if (a.decode_batch == 0) throw InputError("--decode-batch: expected at least 1");
+    if (!a.prefill_given) in.times.prefill_ms = rp.roofline->prefill(in.workload.prompt_tokens).time_s * 1e3;
+    if (!a.decode_given)
+      in.times.decode_step_ms =
+          rp.roofline->decode_step(a.decode_batch, in.workload.prompt_tokens + in.workload.output_tokens / 2).time_s * 1e3;
+    args.times_source = fmt::format("roofline of {} ({}) on {}", rp.spec.name, rp.weights.label, rp.hw.name);
+  }
   in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
   in.deployment.same_machine = a.same_machine;
   in.deployment.gpus = a.gpus;
@@ -200,7 +224,7 @@ void run(const PdArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  print_text(r, in);
+  print_text(r, in, a.prefill_given || a.hw.empty() ? "given (--prefill-ms)" : a.times_source);
   if (a.out.explain) print_explain(r);
 }
 
@@ -231,6 +255,11 @@ void add_pd_command(CLI::App& app) {
                               "JSON path (default {}, or {} with --same-machine)",
                               fmt::join(builtin_link_names(), ", "), kDefaultLink, kDefaultSameMachineLink))
       ->type_name("NAME|PATH");
+  cmd->add_option("--hw", args->hw,
+                  "Hardware profile: take the prefill and decode times from the model's roofline on it "
+                  "(explicit --prefill-ms / --decode-ms still win)")
+      ->type_name("NAME|PATH");
+  cmd->add_option("--weights,-w", args->weights, "Weight type for the roofline with --hw (default BF16)")->type_name("TYPE");
   cmd->add_option("--prefill-ms", args->prefill_ms,
                   fmt::format("Time of one prefill of --prompt tokens, in milliseconds (default {}, SPEC 7's "
                               "example)", kDefaultPrefillMs))
@@ -272,7 +301,11 @@ void add_pd_command(CLI::App& app) {
       "over the step alone.\n"
       "Example (SPEC 7: a 40 ms prefill in a batch of 100 decodes at 5 ms):\n"
       "  infer-plan pd --model qwen3-8b --prompt 2000 --link 400g-rdma --prefill-ms 40 --decode-ms 5 --decode-batch 100");
-  cmd->callback([args] { run(*args); });
+  cmd->callback([args, cmd] {
+    args->prefill_given = cmd->count("--prefill-ms") > 0;
+    args->decode_given = cmd->count("--decode-ms") > 0;
+    run(*args);
+  });
 }
 
 }  // namespace infer_plan::apps
