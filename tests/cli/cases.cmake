@@ -28,6 +28,10 @@ infer_plan_cli_case(kv_7b_mha EXIT 0 ARGS kv --model llama-2-7b --ctx 8K --reque
   MATCH "512 KiB" "128.00 GiB")
 infer_plan_cli_case(fit_m2_7981 EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K
   MATCH "usable +81.41 GiB" "free after weights +1.60 GiB" "KV cache +1.47 GiB" "FITS with 0.13 GiB to spare")
+# The same verdict from llama.cpp's Q2_K recipe instead of the file size: 79.80 GiB of tensor data
+# (the file adds a ~6 MB header), 1.61 GiB left, 0.14 GiB to spare.
+infer_plan_cli_case(fit_m2_q2k_recipe EXIT 0 ARGS fit ${_m2} --weights Q2_K --ctx 8K
+  MATCH "weights +79.80 GiB +Q2_K" "free after weights +1.61 GiB" "FITS with 0.14 GiB to spare")
 infer_plan_cli_case(fit_m2_8197 EXIT 0 ARGS fit ${_m2} --weights-size 81.97GiB --ctx 8K
   MATCH "DOES NOT FIT: the weights alone are 0.56 GiB over")
 infer_plan_cli_case(fit_m2_32k EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K
@@ -94,7 +98,7 @@ infer_plan_cli_case(bad_negative_field EXIT 2 ARGS kv --model tests/data/config_
   MATCH "field 'num_key_value_heads' is -8")
 infer_plan_cli_case(bad_missing_file EXIT 2 ARGS fit --model no/such/config.json MATCH "no/such/config.json: cannot open")
 infer_plan_cli_case(bad_kv_type EXIT 2 ARGS fit --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
-infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_M MATCH "mixed llama.cpp file type")
+infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_X MATCH "--weights: unknown type 'Q4_K_X'.*Q4_K_M")
 infer_plan_cli_case(bad_size EXIT 2 ARGS fit --weights-size 80GB/s MATCH "--weights-size: unknown unit 'GB/s'")
 infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit --ctx 0 MATCH "--ctx: 0 tokens is out of range")
 infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx: 'lots' is not a token count")
