@@ -14,5 +14,6 @@ void add_roofline_command(CLI::App& app);
 void add_offload_command(CLI::App& app);
 void add_spec_command(CLI::App& app);
 void add_pd_command(CLI::App& app);
+void add_gguf_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fmt/format.h>
 
+#include "planner/gguf_reader.hpp"
 #include "planner/gguf_recipe.hpp"
 #include "planner/input_error.hpp"
 #include "planner/tensor_inventory.hpp"
@@ -28,6 +29,14 @@ bool is_known_ggml_type(std::string_view name) {
     if (same) return true;
   }
   return false;
+}
+
+// "file": the tensor types of the .gguf the model was read from (exact for any recipe).
+bool is_file_weights(std::string_view name) {
+  return name.size() == 4 && std::tolower(static_cast<unsigned char>(name[0])) == 'f' &&
+         std::tolower(static_cast<unsigned char>(name[1])) == 'i' &&
+         std::tolower(static_cast<unsigned char>(name[2])) == 'l' &&
+         std::tolower(static_cast<unsigned char>(name[3])) == 'e';
 }
 
 }  // namespace
@@ -78,7 +87,11 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& type_name,
                          std::optional<uint64_t> given_bytes) {
   PlanWeights w;
   if (!given_bytes) {
-    if (const auto f = find_llama_file_type(type_name)) w.layout = recipe_weights_layout(spec, f->ftype);
+    if (is_file_weights(type_name)) {
+      if (!is_gguf_path(spec.source))
+        throw InputError(fmt::format("--weights file: the types come from a .gguf given as --model, not '{}'", spec.source));
+      w.layout = gguf_weights_layout(read_gguf_model(spec.source));
+    } else if (const auto f = find_llama_file_type(type_name)) w.layout = recipe_weights_layout(spec, f->ftype);
     else if (is_known_ggml_type(type_name)) w.layout = uniform_weights_layout(spec, type_name);
     else
       throw InputError(fmt::format(

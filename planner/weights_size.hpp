@@ -44,7 +44,8 @@ WeightsSize weights_size(const WeightsLayout& layout);
 WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name);
 
 // The weights a plan names: a llama.cpp file type (its recipe), a GGML type not named by any file
-// type (Q3_K, Q4_K, Q5_K: uniform), or a given file size (then the BF16 layout is scaled to that
+// type (Q3_K, Q4_K, Q5_K: uniform), "file" (the types of the .gguf the spec was read from), or a
+// given file size (then the BF16 layout is scaled to that
 // size, so the roofline and offload keep the proportions between tensors).
 struct PlanWeights {
   WeightsLayout layout;
