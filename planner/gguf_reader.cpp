@@ -300,22 +300,30 @@ std::string_view tensor_suffix_role(std::string_view suffix, TensorRole& role) {
   return it->first;
 }
 
-// "blk.12.attn_q.weight" -> role attn_q, layer 12; throws for names outside our layouts.
-TensorInfo tensor_info_of(const GgufTensorInfo& t) {
+// "blk.12.attn_q.weight" -> role attn_q, layer 12. Names outside our layouts throw, or with
+// `known` given, set *known = false and keep a placeholder role (for sizes only).
+TensorInfo tensor_info_of(const GgufTensorInfo& t, bool* known = nullptr) {
   TensorInfo info{t.name, t.shape, TensorRole::attn_norm, -1};
   std::string_view rest = t.name;
+  if (known) *known = true;
+  auto unknown = [&](std::string what) {
+    if (!known) throw InputError(what);
+    *known = false;
+    info.layer = -1;
+    return info;
+  };
   if (rest.starts_with("blk.")) {
     rest.remove_prefix(4);
     const size_t dot = rest.find('.');
     const std::string_view digits = rest.substr(0, dot);
     if (dot == std::string_view::npos || digits.empty() || digits.size() > 6 ||
         !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-      throw InputError(fmt::format("tensor '{}': expected blk.N.<name>", t.name));
+      return unknown(fmt::format("tensor '{}': expected blk.N.<name>", t.name));
     info.layer = std::stoll(std::string(digits));
     rest.remove_prefix(dot + 1);
   }
   if (tensor_suffix_role(rest, info.role).empty())
-    throw InputError(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama or qwen2 layouts", t.name));
+    return unknown(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama or qwen2 layouts", t.name));
   return info;
 }
 
@@ -449,7 +457,15 @@ GgufFileSize gguf_file_size_of(const GgufModel& m) {
   uint64_t infos = 0;
   for (const GgufTensorInfo& t : m.tensors) infos += 8 + t.name.size() + 4 + 8 * t.shape.size() + 4 + 8;
   const uint64_t fixed = 24 * m.paths.size();
-  GgufFileSize g = gguf_file_size_from(gguf_weights_layout(m), header, header - fixed - infos, infos, m.alignment);
+  WeightsLayout layout;
+  layout.file_type = "file";
+  std::vector<bool> other;
+  for (const GgufTensorInfo& t : m.tensors) {
+    bool known = true;
+    layout.tensors.push_back({tensor_info_of(t, &known), t.type, t.bytes});
+    other.push_back(!known);
+  }
+  GgufFileSize g = gguf_file_size_from(layout, header, header - fixed - infos, infos, m.alignment, other);
   g.header_source = HeaderSource::file;
   g.header_fixed_bytes = fixed;
   g.padding_bytes = files - header - g.tensor_data_bytes;  // measured: whatever is not header or data

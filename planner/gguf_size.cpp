@@ -85,7 +85,7 @@ std::string_view gguf_tensor_class(TensorRole role) {
 
 GgufFileSize gguf_file_size_from(const WeightsLayout& layout, uint64_t header_bytes,
                                  uint64_t metadata_kv_bytes, uint64_t tensor_info_bytes,
-                                 uint64_t alignment) {
+                                 uint64_t alignment, const std::vector<bool>& other_class) {
   GgufFileSize g;
   g.file_type = layout.file_type;
   g.layout = layout;
@@ -100,14 +100,16 @@ GgufFileSize gguf_file_size_from(const WeightsLayout& layout, uint64_t header_by
   std::map<std::string_view, TensorClassSize> classes;
   std::map<std::string_view, std::map<std::string_view, uint64_t>> class_types;
   std::vector<std::string_view> order;
-  for (const TensorPlacement& p : layout.tensors) {
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    const TensorPlacement& p = layout.tensors[i];
     const GgmlTypeInfo& info = ggml_type_info(p.type);
     const uint64_t blocks = p.tensor.elements() / info.block_values;
     const uint64_t meta = blocks * info.meta_bytes;
     g.tensor_data_bytes += p.bytes;
     g.meta_bytes += meta;
     g.padding_bytes += gguf_align(p.bytes, alignment) - p.bytes;
-    const std::string_view cls = gguf_tensor_class(p.tensor.role);
+    const bool other = i < other_class.size() && other_class[i];
+    const std::string_view cls = other ? "other" : gguf_tensor_class(p.tensor.role);
     if (!classes.contains(cls)) order.push_back(cls);
     TensorClassSize& c = classes[cls];
     c.name = std::string(cls);

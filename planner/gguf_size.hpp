@@ -70,9 +70,10 @@ struct GgufFileSize {
 // Predicted file for `spec` at a llama.cpp file type (Q4_K_M, ...) or a GGML type throughout.
 GgufFileSize gguf_file_size(const ModelSpec& spec, const std::string& type_name);
 // The same sums for a known layout and known header figures (a file's; see gguf_reader).
+// `other_class[i]` puts tensor i in class "other" (names outside our layouts).
 GgufFileSize gguf_file_size_from(const WeightsLayout& layout, uint64_t header_bytes,
                                  uint64_t metadata_kv_bytes, uint64_t tensor_info_bytes,
-                                 uint64_t alignment);
+                                 uint64_t alignment, const std::vector<bool>& other_class = {});
 
 // The tensor class a role belongs to, for the breakdown.
 std::string_view gguf_tensor_class(TensorRole role);
