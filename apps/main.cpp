@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "infer-plan 0.1.0");
   app.footer("Exit codes: 0 success, 2 bad input (the message names the file, field or flag).");
   infer_plan::apps::add_fit_command(app);
+  infer_plan::apps::add_gguf_command(app);
   infer_plan::apps::add_kv_command(app);
   infer_plan::apps::add_roofline_command(app);
   infer_plan::apps::add_offload_command(app);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "planner/embedded_data.hpp"
+#include "planner/gguf_reader.hpp"
 #include "planner/input_error.hpp"
 
 namespace infer_plan {
@@ -66,6 +67,7 @@ std::vector<std::string> builtin_hw_names() { return names_in(kHwDir); }
 std::vector<std::string> builtin_link_names() { return names_in(kLinkDir); }
 
 ModelSpec load_model(std::string_view arg) {
+  if (is_gguf_path(arg)) return model_spec_from_gguf(read_gguf_model(std::string(arg)));  // header only
   Loaded l = load(arg, kModelDir, "model", builtin_model_names(), "a Hugging Face config.json");
   return model_spec_from_hf_config(l.json, l.name, l.where);
 }

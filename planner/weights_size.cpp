@@ -1,30 +1,51 @@
 // A matrix whose row length is not a multiple of the block size cannot be quantized to that
-// type; llama.cpp then falls back to another type. The uniform estimate keeps such rows in F16
-// and counts them, so the caller can say so.
+// type. The uniform layout keeps such rows in F16 and counts them, so the caller can say so;
+// the recipes (gguf_recipe.cpp) follow llama.cpp's own fallbacks.
 #include "planner/weights_size.hpp"
 
+#include <cctype>
 #include <fmt/format.h>
 
+#include "planner/gguf_reader.hpp"
+#include "planner/gguf_recipe.hpp"
 #include "planner/input_error.hpp"
 #include "planner/tensor_inventory.hpp"
 
 namespace infer_plan {
 namespace {
 
-constexpr std::string_view kMixedFileTypes[] = {"Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S",
-                                                "Q4_K_M", "Q5_K_S", "Q5_K_M"};
+// File types whose name is no GGML type: their tensors are mixed by design.
+bool is_mixed_file_type(std::string_view name) {
+  const auto f = find_llama_file_type(name);
+  return f && f->name != ggml_type_info(f->default_type).name;
+}
+
+bool is_known_ggml_type(std::string_view name) {
+  for (const GgmlTypeInfo& t : ggml_types()) {
+    if (t.name.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < name.size(); ++i)
+      same &= t.name[i] == std::toupper(static_cast<unsigned char>(name[i]));
+    if (same) return true;
+  }
+  return false;
+}
+
+// "file": the tensor types of the .gguf the model was read from (exact for any recipe).
+bool is_file_weights(std::string_view name) {
+  return name.size() == 4 && std::tolower(static_cast<unsigned char>(name[0])) == 'f' &&
+         std::tolower(static_cast<unsigned char>(name[1])) == 'i' &&
+         std::tolower(static_cast<unsigned char>(name[2])) == 'l' &&
+         std::tolower(static_cast<unsigned char>(name[3])) == 'e';
+}
 
 }  // namespace
 
 WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view type_name) {
-  for (std::string_view mixed : kMixedFileTypes)
-    if (type_name.size() == mixed.size() &&
-        std::equal(mixed.begin(), mixed.end(), type_name.begin(),
-                   [](char a, char b) { return a == std::toupper(static_cast<unsigned char>(b)); }))
-      throw InputError(fmt::format(
-          "--weights: '{}' is a mixed llama.cpp file type whose per-tensor recipe is not modelled "
-          "yet; give a uniform type (F16, BF16, Q8_0, Q4_0, Q4_K, ...) or the file size with "
-          "--weights-size", type_name));
+  if (is_mixed_file_type(type_name))
+    throw InputError(fmt::format(
+        "--weights: '{}' is a llama.cpp file type with per-tensor rules, not one GGML type; "
+        "use its recipe (recipe_weights_layout)", type_name));
   const GgmlTypeInfo& t = ggml_type_by_name(type_name, "--weights");
   if (t.type == GgmlType::Q8_K)
     throw InputError("--weights: Q8_K is ggml's activation type, not a weight file type");
@@ -66,7 +87,17 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& type_name,
                          std::optional<uint64_t> given_bytes) {
   PlanWeights w;
   if (!given_bytes) {
-    w.layout = uniform_weights_layout(spec, type_name);
+    if (is_file_weights(type_name)) {
+      if (!is_gguf_path(spec.source))
+        throw InputError(fmt::format("--weights file: the types come from a .gguf given as --model, not '{}'", spec.source));
+      w.layout = gguf_weights_layout(read_gguf_model(spec.source));
+    } else if (const auto f = find_llama_file_type(type_name)) w.layout = recipe_weights_layout(spec, f->ftype);
+    else if (is_known_ggml_type(type_name)) w.layout = uniform_weights_layout(spec, type_name);
+    else
+      throw InputError(fmt::format(
+          "--weights: unknown type '{}'; give a llama.cpp file type ({}) or a GGML type stored "
+          "throughout (Q3_K, Q4_K, Q5_K), or the file size with --weights-size", type_name,
+          llama_file_type_names()));
     w.bytes = weights_size(w.layout).bytes;
     w.label = w.layout.file_type;
     return w;

@@ -28,6 +28,10 @@ infer_plan_cli_case(kv_7b_mha EXIT 0 ARGS kv --model llama-2-7b --ctx 8K --reque
   MATCH "512 KiB" "128.00 GiB")
 infer_plan_cli_case(fit_m2_7981 EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K
   MATCH "usable +81.41 GiB" "free after weights +1.60 GiB" "KV cache +1.47 GiB" "FITS with 0.13 GiB to spare")
+# The same verdict from llama.cpp's Q2_K recipe instead of the file size: 79.80 GiB of tensor data
+# (the file adds a ~6 MB header), 1.61 GiB left, 0.14 GiB to spare.
+infer_plan_cli_case(fit_m2_q2k_recipe EXIT 0 ARGS fit ${_m2} --weights Q2_K --ctx 8K
+  MATCH "weights +79.80 GiB +Q2_K" "free after weights +1.61 GiB" "FITS with 0.14 GiB to spare")
 infer_plan_cli_case(fit_m2_8197 EXIT 0 ARGS fit ${_m2} --weights-size 81.97GiB --ctx 8K
   MATCH "DOES NOT FIT: the weights alone are 0.56 GiB over")
 infer_plan_cli_case(fit_m2_32k EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K
@@ -94,7 +98,7 @@ infer_plan_cli_case(bad_negative_field EXIT 2 ARGS kv --model tests/data/config_
   MATCH "field 'num_key_value_heads' is -8")
 infer_plan_cli_case(bad_missing_file EXIT 2 ARGS fit --model no/such/config.json MATCH "no/such/config.json: cannot open")
 infer_plan_cli_case(bad_kv_type EXIT 2 ARGS fit --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
-infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_M MATCH "mixed llama.cpp file type")
+infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_X MATCH "--weights: unknown type 'Q4_K_X'.*Q4_K_M")
 infer_plan_cli_case(bad_size EXIT 2 ARGS fit --weights-size 80GB/s MATCH "--weights-size: unknown unit 'GB/s'")
 infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit --ctx 0 MATCH "--ctx: 0 tokens is out of range")
 infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx: 'lots' is not a token count")
@@ -204,3 +208,35 @@ infer_plan_cli_case(bad_roofline_tp_link EXIT 2 ARGS roofline --hw rtx-4090 --tp
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10
   MATCH "prefill +67.[0-9]+ ms +roofline of qwen3-8b" "verdict: STRONGLY YES")
 infer_plan_cli_case(bad_pd_hw EXIT 2 ARGS pd --hw h300 MATCH "unknown hardware profile 'h300'")
+# --- GGUF: sizes from llama.cpp's recipes (SPEC 1 seed file), inspect, .gguf as --model ---
+infer_plan_cli_case(gguf_size_seed EXIT 0 ARGS gguf size --model qwen3-235b-a22b --type Q2_K
+  MATCH "tensor data +1131 +64.43 GiB +15.37 GiB +79.80 GiB" "file +79.81 GiB" "header \\(estimate\\)"
+        "ffn experts +282 +Q2_K x 188, Q3_K x 94" "output head +1 +Q6_K x 1")
+infer_plan_cli_case(gguf_size_json EXIT 0 ARGS gguf size --model qwen3-235b-a22b --type Q2_K --json
+  MATCH "\"code_and_float_bytes\": 69178275840" "\"meta_bytes\": 16506720256"
+        "\"tensor_data_bytes\": 85684996096" "\"file_bytes\": 856909" "\"header_bytes\": ")
+infer_plan_cli_case(gguf_size_tensors EXIT 0 ARGS gguf size --model qwen3-0.6b --type Q4_K_M --tensors
+  MATCH "token_embd.weight +Q6_K +1024 x 151936 +127626240" "blk.0.attn_v.weight +Q6_K")
+infer_plan_cli_case(gguf_size_tensors_json EXIT 0 ARGS gguf size --model qwen3-0.6b --type Q8_0 --tensors --json
+  MATCH "\"name\": \"token_embd.weight\"" "\"type\": \"Q8_0\"")
+infer_plan_cli_case(gguf_size_explain EXIT 0 ARGS gguf size --model llama-3.1-8b --type Q4_K_M --explain
+  MATCH "metadata KV \\(estimate\\) = tokenizer" "280147 merges" "file = .* B \\(4.58 GiB\\)")
+infer_plan_cli_case(gguf_inspect_tiny EXIT 0 ARGS gguf inspect tests/data/gguf/tiny-qwen3.gguf
+  MATCH "GGUF v3, 1 file, 25 tensors, 14 metadata keys" "general.alignment +64"
+        "attention +8 +Q4_K x 6, Q6_K x 2" "file +823.38 KiB \\(843136 B\\)")
+infer_plan_cli_case(gguf_inspect_json EXIT 0 ARGS gguf inspect tests/data/gguf/tiny-qwen3.gguf --json --tensors
+  MATCH "\"file_bytes\": 843136" "\"header_estimated\": false" "\"alignment\": 64" "\"name\": \"output.weight\"")
+infer_plan_cli_case(gguf_model_fit EXIT 0 ARGS fit --model tests/data/gguf/tiny-qwen3.gguf --weights file --hw h200
+  MATCH "fit: tiny-qwen3" "weights file")
+infer_plan_cli_case(gguf_model_kv EXIT 0 ARGS kv --model tests/data/gguf/tiny-qwen3.gguf --ctx 1K --types bf16
+  MATCH "BF16 +16 +1 KiB +1 MiB")
+infer_plan_cli_case(bad_gguf_type EXIT 2 ARGS gguf size --model qwen3-8b --type Q4_K_X MATCH "--type: unknown type 'Q4_K_X'")
+infer_plan_cli_case(bad_gguf_model EXIT 2 ARGS gguf size --model nope MATCH "unknown model 'nope'")
+infer_plan_cli_case(bad_gguf_missing EXIT 2 ARGS gguf inspect no/such.gguf MATCH "no/such.gguf: cannot open")
+infer_plan_cli_case(bad_gguf_magic EXIT 2 ARGS gguf inspect tests/data/gguf/bad_magic.gguf
+  MATCH "bad_magic.gguf: not a GGUF file: magic is 0x.*at byte offset 0")
+infer_plan_cli_case(bad_gguf_truncated EXIT 2 ARGS gguf inspect tests/data/gguf/truncated.gguf
+  MATCH "truncated.gguf: truncated: .* needs .* bytes.*at byte offset")
+infer_plan_cli_case(bad_gguf_file_weights EXIT 2 ARGS fit --model qwen3-8b --weights file
+  MATCH "--weights file: the types come from a .gguf")
+infer_plan_cli_case(bad_gguf_nosub EXIT 2 ARGS gguf MATCH "subcommand")

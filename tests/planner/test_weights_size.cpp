@@ -29,9 +29,9 @@ TEST_CASE("Q2_K: metadata is 20/84 of the quantized blocks") {
   CHECK(static_cast<double>(w.meta_bytes) / static_cast<double>(w.bytes) == doctest::Approx(20.0 / 84).epsilon(0.01));
 }
 
-TEST_CASE("mixed file types and activation types are refused") {
+TEST_CASE("uniform: mixed file types (recipes, test_gguf_recipe) and activation types are refused") {
   const ModelSpec s = load_model("qwen3-8b");
-  CHECK_THROWS_WITH_AS(uniform_weights_size(s, "Q4_K_M"), doctest::Contains("--weights-size"), InputError);
+  CHECK_THROWS_WITH_AS(uniform_weights_size(s, "Q4_K_M"), doctest::Contains("recipe"), InputError);
   CHECK_THROWS_AS(uniform_weights_size(s, "Q8_K"), InputError);
   CHECK_THROWS_AS(uniform_weights_size(s, "Q7"), InputError);
 }
