@@ -13,6 +13,8 @@
 #include "planner/input_error.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/littles_law.hpp"
+#include "planner/memory_fit.hpp"
+#include "planner/predict.hpp"
 #include "planner/serving_sim.hpp"
 #include "planner/units.hpp"
 
@@ -34,6 +36,8 @@ struct QueueArgs {
   std::optional<double> slo_ttft_p99_s, slo_tpot_p99_ms, slo_reject;
   double rate_tolerance = 0.01;
   std::vector<CLI::Option*> simulation_options;  // given without --simulate: an error
+  // Roofline mode: iteration and prefill times from a model on a profile, KV capacity from fit.
+  std::string model = "qwen3-8b", hw, weights = "BF16", kv;
 };
 
 // Seconds for people: 4 significant digits ("6.956", "0.044", "0.0035").
@@ -80,14 +84,19 @@ void run_little(const QueueArgs& a) {
 struct Simulation {
   ServerModel server;
   ServingLoad load;
+  std::shared_ptr<ResolvedPlan> plan;  // roofline mode: owns the roofline the callbacks use
+  std::string server_text;             // how the server's times are computed
 };
 
 Simulation build_simulation(const QueueArgs& a) {
   if (a.sojourn_s || a.in_system)
     throw InputError("--sojourn and --in-system belong to Little's law; --simulate measures them");
-  if (!a.iteration_ms)
-    throw InputError("--iteration-ms is required with --simulate (the time of one decode iteration at batch 1)");
-  check_time(*a.iteration_ms, "--iteration-ms", true);
+  if (!a.iteration_ms && a.hw.empty())
+    throw InputError("--simulate needs the server's times: --hw (the model's roofline on a profile) or "
+                     "--iteration-ms (the time of one decode iteration at batch 1)");
+  if (a.iteration_ms && !a.hw.empty())
+    throw InputError("--iteration-ms and --hw both given: the times come from one or the other");
+  if (a.iteration_ms) check_time(*a.iteration_ms, "--iteration-ms", true);
   check_time(a.per_seq_ms, "--per-seq-ms", true);
   check_time(a.per_ktoken_ms, "--per-ktoken-ms", true);
   check_time(a.prefill_ms, "--prefill-ms", true);
@@ -98,14 +107,41 @@ Simulation build_simulation(const QueueArgs& a) {
   if (a.deadline_s) check_time(*a.deadline_s, "--deadline", false);
 
   Simulation s;
-  const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
-  s.server.decode_iteration_s = [=](uint64_t batch, uint64_t context) {
-    return base_s + per_seq_s * static_cast<double>(batch) + per_token_s * static_cast<double>(context);
-  };
-  const double prefill_s = a.prefill_ms / 1e3, prefill_token_s = a.prefill_per_ktoken_ms / 1e6;
-  s.server.prefill_s = [=](uint64_t prompt) { return prefill_s + prefill_token_s * static_cast<double>(prompt); };
+  if (!a.hw.empty()) {
+    Plan plan;
+    plan.model = a.model;
+    plan.hw = a.hw;
+    plan.weights = a.weights;
+    if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
+    s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
+    const Roofline* rl = s.plan->roofline.get();
+    s.server.decode_iteration_s = [rl](uint64_t batch, uint64_t context) {
+      return rl->decode_step(batch, context / std::max<uint64_t>(batch, 1)).time_s;
+    };
+    s.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
+    // KV capacity: what fit leaves after the weights (one request's context is irrelevant here)
+    const FitResult fit = fit_memory(s.plan->spec, s.plan->hw, plan, s.plan->weights.bytes, s.plan->weights.label, false);
+    const int64_t for_kv = fit.free_after_weights_bytes - static_cast<int64_t>(fit.reserved_bytes);
+    if (for_kv <= 0)
+      throw InputError(fmt::format("--hw {}: {} ({}) leaves no memory for the KV cache", a.hw, s.plan->spec.name,
+                                   s.plan->weights.label));
+    s.server.kv_capacity_tokens = static_cast<uint64_t>(for_kv) / fit.kv_bytes_per_token;
+    s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
+                                "from bytes and FLOPs; KV capacity from fit", s.plan->spec.name, s.plan->weights.label,
+                                ggml_type_info(plan.kv.k).name, s.plan->hw.name);
+  } else {
+    const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
+    s.server.decode_iteration_s = [=](uint64_t batch, uint64_t context) {
+      return base_s + per_seq_s * static_cast<double>(batch) + per_token_s * static_cast<double>(context);
+    };
+    const double prefill_s = a.prefill_ms / 1e3, prefill_token_s = a.prefill_per_ktoken_ms / 1e6;
+    s.server.prefill_s = [=](uint64_t prompt) { return prefill_s + prefill_token_s * static_cast<double>(prompt); };
+    s.server_text = fmt::format("decode iteration {:g} ms + {:g} ms x batch + {:g} ms per 1K context tokens; prefill "
+                                "{:g} ms + {:g} ms per 1K prompt tokens", *a.iteration_ms, a.per_seq_ms,
+                                a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
+  }
   s.server.max_batch = a.max_batch;
-  if (!a.kv_tokens.empty()) {
+  if (!a.kv_tokens.empty()) {  // overrides the roofline mode's fit
     const uint64_t kv = parse_tokens(a.kv_tokens, "--kv-tokens");
     if (kv == 0) throw InputError("--kv-tokens: must be at least 1 token (leave it out for no limit)");
     s.server.kv_capacity_tokens = kv;
@@ -186,14 +222,12 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
   return j;
 }
 
-void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResult& r) {
+void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const ServingResult& r) {
   fmt::print("serving simulation: {} {} arrivals at {:g} req/s (seed {}); prompt {} tokens, output {} tokens{}\n",
              r.requests, s.load.arrivals == ArrivalProcess::poisson ? "Poisson" : "evenly spaced",
              s.load.rate_per_s, s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
              s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
-  fmt::print("server: decode iteration {:g} ms + {:g} ms x batch + {:g} ms per 1K context tokens; prefill {:g} ms "
-             "+ {:g} ms per 1K prompt tokens\n",
-             *a.iteration_ms, a.per_seq_ms, a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
+  fmt::print("server: {}\n", s.server_text);
   fmt::print("        max batch {}, KV {}; FCFS, no chunked prefill (a prefill stalls the batch)\n", s.server.max_batch,
              s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited");
   fmt::print("outcome: {} completed{}, {} rejected (deadline {}, larger than the KV {}); rejection rate {:.1f}%\n",
@@ -242,9 +276,13 @@ void explain_simulation(const QueueArgs& a, const Simulation& s, const ServingRe
   const auto o = static_cast<uint64_t>(std::llround(s.load.output_tokens.mean()));
   const double prefill = s.server.prefill_s(p), iteration = s.server.decode_iteration_s(1, p + 1);
   fmt::print("\nmodel:\n");
-  fmt::print("  decode iteration(b, ctx) = {:g} ms + {:g} ms x b + {:g} ms x ctx / 1000\n", *a.iteration_ms,
-             a.per_seq_ms, a.per_ktoken_ms);
-  fmt::print("  prefill(p) = {:g} ms + {:g} ms x p / 1000\n", a.prefill_ms, a.prefill_per_ktoken_ms);
+  if (a.iteration_ms) {
+    fmt::print("  decode iteration(b, ctx) = {:g} ms + {:g} ms x b + {:g} ms x ctx / 1000\n", *a.iteration_ms,
+               a.per_seq_ms, a.per_ktoken_ms);
+    fmt::print("  prefill(p) = {:g} ms + {:g} ms x p / 1000\n", a.prefill_ms, a.prefill_per_ktoken_ms);
+  } else {
+    fmt::print("  {}\n", s.server_text);
+  }
   fmt::print("  one request alone: prefill({}) + {} x iteration(1, {}..{}) = {} s + {} x {} s = {} s\n", p, o - 1,
              p + 1, p + o - 1, secs(prefill), o - 1, secs(iteration),
              secs(prefill + static_cast<double>(o - 1) * iteration));
@@ -387,6 +425,13 @@ void add_queue_command(CLI::App& app) {
   sim(cmd->add_option("--per-ktoken-ms", a->per_ktoken_ms,
                       "Added to the iteration per 1000 context tokens in the batch, in ms (default 0)")
           ->type_name("MS"));
+  sim(cmd->add_option("--hw", a->hw,
+                      "Time the server with the roofline of --model on this profile (iteration and prefill), KV "
+                      "capacity from fit; instead of --iteration-ms")
+          ->type_name("NAME|PATH"));
+  sim(cmd->add_option("--model", a->model, "Model for --hw (default qwen3-8b)")->type_name("NAME|PATH"));
+  sim(cmd->add_option("--weights", a->weights, "Weight type for --hw (default BF16)")->type_name("TYPE"));
+  sim(cmd->add_option("--kv", a->kv, "KV cache type for --hw (default bf16)")->type_name("TYPE"));
   sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->type_name("MS"));
   sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")

@@ -240,3 +240,6 @@ infer_plan_cli_case(bad_gguf_truncated EXIT 2 ARGS gguf inspect tests/data/gguf/
 infer_plan_cli_case(bad_gguf_file_weights EXIT 2 ARGS fit --model qwen3-8b --weights file
   MATCH "--weights file: the types come from a .gguf")
 infer_plan_cli_case(bad_gguf_nosub EXIT 2 ARGS gguf MATCH "subcommand")
+infer_plan_cli_case(queue_sim_roofline EXIT 0 ARGS queue --simulate --hw h200 --rate 4 --prompt 2K --output 256 --deadline 7 --requests 500 --json
+  MATCH "\"stable\": true" "\"kv_capacity_tokens\": 911273")
+infer_plan_cli_case(bad_queue_sim_both EXIT 2 ARGS queue --simulate --hw h200 --iteration-ms 20 --rate 4 MATCH "both given")

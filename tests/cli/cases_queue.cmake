@@ -60,7 +60,7 @@ infer_plan_cli_case(bad_queue_zero_rate EXIT 2 ARGS queue --rate 0 --sojourn 1 M
 infer_plan_cli_case(bad_queue_negative EXIT 2 ARGS queue --rate 4 --sojourn -1 MATCH "--sojourn: -1 is not a positive")
 infer_plan_cli_case(bad_queue_sim_flag EXIT 2 ARGS queue --rate 4 --sojourn 1 --iteration-ms 5
   MATCH "--iteration-ms needs --simulate")
-infer_plan_cli_case(bad_queue_sim_no_iteration EXIT 2 ARGS queue --simulate --rate 4 MATCH "--iteration-ms is required")
+infer_plan_cli_case(bad_queue_sim_no_iteration EXIT 2 ARGS queue --simulate --rate 4 MATCH "--simulate needs the server.s times: --hw .* or --iteration-ms")
 infer_plan_cli_case(bad_queue_sim_no_rate EXIT 2 ARGS queue --simulate --iteration-ms 20 MATCH "--rate is required")
 infer_plan_cli_case(bad_queue_sim_little EXIT 2 ARGS queue --simulate --rate 2 --sojourn 1 --iteration-ms 5
   MATCH "--sojourn and --in-system belong to Little's law")
