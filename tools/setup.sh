@@ -3,7 +3,8 @@
 #   tools/setup.sh run [FIT FLAGS]   runs the main job: `infer-plan fit` on the built-in default
 #                                    (qwen3-8b on h200), or with the flags given
 #   tools/setup.sh test              runs the whole test suite (CTest)
-#   tools/setup.sh sanitize          builds under ASan + UBSan in build-asan/ and runs the tests
+#   tools/setup.sh sanitize          builds with clang under ASan + UBSan in build-asan/, runs the
+#                                    tests, then fuzzes the GGUF reader for 60 s (libFuzzer)
 # Installs only the Debian packages that are missing; builds with -j2 (CI has two cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +24,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-build() {  # build DIR [cmake args...]
+build() {  # build DIR [cmake args...] (later -DCMAKE_BUILD_TYPE wins)
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j2
 }
 
@@ -40,9 +41,21 @@ case "$mode" in
     ctest --test-dir build --output-on-failure -j2
     ;;
   sanitize)
-    build build-asan -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_CUDA=OFF
+    # one clang build serves both: the test suite under ASan + UBSan, and the libFuzzer target
+    for p in clang libclang-rt-dev; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo=sudo
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev >/dev/null
+    fi
+    # Debug (-O0): instrumented code compiles twice as fast and the asserts are on
+    CXX=clang++ build build-asan -DCMAKE_BUILD_TYPE=Debug -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_FUZZ=ON \
+      -DINFER_PLAN_CUDA=OFF -DINFER_PLAN_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j2
+    tools/fuzz.sh 60 build-asan
     ;;
   *)
     echo "usage: tools/setup.sh run [fit flags] | test | sanitize" >&2
