@@ -20,7 +20,8 @@ Json::json_pointer pointer(const std::string& dotted) {
   while (start <= dotted.size()) {
     size_t end = dotted.find('.', start);
     if (end == std::string::npos) end = dotted.size();
-    p += "/" + dotted.substr(start, end - start);
+    p.push_back('/');
+    p.append(dotted, start, end - start);
     start = end + 1;
   }
   return Json::json_pointer(p);

@@ -27,7 +27,7 @@ fi
 build() {  # build DIR [cmake args...] (later -DCMAKE_BUILD_TYPE wins)
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "$@" >/dev/null
   cmake --build "$dir" -j2
 }
 
