@@ -29,33 +29,22 @@ void run(const OffloadArgs& a) {
   Plan plan = a.plan.resolve();
   plan.offload = OffloadPlan{a.part, a.every, a.buffers, a.link};
   const ResolvedPlan rp = resolve_plan(plan);
-  const Json figures = predict(plan);
-  const Json& o = figures.at("offload");
+  LinkProfile link;
+  const OffloadInput in = plan_offload_input(rp, &link);
+  const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,
+                                       rp.roofline.get(), a.max_batch);
   if (a.out.json) {
-    Json j = o;
+    Json j = offload_figures(r);
+    j["link"] = link.name;
     j["model"] = rp.spec.name;
     j["hw"] = rp.hw.name;
     j["part"] = a.part;
     j["every"] = a.every;
     j["buffers"] = a.buffers;
+    if (a.out.explain) j["derivation"] = r.derivation;
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  // Re-run the planner for the derivation lines (predict returns figures only).
-  OffloadInput in;
-  in.part = parse_offload_part(a.part, "--part");
-  in.every = a.every;
-  in.buffers = a.buffers;
-  const LinkProfile link = a.link.empty() ? rp.hw.host_links.front() : load_link(a.link);
-  in.link_name = link.name;
-  in.link_bytes_per_s = link.bandwidth_bytes_per_s;
-  in.prompt_tokens = plan.context;
-  in.output_tokens = plan.output;
-  in.requests = plan.requests;
-  in.iteration_s = plan_iteration_s(rp, &in.iteration_source);
-  in.deadline_s = plan.deadline_s;
-  const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,
-                                       rp.roofline.get(), a.max_batch);
 
   fmt::print("offload: {} of one layer in every {} of {} ({}), {} buffer{}, over {} ({})\n", a.part, a.every,
              rp.spec.name, rp.weights.label, a.buffers, a.buffers == 1 ? "" : "s", link.name,

@@ -160,6 +160,28 @@ Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
 
 }  // namespace
 
+OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used) {
+  const Plan& plan = rp.plan;
+  if (!plan.offload) throw InputError("plan: no 'offload' section");
+  OffloadInput in;
+  in.part = parse_offload_part(plan.offload->part, "offload.part");
+  in.every = plan.offload->every;
+  in.buffers = plan.offload->buffers;
+  LinkProfile link;
+  if (!plan.offload->link.empty()) link = load_link(plan.offload->link);
+  else if (!rp.hw.host_links.empty()) link = rp.hw.host_links.front();
+  else throw InputError(fmt::format("offload: profile {} has no host link; name one with --link (offload.link)", rp.hw.name));
+  in.link_name = link.name;
+  in.link_bytes_per_s = link.bandwidth_bytes_per_s;
+  in.prompt_tokens = plan.context;
+  in.output_tokens = plan.output;
+  in.requests = plan.requests;
+  in.iteration_s = plan_iteration_s(rp, &in.iteration_source);
+  in.deadline_s = plan.deadline_s;
+  if (link_used) *link_used = link;
+  return in;
+}
+
 Json predict(const Plan& plan) {
   const ResolvedPlan rp = resolve_plan(plan);
   Json figures;
@@ -184,21 +206,8 @@ Json predict(const Plan& plan) {
   figures["kv"] = kv_section(rp.spec, plan);
   if (plan.speculative) figures["spec"] = spec_section(rp);
   if (plan.offload) {
-    OffloadInput in;
-    in.part = parse_offload_part(plan.offload->part, "offload.part");
-    in.every = plan.offload->every;
-    in.buffers = plan.offload->buffers;
     LinkProfile link;
-    if (!plan.offload->link.empty()) link = load_link(plan.offload->link);
-    else if (!rp.hw.host_links.empty()) link = rp.hw.host_links.front();
-    else throw InputError(fmt::format("offload: profile {} has no host link; name one with offload.link", rp.hw.name));
-    in.link_name = link.name;
-    in.link_bytes_per_s = link.bandwidth_bytes_per_s;
-    in.prompt_tokens = plan.context;
-    in.output_tokens = plan.output;
-    in.requests = plan.requests;
-    in.iteration_s = plan_iteration_s(rp, &in.iteration_source);
-    in.deadline_s = plan.deadline_s;
+    const OffloadInput in = plan_offload_input(rp, &link);
     const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,
                                          rp.roofline.get(), 4096);
     figures["offload"] = offload_figures(r);

@@ -5,6 +5,7 @@
 
 #include "planner/catalog.hpp"
 #include "planner/json_fields.hpp"
+#include "planner/offload.hpp"
 #include "planner/plan.hpp"
 #include "planner/roofline.hpp"
 #include "planner/weights_size.hpp"
@@ -24,6 +25,10 @@ ResolvedPlan resolve_plan(const Plan& plan);
 // The decode iteration the plan uses: its measured decode_ms, else the roofline at the plan's
 // batch (requests) and context; `source` says which.
 double plan_iteration_s(const ResolvedPlan& rp, std::string* source);
+
+// The offload planner's inputs from a plan with an offload section: the link (named, or the
+// profile's first host link), the batch and lengths, and plan_iteration_s.
+OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used = nullptr);
 
 Json predict(const Plan& plan);
 
