@@ -8,6 +8,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
+#include "planner/gguf_reader.hpp"
 #include "planner/predict.hpp"
 #include "apps/text_table.hpp"
 #include "planner/input_error.hpp"
@@ -141,7 +142,7 @@ void run(const SpecArgs& a) {
     const ResolvedPlan target = resolve_plan(plan);
     Plan draft_plan = plan;
     draft_plan.model = a.draft;
-    draft_plan.weights = a.draft_weights.empty() ? plan.weights : a.draft_weights;
+    draft_plan.weights = a.draft_weights.empty() && !is_gguf_path(draft_plan.model) ? plan.weights : a.draft_weights;
     draft_plan.weights_bytes.reset();
     const ResolvedPlan draft = resolve_plan(draft_plan);
     if (draft.spec.vocab != target.spec.vocab)

@@ -53,7 +53,7 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->type_name("NAME|PATH");
   cmd.add_option("--weights,-w", weights,
                  "Weight type for every matrix (norms stay F32): F32, F16, BF16, Q8_0, Q6_K, Q5_K, "
-                 "Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, Q3_K, Q2_K (default BF16)")
+                 "Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, Q3_K, Q2_K, or file (a .gguf model's own types); default BF16, file for a .gguf")
       ->type_name("TYPE");
   cmd.add_option("--weights-size", weights_size,
                  "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")

@@ -443,7 +443,8 @@ std::vector<uint8_t> read_gguf_tensor_data(const GgufModel& m, size_t i) {
 
 WeightsLayout gguf_weights_layout(const GgufModel& m) {
   WeightsLayout layout;
-  layout.file_type = "file";
+  layout.file_type = fmt::format("as stored in {}{}", std::filesystem::path(m.paths.front()).filename().string(),
+                                 m.paths.size() > 1 ? fmt::format(" (+{} parts)", m.paths.size() - 1) : "");
   for (const GgufTensorInfo& t : m.tensors) layout.tensors.push_back({tensor_info_of(t), t.type, t.bytes});
   return layout;
 }

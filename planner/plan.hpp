@@ -48,7 +48,8 @@ struct LoadPlan {
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   std::string hw = "h200";                 // built-in name or profile path
-  std::string weights = "BF16";            // GGML type for every matrix (uniform)
+  std::string weights;                     // llama.cpp file type or GGML type; empty = the default:
+                                           // "file" for a .gguf model, BF16 otherwise
   std::optional<uint64_t> weights_bytes;   // a known file size overrides `weights`
   KvTypes kv;                              // K and V cache types
   uint64_t context = 8192;                 // tokens per request

@@ -202,7 +202,7 @@ Json predict(const Plan& plan) {
   }
   figures["roofline"] = latency_figures(estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output),
                                         rp.roofline->rates());
-  figures["quant"] = quant_section(plan.weights);
+  figures["quant"] = quant_section(plan.weights.empty() ? std::string("BF16") : plan.weights);
   figures["kv"] = kv_section(rp.spec, plan);
   if (plan.speculative) figures["spec"] = spec_section(rp);
   if (plan.offload) {

@@ -83,8 +83,10 @@ WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_na
   return weights_size(uniform_weights_layout(spec, type_name));
 }
 
-PlanWeights plan_weights(const ModelSpec& spec, const std::string& type_name,
+PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_type,
                          std::optional<uint64_t> given_bytes) {
+  // No type named: a .gguf model is sized by its own tensors, a config.json model at BF16.
+  const std::string type_name = !requested_type.empty() ? requested_type : is_gguf_path(spec.source) ? "file" : "BF16";
   PlanWeights w;
   if (!given_bytes) {
     if (is_file_weights(type_name)) {

@@ -227,7 +227,7 @@ infer_plan_cli_case(gguf_inspect_tiny EXIT 0 ARGS gguf inspect tests/data/gguf/t
 infer_plan_cli_case(gguf_inspect_json EXIT 0 ARGS gguf inspect tests/data/gguf/tiny-qwen3.gguf --json --tensors
   MATCH "\"file_bytes\": 843136" "\"header_estimated\": false" "\"alignment\": 64" "\"name\": \"output.weight\"")
 infer_plan_cli_case(gguf_model_fit EXIT 0 ARGS fit --model tests/data/gguf/tiny-qwen3.gguf --weights file --hw h200
-  MATCH "fit: tiny-qwen3" "weights file")
+  MATCH "fit: tiny-qwen3" "weights as stored in tiny-qwen3.gguf")
 infer_plan_cli_case(gguf_model_kv EXIT 0 ARGS kv --model tests/data/gguf/tiny-qwen3.gguf --ctx 1K --types bf16
   MATCH "BF16 +16 +1 KiB +1 MiB")
 infer_plan_cli_case(bad_gguf_type EXIT 2 ARGS gguf size --model qwen3-8b --type Q4_K_X MATCH "--type: unknown type 'Q4_K_X'")
@@ -243,3 +243,5 @@ infer_plan_cli_case(bad_gguf_nosub EXIT 2 ARGS gguf MATCH "subcommand")
 infer_plan_cli_case(queue_sim_roofline EXIT 0 ARGS queue --simulate --hw h200 --rate 4 --prompt 2K --output 256 --deadline 7 --requests 500 --json
   MATCH "\"stable\": true" "\"kv_capacity_tokens\": 911273")
 infer_plan_cli_case(bad_queue_sim_both EXIT 2 ARGS queue --simulate --hw h200 --iteration-ms 20 --rate 4 MATCH "both given")
+infer_plan_cli_case(fit_gguf_default_weights EXIT 0 ARGS fit --model tests/data/gguf/tiny-qwen3.gguf --hw rtx-4090 --ctx 1K
+  MATCH "weights as stored in tiny-qwen3.gguf")
