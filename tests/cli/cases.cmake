@@ -245,3 +245,41 @@ infer_plan_cli_case(queue_sim_roofline EXIT 0 ARGS queue --simulate --hw h200 --
 infer_plan_cli_case(bad_queue_sim_both EXIT 2 ARGS queue --simulate --hw h200 --iteration-ms 20 --rate 4 MATCH "both given")
 infer_plan_cli_case(fit_gguf_default_weights EXIT 0 ARGS fit --model tests/data/gguf/tiny-qwen3.gguf --hw rtx-4090 --ctx 1K
   MATCH "weights as stored in tiny-qwen3.gguf")
+
+# --- quantizers on raw files (kernels/cpu/quantize; the data's provenance is in test_quantize.cpp) ---
+set(_qd ${PROJECT_SOURCE_DIR}/tests/data/quant)
+set(_qo ${CMAKE_CURRENT_BINARY_DIR})
+infer_plan_cli_case(quant_q8_0_file EXIT 0 ARGS quant Q8_0 --quantize ${_qd}/inputs.f32 --out ${_qo}/cli_q8_0.bin
+  MATCH "Q8_0: 2048 values -> 64 blocks, 2176 B")
+infer_plan_cli_case(quant_q2_k_file EXIT 0 ARGS quant q2_k --quantize ${_qd}/inputs.f32 --out ${_qo}/cli_q2_k.bin
+  MATCH "Q2_K: 2048 values -> 8 blocks, 672 B")
+infer_plan_cli_case(quant_q4_0_dequant EXIT 0 ARGS quant Q4_0 --dequantize ${_qd}/q4_0.bin --out ${_qo}/cli_q4_0.f32
+  MATCH "Q4_0: 64 blocks -> 2048 values, 8192 B")
+# The CLI's bytes are ggml's bytes (and its floats ggml's floats).
+foreach(_case q8_0:bin q2_k:bin q4_0:f32)
+  string(REPLACE ":" "." _file ${_case})
+  add_test(NAME cli_quant_matches_ggml_${_file}
+           COMMAND ${CMAKE_COMMAND} -E compare_files ${_qo}/cli_${_file} ${_qd}/${_file})
+endforeach()
+set_tests_properties(cli_quant_q8_0_file PROPERTIES FIXTURES_SETUP quant_q8_0_bin)
+set_tests_properties(cli_quant_q2_k_file PROPERTIES FIXTURES_SETUP quant_q2_k_bin)
+set_tests_properties(cli_quant_q4_0_dequant PROPERTIES FIXTURES_SETUP quant_q4_0_f32)
+set_tests_properties(cli_quant_matches_ggml_q8_0.bin PROPERTIES FIXTURES_REQUIRED quant_q8_0_bin)
+set_tests_properties(cli_quant_matches_ggml_q2_k.bin PROPERTIES FIXTURES_REQUIRED quant_q2_k_bin)
+set_tests_properties(cli_quant_matches_ggml_q4_0.f32 PROPERTIES FIXTURES_REQUIRED quant_q4_0_f32)
+infer_plan_cli_case(bad_quant_not_f32 EXIT 2 ARGS quant Q8_0 --quantize ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --out ${_qo}/x.bin
+  MATCH "--quantize: '.*tiny_config.json' is [0-9]+ bytes, not a multiple of 4")
+infer_plan_cli_case(bad_quant_partial_block EXIT 2 ARGS quant Q8_0 --quantize ${_qd}/q2_k.bin --out ${_qo}/x.bin
+  MATCH "--quantize: '.*q2_k.bin': 168 values are not a whole number of Q8_0 blocks of 32")
+infer_plan_cli_case(bad_dequant_blocks EXIT 2 ARGS quant Q8_0 --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.f32
+  MATCH "--dequantize: '.*q4_0.bin' is 1152 bytes, not a whole number of Q8_0 blocks of 34 B")
+infer_plan_cli_case(bad_quant_missing EXIT 2 ARGS quant Q4_0 --quantize ${_qd}/nope.f32 --out ${_qo}/x.bin
+  MATCH "--quantize: cannot open '.*nope.f32'")
+infer_plan_cli_case(bad_quant_no_out EXIT 2 ARGS quant Q4_0 --quantize ${_qd}/inputs.f32
+  MATCH "--out: the output file is required")
+infer_plan_cli_case(bad_quant_both EXIT 2 ARGS quant Q4_0 --quantize ${_qd}/inputs.f32 --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.bin
+  MATCH "--quantize, --dequantize: give one, not both")
+infer_plan_cli_case(bad_quant_type EXIT 2 ARGS quant Q4_K --quantize ${_qd}/inputs.f32 --out ${_qo}/x.bin
+  MATCH "TYPE: no quantizer for Q4_K; known: Q8_0, Q4_0, Q2_K")
+infer_plan_cli_case(bad_quant_no_type EXIT 2 ARGS quant --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.f32
+  MATCH "TYPE: --quantize and --dequantize need a block type")

@@ -1,0 +1,359 @@
+// The ggml reference algorithms re-expressed as plain loops. Bit-identity depends on doing every
+// float operation in the same order and precision as ggml's C: each expression below keeps ggml's
+// evaluation order, and this file is compiled with -ffp-contract=off so no a*b+c becomes an FMA
+// (kernels/CMakeLists.txt). Block byte offsets follow ggml-common.h's structs.
+#include "kernels/cpu/quantize.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cmath>
+
+#include "kernels/cpu/half.hpp"
+#include "planner/input_error.hpp"
+
+namespace infer_plan::kernels {
+namespace {
+
+constexpr size_t kQ80Values = 32;   // QK8_0
+constexpr size_t kQ40Values = 32;   // QK4_0
+constexpr size_t kQ2KValues = 256;  // QK_K
+constexpr size_t kQ2KSubValues = 16;  // Q2_K: 16 sub-blocks of 16 values, each with its own scale and min
+
+// Byte offsets inside one block (ggml-common.h): block_q8_0 {d; qs[32]}, block_q4_0 {d; qs[16]},
+// block_q2_K {scales[16]; qs[64]; d; dmin}.
+constexpr size_t kQ2KScales = 0;
+constexpr size_t kQ2KQs = 16;
+constexpr size_t kQ2KD = 80;
+constexpr size_t kQ2KDmin = 82;
+
+// fp16 fields are stored little-endian whatever the host, as in a GGUF file.
+void store_fp16(uint8_t* p, float f) {
+  const uint16_t h = fp32_to_fp16(f);
+  p[0] = static_cast<uint8_t>(h & 0xFF);
+  p[1] = static_cast<uint8_t>(h >> 8);
+}
+float load_fp16(const uint8_t* p) {
+  return fp16_to_fp32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
+// ggml casts float to int8_t in C, e.g. (int8_t)(x0 + 8.5f): truncation toward zero. Inputs are
+// in range except when a scale underflows to a subnormal and 1/d is inf (or the input holds
+// inf/NaN), where C leaves it undefined; we give what x86 gives (cvttss2si yields 0x80000000,
+// whose low byte is 0) rather than trapping.
+int8_t truncate_to_int8(float v) {
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return 0;
+  return static_cast<int8_t>(static_cast<uint8_t>(static_cast<int32_t>(v) & 0xFF));
+}
+
+const GgmlTypeInfo& q8_0() { return ggml_type_info(GgmlType::Q8_0); }
+const GgmlTypeInfo& q4_0() { return ggml_type_info(GgmlType::Q4_0); }
+const GgmlTypeInfo& q2_k() { return ggml_type_info(GgmlType::Q2_K); }
+
+// ggml's make_qkx2_quants for one Q2_K sub-block (n = 16, nmax = 3, rmin = -0.5, rdelta = 0.1,
+// nstep = 15, use_mad = true): fit x ~ scale * L - the_min with L in 0..3, weighting each value by
+// |x|. Start from the plain min/max grid, then try 16 slightly different grids, solve the weighted
+// least squares scale and min for each rounding, and keep the one with the smallest weighted
+// absolute error. Returns the scale; *the_min gets the (non-negative) min to subtract.
+float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float* the_min) {
+  constexpr int n = static_cast<int>(kQ2KSubValues);
+  constexpr int nmax = 3;
+  constexpr float rmin = -0.5f;
+  constexpr float rdelta = 0.1f;
+  constexpr int nstep = 15;
+  std::array<uint8_t, kQ2KSubValues> Laux{};
+
+  float min = x[0];
+  float max = x[0];
+  float sum_w = weights[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    const float w = weights[i];
+    sum_w += w;
+    sum_x += w * x[i];
+  }
+  if (min > 0) min = 0;  // the offset only ever lowers the grid: codes start at min(x, 0)
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -min;
+    return 0.f;
+  }
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = nearest_int(iscale * (x[i] - min));
+    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
+    float diff = scale * static_cast<float>(L[i]) + min - x[i];
+    diff = std::fabs(diff);
+    best_error += weights[i] * diff;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale * (x[i] - min));
+      l = std::max(0, std::min(nmax, l));
+      Laux[i] = static_cast<uint8_t>(l);
+      const float w = weights[i];
+      const float lf = static_cast<float>(l);
+      // ggml writes w*l*l and w*l*x[i]: left to right, (w*l)*l
+      sum_l += w * lf;
+      sum_l2 += w * lf * lf;
+      sum_xl += w * lf * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {  // a positive min would shift the grid up; refit the scale alone
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
+        diff = std::fabs(diff);
+        cur_error += weights[i] * diff;
+      }
+      if (cur_error < best_error) {
+        for (int i = 0; i < n; ++i) L[i] = Laux[i];
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+void check_sizes(GgmlType type, size_t values, size_t bytes, std::string_view what) {
+  const uint64_t want = ggml_row_bytes(type, values, what);
+  if (bytes != want)
+    throw InputError(fmt::format("{}: {} values of {} need {} bytes, got {}", what, values,
+                                 ggml_type_info(type).name, want, bytes));
+}
+
+}  // namespace
+
+int nearest_int(float x) {
+  // 12582912 = 1.5 * 2^23: the sum's ulp is 1, so the float add rounds x to an integer (ties to
+  // even) and that integer sits in the low 23 mantissa bits, offset by 2^22.
+  const float biased = x + 12582912.f;
+  const int32_t bits = std::bit_cast<int32_t>(biased);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+bool has_quantizer(GgmlType type) {
+  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K;
+}
+
+std::string_view quantizer_type_names() { return "Q8_0, Q4_0, Q2_K"; }
+
+void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ80Values == 0 && q8_0().block_values == kQ80Values);
+  assert(blocks.size() == values.size() / kQ80Values * q8_0().block_bytes);
+  const size_t block_bytes = q8_0().block_bytes;
+  for (size_t b = 0; b < values.size() / kQ80Values; ++b) {
+    const float* x = values.data() + b * kQ80Values;
+    uint8_t* out = blocks.data() + b * block_bytes;
+    // Symmetric: the largest magnitude maps to +-127. ggml's MAX(a, b) is a > b ? a : b.
+    float amax = 0.0f;
+    for (size_t j = 0; j < kQ80Values; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;  // the float d, not its fp16 rounding
+    store_fp16(out, d);
+    for (size_t j = 0; j < kQ80Values; ++j)
+      out[2 + j] = static_cast<uint8_t>(truncate_to_int8(std::round(x[j] * id)));  // half away from 0
+  }
+}
+
+void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values) {
+  const size_t block_bytes = q8_0().block_bytes;
+  assert(blocks.size() == values.size() / kQ80Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ80Values; ++b) {
+    const uint8_t* in = blocks.data() + b * block_bytes;
+    const float d = load_fp16(in);
+    for (size_t j = 0; j < kQ80Values; ++j)
+      values[b * kQ80Values + j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
+  }
+}
+
+void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ40Values == 0 && q4_0().block_values == kQ40Values);
+  assert(blocks.size() == values.size() / kQ40Values * q4_0().block_bytes);
+  const size_t block_bytes = q4_0().block_bytes;
+  for (size_t b = 0; b < values.size() / kQ40Values; ++b) {
+    const float* x = values.data() + b * kQ40Values;
+    uint8_t* out = blocks.data() + b * block_bytes;
+    // The signed value of largest magnitude (the first one on ties) maps to code 0 = -8, so the
+    // 16 codes -8..7 cover it exactly and the opposite side reaches only 7/8 of it.
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (size_t j = 0; j < kQ40Values; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(out, d);
+    // Value j goes in the low nibble of byte j, value j + 16 in its high nibble. +8.5 then
+    // truncation = round half up onto codes 0..16; 16 (only at -max's mirror) is clamped to 15.
+    for (size_t j = 0; j < kQ40Values / 2; ++j) {
+      const float x0 = x[j] * id;
+      const float x1 = x[kQ40Values / 2 + j] * id;
+      const int q0 = std::min(15, static_cast<int>(truncate_to_int8(x0 + 8.5f)));
+      const int q1 = std::min(15, static_cast<int>(truncate_to_int8(x1 + 8.5f)));
+      // ggml stores MIN(15, int8) into a uint8_t, then ORs q1 << 4: both modulo 256
+      out[2 + j] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
+    }
+  }
+}
+
+void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values) {
+  const size_t block_bytes = q4_0().block_bytes;
+  assert(blocks.size() == values.size() / kQ40Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ40Values; ++b) {
+    const uint8_t* in = blocks.data() + b * block_bytes;
+    const float d = load_fp16(in);
+    for (size_t j = 0; j < kQ40Values / 2; ++j) {
+      const int x0 = (in[2 + j] & 0x0F) - 8;
+      const int x1 = (in[2 + j] >> 4) - 8;
+      values[b * kQ40Values + j] = static_cast<float>(x0) * d;
+      values[b * kQ40Values + kQ40Values / 2 + j] = static_cast<float>(x1) * d;
+    }
+  }
+}
+
+void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ2KValues == 0 && q2_k().block_values == kQ2KValues);
+  assert(blocks.size() == values.size() / kQ2KValues * q2_k().block_bytes);
+  constexpr size_t kSubBlocks = kQ2KValues / kQ2KSubValues;
+  constexpr float q4scale = 15.f;  // sub-block scales and mins are 4-bit codes of the super-block's
+  const size_t block_bytes = q2_k().block_bytes;
+  for (size_t b = 0; b < values.size() / kQ2KValues; ++b) {
+    const float* x = values.data() + b * kQ2KValues;
+    uint8_t* out = blocks.data() + b * block_bytes;
+    std::array<uint8_t, kQ2KValues> L{};
+    std::array<float, kQ2KSubValues> weights{};
+    std::array<float, kSubBlocks> scales{};
+    std::array<float, kSubBlocks> mins{};
+
+    // 1. Fit each sub-block's scale and min in float.
+    float max_scale = 0;  // the min is subtracted, so scales are non-negative
+    float max_min = 0;
+    for (size_t j = 0; j < kSubBlocks; ++j) {
+      for (size_t l = 0; l < kQ2KSubValues; ++l) weights[l] = std::fabs(x[kQ2KSubValues * j + l]);
+      scales[j] = fit_scale_and_min(x + kQ2KSubValues * j, weights.data(), L.data() + kQ2KSubValues * j,
+                                    &mins[j]);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+
+    // 2. Quantize the scales (low nibble) and mins (high nibble) to 4 bits against the largest;
+    //    ggml assigns the int code to a uint8_t: modulo 256.
+    uint8_t* sc = out + kQ2KScales;
+    if (max_scale > 0) {
+      const float iscale = q4scale / max_scale;
+      for (size_t j = 0; j < kSubBlocks; ++j) sc[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+      store_fp16(out + kQ2KD, max_scale / q4scale);
+    } else {
+      for (size_t j = 0; j < kSubBlocks; ++j) sc[j] = 0;
+      store_fp16(out + kQ2KD, 0.f);
+    }
+    if (max_min > 0) {
+      const float iscale = q4scale / max_min;
+      for (size_t j = 0; j < kSubBlocks; ++j)
+        sc[j] = static_cast<uint8_t>(sc[j] | (nearest_int(iscale * mins[j]) << 4));
+      store_fp16(out + kQ2KDmin, max_min / q4scale);
+    } else {
+      store_fp16(out + kQ2KDmin, 0.f);
+    }
+
+    // 3. Re-round every value against the scale and min as stored (fp16 x 4-bit), so the codes fit
+    //    what the dequantizer will see. A sub-block whose stored scale is 0 keeps its step-1 codes.
+    const float d_stored = load_fp16(out + kQ2KD);
+    const float dmin_stored = load_fp16(out + kQ2KDmin);
+    for (size_t j = 0; j < kSubBlocks; ++j) {
+      const float d = d_stored * static_cast<float>(sc[j] & 0xF);
+      if (d == 0.0f) continue;
+      const float dm = dmin_stored * static_cast<float>(sc[j] >> 4);
+      for (size_t i = 0; i < kQ2KSubValues; ++i) {
+        const int l = nearest_int((x[kQ2KSubValues * j + i] + dm) / d);
+        L[kQ2KSubValues * j + i] = static_cast<uint8_t>(std::max(0, std::min(3, l)));
+      }
+    }
+
+    // 4. Pack: each half of 128 values fills 32 bytes; byte l holds values l, l+32, l+64, l+96 of
+    //    that half in bits 0-1, 2-3, 4-5, 6-7 (so one shift serves 32 consecutive values).
+    uint8_t* qs = out + kQ2KQs;
+    for (size_t half = 0; half < kQ2KValues; half += 128) {
+      for (size_t l = 0; l < 32; ++l) {
+        qs[half / 4 + l] = static_cast<uint8_t>(L[half + l] | (L[half + l + 32] << 2) |
+                                                (L[half + l + 64] << 4) | (L[half + l + 96] << 6));
+      }
+    }
+  }
+}
+
+void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  const size_t block_bytes = q2_k().block_bytes;
+  assert(blocks.size() == values.size() / kQ2KValues * block_bytes);
+  float* y = values.data();
+  for (size_t b = 0; b < values.size() / kQ2KValues; ++b) {
+    const uint8_t* in = blocks.data() + b * block_bytes;
+    const float d = load_fp16(in + kQ2KD);
+    const float dmin = load_fp16(in + kQ2KDmin);
+    const uint8_t* q = in + kQ2KQs;
+    size_t is = 0;  // sub-block index: 16 values each, in value order
+    for (size_t half = 0; half < kQ2KValues; half += 128) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        // bytes 0-15 of this half's 32 hold one sub-block at this shift, bytes 16-31 the next
+        for (size_t part = 0; part < 32; part += 16) {
+          const uint8_t s = in[kQ2KScales + is++];
+          const float dl = d * static_cast<float>(s & 0xF);
+          const float ml = dmin * static_cast<float>(s >> 4);
+          for (size_t l = 0; l < 16; ++l)
+            *y++ = dl * static_cast<float>((q[part + l] >> shift) & 3) - ml;
+        }
+      }
+      q += 32;
+    }
+  }
+}
+
+void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_t> blocks,
+                  std::string_view what) {
+  check_sizes(type, values.size(), blocks.size(), what);
+  switch (type) {
+    case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
+    case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
+    case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
+    default:
+      throw InputError(fmt::format("{}: no quantizer for {}; known: {}", what, ggml_type_info(type).name,
+                                   quantizer_type_names()));
+  }
+}
+
+void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<float> values,
+                    std::string_view what) {
+  check_sizes(type, values.size(), blocks.size(), what);
+  switch (type) {
+    case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
+    case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
+    case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
+    default:
+      throw InputError(fmt::format("{}: no dequantizer for {}; known: {}", what, ggml_type_info(type).name,
+                                   quantizer_type_names()));
+  }
+}
+
+}  // namespace infer_plan::kernels

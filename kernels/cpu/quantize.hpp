@@ -1,0 +1,37 @@
+// Quantize and dequantize rows of Q8_0, Q4_0 and Q2_K blocks, bit-identical to ggml's reference
+// quantizers (quantize_row_*_ref) and dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
+// packed byte arrays with no padding, laid out as ggml-common.h's block structs; block sizes come
+// from planner/ggml_type (the one table of layouts).
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "planner/ggml_type.hpp"
+
+namespace infer_plan::kernels {
+
+// True for the types this file can quantize and dequantize (Q8_0, Q4_0, Q2_K).
+bool has_quantizer(GgmlType type);
+std::string_view quantizer_type_names();  // "Q8_0, Q4_0, Q2_K" for messages
+
+// `values.size()` must be a whole number of blocks and `blocks.size()` exactly the row's bytes
+// (ggml_row_bytes); throws InputError otherwise (`what` names the input for the message).
+void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_t> blocks,
+                  std::string_view what);
+void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<float> values,
+                    std::string_view what);
+
+// One type each, for the kernels that know their type; sizes as above, checked by assert.
+void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks);
+void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values);
+
+// ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23 and reading the low
+// mantissa bits. Exact for |x| <= 4194303; beyond that it wraps as ggml's does (kept, not fixed,
+// so that Q2_K stays bit-identical for every input).
+int nearest_int(float x);
+
+}  // namespace infer_plan::kernels
