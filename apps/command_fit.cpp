@@ -20,11 +20,6 @@ struct FitArgs {
   OutputOptions out;
 };
 
-std::string kv_label(KvTypes t) {
-  return t.k == t.v ? std::string(ggml_type_info(t.k).name)
-                    : fmt::format("K {} / V {}", ggml_type_info(t.k).name, ggml_type_info(t.v).name);
-}
-
 std::string gib(int64_t b) { return format_gib(static_cast<double>(b)); }
 std::string gib(uint64_t b) { return format_gib(static_cast<double>(b)); }
 
@@ -40,7 +35,7 @@ Json fit_json(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, co
 
 void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
   fmt::print("fit: {} on {}{}\n", spec.name, hw.name, hw.description.empty() ? "" : " (" + hw.description + ")");
-  fmt::print("     weights {}, KV {}, {} request{} x {} tokens{}\n\n", r.weights_label, kv_label(plan.kv),
+  fmt::print("     weights {}, KV {}, {} request{} x {} tokens{}\n\n", r.weights_label, kv_types_label(plan.kv),
              r.requests, r.requests == 1 ? "" : "s", r.context,
              r.tp > 1 ? fmt::format(", tensor parallel over {} devices (figures per device)", r.tp) : "");
   auto row = [](std::string_view label, std::string value, std::string note = "") {

@@ -43,16 +43,12 @@ void run(const KvArgs& a) {
 
   const uint64_t bf16_token = kv_bytes_per_token(spec, {GgmlType::BF16, GgmlType::BF16}, plan.tp);
   const uint64_t bf16_request = bf16_token * plan.context;
-  auto label = [](KvTypes t) {
-    return t.k == t.v ? std::string(ggml_type_info(t.k).name)
-                      : fmt::format("K {} / V {}", ggml_type_info(t.k).name, ggml_type_info(t.v).name);
-  };
 
   if (a.out.json) {
     Json per_type = Json::array();
     for (KvTypes t : rows) {
       const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
-      per_type.push_back({{"type", label(t)},
+      per_type.push_back({{"type", kv_types_label(t)},
                           {"k_type", ggml_type_info(t.k).name},
                           {"v_type", ggml_type_info(t.v).name},
                           {"bytes_per_token", token},
@@ -81,7 +77,7 @@ void run(const KvArgs& a) {
     const double bits = 8.0 * static_cast<double>(token) /
                         static_cast<double>(2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim);
     const int64_t saving = static_cast<int64_t>(bf16_request) - static_cast<int64_t>(request);
-    table.rows.push_back({label(t), fmt::format("{:.4g}", bits), trimmed(to_kib(token), "KiB"),
+    table.rows.push_back({kv_types_label(t), fmt::format("{:.4g}", bits), trimmed(to_kib(token), "KiB"),
                           fmt::format("{} ({})", trimmed(to_mib(request), "MiB"), format_gib(static_cast<double>(request))),
                           format_gib(static_cast<double>(request * plan.requests)),
                           saving == 0 ? "-" : fmt::format("{} ({:.0f}%)", trimmed(static_cast<double>(saving) / MiB, "MiB"),

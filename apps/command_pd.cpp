@@ -47,11 +47,6 @@ struct PdArgs {
 
 std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
 
-std::string kv_label(KvTypes t) {
-  return t.k == t.v ? std::string(ggml_type_info(t.k).name)
-                    : fmt::format("K {} / V {}", ggml_type_info(t.k).name, ggml_type_info(t.v).name);
-}
-
 std::string upper(std::string s) {
   for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return s;
@@ -112,7 +107,7 @@ Json pd_json(const PdResult& r, const PdInputs& in) {
 
 void print_text(const PdResult& r, const PdInputs& in, const std::string& times_source) {
   fmt::print("pd: {}, KV {}, {}-token prompts, {}-token outputs, {} {} ({} per direction)\n\n", in.spec.name,
-             kv_label(in.kv), in.workload.prompt_tokens, in.workload.output_tokens,
+             kv_types_label(in.kv), in.workload.prompt_tokens, in.workload.output_tokens,
              r.split_across_gpus ? "GPUs of one machine over" : "machines over", r.link.name,
              format_rate(r.link.bandwidth_bytes_per_s));
   auto row = [](std::string_view label, std::string value, std::string note = "") {

@@ -30,15 +30,15 @@ constexpr std::array kTypes{
 };
 // clang-format on
 
-bool iequal(std::string_view a, std::string_view b) {
+}  // namespace
+
+bool type_name_equal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i])))
       return false;
   return true;
 }
-
-}  // namespace
 
 std::span<const GgmlTypeInfo> ggml_types() { return kTypes; }
 
@@ -57,9 +57,14 @@ std::string ggml_type_names() {
   return out;
 }
 
-const GgmlTypeInfo& ggml_type_by_name(std::string_view name, std::string_view what) {
+const GgmlTypeInfo* find_ggml_type(std::string_view name) {
   for (const auto& t : kTypes)
-    if (iequal(t.name, name)) return t;
+    if (type_name_equal(t.name, name)) return &t;
+  return nullptr;
+}
+
+const GgmlTypeInfo& ggml_type_by_name(std::string_view name, std::string_view what) {
+  if (const GgmlTypeInfo* t = find_ggml_type(name)) return *t;
   throw InputError(
       fmt::format("{}: unknown GGML type '{}'; known types: {}", what, name, ggml_type_names()));
 }

@@ -35,6 +35,10 @@ const GgmlTypeInfo& ggml_type_info(GgmlType type);
 // Case-insensitive ("q8_0", "Q8_0", "bf16"); throws InputError listing the known names.
 const GgmlTypeInfo& ggml_type_by_name(std::string_view name, std::string_view what);
 std::string ggml_type_names();  // "F32, F16, ..." for messages
+// Case-insensitive lookup; nullptr when the name is not a GGML type.
+const GgmlTypeInfo* find_ggml_type(std::string_view name);
+// Type and file-type names compare case-insensitively ("q8_0" == "Q8_0").
+bool type_name_equal(std::string_view a, std::string_view b);
 
 // Bytes of a row of `values` values; throws InputError when values is not a whole number of
 // blocks (`what` names the tensor or cache for the message).

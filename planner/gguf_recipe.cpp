@@ -39,13 +39,6 @@ constexpr std::array kFileTypes{
 };
 // clang-format on
 
-bool iequal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
 
 uint32_t block_values(GgmlType t) { return ggml_type_info(t).block_values; }
 
@@ -165,7 +158,7 @@ std::span<const LlamaFileTypeInfo> llama_file_types() { return kFileTypes; }
 
 std::optional<LlamaFileTypeInfo> find_llama_file_type(std::string_view name) {
   for (const auto& f : kFileTypes)
-    if (iequal(f.name, name)) return f;
+    if (type_name_equal(f.name, name)) return f;
   return std::nullopt;
 }
 

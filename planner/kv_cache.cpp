@@ -34,6 +34,11 @@ void check_tensor_parallel(const ModelSpec& s, uint64_t tp, std::string_view wha
                                  tp, s.name, s.kv_heads));
 }
 
+std::string kv_types_label(KvTypes t) {
+  return t.k == t.v ? std::string(ggml_type_info(t.k).name)
+                    : fmt::format("K {} / V {}", ggml_type_info(t.k).name, ggml_type_info(t.v).name);
+}
+
 uint64_t kv_heads_per_device(const ModelSpec& s, uint64_t tp) {
   return s.kv_heads >= tp ? s.kv_heads / tp : 1;
 }

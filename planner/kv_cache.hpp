@@ -3,6 +3,7 @@
 // dynamic per-block scales (q8_0: 34 B per 32 values), never a static calibration.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "planner/ggml_type.hpp"
@@ -17,6 +18,9 @@ struct KvTypes {
 
 // The types llama.cpp accepts for its KV cache: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1.
 const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what);
+
+// "BF16", or "K Q8_0 / V Q4_0" when the two differ.
+std::string kv_types_label(KvTypes types);
 
 // KV heads held by one device under tensor parallelism: heads split across `tp` devices, and
 // replicated (one per device) when there are fewer KV heads than devices.

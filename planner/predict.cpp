@@ -41,15 +41,13 @@ namespace {
 
 // quant: the block layout of the plan's weight type, when it is one GGML type.
 Json quant_section(const std::string& weights) {
-  for (const auto& t : ggml_types())
-    if (t.name.size() == weights.size() &&
-        std::equal(t.name.begin(), t.name.end(), weights.begin(),
-                   [](char a, char b) { return a == std::toupper(static_cast<unsigned char>(b)); }))
-      return Json{{"type", t.name}, {"block_values", t.block_values}, {"block_bytes", t.block_bytes},
+  const GgmlTypeInfo* found = find_ggml_type(weights);
+  if (!found) return nullptr;
+  const GgmlTypeInfo& t = *found;
+  return Json{{"type", t.name}, {"block_values", t.block_values}, {"block_bytes", t.block_bytes},
                   {"code_bytes", t.code_bytes}, {"meta_bytes", t.meta_bytes},
                   {"bits_per_value", t.bits_per_value()}, {"meta_fraction", t.meta_fraction()},
                   {"size_vs_bf16", t.bits_per_value() / 16.0}};
-  return nullptr;
 }
 
 // kv: bytes per token and per request for the common cache types, keyed by type name.

@@ -104,13 +104,17 @@ StepCost Roofline::finish(StepCost c, double tokens) const {
   return c;
 }
 
+double Roofline::weight_bytes_read(double tokens) const {
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+}
+
 StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence) const {
   const double b = static_cast<double>(batch);
   const double tokens = b * static_cast<double>(tokens_per_sequence);
   StepCost c;
-  const double expert_fraction =
-      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
-  c.weight_bytes = dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+  c.weight_bytes = weight_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
   c.kv_bytes = b * static_cast<double>(context) * kv + tokens * kv;  // read the cache, write new
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
@@ -123,9 +127,7 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   const double p = static_cast<double>(prompt_tokens);
   const double tokens = p * static_cast<double>(sequences);
   StepCost c;
-  const double expert_fraction =
-      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
-  c.weight_bytes = dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+  c.weight_bytes = weight_bytes_read(tokens);
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
   // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
   const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;

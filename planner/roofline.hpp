@@ -62,6 +62,8 @@ class Roofline {
 
  private:
   StepCost finish(StepCost c, double tokens) const;
+  // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
+  double weight_bytes_read(double tokens) const;
 
   ModelSpec spec_;
   RooflineRates rates_;

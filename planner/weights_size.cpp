@@ -20,16 +20,7 @@ bool is_mixed_file_type(std::string_view name) {
   return f && f->name != ggml_type_info(f->default_type).name;
 }
 
-bool is_known_ggml_type(std::string_view name) {
-  for (const GgmlTypeInfo& t : ggml_types()) {
-    if (t.name.size() != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < name.size(); ++i)
-      same &= t.name[i] == std::toupper(static_cast<unsigned char>(name[i]));
-    if (same) return true;
-  }
-  return false;
-}
+bool is_known_ggml_type(std::string_view name) { return find_ggml_type(name) != nullptr; }
 
 // "file": the tensor types of the .gguf the model was read from (exact for any recipe).
 bool is_file_weights(std::string_view name) {
