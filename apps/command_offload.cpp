@@ -98,14 +98,17 @@ void add_offload_command(CLI::App& app) {
   cmd->add_option("--part", args->part, "What of each offloaded layer: ffn, attn or layer (default ffn)")
       ->check(CLI::IsMember({"ffn", "attn", "layer"}));
   cmd->add_option("--every", args->every, "Offload one layer in every K (default 4: layers 3, 7, 11, ...)")
+      ->check(kNonNegativeCount)
       ->type_name("K");
   cmd->add_option("--buffers", args->buffers,
                   "Device prefetch slots of one group each; 2 let the copy overlap compute (default 2)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--link", args->link,
                   "Host link name (pcie-gen4-x16, pcie-gen5-x16, nvlink-c2c) or path (default: the profile's)")
       ->type_name("NAME|PATH");
   cmd->add_option("--max-batch", args->max_batch, "Largest batch searched for the hiding batch (default 4096)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Example (the seed: Qwen3-8B, FFN of 1 layer in 4, PCIe Gen5, measured 26.26 ms iteration):\n"

@@ -266,6 +266,7 @@ void add_pd_command(CLI::App& app) {
   cmd->add_option("--decode-batch", args->decode_batch,
                   fmt::format("Decodes in that step, all stalled by a prefill inserted into it (default {})",
                               kDefaultDecodeBatch))
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--qps", args->qps,
                   "Arrival rate in requests per second (default: Little's law, concurrency / (prefill + "
@@ -273,17 +274,21 @@ void add_pd_command(CLI::App& app) {
       ->type_name("REQ/S");
   cmd->add_option("--concurrency", args->concurrency,
                   "Requests in flight, for the table's concurrency bands (default: --decode-batch)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--prefill-concurrency", args->prefill_concurrency,
                   "Planned prefill concurrency, checked against 1/3 of the decode concurrency (default: none, "
                   "only the limit is reported)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--decode-concurrency", args->decode_concurrency,
                   "Planned decode concurrency (default: --concurrency)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--gpus", args->gpus,
                   "GPUs/instances to divide into prefill and decode groups at 1:3 (default: none, no split "
                   "suggested; 1 means nothing to split)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_flag("--same-machine", args->same_machine,
                 "Prefill and decode GPUs share one machine (NVLink): split across GPUs, not machines "

@@ -408,7 +408,8 @@ void add_queue_command(CLI::App& app) {
                 "Simulate a server instead: FCFS, continuous batching, each prefill alone (no chunked "
                 "prefill), admission by KV space and --deadline");
   auto sim = [&](CLI::Option* o) { a->simulation_options.push_back(o); };
-  sim(cmd->add_option("--requests", a->requests, "Simulated requests (default 1000)")->type_name("N"));
+  sim(cmd->add_option("--requests", a->requests, "Simulated requests (default 1000)")
+      ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_option("--prompt", a->prompt, "Prompt tokens: N or MIN:MAX for uniform (default 512)")
           ->type_name("TOKENS"));
   sim(cmd->add_option("--output", a->output, "Output tokens per request, incl. the first: N or MIN:MAX (default 256)")
@@ -440,7 +441,8 @@ void add_queue_command(CLI::App& app) {
                       "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output "
                       "(default unlimited)")
           ->type_name("TOKENS"));
-  sim(cmd->add_option("--max-batch", a->max_batch, "Most running requests (default 256)")->type_name("N"));
+  sim(cmd->add_option("--max-batch", a->max_batch, "Most running requests (default 256)")
+      ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_option("--deadline", a->deadline_s,
                       "Deadline from arrival to last token in seconds; reject at arrival when the predicted "
                       "finish is later (default none)")
@@ -451,7 +453,8 @@ void add_queue_command(CLI::App& app) {
                       "(default persists)")
           ->check(CLI::IsMember({"persists", "lower-bound"}))
           ->type_name("RULE"));
-  sim(cmd->add_option("--seed", a->seed, "Seed of the arrival and length draws (default 1)")->type_name("N"));
+  sim(cmd->add_option("--seed", a->seed, "Seed of the arrival and length draws (default 1)")
+      ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_flag("--max-rate", a->max_rate,
                     "Search (bisection) for the highest rate meeting the --slo-* flags and stability; implies "
                     "--simulate"));

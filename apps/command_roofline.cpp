@@ -72,7 +72,8 @@ void add_roofline_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "roofline", "Decode and prefill time from bytes over bandwidth and FLOPs over compute; TTFT, TPOT, tokens/s");
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
-  cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")->type_name("N");
+  cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")
+      ->check(kNonNegativeCount)->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Example (seed 002: a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token):\n"
               "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1");

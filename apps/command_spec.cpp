@@ -245,9 +245,11 @@ void add_spec_command(CLI::App& app) {
       ->type_name("MS");
   cmd->add_option("--max-block", args->max_block,
                   "Longest block m to tabulate, 1 to 64; default 8, or the length of a per-position --accept list")
+      ->check(kNonNegativeCount)
       ->type_name("M");
   cmd->add_option("--group", args->group,
                   "Drafts run G positions at a time; a partial group costs a whole one (1 to 64); default 1")
+      ->check(kNonNegativeCount)
       ->type_name("G");
   args->target.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
   CLI::Option* draft = cmd->add_option("--draft", args->draft,
@@ -256,7 +258,8 @@ void add_spec_command(CLI::App& app) {
       ->type_name("NAME|PATH");
   cmd->add_option("--draft-weights", args->draft_weights, "Draft model's weight type (default: the target's --weights)")
       ->type_name("TYPE");
-  cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")->type_name("N");
+  cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")
+      ->check(kNonNegativeCount)->type_name("N");
   cmd->get_option("--verify-ms")->excludes(draft);
   cmd->get_option("--draft-ms")->excludes(draft);
   args->out.add_to(*cmd);

@@ -127,8 +127,7 @@ void run(const SweepArgs& a) {
     for (const ScenarioRun& r : runs)
       for (const ScenarioPoint& p : r.points)
         if (!p.error.empty())
-          fmt::print(stderr, "infer-plan: error: {} / case '{}' [{}]: {}\n", r.scenario->source, p.case_name,
-                     axes_text(p.axes), p.error);
+          fmt::print(stderr, "infer-plan: error: {}{}\n", p.axes.empty() ? "" : "[" + axes_text(p.axes) + "] ", p.error);
     throw ExitCode{2};
   }
   if (a.check) {

@@ -28,14 +28,17 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->type_name("TOKENS");
   cmd.add_option("--requests,-n", requests,
                  fmt::format("Concurrent requests, each holding --ctx tokens of KV (default {})", d.requests))
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--tp", tp,
                  "Tensor-parallel devices: weights and KV heads split across N devices; figures "
                  "are per device (default 1)")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   if (groups & kGeneration) {
     cmd.add_option("--output,-o", output,
                    fmt::format("Tokens generated per request (default {})", d.output))
+      ->check(kNonNegativeCount)
         ->type_name("TOKENS");
     cmd.add_option("--decode-ms", decode_ms,
                    "A measured decode iteration in ms (the whole batch, one token each); default: "

@@ -11,6 +11,14 @@
 
 namespace infer_plan::apps {
 
+// For flags bound to unsigned integers: CLI11 would otherwise wrap "-3" into 2^64 - 3.
+inline const CLI::Validator kNonNegativeCount(
+    [](std::string& text) {
+      return !text.empty() && text[0] == '-' ? "'" + text + "' is negative; expected a whole number >= 0"
+                                             : std::string();
+    },
+    "", "non-negative count");
+
 struct PlanOptions {
   std::string plan_file;
   std::string model, hw, weights, weights_size, kv, kv_k, kv_v, ctx;

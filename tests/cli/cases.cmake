@@ -283,3 +283,4 @@ infer_plan_cli_case(bad_quant_type EXIT 2 ARGS quant Q4_K --quantize ${_qd}/inpu
   MATCH "TYPE: no quantizer for Q4_K; known: Q8_0, Q4_0, Q2_K")
 infer_plan_cli_case(bad_quant_no_type EXIT 2 ARGS quant --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.f32
   MATCH "TYPE: --quantize and --dequantize need a block type")
+infer_plan_cli_case(bad_negative_count EXIT 2 ARGS offload --buffers -1 MATCH "--buffers: '-1' is negative")
