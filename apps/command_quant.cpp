@@ -42,7 +42,7 @@ void write_file(const std::string& path, const uint8_t* data, size_t bytes) {
 
 // Floats are read and written byte by byte as little-endian, whatever the host.
 void run_convert(const QuantArgs& a) {
-  if (a.type.empty()) throw InputError("TYPE: --quantize and --dequantize need a block type (Q8_0, Q4_0, Q2_K)");
+  if (a.type.empty()) throw InputError(fmt::format("TYPE: --quantize and --dequantize need a type ({})", kernels::quantizer_type_names()));
   const GgmlTypeInfo& t = ggml_type_by_name(a.type, "TYPE");
   if (!kernels::has_quantizer(t.type))
     throw InputError(fmt::format("TYPE: no quantizer for {}; known: {}", t.name, kernels::quantizer_type_names()));

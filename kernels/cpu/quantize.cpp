@@ -11,6 +11,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/half.hpp"
 #include "planner/input_error.hpp"
@@ -151,10 +152,35 @@ int nearest_int(float x) {
 }
 
 bool has_quantizer(GgmlType type) {
-  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K;
+  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K ||
+         type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
 }
 
-std::string_view quantizer_type_names() { return "Q8_0, Q4_0, Q2_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K"; }
+
+// The float types as rows too, so weights and KV caches of any supported type are written and
+// read by the same two calls. Little-endian storage, as in a GGUF file.
+void store_row_float(GgmlType type, std::span<const float> values, std::span<uint8_t> bytes) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == GgmlType::F32) {
+      std::memcpy(&bytes[4 * i], &values[i], 4);  // the hosts we build for are little-endian
+      continue;
+    }
+    const uint16_t h = type == GgmlType::F16 ? fp32_to_fp16(values[i]) : fp32_to_bf16(values[i]);
+    bytes[2 * i] = static_cast<uint8_t>(h & 0xFF);
+    bytes[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+  }
+}
+void load_row_float(GgmlType type, std::span<const uint8_t> bytes, std::span<float> values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == GgmlType::F32) {
+      std::memcpy(&values[i], &bytes[4 * i], 4);
+      continue;
+    }
+    const auto h = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+    values[i] = type == GgmlType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+  }
+}
 
 void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks) {
   assert(values.size() % kQ80Values == 0 && q8_0().block_values == kQ80Values);
@@ -337,6 +363,9 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: return store_row_float(type, values, blocks);
     default:
       throw InputError(fmt::format("{}: no quantizer for {}; known: {}", what, ggml_type_info(type).name,
                                    quantizer_type_names()));
@@ -350,6 +379,9 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: return load_row_float(type, blocks, values);
     default:
       throw InputError(fmt::format("{}: no dequantizer for {}; known: {}", what, ggml_type_info(type).name,
                                    quantizer_type_names()));

@@ -1,4 +1,4 @@
-// Quantize and dequantize rows of Q8_0, Q4_0 and Q2_K blocks, bit-identical to ggml's reference
+// Quantize and dequantize rows of Q8_0, Q4_0 and Q2_K blocks (and convert F32/F16/BF16 rows), bit-identical to ggml's reference
 // quantizers (quantize_row_*_ref) and dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
 // packed byte arrays with no padding, laid out as ggml-common.h's block structs; block sizes come
 // from planner/ggml_type (the one table of layouts).
@@ -10,7 +10,8 @@
 
 namespace infer_plan::kernels {
 
-// True for the types this file can quantize and dequantize (Q8_0, Q4_0, Q2_K).
+// True for the types this file can quantize and dequantize: Q8_0, Q4_0, Q2_K, and the float
+// types F32, F16, BF16 (converted with round-to-nearest-even, stored little-endian).
 bool has_quantizer(GgmlType type);
 std::string_view quantizer_type_names();  // "Q8_0, Q4_0, Q2_K" for messages
 

@@ -273,5 +273,26 @@ TEST_CASE("sizes that are not whole blocks are input errors naming the input") {
                        doctest::Contains("need 34 bytes, got 33"), InputError);
   CHECK_THROWS_AS(quantize_row(GgmlType::Q4_K, y, b, "x"), InputError);
   CHECK(has_quantizer(GgmlType::Q2_K));
-  CHECK_FALSE(has_quantizer(GgmlType::F16));
+  CHECK(has_quantizer(GgmlType::F16));
+  CHECK_FALSE(has_quantizer(GgmlType::Q6_K));
+}
+
+TEST_CASE("float rows: F16 and BF16 rows round to nearest even, little-endian; F32 is a copy") {
+  // 1 + 2^-11 lies halfway between two halves (1 and 1 + 2^-10): ties to even gives 1.0 = 0x3C00.
+  // 1 + 2^-8 lies halfway between two bfloat16s (1 and 1 + 2^-7): ties to even gives 0x3F80.
+  const std::vector<float> x{1.0f + 0x1p-11f, -2.0f, 1.0f + 0x1p-8f, 0.0f};
+  std::vector<uint8_t> h(8), b(8), f(16);
+  quantize_row(GgmlType::F16, x, h, "x");
+  quantize_row(GgmlType::BF16, x, b, "x");
+  quantize_row(GgmlType::F32, x, f, "x");
+  CHECK(h[0] == 0x00); CHECK(h[1] == 0x3C);  // 1.0
+  CHECK(h[2] == 0x00); CHECK(h[3] == 0xC0);  // -2.0 = 0xC000
+  CHECK(b[0] == 0x80); CHECK(b[1] == 0x3F);  // 1.0 = 0x3F80
+  CHECK(b[4] == 0x80); CHECK(b[5] == 0x3F);  // the tie rounds down to 1.0
+  std::vector<float> back(4);
+  dequantize_row(GgmlType::F32, f, back, "x");
+  CHECK(back == x);
+  dequantize_row(GgmlType::BF16, b, back, "x");
+  CHECK(back[1] == -2.0f);
+  CHECK(back[2] == 1.0f);
 }

@@ -1,0 +1,52 @@
+// Matrix products of a weight matrix stored as GGML rows with a small batch of activations, the
+// work of every projection in a decode step: y[b][r] = dot(W row r, x[b]). As ggml does, the
+// activations are first converted once to the weight type's "vec_dot type" (Q8_0 for Q8_0 and Q4_0
+// weights, Q8_K for Q2_K, F16 for F16, BF16 for BF16, F32 for F32) and each dot product then runs
+// on blocks. Vectorised (AVX2) where the CPU has it, with a scalar fallback chosen at run time.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "planner/ggml_type.hpp"
+
+namespace infer_plan::kernels {
+
+// True for the weight types these products run on: F32, F16, BF16, Q8_0, Q4_0, Q2_K.
+bool has_matmul(GgmlType weight_type);
+std::string_view matmul_type_names();  // "F32, F16, BF16, Q8_0, Q4_0, Q2_K" for messages
+// The type the activations are converted to for `weight_type` (ggml's vec_dot_type).
+GgmlType activation_type(GgmlType weight_type);
+
+// A batch of activation rows converted for one weight type: `batch` rows of `cols` values, each
+// `row_bytes` long, back to back.
+struct Activations {
+  GgmlType type = GgmlType::F32;
+  uint64_t cols = 0;
+  uint64_t batch = 0;
+  uint64_t row_bytes = 0;
+  std::vector<uint8_t> data;
+  const uint8_t* row(uint64_t b) const { return data.data() + b * row_bytes; }
+};
+
+// x is batch x cols floats, row-major. cols must be a whole number of the weight type's blocks.
+void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, uint64_t cols,
+                         Activations& out);
+
+// Rows [row_begin, row_end) of y = W x for a weight matrix of `rows` rows of `cols` values stored
+// as consecutive GGML rows of `weight_type` starting at `weights`. y is batch x rows, row-major:
+// y[b * rows + r]. Callers split the rows across threads; the function itself is single-threaded.
+void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, const Activations& x,
+                 uint64_t row_begin, uint64_t row_end, float* y);
+
+// The plain-loop reference: dequantize each weight row and each converted activation row to
+// float and sum in double. The tests compare matmul_rows against it.
+void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_t rows,
+                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y);
+
+// Which implementation matmul_rows uses on this CPU ("avx2" or "scalar"); benches print it.
+std::string_view matmul_implementation();
+// Forces the scalar path (tests run both paths on a CPU that has AVX2).
+void matmul_force_scalar(bool force);
+
+}  // namespace infer_plan::kernels
