@@ -7,6 +7,7 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog.hpp"
+#include "planner/predict.hpp"
 #include "planner/figures.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/units.hpp"
@@ -70,7 +71,7 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
 
 void run(const FitArgs& a) {
   const Plan plan = a.plan.resolve();
-  const ModelSpec spec = load_model(plan.model);
+  const ModelSpec spec = plan_model_spec(plan);
   const HwProfile hw = load_hw_profile(plan.hw);
   const PlanWeights w = plan_weights(spec, plan.weights, plan.weights_bytes);
   const FitResult r = fit_memory(spec, hw, plan, w.bytes, w.label);

@@ -7,6 +7,7 @@
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
 #include "planner/catalog.hpp"
+#include "planner/predict.hpp"
 #include "planner/kv_cache.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/units.hpp"
@@ -29,7 +30,7 @@ std::string trimmed(double v, std::string_view unit) {
 
 void run(const KvArgs& a) {
   const Plan plan = a.plan.resolve();
-  const ModelSpec spec = load_model(plan.model);
+  const ModelSpec spec = plan_model_spec(plan);
   check_tensor_parallel(spec, plan.tp, "--tp");
   std::vector<KvTypes> rows;
   const bool explicit_pair = !a.plan.kv.empty() || !a.plan.kv_k.empty() || !a.plan.kv_v.empty();

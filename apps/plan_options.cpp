@@ -17,6 +17,10 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path "
                              "(default {})", fmt::join(builtin_model_names(), ", "), d.model))
       ->type_name("NAME|PATH");
+  cmd.add_option("--scale", scale,
+                 "Shrink the model by this factor (layers, widths, heads, vocab) for a CPU run; "
+                 "figures are for the shrunk shape (default 1)")
+      ->type_name("FACTOR");
   cmd.add_option("--kv", kv,
                  "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
                  "q5_0, q5_1 (default bf16)")
@@ -55,8 +59,9 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                              "(default {})", fmt::join(builtin_hw_names(), ", "), d.hw))
       ->type_name("NAME|PATH");
   cmd.add_option("--weights,-w", weights,
-                 "Weight type for every matrix (norms stay F32): F32, F16, BF16, Q8_0, Q6_K, Q5_K, "
-                 "Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, Q3_K, Q2_K, or file (a .gguf model's own types); default BF16, file for a .gguf")
+                 "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, Q4_0, Q2_K, "
+                 "BF16, ...), a GGML type stored throughout with :pure (Q4_0:pure; norms stay F32), "
+                 "or file (a .gguf model's own types); default BF16, file for a .gguf")
       ->type_name("TYPE");
   cmd.add_option("--weights-size", weights_size,
                  "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")
@@ -72,6 +77,7 @@ Plan PlanOptions::resolve() const {
   if (!plan_file.empty()) p = plan_from_json(read_json_file(plan_file), plan_file);
   if (!model.empty()) p.model = model;
   if (!hw.empty()) p.hw = hw;
+  if (scale) p.scale = *scale;
   if (!weights.empty()) {
     p.weights = weights;
     p.weights_bytes.reset();

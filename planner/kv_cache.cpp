@@ -63,6 +63,10 @@ uint64_t kv_v_bytes_per_token(const ModelSpec& s, GgmlType v, uint64_t tp) {
   return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, v, "V");
 }
 
+uint64_t kv_cache_tokens(uint64_t context) {
+  return (context + kKvPageTokens - 1) / kKvPageTokens * kKvPageTokens;
+}
+
 uint64_t kv_bytes_per_token(const ModelSpec& s, KvTypes types, uint64_t tp) {
   return kv_k_bytes_per_token(s, types.k, tp) + kv_v_bytes_per_token(s, types.v, tp);
 }

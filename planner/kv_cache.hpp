@@ -26,6 +26,12 @@ std::string kv_types_label(KvTypes types);
 // replicated (one per device) when there are fewer KV heads than devices.
 uint64_t kv_heads_per_device(const ModelSpec& spec, uint64_t tp);
 
+// The KV cache is held in pages of this many tokens (vLLM's default block size); a request's
+// cache is a whole number of pages, so its context is rounded up to one (llama.cpp pads its cache
+// likewise, to 32 or 256 tokens). The runtime allocates exactly these pages.
+inline constexpr uint64_t kKvPageTokens = 16;
+uint64_t kv_cache_tokens(uint64_t context);  // context rounded up to whole pages
+
 // Bytes of K and V for one token, all layers, on one device (tp = 1: the whole cache).
 uint64_t kv_bytes_per_token(const ModelSpec& spec, KvTypes types, uint64_t tp = 1);
 uint64_t kv_k_bytes_per_token(const ModelSpec& spec, GgmlType k, uint64_t tp = 1);

@@ -57,7 +57,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   r.weights_label = weights_label;
   r.weights_bytes = (weights_bytes_total + plan.tp - 1) / plan.tp;
   r.kv_bytes_per_token = kv_bytes_per_token(s, plan.kv, plan.tp);
-  r.kv_bytes_per_request = r.kv_bytes_per_token * plan.context;
+  r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(plan.context);
   r.kv_bytes = r.kv_bytes_per_request * plan.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), plan.reserves.begin(), plan.reserves.end());
@@ -70,7 +70,8 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   r.fits = r.headroom_bytes >= 0;
   if (for_kv > 0) {
     r.max_requests = static_cast<uint64_t>(for_kv) / r.kv_bytes_per_request;
-    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * plan.requests);
+    // Whole pages only: a context that needs a page more than fits does not fit.
+    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * plan.requests) / kKvPageTokens * kKvPageTokens;
   }
 
   if (!with_derivation) return r;
@@ -95,8 +96,11 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
     d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
                             plan.tp, r.weights_bytes, gib(r.weights_bytes)));
   for (auto& line : kv_per_token_derivation(s, plan.kv, plan.tp)) d.push_back(line);
+  if (kv_cache_tokens(plan.context) != plan.context)
+    d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", plan.context,
+                            kKvPageTokens, kv_cache_tokens(plan.context)));
   d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}",
-                          r.kv_bytes_per_token, plan.context, plan.requests, plan.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+                          r.kv_bytes_per_token, kv_cache_tokens(plan.context), plan.requests, plan.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
   d.push_back(fmt::format("free     = usable - weights = {} - {} = {}", gib(r.usable_bytes),
                           gib(r.weights_bytes), gib(r.free_after_weights_bytes)));
   std::string reserve_terms;
@@ -107,7 +111,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   if (for_kv > 0) {
     d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", plan.context,
                             for_kv, r.kv_bytes_per_request, r.max_requests));
-    d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})) = {} tokens",
+    d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
                             plan.requests, plan.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token, plan.requests, r.max_context));
   } else {
     d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");

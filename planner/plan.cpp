@@ -1,4 +1,4 @@
-// plan.json keys: model, hw, weights, weights_size, kv {k, v} or "kv": "q8_0", context, output,
+// plan.json keys: model, scale, hw, weights, weights_size, kv {k, v} or "kv": "q8_0", context, output,
 // requests, tp, reserves {name: size}. Ranges are checked here so the CLI and files agree.
 #include "planner/plan.hpp"
 
@@ -13,7 +13,7 @@ namespace infer_plan {
 
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
-  static const std::set<std::string> allowed{"model", "hw", "weights", "weights_size", "kv",
+  static const std::set<std::string> allowed{"model", "scale", "hw", "weights", "weights_size", "kv",
                                              "context", "output", "requests", "tp", "reserves",
                                              "decode_ms", "deadline_s", "offload", "speculative", "load"};
   for (const auto& [key, value] : j.items())
@@ -22,6 +22,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                                    fmt::join(allowed, ", ")));
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
+  p.scale = optional_number(j, "scale", where).value_or(p.scale);
   if (auto it = j.find("hw"); it != j.end() && it->is_object()) {
     p.hw = "inline";
     p.hw_inline = *it;
@@ -136,6 +137,9 @@ void validate_plan(const Plan& p, std::string_view where, bool from_flags) {
   if (p.output > kMaxContextTokens)
     throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}",
                                  name("output", "--output"), p.output, kMaxContextTokens));
+  if (!(p.scale > 0 && p.scale <= 1))
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25",
+                                 name("scale", "--scale"), p.scale));
   if (p.tp == 0 || p.tp > 64)
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to 64 devices", name("tp", "--tp"), p.tp));
 }

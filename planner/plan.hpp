@@ -47,6 +47,7 @@ struct LoadPlan {
 
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
+  double scale = 1.0;                      // shrink the model for a CPU run (planner/model_scale)
   std::string hw = "h200";                 // built-in name or profile path
   std::string weights;                     // llama.cpp file type or GGML type; empty = the default:
                                            // "file" for a .gguf model, BF16 otherwise

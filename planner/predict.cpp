@@ -12,6 +12,7 @@
 #include "planner/littles_law.hpp"
 #include "planner/serving_sim.hpp"
 #include "planner/speculative.hpp"
+#include "planner/model_scale.hpp"
 #include "planner/units.hpp"
 
 namespace infer_plan {
@@ -19,13 +20,32 @@ namespace infer_plan {
 ResolvedPlan resolve_plan(const Plan& plan) {
   ResolvedPlan rp;
   rp.plan = plan;
-  rp.spec = load_model(plan.model);
+  rp.spec = plan_model_spec(plan);
   rp.hw = plan.hw_inline ? hw_profile_from_json(*plan.hw_inline, "inline", "plan: field 'hw'",
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
   rp.weights = plan_weights(rp.spec, plan.weights, plan.weights_bytes);
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
   return rp;
+}
+
+ServingLoad plan_serving_load(const Plan& plan) {
+  if (!plan.load || !plan.load->rate_per_s) throw InputError("plan: load.rate_per_s is needed to simulate serving");
+  if (plan.output == 0 || plan.output >= plan.context)
+    throw InputError(fmt::format("plan: output {} must be at least 1 and less than context {} (the prompt "
+                                 "is context - output tokens)", plan.output, plan.context));
+  ServingLoad load;
+  load.rate_per_s = *plan.load->rate_per_s;
+  load.requests = plan.load->requests;
+  load.prompt_tokens = TokenLengths::fixed(plan.context - plan.output);
+  load.output_tokens = TokenLengths::fixed(plan.output);
+  load.deadline_s = plan.deadline_s;
+  load.seed = plan.load->seed;
+  return load;
+}
+
+ModelSpec plan_model_spec(const Plan& plan) {
+  return scale_model_spec(load_model(plan.model), plan.scale, "scale");
 }
 
 double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {
@@ -116,7 +136,8 @@ Json distribution(const Distribution& d, double scale) {
 }
 
 // serving: Poisson arrivals on a continuous-batching server whose steps are the roofline's and
-// whose KV capacity is what fit leaves after weights and reserves.
+// whose KV capacity is the pool fit sized (requests x context, whole pages): the pool the runtime
+// allocates, so a request waits for KV space in both at the same moments.
 Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
   const Plan& plan = rp.plan;
   const LoadPlan& lp = *plan.load;
@@ -126,16 +147,9 @@ Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
     return rl.decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
   };
   server.prefill_s = [&rl](uint64_t prompt) { return rl.prefill(prompt).time_s; };
-  const int64_t for_kv = fit.free_after_weights_bytes - static_cast<int64_t>(fit.reserved_bytes);
-  server.kv_capacity_tokens = for_kv > 0 ? static_cast<uint64_t>(for_kv) / fit.kv_bytes_per_token : 0;
+  server.kv_capacity_tokens = fit.kv_bytes / fit.kv_bytes_per_token;
   server.max_batch = lp.max_batch;
-  ServingLoad load;
-  load.rate_per_s = *lp.rate_per_s;
-  load.requests = lp.requests;
-  load.prompt_tokens = TokenLengths::fixed(plan.context);
-  load.output_tokens = TokenLengths::fixed(std::max<uint64_t>(plan.output, 1));
-  load.deadline_s = plan.deadline_s;
-  load.seed = lp.seed;
+  ServingLoad load = plan_serving_load(plan);
   const ServingResult r = simulate_serving(server, load);
   Json j{{"stable", r.stable}, {"unstable_reason", r.unstable_reason}, {"requests", r.requests},
          {"completed", r.completed}, {"rejected", r.rejected.total()}, {"rejection_rate", r.rejection_rate},

@@ -8,6 +8,7 @@
 #include "planner/offload.hpp"
 #include "planner/plan.hpp"
 #include "planner/roofline.hpp"
+#include "planner/serving_sim.hpp"
 #include "planner/weights_size.hpp"
 
 namespace infer_plan {
@@ -21,6 +22,11 @@ struct ResolvedPlan {
   std::unique_ptr<Roofline> roofline;
 };
 ResolvedPlan resolve_plan(const Plan& plan);
+// The load a plan's `load` section offers: each request holds `context` tokens of KV, a prompt of
+// context - output tokens and `output` generated tokens; arrivals at load.rate_per_s.
+ServingLoad plan_serving_load(const Plan& plan);
+// The plan's model at the plan's scale: the shape the planner predicts and the runtime executes.
+ModelSpec plan_model_spec(const Plan& plan);
 
 // The decode iteration the plan uses: its measured decode_ms, else the roofline at the plan's
 // batch (requests) and context; `source` says which.

@@ -23,12 +23,7 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // Longest run accepted: the per-request records are kept in memory (about 50 B each).
 constexpr uint64_t kMaxRequests = 10'000'000;
 
-struct Request {
-  double arrival_s = 0;
-  uint64_t prompt_tokens = 0;
-  uint64_t output_tokens = 0;
-  uint64_t kv_tokens() const { return prompt_tokens + output_tokens; }
-};
+using Request = ServingRequest;
 
 // What happened to each request in the main run (the lookahead copies record nothing).
 struct Outcome {
@@ -233,7 +228,9 @@ uint64_t draw_tokens(std::mt19937_64& rng, TokenLengths t) {
   return t.min_tokens + rng() % (t.max_tokens - t.min_tokens + 1);
 }
 
-std::vector<Request> draw_requests(const ServingLoad& load) {
+}  // namespace
+
+std::vector<ServingRequest> serving_requests(const ServingLoad& load) {
   std::mt19937_64 rng(load.seed);
   std::vector<Request> requests(load.requests);
   double t = 0;
@@ -249,6 +246,8 @@ std::vector<Request> draw_requests(const ServingLoad& load) {
   }
   return requests;
 }
+
+namespace {
 
 void validate(const ServerModel& server, const ServingLoad& load) {
   if (!server.decode_iteration_s || !server.prefill_s)
@@ -272,6 +271,8 @@ void validate(const ServerModel& server, const ServingLoad& load) {
     throw InputError(fmt::format("deadline_s: {} is not a positive, finite time", *load.deadline_s));
 }
 
+}  // namespace
+
 Distribution summarize(std::vector<double> values) {
   Distribution d;
   d.count = values.size();
@@ -290,6 +291,8 @@ Distribution summarize(std::vector<double> values) {
   d.max = values.back();
   return d;
 }
+
+namespace {
 
 // Stability test (a): the least server time per decode token, amortised over the batch. The
 // batch can hold at most `most` requests; the smallest context b requests can have is b
@@ -357,7 +360,7 @@ TokenLengths parse_token_lengths(std::string_view text, std::string_view what) {
 
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load) {
   validate(server, load);
-  const std::vector<Request> requests = draw_requests(load);
+  const std::vector<Request> requests = serving_requests(load);
   std::vector<Outcome> outcomes(requests.size());
   Engine engine(server, requests);
   engine.outcomes = &outcomes;

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace infer_plan {
 
@@ -83,11 +84,26 @@ struct ServingLoad {
   uint64_t seed = 1;                 // std::mt19937_64; same seed, same run on every platform
 };
 
+// One request of a load: when it arrives and its lengths.
+struct ServingRequest {
+  double arrival_s = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t output_tokens = 0;
+  uint64_t kv_tokens() const { return prompt_tokens + output_tokens; }
+};
+// The requests a load draws, in arrival order: what simulate_serving serves, and what the
+// runtime replays on the clock so that predicted and measured runs see the same arrivals.
+std::vector<ServingRequest> serving_requests(const ServingLoad& load);
+
 // mean and nearest-rank percentiles (p-th percentile = the ceil(p * n)-th smallest value).
 struct Distribution {
   uint64_t count = 0;
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
 };
+
+// The mean and nearest-rank percentiles of a sample (all zero when it is empty); the runtime's
+// measured distributions use it too, so predicted and measured percentiles mean the same thing.
+Distribution summarize(std::vector<double> values);
 
 struct ServingLatency {
   Distribution sojourn_s;     // arrival to last token

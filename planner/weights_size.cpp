@@ -14,6 +14,8 @@
 namespace infer_plan {
 namespace {
 
+constexpr std::string_view kPureSuffix = ":pure";  // llama-quantize --pure: one type throughout
+
 // File types whose name is no GGML type: their tensors are mixed by design.
 bool is_mixed_file_type(std::string_view name) {
   const auto f = find_llama_file_type(name);
@@ -84,12 +86,18 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_typ
       if (!is_gguf_path(spec.source))
         throw InputError(fmt::format("--weights file: the types come from a .gguf given as --model, not '{}'", spec.source));
       w.layout = gguf_weights_layout(read_gguf_model(spec.source));
+    } else if (type_name.size() > kPureSuffix.size() && type_name.ends_with(kPureSuffix)) {
+      const std::string base = type_name.substr(0, type_name.size() - kPureSuffix.size());
+      if (!is_known_ggml_type(base))
+        throw InputError(fmt::format("--weights: '{}' is not a GGML type to store throughout ({})", base, ggml_type_names()));
+      w.layout = uniform_weights_layout(spec, base);
     } else if (const auto f = find_llama_file_type(type_name)) w.layout = recipe_weights_layout(spec, f->ftype);
     else if (is_known_ggml_type(type_name)) w.layout = uniform_weights_layout(spec, type_name);
     else
       throw InputError(fmt::format(
-          "--weights: unknown type '{}'; give a llama.cpp file type ({}) or a GGML type stored "
-          "throughout (Q3_K, Q4_K, Q5_K), or the file size with --weights-size", type_name,
+          "--weights: unknown type '{}'; give a llama.cpp file type ({}), a GGML type stored "
+          "throughout (Q3_K, Q4_K, Q5_K, or any type with ':pure', e.g. Q4_0:pure), or the file "
+          "size with --weights-size", type_name,
           llama_file_type_names()));
     w.bytes = weights_size(w.layout).bytes;
     w.label = w.layout.file_type;

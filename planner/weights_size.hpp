@@ -44,7 +44,8 @@ WeightsSize weights_size(const WeightsLayout& layout);
 WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name);
 
 // The weights a plan names: a llama.cpp file type (its recipe), a GGML type not named by any file
-// type (Q3_K, Q4_K, Q5_K: uniform), "file" (the types of the .gguf the spec was read from), or a
+// type (Q3_K, Q4_K, Q5_K: uniform), any GGML type with ":pure" (uniform, as llama-quantize --pure
+// writes it: "Q4_0:pure" keeps the output head in Q4_0 where the Q4_0 recipe uses Q6_K), "file" (the types of the .gguf the spec was read from), or a
 // given file size (then the BF16 layout is scaled to that
 // size, so the roofline and offload keep the proportions between tensors).
 struct PlanWeights {

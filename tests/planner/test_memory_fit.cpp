@@ -29,8 +29,9 @@ TEST_CASE("SPEC 2: 79.81 GiB + one 8K request fits with 0.13 GiB to spare") {
   CHECK(r.fits);
   CHECK(gib(r.headroom_bytes) == doctest::Approx(0.13).epsilon(0.04));  // 0.129 GiB
   CHECK(r.max_requests == 1);
-  // free 1,714,730,435 B / 192,512 B per token = 8907 tokens (hand: floor(8907.17))
-  CHECK(r.max_context == 8907);
+  // free 1,714,730,435 B / 192,512 B per token = 8907 tokens (hand: floor(8907.17)), in whole
+  // 16-token pages: 556 x 16 = 8896
+  CHECK(r.max_context == 8896);
 }
 
 TEST_CASE("SPEC 2: 81.97 GiB is 0.56 GiB short before any KV") {
@@ -47,6 +48,20 @@ TEST_CASE("SPEC 2: 32K needs 5.88 GiB of KV: does not fit") {
   CHECK_FALSE(r.fits);
 }
 
+TEST_CASE("the KV of a request is whole 16-token pages, as the runtime allocates it") {
+  Plan plan;  // qwen3-8b: 144 KiB per token at BF16
+  plan.requests = 2;
+  const ModelSpec s = load_model("qwen3-8b");
+  const HwProfile hw = load_hw_profile("h200");
+  plan.context = 8190;  // 511.9 pages -> 512 pages = 8192 tokens
+  CHECK(fit_memory(s, hw, plan, GiB, "w").kv_bytes == 2 * 8192 * 144 * KiB);
+  plan.context = 8193;  // one token more than 512 pages -> 513 pages
+  CHECK(fit_memory(s, hw, plan, GiB, "w").kv_bytes_per_request == 8208 * 144 * KiB);
+  CHECK(kv_cache_tokens(1) == 16);
+  CHECK(kv_cache_tokens(16) == 16);
+  CHECK(kv_cache_tokens(17) == 32);
+}
+
 TEST_CASE("reserves, tensor parallel, many requests") {
   Plan plan;  // qwen3-8b on h200, BF16 KV, 4 x 8192
   const ModelSpec s = load_model("qwen3-8b");
@@ -57,7 +72,7 @@ TEST_CASE("reserves, tensor parallel, many requests") {
   CHECK(a.headroom_bytes == static_cast<int64_t>(a.usable_bytes - w - a.kv_bytes));
   // max requests: floor((usable - weights) / 1152 MiB)
   CHECK(a.max_requests == (a.usable_bytes - w) / (1152 * MiB));
-  CHECK(a.max_context == (a.usable_bytes - w) / (144 * KiB * 4));
+  CHECK(a.max_context == (a.usable_bytes - w) / (144 * KiB * 4) / 16 * 16);
 
   plan.reserves.push_back({"cuda_context", 512 * MiB});
   FitResult b = fit_memory(s, hw, plan, w, "w");

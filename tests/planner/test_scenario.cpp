@@ -79,6 +79,7 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   CHECK(serving["mean_in_system"].get<double>() ==
         doctest::Approx(serving["littles_law_in_system"].get<double>()).epsilon(0.02));
   // a long output at a rate the H200 cannot serve: unstable, and no latency numbers at all
+  plan.context = 8192;  // a 4096-token prompt and 4096 tokens out
   plan.output = 4096;
   plan.load->rate_per_s = 200;
   plan.load->max_batch = 8;
@@ -86,4 +87,7 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   CHECK(overload["stable"] == false);
   CHECK(overload["ttft_s"].is_null());
   CHECK(overload["mean_sojourn_s"].is_null());
+  // the prompt is context - output: an output as long as the context leaves no prompt
+  plan.output = 8192;
+  CHECK_THROWS_WITH_AS(predict(plan), doctest::Contains("less than context 8192"), InputError);
 }
