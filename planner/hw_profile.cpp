@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "planner/ggml_type.hpp"
 #include "planner/input_error.hpp"
 #include "planner/units.hpp"
 
@@ -163,7 +164,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (j.contains("measured")) {
     const std::string mw = where + ": measured";
     const Json& m = require_object(j, "measured", where);
-    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "source"}, mw);
+    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "matvec", "matmul", "source"}, mw);
     MeasuredFigures f;
     if (m.contains("memory_bandwidth")) f.memory_bandwidth_bytes_per_s = rate_field(m, "memory_bandwidth", mw);
     if (m.contains("host_to_device")) f.host_to_device_bytes_per_s = rate_field(m, "host_to_device", mw);
@@ -174,6 +175,18 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
         f.compute_ops_per_s[prec] = parse_flops(value.get<std::string>(), fmt::format("{}: compute.{}", mw, prec));
       }
     }
+    if (m.contains("matvec"))
+      for (const auto& [type, value] : require_object(m, "matvec", mw).items()) {
+        const GgmlTypeInfo& t = ggml_type_by_name(type, fmt::format("{}: matvec.{}", mw, type));
+        f.matvec_bytes_per_s[std::string(t.name)] = rate_field(m.at("matvec"), type, mw + ": matvec");
+      }
+    if (m.contains("matmul"))
+      for (const auto& [type, value] : require_object(m, "matmul", mw).items()) {
+        const GgmlTypeInfo& t = ggml_type_by_name(type, fmt::format("{}: matmul.{}", mw, type));
+        if (!value.is_string())
+          throw InputError(fmt::format("{}: matmul.{} is {}; expected a figure such as \"90 GFLOPS\"", mw, type, value.dump()));
+        f.matmul_ops_per_s[std::string(t.name)] = parse_flops(value.get<std::string>(), fmt::format("{}: matmul.{}", mw, type));
+      }
     f.source = optional_string(m, "source", mw).value_or("probe");
     p.measured = f;
   }

@@ -61,22 +61,42 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
     throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' for the all-reduce", tp, hw.name));
   const double split = weights_scale / static_cast<double>(tp);
+  // A type's measured rates when the profile has them (probe), else the device's.
+  const std::optional<MeasuredFigures>& m = hw.measured;
+  auto rate_of = [&](const std::map<std::string, double> MeasuredFigures::*table, GgmlType type, double fallback) {
+    if (!m) return fallback;
+    const auto it = ((*m).*table).find(std::string(ggml_type_info(type).name));
+    return it != ((*m).*table).end() ? it->second : fallback;
+  };
+  auto read_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matvec_bytes_per_s, t, rates_.memory_bytes_per_s); };
+  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, rates_.compute_ops_per_s); };
   for (const TensorPlacement& p : layout.tensors) {
     const double bytes = static_cast<double>(p.bytes) * split;
     const TensorInfo& t = p.tensor;
     const double params = static_cast<double>(t.elements()) / static_cast<double>(tp);
+    const double read_s = bytes / read_rate(p.type);
+    const double multiply_s = 2.0 * params / ops_rate(p.type);
     if (t.role == TensorRole::token_embd) {
       embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
       if (spec.tied_embeddings) {  // the same matrix is the output head: read whole every step
         dense_bytes_ += bytes;
+        dense_read_s_ += read_s;
         matmul_params_active_ += params;
+        matmul_s_per_token_ += multiply_s;
       }
     } else if (t.is_expert()) {
+      const double active = static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
       expert_bytes_ += bytes;
-      matmul_params_active_ += params * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+      expert_read_s_ += read_s;
+      matmul_params_active_ += params * active;
+      matmul_s_per_token_ += multiply_s * active;
     } else {
       dense_bytes_ += bytes;
-      if (!t.is_vector() && t.role != TensorRole::rope_freqs) matmul_params_active_ += params;
+      dense_read_s_ += read_s;
+      if (!t.is_vector() && t.role != TensorRole::rope_freqs) {
+        matmul_params_active_ += params;
+        matmul_s_per_token_ += multiply_s;
+      }
     }
   }
   for (uint64_t l = 0; l < spec.layers; ++l) moe_layers_ += spec.layer_is_moe(l) ? 1 : 0;
@@ -90,9 +110,9 @@ double Roofline::distinct_experts(double tokens) const {
   return e * (1.0 - std::pow(1.0 - k / e, tokens));
 }
 
-StepCost Roofline::finish(StepCost c, double tokens) const {
-  c.memory_s = c.bytes() / rates_.memory_bytes_per_s;
-  c.compute_s = c.flops / rates_.compute_ops_per_s;
+StepCost Roofline::finish(StepCost c, double tokens, double attention_flops) const {
+  c.memory_s = weight_read_s(tokens) + c.kv_bytes / rates_.memory_bytes_per_s;
+  c.compute_s = matmul_s(tokens) + attention_flops / rates_.compute_ops_per_s;
   if (tp_ > 1) {
     const double n = static_cast<double>(tp_);
     c.comm_bytes = static_cast<double>(kAllReducesPerLayer * spec_.layers) * tokens *
@@ -103,6 +123,14 @@ StepCost Roofline::finish(StepCost c, double tokens) const {
   c.time_s = std::max(c.memory_s, c.compute_s) + c.comm_s;
   return c;
 }
+
+double Roofline::weight_read_s(double tokens) const {
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return dense_read_s_ + expert_read_s_ * expert_fraction + embd_row_bytes_ * tokens / rates_.memory_bytes_per_s;
+}
+
+double Roofline::matmul_s(double tokens) const { return matmul_s_per_token_ * tokens; }
 
 double Roofline::weight_bytes_read(double tokens) const {
   const double expert_fraction =
@@ -120,7 +148,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
                                  static_cast<double>(tp_) * static_cast<double>(context) * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
-  return finish(c, tokens);
+  return finish(c, tokens, attention_flops);
 }
 
 StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
@@ -131,9 +159,9 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
   // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
   const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
-  c.flops = 2.0 * matmul_params_active_ * tokens +
-            4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
-  return finish(c, tokens);
+  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
+  c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
+  return finish(c, tokens, attention_flops);
 }
 
 }  // namespace infer_plan

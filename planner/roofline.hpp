@@ -61,9 +61,14 @@ class Roofline {
   double distinct_experts(double tokens) const;
 
  private:
-  StepCost finish(StepCost c, double tokens) const;
+  StepCost finish(StepCost c, double tokens, double attention_flops) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
+  // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the
+  // memory rate; and seconds to multiply them, at each type's measured product rate or the
+  // compute rate.
+  double weight_read_s(double tokens) const;
+  double matmul_s(double tokens) const;
 
   ModelSpec spec_;
   RooflineRates rates_;
@@ -73,6 +78,9 @@ class Roofline {
   double expert_bytes_ = 0;         // all routed experts of all layers
   uint64_t moe_layers_ = 0;
   double matmul_params_active_ = 0; // parameters multiplied per token (2 FLOPs each)
+  double dense_read_s_ = 0;         // seconds to read dense_bytes_ at each type's rate
+  double expert_read_s_ = 0;        // seconds to read all experts
+  double matmul_s_per_token_ = 0;   // seconds to multiply the active parameters for one token
   uint64_t kv_per_token_ = 0;
 };
 

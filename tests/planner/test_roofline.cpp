@@ -97,12 +97,36 @@ TEST_CASE("tensor parallel: weights split, all-reduce added") {
   CHECK_THROWS_WITH_AS(Roofline(s, w, {}, no_link, 2), doctest::Contains("device_link"), InputError);
 }
 
+TEST_CASE("measured per-type rates: each tensor is read and multiplied at its own type's rate") {
+  const ModelSpec s = load_model("qwen3-0.6b");
+  const WeightsLayout q8 = uniform_weights_layout(s, "Q8_0");
+  HwProfile hw = device("100 GB/s", "1 TFLOPS");
+  const Roofline plain(s, q8, {}, hw);
+  hw.measured = MeasuredFigures{};
+  hw.measured->matvec_bytes_per_s["Q8_0"] = 50e9;   // half the memory rate
+  hw.measured->matmul_ops_per_s["Q8_0"] = 0.25e12;  // a quarter of the compute rate
+  const Roofline probed(s, q8, {}, hw);
+  const StepCost a = plain.decode_step(1, 1), b = probed.decode_step(1, 1);
+  // Matrices are Q8_0; the F32 norms (a few KB) stay at 100 GB/s, as does one embedding row and
+  // the KV of 1 token, so the weight time almost exactly doubles.
+  const double kv_s = a.kv_bytes / 100e9;
+  CHECK(b.memory_s - kv_s == doctest::Approx(2 * (a.memory_s - kv_s)).epsilon(0.002));
+  // Prefill of 512 tokens is compute-bound; its matrix products take 4x as long (attention does not).
+  const StepCost pa = plain.prefill(512), pb = probed.prefill(512);
+  CHECK(pb.compute_s > 3.5 * pa.compute_s);
+  CHECK(pb.compute_s < 4.0 * pa.compute_s);
+  CHECK(b.weight_bytes == a.weight_bytes);  // the bytes themselves do not change
+}
+
 TEST_CASE("rates: measured beats datasheet x efficiency, and says so") {
   HwProfile hw = device("4.8 TB/s", "989 TFLOPS");
   CHECK(roofline_rates(hw).memory_source == "datasheet 4.8 TB/s");
   hw.memory_efficiency = 0.9;
   CHECK(roofline_rates(hw).memory_bytes_per_s == doctest::Approx(4.32e12));
-  hw.measured = MeasuredFigures{4.3e12, {{"bf16", 790e12}}, std::nullopt, "probe"};
+  hw.measured = MeasuredFigures{};
+  hw.measured->memory_bandwidth_bytes_per_s = 4.3e12;
+  hw.measured->compute_ops_per_s = {{"bf16", 790e12}};
+  hw.measured->source = "probe";
   CHECK(roofline_rates(hw).memory_bytes_per_s == 4.3e12);
   CHECK(roofline_rates(hw).compute_ops_per_s == 790e12);
   CHECK(roofline_rates(hw).memory_source.find("measured") == 0);

@@ -1,0 +1,182 @@
+#include "runtime/decoder.hpp"
+
+#include <cassert>
+#include <cmath>
+
+#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/moe_routing.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/rmsnorm.hpp"
+#include "kernels/cpu/swiglu.hpp"
+
+namespace infer_plan::runtime {
+namespace {
+
+constexpr uint64_t kRowGrain = 16;  // rows per chunk boundary: threads never share an output cache line
+
+void grow(std::vector<float>& v, uint64_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+void add_bias(float* y, const WeightTensor* bias, uint64_t tokens, uint64_t width) {
+  if (!bias) return;
+  for (uint64_t t = 0; t < tokens; ++t)
+    for (uint64_t i = 0; i < width; ++i) y[t * width + i] += bias->floats()[i];
+}
+
+// llama.cpp's rope type per architecture: NeoX for Qwen2/Qwen3 (and MoE), normal for Llama.
+kernels::RopeLayout rope_layout_of(const ModelSpec& s) {
+  return s.gguf_arch == "llama" ? kernels::RopeLayout::normal : kernels::RopeLayout::neox;
+}
+
+}  // namespace
+
+Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool)
+    : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()), rope_layout_(rope_layout_of(spec_)) {}
+
+void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, float* y, uint64_t row_offset,
+                      uint64_t rows) {
+  if (rows == 0) rows = w.rows;
+  kernels::convert_activations(w.type(), x, tokens, w.cols, act_);
+  const uint8_t* base = w.data() + row_offset * w.row_bytes;
+  pool_.parallel_for(rows, [&](uint64_t b, uint64_t e) { kernels::matmul_rows(w.type(), base, rows, act_, b, e, y); },
+                     kRowGrain);
+}
+
+void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits) {
+  const uint64_t H = spec_.hidden;
+  uint64_t tokens = 0;
+  for (const SequenceChunk& c : chunks) tokens += c.tokens.size();
+  assert(tokens > 0);
+  grow(x_, tokens * H);
+  grow(xn_, tokens * std::max(H, spec_.q_width()));
+  positions_.resize(tokens);
+  chunk_of_token_.resize(tokens);
+
+  // Embedding: one row of token_embd per token, dequantized.
+  const WeightTensor& embd = weights_.token_embd();
+  uint64_t t = 0;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    for (size_t i = 0; i < chunks[c].tokens.size(); ++i, ++t) {
+      const uint32_t id = chunks[c].tokens[i];
+      assert(id < embd.rows);
+      kernels::dequantize_row(embd.type(), std::span(embd.data() + id * embd.row_bytes, embd.row_bytes),
+                              std::span(&x_[t * H], H), "token_embd row");
+      positions_[t] = chunks[c].past + i;
+      chunk_of_token_[t] = c;
+    }
+
+  const float eps = static_cast<float>(spec_.rms_norm_eps);
+  for (uint64_t l = 0; l < spec_.layers; ++l) {
+    const LayerWeights& L = weights_.layer(l);
+    for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.attn_norm->floats(), H, eps, &xn_[i * H]);
+    attention_layer(l, chunks);
+    for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.ffn_norm->floats(), H, eps, &xn_[i * H]);
+    if (L.ffn_gate_inp) ffn_moe(L, tokens);
+    else ffn_dense(L, tokens);
+  }
+
+  // The head, on each chunk's last token only.
+  const uint64_t n = chunks.size();
+  grow(out_, n * H);
+  t = 0;
+  for (uint64_t c = 0; c < n; ++c) {
+    t += chunks[c].tokens.size();
+    kernels::rmsnorm(&x_[(t - 1) * H], weights_.output_norm().floats(), H, eps, &out_[c * H]);
+  }
+  const WeightTensor& head = weights_.output();
+  std::vector<float> all(n * head.rows);
+  project(head, out_.data(), n, all.data());
+  logits.resize(n);
+  for (uint64_t c = 0; c < n; ++c) logits[c].assign(all.begin() + static_cast<ptrdiff_t>(c * head.rows),
+                                                   all.begin() + static_cast<ptrdiff_t>((c + 1) * head.rows));
+}
+
+void Decoder::attention_layer(uint64_t l, std::span<const SequenceChunk> chunks) {
+  const LayerWeights& L = weights_.layer(l);
+  const uint64_t H = spec_.hidden, D = spec_.head_dim, QW = spec_.q_width(), KW = spec_.kv_width();
+  const uint64_t tokens = positions_.size();
+  grow(q_, tokens * QW);
+  grow(k_, tokens * KW);
+  grow(v_, tokens * KW);
+  grow(att_, tokens * QW);
+  project(*L.attn_q, xn_.data(), tokens, q_.data());
+  project(*L.attn_k, xn_.data(), tokens, k_.data());
+  project(*L.attn_v, xn_.data(), tokens, v_.data());
+  add_bias(q_.data(), L.attn_q_bias, tokens, QW);
+  add_bias(k_.data(), L.attn_k_bias, tokens, KW);
+  add_bias(v_.data(), L.attn_v_bias, tokens, KW);
+  const float eps = static_cast<float>(spec_.rms_norm_eps), theta = static_cast<float>(spec_.rope_theta);
+  for (uint64_t t = 0; t < tokens; ++t) {
+    float* q = &q_[t * QW];
+    float* k = &k_[t * KW];
+    if (L.attn_q_norm)  // Qwen3: RMSNorm per head before RoPE
+      for (uint64_t h = 0; h < spec_.heads; ++h) kernels::rmsnorm(q + h * D, L.attn_q_norm->floats(), D, eps, q + h * D);
+    if (L.attn_k_norm)
+      for (uint64_t h = 0; h < spec_.kv_heads; ++h) kernels::rmsnorm(k + h * D, L.attn_k_norm->floats(), D, eps, k + h * D);
+    kernels::rope(q, spec_.heads, D, positions_[t], theta, rope_layout_);
+    kernels::rope(k, spec_.kv_heads, D, positions_[t], theta, rope_layout_);
+    cache_.store(chunks[chunk_of_token_[t]].seq, l, positions_[t], k, &v_[t * KW]);
+  }
+  // Page tables per chunk, then each token attends to its sequence's positions [0, its own].
+  std::vector<std::vector<const uint8_t*>> k_pages(chunks.size()), v_pages(chunks.size());
+  std::vector<kernels::KvRowsView> k_views(chunks.size()), v_views(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    k_views[c] = cache_.k_view(chunks[c].seq, l, k_pages[c]);
+    v_views[c] = cache_.v_view(chunks[c].seq, l, v_pages[c]);
+  }
+  const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D};
+  pool_.parallel_for(tokens, [&](uint64_t b, uint64_t e) {
+    thread_local std::vector<float> scratch;
+    for (uint64_t t = b; t < e; ++t) {
+      const size_t c = chunk_of_token_[t];
+      kernels::attention_decode(shape, &q_[t * QW], k_views[c], v_views[c], positions_[t] + 1, &att_[t * QW], scratch);
+    }
+  });
+  grow(out_, tokens * H);
+  project(*L.attn_output, att_.data(), tokens, out_.data());
+  for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
+}
+
+void Decoder::ffn_dense(const LayerWeights& L, uint64_t tokens) {
+  const uint64_t H = spec_.hidden, F = L.ffn_gate->rows;
+  grow(gate_, tokens * F);
+  grow(up_, tokens * F);
+  grow(out_, tokens * H);
+  project(*L.ffn_gate, xn_.data(), tokens, gate_.data());
+  project(*L.ffn_up, xn_.data(), tokens, up_.data());
+  kernels::swiglu(gate_.data(), up_.data(), tokens * F, gate_.data());
+  project(*L.ffn_down, gate_.data(), tokens, out_.data());
+  for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
+}
+
+void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
+  const uint64_t H = spec_.hidden, E = spec_.experts, F = spec_.moe_intermediate;
+  std::vector<float> router(tokens * E);
+  project(*L.ffn_gate_inp, xn_.data(), tokens, router.data());
+  // Tokens per expert, with their routing weights.
+  std::vector<std::vector<std::pair<uint64_t, float>>> routed(E);
+  for (uint64_t t = 0; t < tokens; ++t)
+    for (const kernels::ExpertChoice& ch :
+         kernels::route_top_k(std::span(&router[t * E], E), static_cast<uint32_t>(spec_.experts_active), true))
+      routed[ch.expert].push_back({t, ch.weight});
+  std::vector<float> xe, down;
+  for (uint64_t e = 0; e < E; ++e) {
+    const auto& mine = routed[e];
+    if (mine.empty()) continue;
+    const uint64_t n = mine.size();
+    xe.resize(n * H);
+    for (uint64_t i = 0; i < n; ++i) std::copy_n(&xn_[mine[i].first * H], H, &xe[i * H]);
+    grow(gate_, n * F);
+    grow(up_, n * F);
+    down.resize(n * H);
+    project(*L.ffn_gate_exps, xe.data(), n, gate_.data(), e * F, F);
+    project(*L.ffn_up_exps, xe.data(), n, up_.data(), e * F, F);
+    kernels::swiglu(gate_.data(), up_.data(), n * F, gate_.data());
+    project(*L.ffn_down_exps, gate_.data(), n, down.data(), e * H, H);
+    for (uint64_t i = 0; i < n; ++i)
+      for (uint64_t j = 0; j < H; ++j) x_[mine[i].first * H + j] += mine[i].second * down[i * H + j];
+  }
+}
+
+}  // namespace infer_plan::runtime

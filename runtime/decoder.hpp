@@ -1,0 +1,55 @@
+// One forward pass of a Qwen3/Llama-style decoder over a batch of sequences, each bringing one or
+// more new tokens (a decode step brings one per sequence; a prefill chunk brings many): embed,
+// then per layer RMSNorm, q/k/v projections (+ biases, + per-head q/k norms for Qwen3), RoPE,
+// K/V rows into the paged cache, attention over each sequence's own cache, output projection,
+// RMSNorm, dense SwiGLU FFN or top-k routed experts, and the head on each sequence's last token.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/rope.hpp"
+#include "runtime/model_weights.hpp"
+#include "runtime/paged_kv_cache.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace infer_plan::runtime {
+
+struct SequenceChunk {
+  SequenceId seq = 0;
+  std::span<const uint32_t> tokens;  // new tokens, at positions past, past + 1, ...
+  uint64_t past = 0;                 // tokens of this sequence already in the cache
+};
+
+class Decoder {
+ public:
+  Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool);
+
+  // Runs the chunks as one batch; logits gets one row of vocab floats per chunk, for its last
+  // token. The chunks' sequences must have reserved cache pages for past + tokens.
+  void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits);
+
+  const ModelSpec& spec() const { return spec_; }
+
+ private:
+  // y (tokens x w.rows) = W x (tokens x w.cols), rows split across the pool.
+  void project(const WeightTensor& w, const float* x, uint64_t tokens, float* y,
+               uint64_t row_offset = 0, uint64_t rows = 0);
+  void attention_layer(uint64_t layer, std::span<const SequenceChunk> chunks);
+  void ffn_dense(const LayerWeights& L, uint64_t tokens);
+  void ffn_moe(const LayerWeights& L, uint64_t tokens);
+
+  const ModelWeights& weights_;
+  PagedKvCache& cache_;
+  ThreadPool& pool_;
+  ModelSpec spec_;
+  kernels::RopeLayout rope_layout_;
+  // Working buffers, tokens x width, grown as needed and reused across steps.
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_;
+  std::vector<uint64_t> positions_;
+  std::vector<size_t> chunk_of_token_;
+  kernels::Activations act_;
+};
+
+}  // namespace infer_plan::runtime

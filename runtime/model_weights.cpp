@@ -1,0 +1,159 @@
+#include "runtime/model_weights.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/half.hpp"
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/sampling.hpp"
+#include "planner/input_error.hpp"
+
+namespace infer_plan::runtime {
+namespace {
+
+void put_fp16(uint8_t* p, float f) {
+  const uint16_t h = kernels::fp32_to_fp16(f);
+  p[0] = static_cast<uint8_t>(h & 0xFF);
+  p[1] = static_cast<uint8_t>(h >> 8);
+}
+
+// splitmix64's finaliser: decorrelates (seed, tensor, row) into a row seed.
+uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t matrix_rows(const TensorInfo& t) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
+  return rows;
+}
+
+}  // namespace
+
+void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t rng_seed, uint8_t* row) {
+  kernels::SamplerRng rng(rng_seed);
+  auto uniform = [&] { return static_cast<float>(2 * rng.uniform() - 1); };  // [-1, 1)
+  auto below = [&](uint64_t n) { return rng.next_u64() % n; };
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  const uint64_t blocks = cols / info.block_values;
+  switch (type) {
+    case GgmlType::Q8_0:  // d; qs[32] in [-127, 127]: values in +-127 d
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        put_fp16(row, amplitude / 127);
+        for (int i = 0; i < 32; ++i) row[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(below(255)) - 127));
+      }
+      return;
+    case GgmlType::Q4_0:  // d; 32 nibbles q: values (q - 8) d in [-8 d, 7 d]
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        put_fp16(row, amplitude / 8);
+        for (int i = 0; i < 16; ++i) row[2 + i] = static_cast<uint8_t>(below(256));
+      }
+      return;
+    case GgmlType::Q2_K:  // scales[16] (sc | m << 4); qs[64]; d; dmin: values d sc q - dmin m, q in 0..3
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        // m = round(1.5 sc) centres each sub-block on zero; 1.5 d sc 15 = amplitude at most.
+        for (int j = 0; j < 16; ++j) {
+          const auto sc = static_cast<uint8_t>(1 + below(15));
+          const auto m = static_cast<uint8_t>(std::min<int>(15, (3 * sc + 1) / 2));
+          row[j] = static_cast<uint8_t>(sc | (m << 4));
+        }
+        for (int i = 0; i < 64; ++i) row[16 + i] = static_cast<uint8_t>(below(256));
+        put_fp16(row + 80, amplitude / 22.5f);
+        put_fp16(row + 82, amplitude / 22.5f);
+      }
+      return;
+    default: {
+      if (!kernels::has_quantizer(type))
+        throw InputError(fmt::format("synthetic weights: cannot write {} rows", info.name));
+      std::vector<float> values(cols);
+      for (float& v : values) v = amplitude * uniform();
+      kernels::quantize_row(type, values, {row, ggml_row_bytes(type, cols, "synthetic row")}, "synthetic row");
+    }
+  }
+}
+
+ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
+                           uint64_t seed, ThreadPool& pool)
+    : backend_(backend), spec_(spec), layers_(spec.layers) {
+  tensors_.reserve(layout.tensors.size());
+  for (const TensorPlacement& p : layout.tensors) {
+    const TensorInfo& t = p.tensor;
+    if (t.is_vector() ? p.type != GgmlType::F32 : !kernels::has_matmul(p.type))
+      throw InputError(fmt::format(
+          "weights: {} is stored as {}, which the CPU runtime cannot multiply (it runs {}); choose "
+          "weights whose tensors all have these types, e.g. a type with ':pure' (Q4_0:pure)",
+          t.name, ggml_type_info(p.type).name, kernels::matmul_type_names()));
+    WeightTensor w;
+    w.placement = p;
+    w.cols = t.row_length();
+    w.rows = t.is_vector() ? 1 : matrix_rows(t);
+    w.row_bytes = ggml_row_bytes(p.type, w.cols, t.name);
+    if (w.row_bytes * w.rows != p.bytes)
+      throw InputError(fmt::format("weights: {} has {} B in the layout but {} rows of {} B", t.name, p.bytes, w.rows, w.row_bytes));
+    w.buffer = backend.allocate(p.bytes, MemoryCategory::weights);
+    bytes_ += p.bytes;
+    auto* data = static_cast<uint8_t*>(w.buffer.data);
+    const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
+    const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
+                         t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
+                         t.role == TensorRole::attn_k_norm ||
+                         t.role == TensorRole::rope_freqs;  // allocated as the layout says; factors 1, not applied
+    if (is_norm) {
+      std::vector<float> ones(w.cols, 1.0f);
+      std::memcpy(data, ones.data(), p.bytes);
+    } else {
+      // Biases small; the embedding at unit scale (its rows are the residual stream's start).
+      const float amplitude = t.is_vector() ? 0.02f
+                              : t.role == TensorRole::token_embd ? 1.0f
+                                                                 : std::sqrt(3.0f / static_cast<float>(w.cols));
+      pool.parallel_for(w.rows, [&](uint64_t b, uint64_t e) {
+        for (uint64_t r = b; r < e; ++r) fill_synthetic_row(p.type, w.cols, amplitude, mix(tensor_seed + r), data + r * w.row_bytes);
+      });
+    }
+    tensors_.push_back(std::move(w));
+  }
+  for (const WeightTensor& w : tensors_) {
+    const TensorInfo& t = w.placement.tensor;
+    if (t.layer < 0) {
+      if (t.role == TensorRole::token_embd) token_embd_ = &w;
+      else if (t.role == TensorRole::output_norm) output_norm_ = &w;
+      else if (t.role == TensorRole::output) output_ = &w;
+      continue;
+    }
+    LayerWeights& L = layers_.at(static_cast<uint64_t>(t.layer));
+    switch (t.role) {
+      case TensorRole::attn_norm: L.attn_norm = &w; break;
+      case TensorRole::attn_q: L.attn_q = &w; break;
+      case TensorRole::attn_k: L.attn_k = &w; break;
+      case TensorRole::attn_v: L.attn_v = &w; break;
+      case TensorRole::attn_output: L.attn_output = &w; break;
+      case TensorRole::attn_q_norm: L.attn_q_norm = &w; break;
+      case TensorRole::attn_k_norm: L.attn_k_norm = &w; break;
+      case TensorRole::attn_q_bias: L.attn_q_bias = &w; break;
+      case TensorRole::attn_k_bias: L.attn_k_bias = &w; break;
+      case TensorRole::attn_v_bias: L.attn_v_bias = &w; break;
+      case TensorRole::ffn_norm: L.ffn_norm = &w; break;
+      case TensorRole::ffn_gate: L.ffn_gate = &w; break;
+      case TensorRole::ffn_up: L.ffn_up = &w; break;
+      case TensorRole::ffn_down: L.ffn_down = &w; break;
+      case TensorRole::ffn_gate_inp: L.ffn_gate_inp = &w; break;
+      case TensorRole::ffn_gate_exps: L.ffn_gate_exps = &w; break;
+      case TensorRole::ffn_up_exps: L.ffn_up_exps = &w; break;
+      case TensorRole::ffn_down_exps: L.ffn_down_exps = &w; break;
+      default: break;
+    }
+  }
+  if (!output_) output_ = token_embd_;  // tied embeddings
+  if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec.name));
+}
+
+ModelWeights::~ModelWeights() {
+  for (WeightTensor& w : tensors_) backend_.free(w.buffer);
+}
+
+}  // namespace infer_plan::runtime

@@ -1,0 +1,62 @@
+// The KV cache as a pool of pages (kKvPageTokens tokens each, planner/kv_cache.hpp): one
+// backend buffer of exactly the bytes fit predicts (pages x page bytes), pages handed to a
+// request when it is admitted and returned when it leaves. A page holds, for every layer, the
+// K rows then the V rows of its tokens, each row in its cache type (quantized rows carry their
+// own per-block scales).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "kernels/cpu/attention.hpp"
+#include "planner/kv_cache.hpp"
+#include "planner/model_spec.hpp"
+#include "runtime/backend.hpp"
+
+namespace infer_plan::runtime {
+
+using SequenceId = uint64_t;
+
+class PagedKvCache {
+ public:
+  PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages);
+  ~PagedKvCache();
+  PagedKvCache(const PagedKvCache&) = delete;
+  PagedKvCache& operator=(const PagedKvCache&) = delete;
+
+  uint64_t pages_total() const { return pages_total_; }
+  uint64_t pages_free() const { return free_.size(); }
+  uint64_t page_bytes() const { return page_bytes_; }
+  uint64_t bytes() const { return buffer_.bytes; }
+  static uint64_t pages_for(uint64_t tokens) { return kv_cache_tokens(tokens) / kKvPageTokens; }
+
+  // Gives `seq` pages for `tokens` tokens in all (its whole life: prompt and output), or returns
+  // false and changes nothing when too few pages are free. A sequence reserves once.
+  bool reserve(SequenceId seq, uint64_t tokens);
+  void release(SequenceId seq);  // its pages return to the pool
+  uint64_t tokens_reserved(SequenceId seq) const;
+
+  // Writes token `token`'s K and V rows of `layer` from floats (kv_width values each),
+  // converting to the cache types.
+  void store(SequenceId seq, uint64_t layer, uint64_t token, const float* k, const float* v);
+  // The views attention reads for `layer` of `seq`; `pages` is the caller's scratch for the page
+  // pointers (kept alive while the views are used).
+  kernels::KvRowsView k_view(SequenceId seq, uint64_t layer, std::vector<const uint8_t*>& pages) const;
+  kernels::KvRowsView v_view(SequenceId seq, uint64_t layer, std::vector<const uint8_t*>& pages) const;
+
+ private:
+  uint8_t* row(SequenceId seq, uint64_t layer, uint64_t token, bool value) const;
+
+  Backend& backend_;
+  KvTypes types_;
+  uint64_t kv_width_ = 0;
+  uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+  uint64_t layer_stride_ = 0;  // bytes of one layer's K and V rows in a page
+  uint64_t page_bytes_ = 0;
+  uint64_t pages_total_ = 0;
+  DeviceBuffer buffer_;
+  std::vector<uint64_t> free_;  // page indices, used from the back
+  std::map<SequenceId, std::vector<uint64_t>> owned_;
+};
+
+}  // namespace infer_plan::runtime

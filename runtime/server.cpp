@@ -1,0 +1,261 @@
+#include "runtime/server.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "kernels/cpu/sampling.hpp"
+#include "planner/input_error.hpp"
+#include "planner/memory_fit.hpp"
+#include "planner/serving_sim.hpp"
+#include "runtime/decoder.hpp"
+#include "runtime/model_weights.hpp"
+#include "runtime/paged_kv_cache.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace infer_plan::runtime {
+namespace {
+
+struct Live {
+  uint64_t id = 0;
+  std::vector<uint32_t> tokens;  // prompt, then generated
+  uint64_t emitted = 0;          // generated tokens so far
+};
+
+std::vector<ServingRequest> plan_requests(const Plan& plan) {
+  if (plan.load && plan.load->rate_per_s) return serving_requests(plan_serving_load(plan));
+  if (plan.output == 0 || plan.output >= plan.context)
+    throw InputError(fmt::format("plan: output {} must be at least 1 and less than context {} (the prompt "
+                                 "is context - output tokens)", plan.output, plan.context));
+  std::vector<ServingRequest> closed(plan.requests);
+  for (ServingRequest& r : closed) {
+    r.prompt_tokens = plan.context - plan.output;
+    r.output_tokens = plan.output;
+  }
+  return closed;
+}
+
+}  // namespace
+
+RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
+  const Plan& plan = rp.plan;
+  if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
+  if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
+  if (plan.deadline_s)
+    throw InputError("run: admission by deadline is not executed by the runtime yet; remove deadline_s "
+                     "(the planner's `queue --deadline` / `admit` predict it)");
+  const std::vector<ServingRequest> arrivals = plan_requests(plan);
+  const bool closed = !(plan.load && plan.load->rate_per_s);
+  const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
+
+  RunResult result;
+  result.backend = std::string(backend.name());
+  result.model = rp.spec.name;
+  ThreadPool pool(options.threads);
+  result.threads = pool.threads();
+  auto clock_s = [&backend](uint64_t t0) { return static_cast<double>(backend.now_ns() - t0) * 1e-9; };
+
+  const uint64_t setup0 = backend.now_ns();
+  if (options.progress) options.progress(fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
+  ModelWeights weights(backend, rp.spec, rp.weights.layout, options.seed, pool);
+  // The KV pool fit sizes: requests x context, whole pages (planner/memory_fit).
+  const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
+  PagedKvCache cache(backend, rp.spec, plan.kv, pages);
+  Decoder decoder(weights, cache, pool);
+  result.weights_bytes = backend.allocated(MemoryCategory::weights);
+  result.kv_bytes = backend.allocated(MemoryCategory::kv_cache);
+  result.kv_pages = pages;
+  result.setup_s = clock_s(setup0);
+
+  result.requests.resize(arrivals.size());
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    result.requests[i].arrival_s = arrivals[i].arrival_s;
+    result.requests[i].prompt_tokens = arrivals[i].prompt_tokens;
+    result.requests[i].output_tokens = arrivals[i].output_tokens;
+  }
+
+  std::deque<Live> waiting;
+  std::vector<Live> running;
+  size_t next = 0, ended = 0;
+  std::vector<std::vector<float>> logits;
+  std::vector<SequenceChunk> chunks;
+  const uint64_t t0 = backend.now_ns();
+  double last_progress_s = 0;
+
+  auto finish = [&](const Live& s, double now) {
+    result.requests[s.id].finish_s = now;
+    cache.release(s.id);
+    ++ended;
+  };
+
+  double seen_s = 0;
+  uint64_t present = 0;  // waiting + running as the scheduler last saw it
+  while (ended < arrivals.size()) {
+    double now = clock_s(t0);
+    result.in_system_area += static_cast<double>(present) * (now - seen_s);
+    seen_s = now;
+    while (next < arrivals.size() && arrivals[next].arrival_s <= now) {
+      const ServingRequest& a = arrivals[next];
+      if (PagedKvCache::pages_for(a.kv_tokens()) > cache.pages_total()) {
+        result.requests[next].rejected = "exceeds_kv_capacity";
+        ++ended;
+      } else {
+        Live s;
+        s.id = next;
+        kernels::SamplerRng rng(options.seed * 0x9E3779B97F4A7C15ULL + next);
+        s.tokens.resize(a.prompt_tokens);
+        for (uint32_t& tok : s.tokens) tok = static_cast<uint32_t>(rng.next_u64() % rp.spec.vocab);
+        waiting.push_back(std::move(s));
+      }
+      ++next;
+    }
+    present = waiting.size() + running.size();
+    if (options.progress && now - last_progress_s > 1.0) {
+      last_progress_s = now;
+      options.progress(fmt::format("t = {:.1f} s: {}/{} requests done, {} running, {} waiting", now, ended,
+                                   arrivals.size(), running.size(), waiting.size()));
+    }
+    // Prefill first: the head of the queue starts when a batch slot and its pages are free.
+    if (!waiting.empty() && running.size() < max_batch &&
+        cache.reserve(waiting.front().id, result.requests[waiting.front().id].prompt_tokens +
+                                              result.requests[waiting.front().id].output_tokens)) {
+      Live s = std::move(waiting.front());
+      waiting.pop_front();
+      RequestRecord& rec = result.requests[s.id];
+      rec.start_s = now;
+      const uint64_t prompt = s.tokens.size();
+      for (uint64_t past = 0; past < prompt; past += options.prefill_chunk) {
+        const uint64_t n = std::min(options.prefill_chunk, prompt - past);
+        const SequenceChunk c{s.id, std::span<const uint32_t>(s.tokens.data() + past, n), past};
+        const double step0 = clock_s(t0);
+        decoder.forward(std::span(&c, 1), logits);
+        backend.synchronize();
+        result.steps.push_back({true, 1, n, past + n, step0, clock_s(t0)});
+      }
+      s.tokens.push_back(kernels::argmax(logits[0]));
+      s.emitted = 1;
+      rec.first_token_s = clock_s(t0);
+      if (s.emitted == rec.output_tokens) finish(s, rec.first_token_s);
+      else running.push_back(std::move(s));
+      continue;
+    }
+    if (!running.empty()) {
+      chunks.clear();
+      uint64_t context = 0;
+      for (const Live& s : running) {
+        chunks.push_back({s.id, std::span<const uint32_t>(&s.tokens.back(), 1), s.tokens.size() - 1});
+        context += s.tokens.size();
+      }
+      const double step0 = clock_s(t0);
+      decoder.forward(chunks, logits);
+      backend.synchronize();
+      const double step1 = clock_s(t0);
+      result.steps.push_back({false, running.size(), running.size(), context, step0, step1});
+      std::vector<Live> still;
+      still.reserve(running.size());
+      for (size_t i = 0; i < running.size(); ++i) {
+        Live& s = running[i];
+        s.tokens.push_back(kernels::argmax(logits[i]));
+        if (++s.emitted == result.requests[s.id].output_tokens) finish(s, step1);
+        else still.push_back(std::move(s));
+      }
+      running = std::move(still);
+      continue;
+    }
+    if (next < arrivals.size()) {  // idle until the next arrival
+      const double wait_s = arrivals[next].arrival_s - clock_s(t0);
+      if (wait_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+      continue;
+    }
+    assert(waiting.empty());  // nothing runs, nothing arrives: a waiting request would fit
+    break;
+  }
+  result.span_s = clock_s(t0);
+  result.in_system_area += static_cast<double>(present) * (result.span_s - seen_s);
+  for (const RequestRecord& r : result.requests) {
+    assert(r.finish_s >= 0 || !r.rejected.empty());  // every request ends completed or rejected
+    result.span_s = std::max(result.span_s, r.arrival_s);
+  }
+  return result;
+}
+
+namespace {
+// Little's law check needs two independent measurements: the scheduler's count of requests
+// present (mean_in_system) and the per-request timestamps (rate x mean sojourn). The records'
+// own occupancy integral equals the latter by construction, so it is only a fallback.
+double result_in_system(const RunResult& r, double records_area, double span) {
+  return (r.in_system_area > 0 ? r.in_system_area : records_area) / span;
+}
+}  // namespace
+
+Json measured_figures(const RunResult& r) {
+  std::vector<double> decode_ms, prefill_ms, ttft, tpot, sojourn;
+  for (const StepRecord& s : r.steps) (s.prefill ? prefill_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
+  uint64_t completed = 0, output_tokens = 0;
+  std::map<std::string, uint64_t> rejected;
+  // Requests present over time: +1 at arrival, -1 at departure (rejections never enter).
+  std::vector<std::pair<double, int>> events;
+  for (const RequestRecord& q : r.requests) {
+    if (!q.rejected.empty()) {
+      ++rejected[q.rejected];
+      continue;
+    }
+    ++completed;
+    output_tokens += q.output_tokens;
+    ttft.push_back(q.first_token_s - q.arrival_s);
+    if (q.output_tokens >= 2) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1) * 1e3);
+    sojourn.push_back(q.finish_s - q.arrival_s);
+    events.push_back({q.arrival_s, +1});
+    events.push_back({q.finish_s, -1});
+  }
+  std::sort(events.begin(), events.end());
+  double area = 0, last = 0;
+  int present = 0;
+  for (const auto& [t, d] : events) {
+    area += present * (t - last);
+    last = t;
+    present += d;
+  }
+  auto dist = [](std::vector<double> v) {
+    const Distribution d = summarize(std::move(v));
+    return Json{{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}, {"count", d.count}};
+  };
+  const double span = r.span_s > 0 ? r.span_s : 1e-9;
+  const Distribution so = summarize(sojourn);
+  const double rate = static_cast<double>(completed) / span;
+  Json rej = Json::object();
+  uint64_t rejected_total = 0;
+  for (const auto& [why, n] : rejected) {
+    rej[why] = n;
+    rejected_total += n;
+  }
+  return Json{{"backend", r.backend},
+              {"threads", r.threads},
+              {"model", r.model},
+              {"weights_bytes", r.weights_bytes},
+              {"kv_bytes", r.kv_bytes},
+              {"kv_pages", r.kv_pages},
+              {"setup_s", r.setup_s},
+              {"span_s", r.span_s},
+              {"decode_iteration_ms", dist(decode_ms)},
+              {"prefill_ms", dist(prefill_ms)},
+              {"ttft_s", dist(ttft)},
+              {"tpot_ms", dist(tpot)},
+              {"sojourn_s", dist(sojourn)},
+              {"throughput_tok_s", static_cast<double>(output_tokens) / span},
+              {"mean_in_system", result_in_system(r, area, span)},
+              {"mean_sojourn_s", so.mean},
+              {"rate_per_s", rate},
+              {"littles_law_in_system", rate * so.mean},
+              {"requests", r.requests.size()},
+              {"completed", completed},
+              {"rejected", rejected_total},
+              {"rejected_by_reason", rej}};
+}
+
+}  // namespace infer_plan::runtime
