@@ -10,8 +10,9 @@
 // Two paths, picked once at run time: portable (quantize.hpp's dequantize_row, plain loops,
 // std::exp) and AVX2+FMA+F16C (row conversions bit-identical to dequantize_row, 8-wide dots and
 // axpys over a group's heads, an 8-wide exp within 1 ulp). At 4096 tokens x 8 KV heads x 128 with
-// 32 query heads it runs at ~4 GB/s of BF16 KV on one Zen core (bench/bench_attention): about
-// half the time is the float FMAs (4 per KV value), not the memory.
+// 32 query heads it reads ~4 GB/s of BF16 KV on one EPYC core (bench/bench_attention, best run);
+// most of that time is float arithmetic (4 FMAs per KV value), not memory: the same work on 256
+// cache-resident tokens, scaled to 4096, takes ~70% of it.
 #include "kernels/cpu/attention.hpp"
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define INFER_PLAN_ATTENTION_AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -284,7 +286,10 @@ constexpr RowKernels kAvx2{row_to_float_avx2, score_group_avx2, accumulate_group
 bool cpu_runs_avx2() {
   static const bool runs = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 directly: clang 14's __builtin_cpu_supports does not know "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   }();
   return runs;
 }
