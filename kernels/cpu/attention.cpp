@@ -336,7 +336,6 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
                          const KvRowsView& k, const KvRowsView& v, uint64_t n_tokens, float* out,
                          std::vector<float>& scratch) {
   check_shape(shape, k, v);
-  assert(n_tokens > 0);
   const RowKernels& kernels = row_kernels(path);
   const uint64_t head_dim = shape.head_dim, row_values = shape.n_kv_head * head_dim;
   const uint64_t group = shape.n_head / shape.n_kv_head;  // query heads per KV head
@@ -364,6 +363,7 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
   kernels.exponentiate(scores, n_tokens, n_head, max_score, weight_sum);
 
   std::fill(out, out + n_head * head_dim, 0.0f);
+  if (n_tokens == 0) return;  // nothing to attend to: zeros (a decode step always has its own token)
   for (uint64_t t = 0; t < n_tokens; t += kTile) {
     const uint64_t tile = std::min(kTile, n_tokens - t);
     for (uint64_t i = 0; i < tile; ++i) {
@@ -417,7 +417,7 @@ void attention_decode_reference(const AttentionShape& shape, const float* q, con
     for (uint64_t d = 0; d < head_dim; ++d) {
       double acc = 0.0;
       for (uint64_t t = 0; t < n_tokens; ++t) acc += weights[t] * v_rows[t * row_values + kv_offset + d];
-      out[h * head_dim + d] = static_cast<float>(acc / sum);
+      out[h * head_dim + d] = n_tokens == 0 ? 0.0f : static_cast<float>(acc / sum);
     }
   }
 }

@@ -168,6 +168,18 @@ TEST_CASE("attention over one token returns that token's V row exactly") {
   }
 }
 
+TEST_CASE("attention over no tokens gives zeros, not NaN") {
+  const AttentionShape shape{4, 2, 32};
+  const PagedRows k(GgmlType::BF16, {}, 64, 16, 1), v(GgmlType::BF16, {}, 64, 16, 2);
+  const std::vector<float> q(4 * 32, 1.0f);
+  for (const AttentionPath path : kPaths) {
+    if (!attention_path_available(path)) continue;
+    std::vector<float> out(q.size(), -1.0f), scratch;
+    attention_decode_on(path, shape, q.data(), k.view, v.view, 0, out.data(), scratch);
+    check_close(out, std::vector<float>(q.size(), 0.0f), 0.0, 0.0, "no tokens " + path_name(path));
+  }
+}
+
 TEST_CASE("attention with all keys equal gives the mean of the V rows") {
   // Equal scores give weights 1/n each (1/n rounded to float, relative error 2^-24), summed in
   // float over n = 37 rows of |v| <= 1: |error| <= 37 * 2^-24 * 1 ~ 2.2e-6; atol 3e-6.
