@@ -34,6 +34,14 @@ struct AttentionShape {
 void attention_decode(const AttentionShape& shape, const float* q, const KvRowsView& k,
                       const KvRowsView& v, uint64_t n_tokens, float* out, std::vector<float>& scratch);
 
+// The code paths attention_decode chooses between: it takes the fastest this CPU runs. Exposed so
+// that the tests check every path that runs on the test machine against the reference.
+enum class AttentionPath { portable, avx2 };
+bool attention_path_available(AttentionPath path);
+void attention_decode_on(AttentionPath path, const AttentionShape& shape, const float* q,
+                         const KvRowsView& k, const KvRowsView& v, uint64_t n_tokens, float* out,
+                         std::vector<float>& scratch);
+
 // Plain loops: dequantize every K and V row to float, double accumulation.
 void attention_decode_reference(const AttentionShape& shape, const float* q, const KvRowsView& k,
                                 const KvRowsView& v, uint64_t n_tokens, float* out);

@@ -1,0 +1,102 @@
+// RoPE: position 0 is the identity, a head_dim-4 case by hand in both layouts, the documented
+// relation between the layouts, norm preservation, and the kernel against the double reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/rope.hpp"
+
+using namespace infer_plan::kernels;
+
+namespace {
+std::vector<float> random_heads(uint64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> x(n);
+  for (float& v : x) v = static_cast<float>(gen() >> 8) * 0x1p-23f - 1.0f;  // [-1, 1)
+  return x;
+}
+}  // namespace
+
+TEST_CASE("rope at position 0 is the identity") {
+  // cos 0 = 1 and sin 0 = 0 exactly: x0 * 1 - x1 * 0 = x0, bit for bit.
+  for (const RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+    const std::vector<float> x = random_heads(3 * 64, 1);
+    std::vector<float> y = x;
+    rope(y.data(), 3, 64, 0, 10000.0f, layout);
+    for (size_t i = 0; i < x.size(); ++i) REQUIRE(y[i] == x[i]);
+  }
+}
+
+TEST_CASE("rope by hand: head_dim 4 at position 1, theta 10000") {
+  // Pair 0 turns by 1 * 10000^(-0/4) = 1 rad, pair 1 by 10000^(-2/4) = 0.01 rad. x = [1, 2, 3, 4].
+  // normal pairs (x0, x1) and (x2, x3); neox pairs (x0, x2) and (x1, x3). A rotation by a of
+  // (u, v) is (u cos a - v sin a, u sin a + v cos a). Float rounding of values <= 5: atol 2e-6.
+  const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
+  float normal[] = {1, 2, 3, 4};
+  rope(normal, 1, 4, 1, 10000.0f, RopeLayout::normal);
+  const double want_normal[] = {1 * c1 - 2 * s1, 1 * s1 + 2 * c1, 3 * c2 - 4 * s2, 3 * s2 + 4 * c2};
+  float neox[] = {1, 2, 3, 4};
+  rope(neox, 1, 4, 1, 10000.0f, RopeLayout::neox);
+  const double want_neox[] = {1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 1 * s1 + 3 * c1, 2 * s2 + 4 * c2};
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(normal[i] - want_normal[i]) <= 2e-6);
+    CHECK(std::fabs(neox[i] - want_neox[i]) <= 2e-6);
+  }
+}
+
+TEST_CASE("neox is normal applied to the de-interleaved head") {
+  // As documented: neox rotates (x[i], x[i + d/2]), normal rotates (x[2i], x[2i+1]), by the same
+  // angle for pair i. So placing x[i] at 2i and x[i + d/2] at 2i + 1, rotating with normal and
+  // putting the values back gives neox exactly (the same float operations on the same values).
+  const uint64_t d = 64;
+  const std::vector<float> x = random_heads(2 * d, 2);
+  std::vector<float> neox = x, interleaved(2 * d);
+  for (uint64_t h = 0; h < 2; ++h)
+    for (uint64_t i = 0; i < d / 2; ++i) {
+      interleaved[h * d + 2 * i] = x[h * d + i];
+      interleaved[h * d + 2 * i + 1] = x[h * d + i + d / 2];
+    }
+  rope(neox.data(), 2, d, 37, 1e6f, RopeLayout::neox);
+  rope(interleaved.data(), 2, d, 37, 1e6f, RopeLayout::normal);
+  bool differs_from_normal_in_place = false;
+  std::vector<float> normal = x;
+  rope(normal.data(), 2, d, 37, 1e6f, RopeLayout::normal);
+  for (uint64_t h = 0; h < 2; ++h)
+    for (uint64_t i = 0; i < d / 2; ++i) {
+      REQUIRE(neox[h * d + i] == interleaved[h * d + 2 * i]);
+      REQUIRE(neox[h * d + i + d / 2] == interleaved[h * d + 2 * i + 1]);
+    }
+  for (uint64_t i = 0; i < 2 * d; ++i) differs_from_normal_in_place |= normal[i] != neox[i];
+  CHECK(differs_from_normal_in_place);
+}
+
+TEST_CASE("rope preserves each head's norm and matches the double reference") {
+  // A rotation keeps |x|; float rounding of cos, sin and two products per value: rtol 1e-5 on the
+  // norm, atol 1e-6 per value (|x| < 1; the largest gap seen is 1.2e-7). Large positions check
+  // that the angle is formed in double: a float angle at 131071 would be off by up to 0.004 rad.
+  for (const RopeLayout layout : {RopeLayout::normal, RopeLayout::neox})
+    for (const uint64_t position : {1u, 17u, 4096u, 131071u}) {
+      const uint64_t n_heads = 4, d = 128;
+      const std::vector<float> x = random_heads(n_heads * d, static_cast<uint32_t>(position));
+      std::vector<float> got = x, ref = x;
+      rope(got.data(), n_heads, d, position, 1e6f, layout);
+      rope_reference(ref.data(), n_heads, d, position, 1e6f, layout);
+      for (uint64_t h = 0; h < n_heads; ++h) {
+        double before = 0.0, after = 0.0;
+        for (uint64_t i = 0; i < d; ++i) {
+          before += static_cast<double>(x[h * d + i]) * x[h * d + i];
+          after += static_cast<double>(got[h * d + i]) * got[h * d + i];
+        }
+        CHECK(std::sqrt(after) == doctest::Approx(std::sqrt(before)).epsilon(1e-5));
+      }
+      int mismatches = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::fabs(got[i] - ref[i]) <= 1e-6) continue;
+        if (mismatches++ < 5) MESSAGE("position " << position << " [" << i << "]: got " << got[i] << ", want " << ref[i]);
+      }
+      CHECK(mismatches == 0);
+    }
+}
