@@ -23,6 +23,8 @@ constexpr size_t kQ80Values = 32;   // QK8_0
 constexpr size_t kQ40Values = 32;   // QK4_0
 constexpr size_t kQ2KValues = 256;  // QK_K
 constexpr size_t kQ2KSubValues = 16;  // Q2_K: 16 sub-blocks of 16 values, each with its own scale and min
+constexpr size_t kQ8KValues = 256;    // QK_K
+constexpr size_t kQ8KSumValues = 16;  // Q8_K: one bsums entry per 16 codes (a Q2_K..Q6_K sub-block)
 
 // Byte offsets inside one block (ggml-common.h): block_q8_0 {d; qs[32]}, block_q4_0 {d; qs[16]},
 // block_q2_K {scales[16]; qs[64]; d; dmin}.
@@ -30,6 +32,10 @@ constexpr size_t kQ2KScales = 0;
 constexpr size_t kQ2KQs = 16;
 constexpr size_t kQ2KD = 80;
 constexpr size_t kQ2KDmin = 82;
+// block_q8_K {float d; int8_t qs[256]; int16_t bsums[16]}: 4 + 256 + 32 = 292 bytes.
+constexpr size_t kQ8KD = 0;
+constexpr size_t kQ8KQs = 4;
+constexpr size_t kQ8KBsums = 260;
 
 // fp16 fields are stored little-endian whatever the host, as in a GGUF file.
 void store_fp16(uint8_t* p, float f) {
@@ -53,6 +59,7 @@ int8_t truncate_to_int8(float v) {
 const GgmlTypeInfo& q8_0() { return ggml_type_info(GgmlType::Q8_0); }
 const GgmlTypeInfo& q4_0() { return ggml_type_info(GgmlType::Q4_0); }
 const GgmlTypeInfo& q2_k() { return ggml_type_info(GgmlType::Q2_K); }
+const GgmlTypeInfo& q8_k() { return ggml_type_info(GgmlType::Q8_K); }
 
 // ggml's make_qkx2_quants for one Q2_K sub-block (n = 16, nmax = 3, rmin = -0.5, rdelta = 0.1,
 // nstep = 15, use_mad = true): fit x ~ scale * L - the_min with L in 0..3, weighting each value by
@@ -153,10 +160,11 @@ int nearest_int(float x) {
 
 bool has_quantizer(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K ||
-         type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
+         type == GgmlType::Q8_K || type == GgmlType::F32 || type == GgmlType::F16 ||
+         type == GgmlType::BF16;
 }
 
-std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q8_K"; }
 
 // The float types as rows too, so weights and KV caches of any supported type are written and
 // read by the same two calls. Little-endian storage, as in a GGUF file.
@@ -356,6 +364,64 @@ void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> value
   }
 }
 
+// Q8_K is what activations become before a dot product with K-quant weights: a float scale (not
+// fp16), 8-bit codes, and the sum of each 16 codes so the weights' per-sub-block mins can be
+// applied with one multiply per sub-block instead of one per value.
+void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ8KValues == 0 && q8_k().block_values == kQ8KValues);
+  assert(blocks.size() == values.size() / kQ8KValues * q8_k().block_bytes);
+  const size_t block_bytes = q8_k().block_bytes;
+  for (size_t b = 0; b < values.size() / kQ8KValues; ++b) {
+    const float* x = values.data() + b * kQ8KValues;
+    uint8_t* out = blocks.data() + b * block_bytes;
+    // The signed value of largest magnitude (the first one on ties) maps to -127: iscale has the
+    // opposite sign of that value, so every code lies in -127..127 (ggml chose -127, not -128,
+    // to keep its IQ2 SIMD code simple; the clamp at 127 only guards rounding).
+    float amax = 0;
+    float max = 0;
+    for (size_t j = 0; j < kQ8KValues; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0) {
+      // ggml writes d = 0 and zero codes and leaves bsums as they were; we zero them too (the sum
+      // of zero codes), so the block's bytes do not depend on the buffer's previous contents.
+      std::memset(out, 0, block_bytes);
+      continue;
+    }
+    const float iscale = -127.f / max;
+    for (size_t j = 0; j < kQ8KValues; ++j) {
+      const int v = nearest_int(iscale * x[j]);
+      out[kQ8KQs + j] = static_cast<uint8_t>(std::min(127, v));  // int8_t in ggml: modulo 256
+    }
+    for (size_t j = 0; j < kQ8KValues / kQ8KSumValues; ++j) {
+      int sum = 0;
+      for (size_t i = 0; i < kQ8KSumValues; ++i)
+        sum += static_cast<int8_t>(out[kQ8KQs + j * kQ8KSumValues + i]);
+      const auto s16 = static_cast<uint16_t>(static_cast<int16_t>(sum));  // |sum| <= 16 * 127
+      out[kQ8KBsums + 2 * j] = static_cast<uint8_t>(s16 & 0xFF);
+      out[kQ8KBsums + 2 * j + 1] = static_cast<uint8_t>(s16 >> 8);
+    }
+    const float d = 1 / iscale;  // negative when the largest magnitude is positive
+    std::memcpy(out + kQ8KD, &d, 4);  // little-endian host, as store_row_float assumes
+  }
+}
+
+void dequantize_row_q8_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  const size_t block_bytes = q8_k().block_bytes;
+  assert(blocks.size() == values.size() / kQ8KValues * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ8KValues; ++b) {
+    const uint8_t* in = blocks.data() + b * block_bytes;
+    float d;
+    std::memcpy(&d, in + kQ8KD, 4);
+    for (size_t j = 0; j < kQ8KValues; ++j)
+      values[b * kQ8KValues + j] = d * static_cast<float>(static_cast<int8_t>(in[kQ8KQs + j]));
+  }
+}
+
 void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_t> blocks,
                   std::string_view what) {
   check_sizes(type, values.size(), blocks.size(), what);
@@ -363,6 +429,7 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
+    case GgmlType::Q8_K: return quantize_row_q8_k(values, blocks);
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: return store_row_float(type, values, blocks);
@@ -379,6 +446,7 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
+    case GgmlType::Q8_K: return dequantize_row_q8_k(blocks, values);
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: return load_row_float(type, blocks, values);

@@ -1,10 +1,11 @@
-// Q8_0 / Q4_0 / Q2_K quantizers: hand-checked blocks, byte layout, edge cases, round-trip error
+// Q8_0 / Q4_0 / Q2_K / Q8_K quantizers: hand-checked blocks, byte layout, edge cases, round-trip error
 // within one quantization step, and bit-identity with ggml's own reference code on seeded inputs.
 #include <doctest/doctest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -56,6 +57,13 @@ float q2k_step(const std::vector<uint8_t>& b, size_t v) {
   return fp16_to_fp32(u16(b, block * 84 + 80)) * static_cast<float>(b[block * 84 + sub] & 0xF);
 }
 float q2k_min_step(const std::vector<uint8_t>& b, size_t v) { return fp16_to_fp32(u16(b, v / 256 * 84 + 82)); }
+
+float f32_at(const std::vector<uint8_t>& b, size_t at) {
+  float f;
+  std::memcpy(&f, &b[at], 4);  // little-endian host, as the quantizer assumes
+  return f;
+}
+int16_t i16_at(const std::vector<uint8_t>& b, size_t at) { return static_cast<int16_t>(u16(b, at)); }
 
 }  // namespace
 
@@ -152,8 +160,61 @@ TEST_CASE("Q2_K byte layout: scales[16], qs[64], d, dmin; value order as the deq
   CHECK(y[254] == -0.5f);   // code 0 in sub-block 15
 }
 
+TEST_CASE("Q8_K by hand: iscale = -127 / max, codes = nearest_int (ties to even), d = 1 / iscale") {
+  // Layout: float d at 0, int8 qs[256] at 4, int16 bsums[16] at 260 (292 bytes).
+  // max = -127 (the signed value of largest magnitude) -> iscale = 1, d = 1 exactly, and each
+  // code is nearest_int(x): 2.5 -> 2 and 3.5 -> 4 (to even, unlike Q8_0's roundf), -0.5 -> 0,
+  // 1.4 -> 1, -7.6 -> -8. bsums[0] = -127 + 2 + 4 + 0 + 1 - 8 = -128; bsums[1] = 10 + 20 = 30;
+  // bsums[15] = 100; the others 0.
+  std::vector<float> x(256, 0.0f);
+  x[0] = -127.0f; x[1] = 2.5f; x[2] = 3.5f; x[3] = -0.5f; x[4] = 1.4f; x[5] = -7.6f;
+  x[16] = 10.0f; x[17] = 20.0f; x[255] = 100.0f;
+  const std::vector<uint8_t> b = quantize(GgmlType::Q8_K, x);
+  REQUIRE(b.size() == 292);
+  CHECK(f32_at(b, 0) == 1.0f);
+  const int want_codes[] = {-127, 2, 4, 0, 1, -8};
+  for (size_t j = 0; j < 6; ++j) CHECK(static_cast<int8_t>(b[4 + j]) == want_codes[j]);
+  CHECK(static_cast<int8_t>(b[4 + 16]) == 10);
+  CHECK(static_cast<int8_t>(b[4 + 255]) == 100);
+  CHECK(i16_at(b, 260) == -128);
+  CHECK(i16_at(b, 262) == 30);
+  CHECK(i16_at(b, 260 + 2 * 15) == 100);
+  for (size_t j = 2; j < 15; ++j) CHECK(i16_at(b, 260 + 2 * j) == 0);
+  const std::vector<float> y = dequantize(GgmlType::Q8_K, b, 256);
+  CHECK(y[0] == -127.0f);
+  CHECK(y[1] == 2.0f);
+  CHECK(y[5] == -8.0f);
+  CHECK(y[255] == 100.0f);
+}
+
+TEST_CASE("Q8_K: a positive max gives a negative d; the first of tied magnitudes wins") {
+  // max = +254 (x[7], before its mirror -254 at x[8]) -> iscale = -127 / 254 = -0.5, d = -2:
+  // 254 -> -127, -254 -> 127, 3 -> nearest_int(-1.5) = -2 (to even), 1 -> nearest_int(-0.5) = 0.
+  std::vector<float> x(256, 0.0f);
+  x[7] = 254.0f; x[8] = -254.0f; x[9] = 3.0f; x[10] = 1.0f;
+  const std::vector<uint8_t> b = quantize(GgmlType::Q8_K, x);
+  CHECK(f32_at(b, 0) == -2.0f);
+  CHECK(static_cast<int8_t>(b[4 + 7]) == -127);
+  CHECK(static_cast<int8_t>(b[4 + 8]) == 127);
+  CHECK(static_cast<int8_t>(b[4 + 9]) == -2);
+  CHECK(static_cast<int8_t>(b[4 + 10]) == 0);
+  CHECK(i16_at(b, 260) == -127 + 127 - 2);
+  const std::vector<float> y = dequantize(GgmlType::Q8_K, b, 256);
+  CHECK(y[7] == 254.0f);
+  CHECK(y[8] == -254.0f);
+  CHECK(y[9] == 4.0f);  // 3 is 1.5 steps of 2: rounded to even, 2 steps: (-2) * (-2)
+}
+
+TEST_CASE("Q8_K: an all-zero block is all zero bytes, whatever the buffer held") {
+  // ggml leaves bsums untouched here; we write zeros so the output depends on the input only.
+  const std::vector<float> x(512, 0.0f);
+  std::vector<uint8_t> b(2 * 292, 0xAB);
+  quantize_row(GgmlType::Q8_K, x, b, "test");
+  for (uint8_t byte : b) CHECK(byte == 0);
+}
+
 TEST_CASE("edge cases: zeros, one nonzero, huge and tiny values") {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q8_K}) {
     CAPTURE(ggml_type_info(t).name);
     const std::vector<float> zeros(256, 0.0f);
     const std::vector<uint8_t> b = quantize(t, zeros);
@@ -206,6 +267,18 @@ TEST_CASE("round trip error is within one quantization step") {
         CAPTURE(i);
         CHECK(std::fabs(x[i] - y[i]) <= d);
       }
+    }
+  }
+  // Q8_K: <= half a step |d| (nearest rounding against a float d, not an fp16 one), plus the float
+  // roundings of iscale * x and d * code: each under 2^-24 relative on at most 127 steps, i.e.
+  // below 2e-5 of a step; 0.5001 |d| covers them.
+  const std::vector<uint8_t> b8k = quantize(GgmlType::Q8_K, x);
+  const std::vector<float> y8k = dequantize(GgmlType::Q8_K, b8k, x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float d = std::fabs(f32_at(b8k, i / 256 * 292));
+    if (!(std::fabs(x[i] - y8k[i]) <= 0.5001f * d)) {
+      CAPTURE(i);
+      CHECK(std::fabs(x[i] - y8k[i]) <= 0.5001f * d);
     }
   }
   const std::vector<uint8_t> b = quantize(GgmlType::Q2_K, x);
@@ -274,6 +347,7 @@ TEST_CASE("sizes that are not whole blocks are input errors naming the input") {
   CHECK_THROWS_AS(quantize_row(GgmlType::Q4_K, y, b, "x"), InputError);
   CHECK(has_quantizer(GgmlType::Q2_K));
   CHECK(has_quantizer(GgmlType::F16));
+  CHECK(has_quantizer(GgmlType::Q8_K));
   CHECK_FALSE(has_quantizer(GgmlType::Q6_K));
 }
 

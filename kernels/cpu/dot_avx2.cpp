@@ -1,0 +1,313 @@
+// AVX2 dot products: the same sums as matmul.cpp's scalar loops (integer dot per block, then one
+// float multiply-add per block), eight lanes at a time. Every load is unaligned (blocks start at
+// any 2-byte boundary). Each function carries target("avx2,fma,f16c") instead of the whole file
+// being built with -mavx2, so nothing here runs unless avx2_dot() found the CPU able.
+#include "kernels/cpu/dot_avx2.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define INFER_PLAN_X86_DOTS 1
+#include <immintrin.h>
+#endif
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/half.hpp"
+
+namespace infer_plan::kernels {
+
+#ifdef INFER_PLAN_X86_DOTS
+#define INFER_PLAN_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace {
+
+// Q2_K block (ggml-common.h block_q2_K): scales[16] at 0, qs[64] at 16, fp16 d at 80, dmin at 82.
+// Q8_K block: float d at 0, qs[256] at 4, int16 bsums[16] at 260.
+constexpr uint64_t kQ2KBytes = 84;
+constexpr uint64_t kQ8KBytes = 292;
+
+// A batch-1 product streams the weights once, so each core must keep many cache-line reads in
+// flight; the hardware prefetcher alone leaves a single core well below the memory's read
+// bandwidth when the loop also computes. Prefetching this far ahead (about one 4096-column Q8_0
+// row) measured best on a Zen 3 between 1 and 8 KiB; past the last row it only touches lines
+// that are not used (a prefetch never faults).
+constexpr uint64_t kPrefetchBytes = 2048;
+
+INFER_PLAN_AVX2 inline void prefetch(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes), _MM_HINT_T0);
+}
+
+// fp16 -> float for block scales by table lookup (256 KiB, as ggml's ggml_table_f32_f16): a
+// scalar load that vbroadcastss takes straight from memory, where F16C's vcvtph2ps plus a
+// broadcast cost three vector micro-ops per scale, as many as a whole Q8_0 block's products.
+const float* fp16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_fp32(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+inline const float* fp16_entry(const float* table, const uint8_t* p) {
+  return table + (p[0] | (p[1] << 8));
+}
+
+INFER_PLAN_AVX2 inline __m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+INFER_PLAN_AVX2 inline __m128i load128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+INFER_PLAN_AVX2 inline float load_fp16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+INFER_PLAN_AVX2 inline float load_f32(const uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+
+INFER_PLAN_AVX2 inline float horizontal_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Float rows: eight values to eight float lanes, and one value for the tail.
+INFER_PLAN_AVX2 inline __m256 load8_f32(const uint8_t* p) {
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+}
+INFER_PLAN_AVX2 inline __m256 load8_f16(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
+// bfloat16 is the top half of a float: widen to 32 bits and shift into place.
+INFER_PLAN_AVX2 inline __m256 load8_bf16(const uint8_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
+}
+INFER_PLAN_AVX2 inline float load_bf16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Four accumulators of eight lanes hide the FMA latency; the tail (cols not a multiple of 8)
+// runs scalar.
+template <uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
+INFER_PLAN_AVX2 inline float dot_float_row(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  uint64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    const uint8_t* wi = w + i * kValueBytes;
+    const uint8_t* xi = x + i * kValueBytes;
+    acc0 = _mm256_fmadd_ps(load8(wi), load8(xi), acc0);
+    acc1 = _mm256_fmadd_ps(load8(wi + 8 * kValueBytes), load8(xi + 8 * kValueBytes), acc1);
+    acc2 = _mm256_fmadd_ps(load8(wi + 16 * kValueBytes), load8(xi + 16 * kValueBytes), acc2);
+    acc3 = _mm256_fmadd_ps(load8(wi + 24 * kValueBytes), load8(xi + 24 * kValueBytes), acc3);
+  }
+  for (; i + 8 <= cols; i += 8)
+    acc0 = _mm256_fmadd_ps(load8(w + i * kValueBytes), load8(x + i * kValueBytes), acc0);
+  float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < cols; ++i) sum += load1(w + i * kValueBytes) * load1(x + i * kValueBytes);
+  return sum;
+}
+
+INFER_PLAN_AVX2 float dot_f32(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  return dot_float_row<4, load8_f32, load_f32>(w, x, cols);
+}
+INFER_PLAN_AVX2 float dot_f16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  return dot_float_row<2, load8_f16, load_fp16>(w, x, cols);
+}
+// BF16 x BF16 without widening: 16 values in 32 bytes are eight 32-bit words, each an even-index
+// value (low half) and an odd-index one (high half). Shifting left 16 makes the even values
+// floats, masking the low half away makes the odd ones floats, and the even and odd products
+// go to separate accumulators: half the work of widening eight values at a time.
+INFER_PLAN_AVX2 float dot_bf16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  __m256 even0 = _mm256_setzero_ps(), odd0 = _mm256_setzero_ps();
+  __m256 even1 = _mm256_setzero_ps(), odd1 = _mm256_setzero_ps();
+  uint64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    const __m256i w0 = load256(w + 2 * i), x0 = load256(x + 2 * i);
+    const __m256i w1 = load256(w + 2 * i + 32), x1 = load256(x + 2 * i + 32);
+    even0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(x0, 16)), even0);
+    odd0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w0, high)),
+                           _mm256_castsi256_ps(_mm256_and_si256(x0, high)), odd0);
+    even1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(x1, 16)), even1);
+    odd1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w1, high)),
+                           _mm256_castsi256_ps(_mm256_and_si256(x1, high)), odd1);
+  }
+  for (; i + 8 <= cols; i += 8) even0 = _mm256_fmadd_ps(load8_bf16(w + 2 * i), load8_bf16(x + 2 * i), even0);
+  float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(even0, odd0), _mm256_add_ps(even1, odd1)));
+  for (; i < cols; ++i) sum += load_bf16(w + 2 * i) * load_bf16(x + 2 * i);
+  return sum;
+}
+
+// Eight lanes of int32, each the sum of four int8 x int8 products. maddubs multiplies unsigned
+// by signed bytes, so move the sign of a onto b: |a| * (b * sign(a)) = a * b. Codes are in
+// -127..127 (our quantizers and ggml's never write -128), so neither side overflows; the 16-bit
+// pair sums stay within 2 * 127 * 127.
+INFER_PLAN_AVX2 inline __m256i dot_i8_lanes(__m256i a, __m256i b) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// One block's eight int32 lanes scaled by d_w * d_x and added to acc, as
+// acc + d_w * (d_x * lanes): both scales come broadcast from memory (the table, the block).
+INFER_PLAN_AVX2 inline __m256 add_scaled(__m256 acc, __m256i lanes, const float* dw, const float* dx) {
+  const __m256 scaled_x = _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), _mm256_broadcast_ss(dx));
+  return _mm256_fmadd_ps(_mm256_broadcast_ss(dw), scaled_x, acc);
+}
+
+// Q8_0 x Q8_0, block {fp16 d; int8 qs[32]} (34 bytes): per block the 32 code products in int32
+// lanes, converted exactly to float and scaled. Four blocks (136 bytes) per step into four
+// accumulators, so no block waits for the previous block's FMA (4 cycles of latency).
+INFER_PLAN_AVX2 float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  constexpr uint64_t kBytes = 34;
+  const float* table = fp16_table();
+  const uint64_t blocks = cols / 32;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  uint64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) {
+    prefetch(w + b * kBytes);
+    prefetch(w + b * kBytes + 64);
+    for (uint64_t k = 0; k < 4; ++k) {
+      const uint8_t* wk = w + (b + k) * kBytes;
+      const uint8_t* xk = x + (b + k) * kBytes;
+      const __m256i p = dot_i8_lanes(load256(wk + 2), load256(xk + 2));
+      acc[k] = add_scaled(acc[k], p, fp16_entry(table, wk), fp16_entry(table, xk));
+    }
+  }
+  for (; b < blocks; ++b) {
+    const uint8_t* w0 = w + b * kBytes;
+    const uint8_t* x0 = x + b * kBytes;
+    acc[0] = add_scaled(acc[0], dot_i8_lanes(load256(w0 + 2), load256(x0 + 2)), fp16_entry(table, w0),
+                        fp16_entry(table, x0));
+  }
+  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+// Q4_0 x Q8_0, weight block {fp16 d; u8 qs[16]} (18 bytes): value j is the low nibble of byte
+// j, value j + 16 the high nibble, each minus 8. The 16 bytes go to both halves of a register
+// and one variable shift (0 bits low, 4 bits high) puts the high nibbles in place, so after the
+// mask the 32 codes 0..15 are in value order. Unsigned codes go straight into maddubs; the
+// "minus 8" is 8 * sum(x), another maddubs, subtracted from the 16-bit pair sums (both within
+// 2 * 15 * 127, resp. 2 * 8 * 127, so the difference fits).
+INFER_PLAN_AVX2 inline __m256i q4_0_lanes(const uint8_t* qs, __m256i x) {
+  const __m256i bytes = _mm256_broadcastsi128_si256(load128(qs));
+  const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+                                         _mm256_set1_epi8(0x0F));
+  const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi8(8), x));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+INFER_PLAN_AVX2 float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  constexpr uint64_t kWBytes = 18, kXBytes = 34;
+  const float* table = fp16_table();
+  const uint64_t blocks = cols / 32;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  uint64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) {  // four blocks: 72 bytes of weights, four accumulators
+    prefetch(w + b * kWBytes);
+    for (uint64_t k = 0; k < 4; ++k) {
+      const uint8_t* wk = w + (b + k) * kWBytes;
+      const uint8_t* xk = x + (b + k) * kXBytes;
+      acc[k] = add_scaled(acc[k], q4_0_lanes(wk + 2, load256(xk + 2)), fp16_entry(table, wk), fp16_entry(table, xk));
+    }
+  }
+  for (; b < blocks; ++b) {
+    const uint8_t* w0 = w + b * kWBytes;
+    const uint8_t* x0 = x + b * kXBytes;
+    acc[0] = add_scaled(acc[0], q4_0_lanes(w0 + 2, load256(x0 + 2)), fp16_entry(table, w0), fp16_entry(table, x0));
+  }
+  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+// For quarter k (values 32k..32k+31 of a Q2_K block, sub-blocks 2k and 2k+1) a shuffle that
+// spreads sub-block 2k's scale over the low eight 16-bit lanes and 2k+1's over the high eight:
+// exactly the lanes maddubs fills from bytes 0-15 and 16-31 of that quarter. 0x80 writes zero,
+// the high byte of each 16-bit scale.
+constexpr std::array<std::array<uint8_t, 32>, 8> make_q2_k_scale_shuffles() {
+  std::array<std::array<uint8_t, 32>, 8> m{};
+  for (int k = 0; k < 8; ++k) {
+    for (int i = 0; i < 16; i += 2) {
+      m[k][i] = static_cast<uint8_t>(2 * k);
+      m[k][i + 1] = 0x80;
+      m[k][16 + i] = static_cast<uint8_t>(2 * k + 1);
+      m[k][16 + i + 1] = 0x80;
+    }
+  }
+  return m;
+}
+alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kQ2KScaleShuffles = make_q2_k_scale_shuffles();
+
+// Q2_K x Q8_K, ggml's formula: d_x * (d * sum_j scale_j * (codes_j . x_j) - dmin * sum_j
+// min_j * bsums_j) over the 16 sub-blocks j; the second sum uses Q8_K's precomputed sums of 16
+// codes, so the mins cost one madd per block.
+INFER_PLAN_AVX2 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  const float* table = fp16_table();
+  const uint64_t blocks = cols / 256;
+  const __m256i mask2 = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kQ2KBytes;
+    const uint8_t* xb = x + b * kQ8KBytes;
+    prefetch(wb);
+    prefetch(wb + 64);
+
+    // scale j in the low nibble of byte j, min j in the high nibble
+    const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb)), 4);
+    const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + 260));  // 16 x int16 bsums
+    const __m256i scales = _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb)), _mm256_set1_epi8(0x0F));
+
+    __m256i isum = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const __m256i q2 = load256(wb + 16 + 32 * half);
+      for (int shift = 0; shift < 4; ++shift) {
+        const int k = 4 * half + shift;
+        const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * shift), mask2);
+        // codes 0..3 (unsigned) x int8 activations: pair sums within +-762, no saturation
+        const __m256i pairs = _mm256_maddubs_epi16(codes, load256(xb + 4 + 32 * k));
+        const __m256i scale16 = _mm256_shuffle_epi8(scales, load256(kQ2KScaleShuffles[k].data()));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(scale16, pairs));
+      }
+    }
+    __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(fp16_entry(table, wb + 80)));
+    block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), _mm256_broadcast_ss(fp16_entry(table, wb + 82)), block);
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb)), block, acc);
+  }
+  return horizontal_sum(acc);
+}
+
+}  // namespace
+
+DotFn avx2_dot(GgmlType weight_type) {
+  static const bool able = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("f16c");
+  if (!able) return nullptr;
+  switch (weight_type) {
+    case GgmlType::F32: return dot_f32;
+    case GgmlType::F16: return dot_f16;
+    case GgmlType::BF16: return dot_bf16;
+    case GgmlType::Q8_0: return dot_q8_0;
+    case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q2_K: return dot_q2_k;
+    default: return nullptr;
+  }
+}
+
+#else
+
+DotFn avx2_dot(GgmlType) { return nullptr; }
+
+#endif
+
+}  // namespace infer_plan::kernels

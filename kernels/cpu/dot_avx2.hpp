@@ -1,0 +1,20 @@
+// AVX2 (+FMA, F16C) dot products of one weight row with one converted activation row, the inner
+// loop of kernels/cpu/matmul. Compiled with per-function target attributes, so the library still
+// runs on CPUs without AVX2: matmul asks avx2_dot() once and falls back to its scalar loops.
+#pragma once
+#include <cstdint>
+
+#include "planner/ggml_type.hpp"
+
+namespace infer_plan::kernels {
+
+// One row: `weights` holds `cols` values of the weight type as packed GGML blocks, `x` the same
+// count in the weight type's activation type (matmul.hpp's activation_type). Blocks are packed
+// with no padding, so neither pointer is aligned beyond 2 bytes.
+using DotFn = float (*)(const uint8_t* weights, const uint8_t* x, uint64_t cols);
+
+// The AVX2 dot product for `weight_type` (F32, F16, BF16, Q8_0, Q4_0, Q2_K), or nullptr when
+// this CPU lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none.
+DotFn avx2_dot(GgmlType weight_type);
+
+}  // namespace infer_plan::kernels

@@ -1,0 +1,227 @@
+// y = W x for a small batch: activations converted once to the weight type's vec_dot type, then
+// one dot product per (weight row, activation row). The scalar dots here are the portable path
+// and spell out each block format; kernels/cpu/dot_avx2 has the same sums eight lanes wide.
+// Rows outer, batch inner: each weight row is streamed from memory once per call and reused from
+// L1 for every activation row, which is what keeps a decode step memory-bound.
+#include "kernels/cpu/matmul.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cassert>
+#include <cstring>
+
+#include "kernels/cpu/dot_avx2.hpp"
+#include "kernels/cpu/half.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "planner/input_error.hpp"
+
+namespace infer_plan::kernels {
+namespace {
+
+std::atomic<bool> g_force_scalar{false};
+
+float load_f32(const uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, 4);  // the hosts we build for are little-endian, as in a GGUF file
+  return f;
+}
+uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+float load_fp16(const uint8_t* p) { return fp16_to_fp32(load_u16(p)); }
+
+// --- scalar dot products: one weight row . one converted activation row ---------------------
+
+float dot_f32(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  float sum = 0;
+  for (uint64_t i = 0; i < cols; ++i) sum += load_f32(w + 4 * i) * load_f32(x + 4 * i);
+  return sum;
+}
+
+// F16 x F16 and BF16 x BF16: each product of two 11-bit (8-bit) significands is exact in float,
+// so only the running sum rounds.
+float dot_f16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  float sum = 0;
+  for (uint64_t i = 0; i < cols; ++i) sum += load_fp16(w + 2 * i) * load_fp16(x + 2 * i);
+  return sum;
+}
+
+float dot_bf16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  float sum = 0;
+  for (uint64_t i = 0; i < cols; ++i)
+    sum += bf16_to_fp32(load_u16(w + 2 * i)) * bf16_to_fp32(load_u16(x + 2 * i));
+  return sum;
+}
+
+// Q8_0 x Q8_0, block {fp16 d; int8 qs[32]}: the code products sum exactly in int (at most
+// 32 * 127 * 127), then one float multiply by both scales per block, as ggml's vec_dot_q8_0_q8_0.
+float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  constexpr uint64_t kBytes = 34;
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* wb = w + b * kBytes;
+    const uint8_t* xb = x + b * kBytes;
+    int isum = 0;
+    for (int j = 0; j < 32; ++j) isum += static_cast<int8_t>(wb[2 + j]) * static_cast<int8_t>(xb[2 + j]);
+    sum += static_cast<float>(isum) * (load_fp16(wb) * load_fp16(xb));
+  }
+  return sum;
+}
+
+// Q4_0 x Q8_0, weight block {fp16 d; u8 qs[16]}: value j is byte j's low nibble minus 8, value
+// j + 16 its high nibble minus 8.
+float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  constexpr uint64_t kWBytes = 18, kXBytes = 34;
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* wb = w + b * kWBytes;
+    const uint8_t* xb = x + b * kXBytes;
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (wb[2 + j] & 0x0F) - 8;
+      const int hi = (wb[2 + j] >> 4) - 8;
+      isum += lo * static_cast<int8_t>(xb[2 + j]) + hi * static_cast<int8_t>(xb[2 + 16 + j]);
+    }
+    sum += static_cast<float>(isum) * (load_fp16(wb) * load_fp16(xb));
+  }
+  return sum;
+}
+
+// Q2_K x Q8_K (ggml's vec_dot_q2_K_q8_K). Weight value = d * scale_j * code - dmin * min_j in
+// sub-block j (16 values), so the block's dot is
+//   d_x * d * sum_j scale_j * (codes_j . x_j)  -  d_x * dmin * sum_j min_j * bsums_j,
+// both sums exact in int; bsums_j (Q8_K's sum of sub-block j's activation codes) makes the mins
+// one multiply per sub-block. Weight block: scales[16] (scale low nibble, min high) at 0,
+// qs[64] at 16, fp16 d at 80, dmin at 82; activation block: float d at 0, qs[256] at 4, int16
+// bsums[16] at 260.
+float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  constexpr uint64_t kWBytes = 84, kXBytes = 292;
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / 256; ++b) {
+    const uint8_t* wb = w + b * kWBytes;
+    const uint8_t* xb = x + b * kXBytes;
+    const uint8_t* sc = wb;
+    int min_sum = 0;
+    for (int j = 0; j < 16; ++j)
+      min_sum += static_cast<int16_t>(load_u16(xb + 260 + 2 * j)) * (sc[j] >> 4);
+    const float dx = load_f32(xb);
+    const float dall = dx * load_fp16(wb + 80);
+    const float dmin = dx * load_fp16(wb + 82);
+    // Codes in the order dequantize_row_q2_k reads them: each 128-value half owns 32 bytes, and
+    // shift s of byte l holds value 32 s + l of that half; bytes 0-15 and 16-31 are two sub-blocks.
+    int isum = 0;
+    int j = 0;  // sub-block
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + 4);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q2 = wb + 16 + 32 * half;
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 32; part += 16) {
+          int sub = 0;
+          for (int l = 0; l < 16; ++l) sub += q8[l] * ((q2[part + l] >> shift) & 3);
+          isum += (sc[j++] & 0x0F) * sub;
+          q8 += 16;
+        }
+      }
+    }
+    sum += dall * static_cast<float>(isum) - dmin * static_cast<float>(min_sum);
+  }
+  return sum;
+}
+
+DotFn scalar_dot(GgmlType weight_type) {
+  switch (weight_type) {
+    case GgmlType::F32: return dot_f32;
+    case GgmlType::F16: return dot_f16;
+    case GgmlType::BF16: return dot_bf16;
+    case GgmlType::Q8_0: return dot_q8_0;
+    case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q2_K: return dot_q2_k;
+    default: return nullptr;
+  }
+}
+
+DotFn chosen_dot(GgmlType weight_type) {
+  if (!g_force_scalar.load(std::memory_order_relaxed)) {
+    if (DotFn f = avx2_dot(weight_type)) return f;
+  }
+  return scalar_dot(weight_type);
+}
+
+void check_matmul_type(GgmlType weight_type) {
+  if (!has_matmul(weight_type))
+    throw InputError(fmt::format("weights: no matmul for {}; known: {}", ggml_type_info(weight_type).name,
+                                 matmul_type_names()));
+}
+
+}  // namespace
+
+bool has_matmul(GgmlType weight_type) { return scalar_dot(weight_type) != nullptr; }
+
+std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K"; }
+
+GgmlType activation_type(GgmlType weight_type) {
+  check_matmul_type(weight_type);
+  switch (weight_type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: return GgmlType::Q8_0;
+    case GgmlType::Q2_K: return GgmlType::Q8_K;
+    default: return weight_type;  // F32, F16, BF16 multiply in their own type
+  }
+}
+
+void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, uint64_t cols,
+                         Activations& out) {
+  check_matmul_type(weight_type);
+  ggml_row_bytes(weight_type, cols, "activations");  // throws unless cols is whole weight blocks
+  out.type = activation_type(weight_type);
+  out.cols = cols;
+  out.batch = batch;
+  out.row_bytes = ggml_row_bytes(out.type, cols, "activations");
+  out.data.resize(batch * out.row_bytes);
+  for (uint64_t b = 0; b < batch; ++b) {
+    quantize_row(out.type, std::span<const float>(x + b * cols, cols),
+                 std::span<uint8_t>(out.data.data() + b * out.row_bytes, out.row_bytes), "activations");
+  }
+}
+
+void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, const Activations& x,
+                 uint64_t row_begin, uint64_t row_end, float* y) {
+  assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
+  assert(row_begin <= row_end && row_end <= rows);
+  const DotFn dot = chosen_dot(weight_type);
+  const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
+  for (uint64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* w = weights + r * row_bytes;
+    for (uint64_t b = 0; b < x.batch; ++b) y[b * rows + r] = dot(w, x.row(b), x.cols);
+  }
+}
+
+void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_t rows,
+                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y) {
+  assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
+  assert(row_begin <= row_end && row_end <= rows);
+  const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
+  std::vector<float> x_rows(x.batch * x.cols), w_row(x.cols);
+  for (uint64_t b = 0; b < x.batch; ++b) {
+    dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes),
+                   std::span<float>(x_rows.data() + b * x.cols, x.cols), "activations");
+  }
+  for (uint64_t r = row_begin; r < row_end; ++r) {
+    dequantize_row(weight_type, std::span<const uint8_t>(weights + r * row_bytes, row_bytes), w_row,
+                   "weights");
+    for (uint64_t b = 0; b < x.batch; ++b) {
+      const float* xb = x_rows.data() + b * x.cols;
+      double sum = 0;  // products of two floats are exact in double; only the sum rounds
+      for (uint64_t i = 0; i < x.cols; ++i) sum += static_cast<double>(w_row[i]) * xb[i];
+      y[b * rows + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+std::string_view matmul_implementation() {
+  const bool avx2 = !g_force_scalar.load(std::memory_order_relaxed) && avx2_dot(GgmlType::F32) != nullptr;
+  return avx2 ? "avx2" : "scalar";
+}
+
+void matmul_force_scalar(bool force) { g_force_scalar.store(force, std::memory_order_relaxed); }
+
+}  // namespace infer_plan::kernels

@@ -1,0 +1,261 @@
+// matmul_rows (AVX2 and scalar paths) against matmul_rows_reference for every weight type on
+// seeded random matrices, hand-checked products, row ranges, and the activation conversion.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "planner/input_error.hpp"
+
+using namespace infer_plan;
+using namespace infer_plan::kernels;
+
+namespace {
+
+constexpr GgmlType kWeightTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16,
+                                     GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K};
+
+// Uniform in [-1, 1) from the top 24 bits of mt19937 (whose output is fixed by the standard,
+// unlike std::uniform_real_distribution's).
+std::vector<float> random_values(uint64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(gen() >> 8) * 0x1p-23f - 1.0f;
+  return v;
+}
+
+std::vector<uint8_t> quantize_matrix(GgmlType type, const std::vector<float>& w, uint64_t rows, uint64_t cols) {
+  const uint64_t row_bytes = ggml_row_bytes(type, cols, "test");
+  std::vector<uint8_t> out(rows * row_bytes);
+  for (uint64_t r = 0; r < rows; ++r) {
+    quantize_row(type, std::span<const float>(w.data() + r * cols, cols),
+                 std::span<uint8_t>(out.data() + r * row_bytes, row_bytes), "test");
+  }
+  return out;
+}
+
+// The size of the terms the kernel adds, per output: sum_i |w_i| |x_i| of the dequantized rows.
+// For Q2_K the kernel sums the scale part d*scale*code and the min part dmin*min separately before
+// subtracting them, so its rounding scales with (|d*scale*code| + |dmin*min|) |x_i|: we dequantize
+// two copies of the row, one with dmin zeroed (the scale part) and one with d zeroed (the min).
+std::vector<double> term_magnitudes(GgmlType type, const std::vector<uint8_t>& w, uint64_t rows,
+                                    const Activations& x) {
+  const uint64_t row_bytes = ggml_row_bytes(type, x.cols, "test");
+  std::vector<float> xs(x.cols), parts(x.cols), mins(x.cols);
+  std::vector<double> out(x.batch * rows);
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::vector<uint8_t> row(w.begin() + static_cast<std::ptrdiff_t>(r * row_bytes),
+                             w.begin() + static_cast<std::ptrdiff_t>((r + 1) * row_bytes));
+    std::fill(mins.begin(), mins.end(), 0.0f);
+    if (type == GgmlType::Q2_K) {
+      std::vector<uint8_t> scale_part = row, min_part = row;
+      for (uint64_t b = 0; b < row_bytes; b += 84) {
+        scale_part[b + 82] = scale_part[b + 83] = 0;  // dmin = 0
+        min_part[b + 80] = min_part[b + 81] = 0;      // d = 0
+      }
+      dequantize_row(type, scale_part, parts, "test");
+      dequantize_row(type, min_part, mins, "test");
+    } else {
+      dequantize_row(type, row, parts, "test");
+    }
+    for (uint64_t b = 0; b < x.batch; ++b) {
+      dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes), xs, "test");
+      double sum = 0;
+      for (uint64_t i = 0; i < x.cols; ++i)
+        sum += (std::fabs(static_cast<double>(parts[i])) + std::fabs(static_cast<double>(mins[i]))) *
+               std::fabs(static_cast<double>(xs[i]));
+      out[b * rows + r] = sum;
+    }
+  }
+  return out;
+}
+
+// Tolerance |got - ref| <= rtol * sum of |terms|. The activations are converted once and both
+// sides read the same bytes, so only the order and precision of the sum differ: the reference
+// adds exact double products; the kernels add float products (exact for F16/BF16 and for the
+// integer block sums) with one float rounding per addition along a chain of at most `cols`
+// additions for the float types (the scalar loop; AVX2 chains are cols/32 long) and cols/block
+// for the quantized ones (one multiply-add per block). Recursive summation is off by at most
+// (chain) * 2^-24 * sum|terms| (Higham, ch. 4); the + 8 covers the per-block products of scales
+// (d_w * d_x, then times the int sum, Q2_K's subtraction), the 8-lane horizontal sum, the
+// reference's own dequantization of Q8_K (float d times code) and its final rounding to float.
+double relative_tolerance(GgmlType type, uint64_t cols) {
+  const uint64_t chain = cols / ggml_type_info(type).block_values;
+  return static_cast<double>(chain + 8) * 0x1p-24;
+}
+
+void check_against_reference(GgmlType type, uint64_t rows, uint64_t cols, uint64_t batch, uint32_t seed) {
+  CAPTURE(ggml_type_info(type).name);
+  CAPTURE(rows);
+  CAPTURE(cols);
+  CAPTURE(batch);
+  const std::vector<uint8_t> w = quantize_matrix(type, random_values(rows * cols, seed), rows, cols);
+  const std::vector<float> xf = random_values(batch * cols, seed + 1);
+  Activations x;
+  convert_activations(type, xf.data(), batch, cols, x);
+
+  std::vector<float> want(batch * rows);
+  matmul_rows_reference(type, w.data(), rows, x, 0, rows, want.data());
+  const std::vector<double> magnitude = term_magnitudes(type, w, rows, x);
+  const double rtol = relative_tolerance(type, cols);
+
+  for (bool scalar : {false, true}) {
+    matmul_force_scalar(scalar);
+    CAPTURE(matmul_implementation());
+    std::vector<float> got(batch * rows, std::numeric_limits<float>::quiet_NaN());
+    matmul_rows(type, w.data(), rows, x, 0, rows, got.data());
+    int mismatches = 0;
+    for (uint64_t i = 0; i < got.size(); ++i) {
+      const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+      if (!(err <= rtol * magnitude[i]) && ++mismatches <= 5) {  // the first few, not thousands
+        CAPTURE(i);
+        CAPTURE(magnitude[i]);
+        CHECK(got[i] == doctest::Approx(want[i]).epsilon(0));
+      }
+    }
+    CHECK(mismatches == 0);
+  }
+  matmul_force_scalar(false);
+}
+
+}  // namespace
+
+TEST_CASE("matmul_rows matches the double-precision reference for every weight type, both paths") {
+  uint32_t seed = 11;
+  for (GgmlType type : kWeightTypes) {
+    for (uint64_t batch : {1, 3, 8}) {
+      check_against_reference(type, 48, 512, batch, seed++);
+      check_against_reference(type, 256, 1024, batch, seed++);
+    }
+  }
+}
+
+TEST_CASE("float weights with a column count that is not a multiple of 8 take the scalar tail") {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) check_against_reference(type, 5, 77, 2, 3);
+}
+
+TEST_CASE("Q8_0 by hand: ones and halves times integer activations") {
+  // Two rows of 64 values, built from blocks {fp16 d, 32 int8 codes}:
+  //   row 0: d = 1 (0x3C00), codes 1        -> 1.0 everywhere
+  //   row 1: block 0 d = 0.5 (0x3800) codes 2 -> 1.0; block 1 d = 0.5 codes -1 -> -0.5
+  // Activations: block 0 = 127, 1, 2, ..., 31 (sum 127 + 496 = 623), block 1 = -127 x 32 (sum
+  // -4064); each block's max magnitude is 127, so Q8_0 stores d = 1 and the codes are the values.
+  // y0 = 623 - 4064 = -3441; y1 = 623 + (-0.5)(-4064) = 623 + 2032 = 2655. Every step is exact.
+  std::vector<uint8_t> w(2 * 2 * 34, 0);
+  auto set_block = [&](size_t row, size_t block, uint16_t d, int8_t code) {
+    uint8_t* p = w.data() + (row * 2 + block) * 34;
+    p[0] = static_cast<uint8_t>(d & 0xFF);
+    p[1] = static_cast<uint8_t>(d >> 8);
+    for (size_t j = 0; j < 32; ++j) p[2 + j] = static_cast<uint8_t>(code);
+  };
+  set_block(0, 0, 0x3C00, 1);
+  set_block(0, 1, 0x3C00, 1);
+  set_block(1, 0, 0x3800, 2);
+  set_block(1, 1, 0x3800, -1);
+  std::vector<float> xf(64, -127.0f);
+  xf[0] = 127.0f;
+  for (size_t j = 1; j < 32; ++j) xf[j] = static_cast<float>(j);
+  Activations x;
+  convert_activations(GgmlType::Q8_0, xf.data(), 1, 64, x);
+  for (bool scalar : {false, true}) {
+    matmul_force_scalar(scalar);
+    CAPTURE(matmul_implementation());
+    std::vector<float> y(2);
+    matmul_rows(GgmlType::Q8_0, w.data(), 2, x, 0, 2, y.data());
+    CHECK(y[0] == -3441.0f);
+    CHECK(y[1] == 2655.0f);
+  }
+  matmul_force_scalar(false);
+}
+
+TEST_CASE("Q2_K by hand: scale and min parts, codes 2 with scale 1 and min 1 are weights of 1") {
+  // One block: d = dmin = 1 (0x3C00), every sub-block's scale byte 0x11 (scale 1, min 1), every
+  // code 2 (qs bytes 0xAA): weights 1 * 2 - 1 * 1 = 1. Activations: -127 then 255 ones, so Q8_K
+  // has iscale = 1, d = 1 and codes equal to the values: y = -127 + 255 = 128. The kernel gets it
+  // as d_x d * sum(scale * code . x) - d_x dmin * sum(min * bsums) = 2 * 128 - 128.
+  // A second row doubles the scales (0x12, weights 2 * 2 - 1 = 3): y = 3 * 128 = 384.
+  std::vector<uint8_t> w(2 * 84, 0);
+  for (size_t row = 0; row < 2; ++row) {
+    uint8_t* p = w.data() + row * 84;
+    for (size_t j = 0; j < 16; ++j) p[j] = row == 0 ? 0x11 : 0x12;
+    for (size_t j = 0; j < 64; ++j) p[16 + j] = 0xAA;
+    p[80] = 0x00; p[81] = 0x3C; p[82] = 0x00; p[83] = 0x3C;
+  }
+  std::vector<float> xf(256, 1.0f);
+  xf[0] = -127.0f;
+  Activations x;
+  convert_activations(GgmlType::Q2_K, xf.data(), 1, 256, x);
+  for (bool scalar : {false, true}) {
+    matmul_force_scalar(scalar);
+    CAPTURE(matmul_implementation());
+    std::vector<float> y(2);
+    matmul_rows(GgmlType::Q2_K, w.data(), 2, x, 0, 2, y.data());
+    CHECK(y[0] == 128.0f);
+    CHECK(y[1] == 384.0f);
+  }
+  matmul_force_scalar(false);
+}
+
+TEST_CASE("a row range writes only its rows, and split ranges equal one call") {
+  constexpr uint64_t rows = 40, cols = 256, batch = 3;
+  const std::vector<uint8_t> w = quantize_matrix(GgmlType::Q4_0, random_values(rows * cols, 7), rows, cols);
+  const std::vector<float> xf = random_values(batch * cols, 8);
+  Activations x;
+  convert_activations(GgmlType::Q4_0, xf.data(), batch, cols, x);
+  std::vector<float> whole(batch * rows), split(batch * rows, std::numeric_limits<float>::quiet_NaN());
+  matmul_rows(GgmlType::Q4_0, w.data(), rows, x, 0, rows, whole.data());
+  matmul_rows(GgmlType::Q4_0, w.data(), rows, x, 0, 17, split.data());
+  for (uint64_t b = 0; b < batch; ++b) {
+    for (uint64_t r = 17; r < rows; ++r) CHECK(std::isnan(split[b * rows + r]));
+  }
+  matmul_rows(GgmlType::Q4_0, w.data(), rows, x, 17, rows, split.data());
+  CHECK(split == whole);  // the same dot per element, whichever call computes it
+}
+
+TEST_CASE("activations are converted to ggml's vec_dot types") {
+  CHECK(activation_type(GgmlType::F32) == GgmlType::F32);
+  CHECK(activation_type(GgmlType::F16) == GgmlType::F16);
+  CHECK(activation_type(GgmlType::BF16) == GgmlType::BF16);
+  CHECK(activation_type(GgmlType::Q8_0) == GgmlType::Q8_0);
+  CHECK(activation_type(GgmlType::Q4_0) == GgmlType::Q8_0);
+  CHECK(activation_type(GgmlType::Q2_K) == GgmlType::Q8_K);
+
+  // Q2_K weights: each activation row is exactly quantize_row_q8_k's bytes.
+  constexpr uint64_t cols = 512, batch = 2;
+  const std::vector<float> xf = random_values(batch * cols, 21);
+  Activations x;
+  convert_activations(GgmlType::Q2_K, xf.data(), batch, cols, x);
+  CHECK(x.type == GgmlType::Q8_K);
+  CHECK(x.row_bytes == 2 * 292);
+  REQUIRE(x.data.size() == batch * 2 * 292);
+  for (uint64_t b = 0; b < batch; ++b) {
+    std::vector<uint8_t> want(2 * 292);
+    quantize_row_q8_k(std::span<const float>(xf.data() + b * cols, cols), want);
+    CHECK(std::vector<uint8_t>(x.row(b), x.row(b) + x.row_bytes) == want);
+  }
+}
+
+TEST_CASE("unsupported weight types and partial blocks are input errors") {
+  CHECK(has_matmul(GgmlType::Q2_K));
+  CHECK_FALSE(has_matmul(GgmlType::Q4_K));
+  Activations x;
+  const std::vector<float> xf(300, 0.0f);
+  CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q4_K, xf.data(), 1, 256, x),
+                       doctest::Contains("no matmul for Q4_K; known: F32, F16, BF16, Q8_0, Q4_0, Q2_K"), InputError);
+  CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q2_K, xf.data(), 1, 288, x),
+                       doctest::Contains("288 values are not a whole number of Q2_K blocks of 256"), InputError);
+  CHECK_THROWS_AS(activation_type(GgmlType::Q6_K), InputError);
+}
+
+TEST_CASE("forcing the scalar path is visible in matmul_implementation") {
+  matmul_force_scalar(true);
+  CHECK(matmul_implementation() == "scalar");
+  matmul_force_scalar(false);
+  const std::string_view impl = matmul_implementation();
+  CHECK((impl == "avx2" || impl == "scalar"));
+}
