@@ -18,5 +18,6 @@ void add_sweep_command(CLI::App& app);
 void add_queue_command(CLI::App& app);
 void add_admit_command(CLI::App& app);
 void add_gguf_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -1,0 +1,79 @@
+// `infer-plan run PLAN --backend cpu`: execute the plan on a backend and print what was measured,
+// in the planner's keys (runtime/server.hpp); --out writes the measured figures as JSON.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "apps/commands.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/run_options.hpp"
+#include "planner/input_error.hpp"
+#include "planner/predict.hpp"
+#include "planner/units.hpp"
+#include "runtime/server.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct RunArgs {
+  PlanOptions plan;
+  RuntimeOptions runtime;
+  OutputOptions out;
+  std::string out_path;
+};
+
+void print_measured(const Json& m) {
+  auto d = [&](const char* key, double scale, const char* unit) {
+    const Json& j = m.at(key);
+    if (j.at("count").get<uint64_t>() == 0) return;
+    fmt::print("  {:<22} p50 {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} {}  (n = {})\n", key,
+               j.at("p50").get<double>() * scale, j.at("p90").get<double>() * scale, j.at("p99").get<double>() * scale,
+               j.at("mean").get<double>() * scale, unit, j.at("count").get<uint64_t>());
+  };
+  fmt::print("measured on {} ({} threads): {}\n", m.at("backend").get<std::string>(), m.at("threads").get<unsigned>(),
+             m.at("model").get<std::string>());
+  fmt::print("  weights_bytes          {} B ({})\n", m.at("weights_bytes").get<uint64_t>(),
+             format_bytes(m.at("weights_bytes").get<uint64_t>()));
+  fmt::print("  kv_bytes               {} B ({}, {} pages)\n", m.at("kv_bytes").get<uint64_t>(),
+             format_bytes(m.at("kv_bytes").get<uint64_t>()), m.at("kv_pages").get<uint64_t>());
+  d("decode_iteration_ms", 1, "ms");
+  d("prefill_ms", 1, "ms");
+  d("ttft_s", 1, "s");
+  d("tpot_ms", 1, "ms");
+  d("sojourn_s", 1, "s");
+  fmt::print("  throughput_tok_s       {:.1f}\n", m.at("throughput_tok_s").get<double>());
+  fmt::print("  mean_in_system         {:.3f} (Little: rate {:.3f}/s x sojourn {:.3f} s = {:.3f})\n",
+             m.at("mean_in_system").get<double>(), m.at("rate_per_s").get<double>(),
+             m.at("mean_sojourn_s").get<double>(), m.at("littles_law_in_system").get<double>());
+  fmt::print("  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n",
+             m.at("completed").get<uint64_t>(), m.at("rejected").get<uint64_t>(), m.at("span_s").get<double>(),
+             m.at("setup_s").get<double>());
+}
+
+void run(const RunArgs& a) {
+  const Plan plan = a.plan.resolve();
+  const ResolvedPlan rp = resolve_plan(plan);
+  const Json measured = execute_plan(rp, a.runtime);
+  if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
+  if (a.out.json) fmt::print("{}\n", measured.dump(2));
+  else print_measured(measured);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Execute a plan on a backend (synthetic weights, paged KV, continuous batching) and measure it");
+  cmd->add_option("PLAN", args->plan.plan_file, "Plan JSON file (same as --plan)")->type_name("FILE");
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
+  args->runtime.add_to(*cmd);
+  cmd->add_option("--out", args->out_path, "Write the measured figures as JSON to this file")->type_name("FILE");
+  args->out.add_to(*cmd);
+  cmd->footer("Without a 'load' section the plan runs as a closed batch of --requests requests (prompt =\n"
+              "context - output). Example, a quarter-size Qwen3-8B at Q8_0 on this CPU:\n"
+              "  infer-plan run --model qwen3-8b --scale 0.25 --weights Q8_0 --ctx 128 --output 32 --requests 4");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

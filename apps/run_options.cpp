@@ -1,0 +1,46 @@
+#include "apps/run_options.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "apps/plan_options.hpp"
+#include "planner/input_error.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/server.hpp"
+
+namespace infer_plan::apps {
+
+void RuntimeOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--backend", backend, "Where to execute: cpu, or cuda when built with CUDA (default cpu)")
+      ->type_name("NAME");
+  cmd.add_option("--threads", threads, "CPU threads (default: one per hardware thread)")
+      ->check(kNonNegativeCount)
+      ->type_name("N");
+  cmd.add_option("--seed", seed, "Seed of the synthetic weights and prompts (default 1)")
+      ->check(kNonNegativeCount)
+      ->type_name("N");
+  cmd.add_flag("--quiet,-q", quiet, "No progress lines on stderr");
+}
+
+Json execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
+  auto backend = runtime::make_backend(options.backend);
+  runtime::RunOptions ro;
+  ro.threads = options.threads;
+  ro.seed = options.seed;
+  const bool tty = !options.quiet && isatty(fileno(stderr));
+  if (tty) ro.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[K{}", line); };
+  const runtime::RunResult r = runtime::run_plan(rp, *backend, ro);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  return runtime::measured_figures(r);
+}
+
+void write_json_file(const std::string& path, const Json& j, std::string_view flag) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("{}: cannot write '{}'", flag, path));
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,26 @@
+// The flags of the commands that execute a plan (run, report, probe): backend, threads, seed;
+// and the one place that turns them into a runtime run with progress on a terminal.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "planner/json_fields.hpp"
+#include "planner/predict.hpp"
+
+namespace infer_plan::apps {
+
+struct RuntimeOptions {
+  std::string backend = "cpu";
+  unsigned threads = 0;
+  uint64_t seed = 1;
+  bool quiet = false;
+  void add_to(CLI::App& cmd);
+};
+
+// Runs the plan on the chosen backend; returns runtime::measured_figures. Progress goes to
+// stderr when it is a terminal (and not --quiet).
+Json execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
+
+void write_json_file(const std::string& path, const Json& j, std::string_view flag);
+
+}  // namespace infer_plan::apps
