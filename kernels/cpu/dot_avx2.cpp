@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define INFER_PLAN_X86_DOTS 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -290,8 +291,13 @@ INFER_PLAN_AVX2 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols
 }  // namespace
 
 DotFn avx2_dot(GgmlType weight_type) {
-  static const bool able = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("f16c");
+  // __builtin_cpu_supports also checks that the OS saves the 256-bit registers; clang (14) has no
+  // "f16c" name for it, so that bit comes from CPUID leaf 1 directly.
+  static const bool able = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+  }();
   if (!able) return nullptr;
   switch (weight_type) {
     case GgmlType::F32: return dot_f32;
