@@ -53,7 +53,7 @@ void print_measured(const Json& m) {
 void run(const RunArgs& a) {
   const Plan plan = a.plan.resolve();
   const ResolvedPlan rp = resolve_plan(plan);
-  const Json measured = execute_plan(rp, a.runtime);
+  const Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
   if (a.out.json) fmt::print("{}\n", measured.dump(2));
   else print_measured(measured);

@@ -19,5 +19,7 @@ void add_queue_command(CLI::App& app);
 void add_admit_command(CLI::App& app);
 void add_gguf_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -25,16 +25,16 @@ void RuntimeOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--quiet,-q", quiet, "No progress lines on stderr");
 }
 
-Json execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
+runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
   auto backend = runtime::make_backend(options.backend);
   runtime::RunOptions ro;
   ro.threads = options.threads;
   ro.seed = options.seed;
   const bool tty = !options.quiet && isatty(fileno(stderr));
   if (tty) ro.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[K{}", line); };
-  const runtime::RunResult r = runtime::run_plan(rp, *backend, ro);
+  runtime::RunResult r = runtime::run_plan(rp, *backend, ro);
   if (tty) fmt::print(stderr, "\r\033[K");
-  return runtime::measured_figures(r);
+  return r;
 }
 
 void write_json_file(const std::string& path, const Json& j, std::string_view flag) {

@@ -6,6 +6,8 @@
 
 #include "planner/json_fields.hpp"
 #include "planner/predict.hpp"
+#include "runtime/probe.hpp"
+#include "runtime/server.hpp"
 
 namespace infer_plan::apps {
 
@@ -17,9 +19,12 @@ struct RuntimeOptions {
   void add_to(CLI::App& cmd);
 };
 
-// Runs the plan on the chosen backend; returns runtime::measured_figures. Progress goes to
-// stderr when it is a terminal (and not --quiet).
-Json execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
+// Runs the plan on the chosen backend. Progress goes to stderr when it is a terminal (and not
+// --quiet).
+runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
+
+// Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
+runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick);
 
 void write_json_file(const std::string& path, const Json& j, std::string_view flag);
 

@@ -8,11 +8,10 @@
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/rmsnorm.hpp"
 #include "kernels/cpu/swiglu.hpp"
+#include "runtime/projection.hpp"
 
 namespace infer_plan::runtime {
 namespace {
-
-constexpr uint64_t kRowGrain = 16;  // rows per chunk boundary: threads never share an output cache line
 
 void grow(std::vector<float>& v, uint64_t n) {
   if (v.size() < n) v.resize(n);
@@ -37,10 +36,7 @@ Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& p
 void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, float* y, uint64_t row_offset,
                       uint64_t rows) {
   if (rows == 0) rows = w.rows;
-  kernels::convert_activations(w.type(), x, tokens, w.cols, act_);
-  const uint8_t* base = w.data() + row_offset * w.row_bytes;
-  pool_.parallel_for(rows, [&](uint64_t b, uint64_t e) { kernels::matmul_rows(w.type(), base, rows, act_, b, e, y); },
-                     kRowGrain);
+  runtime::project(pool_, w.type(), w.data() + row_offset * w.row_bytes, rows, w.cols, x, tokens, y, act_);
 }
 
 void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits) {

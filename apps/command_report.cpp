@@ -1,0 +1,223 @@
+// `infer-plan report PLAN --backend cpu`: the product's loop closed. The planner predicts the
+// plan, the runtime executes the same plan, and the two are printed side by side with the error
+// and, where the team has set one, the bound it must stay within (--check exits 1 when one
+// fails). Decode iterations are compared step by step: each measured step against the roofline
+// at that step's own batch and context. Noisy machines: a failed bound reruns the runtime once.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "apps/commands.hpp"
+#include "apps/exit_code.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/run_options.hpp"
+#include "apps/svg_plot.hpp"
+#include "planner/input_error.hpp"
+#include "planner/memory_fit.hpp"
+#include "planner/predict.hpp"
+#include "planner/serving_sim.hpp"
+#include "runtime/server.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+// The bounds of issue 5 (the CI report fails when one does not hold).
+constexpr double kDecodeBound = 0.25;   // decode iteration vs the roofline with a probed profile
+constexpr double kLittleBound = 0.10;   // measured in-system vs measured rate x sojourn
+constexpr double kSojournBound = 0.25;  // the serving simulation vs measured mean sojourn
+
+struct Row {
+  std::string figure, unit;
+  double predicted = 0, measured = 0;
+  std::optional<double> bound;  // relative; 0 = must be equal
+  std::string note;
+  double error() const { return predicted != 0 ? (measured - predicted) / predicted : (measured == 0 ? 0 : INFINITY); }
+  bool holds() const { return !bound || std::abs(error()) <= *bound + 1e-12; }
+};
+
+struct ReportArgs {
+  PlanOptions plan;
+  RuntimeOptions runtime;
+  OutputOptions out;
+  std::string out_path, svg_dir;
+  bool probe = false, quick_probe = false, check = false;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const runtime::RunResult& run) {
+  const Json m = runtime::measured_figures(run);
+  const Roofline& rl = *rp.roofline;
+  std::vector<Row> rows;
+  const Json& fit = predicted.at("fit");
+  rows.push_back({"weights_bytes", "B", fit.at("weights_bytes").get<double>(), m.at("weights_bytes").get<double>(), 0.0,
+                  "allocated by the backend vs fit"});
+  rows.push_back({"kv_bytes", "B", fit.at("kv_bytes").get<double>(), m.at("kv_bytes").get<double>(), 0.0,
+                  "the page pool vs fit (requests x context, whole pages)"});
+  std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill;
+  for (const runtime::StepRecord& s : run.steps) {
+    if (s.prefill) {
+      pred_prefill.push_back(rl.prefill(s.tokens).time_s * 1e3);
+      meas_prefill.push_back((s.end_s - s.start_s) * 1e3);
+    } else {
+      pred_decode.push_back(rl.decode_step(s.batch, s.context_tokens / s.batch).time_s * 1e3);
+      meas_decode.push_back((s.end_s - s.start_s) * 1e3);
+    }
+  }
+  if (!meas_decode.empty())
+    rows.push_back({"decode_iteration_ms p50", "ms", median(pred_decode), median(meas_decode), kDecodeBound,
+                    fmt::format("roofline at each of the {} steps' batch and context", meas_decode.size())});
+  if (!meas_prefill.empty())
+    rows.push_back({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
+                    fmt::format("{} prefill passes", meas_prefill.size())});
+  if (predicted.contains("serving") && !predicted.at("serving").at("mean_sojourn_s").is_null()) {
+    const Json& s = predicted.at("serving");
+    rows.push_back({"mean_sojourn_s", "s", s.at("mean_sojourn_s").get<double>(), m.at("mean_sojourn_s").get<double>(),
+                    kSojournBound, "serving simulation vs measured, same arrivals"});
+    rows.push_back({"mean_in_system", "", s.at("mean_in_system").get<double>(), m.at("mean_in_system").get<double>(),
+                    std::nullopt, "time average"});
+    rows.push_back({"ttft_s p50", "s", s.at("ttft_s").at("p50").get<double>(), m.at("ttft_s").at("p50").get<double>(),
+                    std::nullopt, ""});
+    rows.push_back({"tpot_ms p50", "ms", s.at("tpot_ms").at("p50").get<double>(), m.at("tpot_ms").at("p50").get<double>(),
+                    std::nullopt, ""});
+    rows.push_back({"throughput_tok_s", "tok/s", s.at("throughput_tok_s").get<double>(),
+                    m.at("throughput_tok_s").get<double>(), std::nullopt, ""});
+  }
+  if (m.at("completed").get<uint64_t>() > 1)
+    rows.push_back({"Little's law (measured)", "", m.at("littles_law_in_system").get<double>(),
+                    m.at("mean_in_system").get<double>(), kLittleBound,
+                    "scheduler's in-system count vs measured rate x mean sojourn"});
+  rows.push_back({"rejected", "", predicted.contains("serving") ? predicted.at("serving").at("rejected").get<double>() : 0.0,
+                  m.at("rejected").get<double>(), std::nullopt, ""});
+  return rows;
+}
+
+std::string format_value(double v, const std::string& unit) {
+  if (unit == "B") return fmt::format("{:.0f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string table(const std::vector<Row>& rows, bool markdown) {
+  std::string out;
+  if (markdown) out += "| figure | unit | predicted | measured | error | bound | verdict | note |\n|---|---|---:|---:|---:|---:|---|---|\n";
+  else out += fmt::format("  {:<26} {:>14} {:>14} {:>9} {:>7}  {}\n", "figure", "predicted", "measured", "error", "bound", "");
+  for (const Row& r : rows) {
+    const std::string err = std::isfinite(r.error()) ? fmt::format("{:+.1f}%", 100 * r.error()) : "-";
+    const std::string bound = !r.bound ? "" : *r.bound == 0 ? "exact" : fmt::format("{:.0f}%", 100 * *r.bound);
+    const std::string verdict = !r.bound ? "" : r.holds() ? "ok" : "FAILS";
+    if (markdown)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.figure, r.unit, format_value(r.predicted, r.unit),
+                         format_value(r.measured, r.unit), err, bound, verdict, r.note);
+    else
+      out += fmt::format("  {:<26} {:>14} {:>14} {:>9} {:>7}  {}{}\n", r.figure + (r.unit.empty() ? "" : " (" + r.unit + ")"),
+                         format_value(r.predicted, r.unit), format_value(r.measured, r.unit), err, bound, verdict,
+                         r.note.empty() ? "" : "  " + r.note);
+  }
+  return out;
+}
+
+void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run) {
+  std::filesystem::create_directories(dir);
+  std::vector<BarGroup> bars;
+  for (const Row& r : rows)
+    if (r.unit != "B" && r.figure != "rejected") bars.push_back({r.figure, r.unit, r.predicted, r.measured});
+  std::ofstream(dir + "/predicted_vs_measured.svg") << svg_predicted_vs_measured(rp.spec.name + ": predicted vs measured", bars);
+  // Latency against load: each decode step's time against its batch, measured points and the
+  // roofline's line.
+  Series measured{"measured", {}, {}, true}, predicted{"predicted (roofline)", {}, {}, false};
+  uint64_t most = 1;
+  uint64_t mean_context = 1, n = 0;
+  for (const runtime::StepRecord& s : run.steps)
+    if (!s.prefill) {
+      measured.x.push_back(static_cast<double>(s.batch));
+      measured.y.push_back((s.end_s - s.start_s) * 1e3);
+      most = std::max(most, s.batch);
+      mean_context += s.context_tokens / s.batch;
+      ++n;
+    }
+  if (n) mean_context /= n;
+  for (uint64_t b = 1; b <= most; ++b) {
+    predicted.x.push_back(static_cast<double>(b));
+    predicted.y.push_back(rp.roofline->decode_step(b, mean_context).time_s * 1e3);
+  }
+  std::ofstream(dir + "/decode_vs_batch.svg")
+      << svg_line_chart(rp.spec.name + ": decode iteration against batch", "batch (running requests)",
+                        "decode iteration (ms)", {predicted, measured});
+}
+
+void run(const ReportArgs& a) {
+  Plan plan = a.plan.resolve();
+  if (a.probe) {
+    const Json profile = runtime::probe_profile_json(probe_on(a.runtime, a.quick_probe), "cpu-probed");
+    plan.hw = "inline";
+    plan.hw_inline = profile;
+  }
+  if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
+  const ResolvedPlan rp = resolve_plan(plan);
+  const Json predicted = predict(plan);
+  runtime::RunResult run = execute_plan(rp, a.runtime);
+  std::vector<Row> rows = compare(rp, predicted, run);
+  bool retried = false;
+  if (!std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); })) {
+    retried = true;  // a shared machine is noisy: one more run before calling it a failure
+    run = execute_plan(rp, a.runtime);
+    rows = compare(rp, predicted, run);
+  }
+  const bool holds = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); });
+  const std::string header = fmt::format(
+      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {} ({} threads); profile {}: {}",
+      rp.spec.name, rp.weights.label, kv_types_label(plan.kv), plan.load ? plan.load->requests : plan.requests,
+      plan.context, plan.output,
+      plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
+      run.backend, run.threads, rp.hw.name, rp.roofline->rates().memory_source);
+  if (a.out.json) {
+    Json j{{"plan", rp.spec.name}, {"holds", holds}, {"retried", retried}, {"rows", Json::array()},
+           {"measured", runtime::measured_figures(run)}, {"predicted", predicted}};
+    for (const Row& r : rows)
+      j["rows"].push_back({{"figure", r.figure}, {"unit", r.unit}, {"predicted", r.predicted}, {"measured", r.measured},
+                           {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
+                           {"bound", r.bound ? Json(*r.bound) : Json(nullptr)}, {"holds", r.holds()}});
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}\n\n{}", header, table(rows, false));
+    fmt::print("\n{}{}\n", holds ? "all bounds hold" : "SOME BOUNDS FAIL", retried ? " (after one rerun)" : "");
+  }
+  if (!a.out_path.empty()) {
+    std::ofstream md(a.out_path);
+    if (!md) throw InputError(fmt::format("--out: cannot write '{}'", a.out_path));
+    md << "# infer-plan report\n\n" << header << "\n\n" << table(rows, true) << "\n"
+       << (holds ? "All bounds hold" : "Some bounds fail") << (retried ? " (after one rerun).\n" : ".\n");
+  }
+  if (!a.svg_dir.empty()) write_svgs(a.svg_dir, rows, rp, run);
+  if (a.check && !holds) throw ExitCode{1};
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Predict a plan and execute it; print predicted, measured and error side by side");
+  cmd->add_option("PLAN", args->plan.plan_file, "Plan JSON file (same as --plan)")->type_name("FILE");
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
+  args->runtime.add_to(*cmd);
+  cmd->add_flag("--probe", args->probe, "Probe this machine first and predict with the measured profile");
+  cmd->add_flag("--quick-probe", args->quick_probe, "With --probe: smaller buffers, fewer passes");
+  cmd->add_option("--out", args->out_path, "Write the report as markdown to this file")->type_name("FILE");
+  cmd->add_option("--svg", args->svg_dir, "Write SVG plots into this folder")->type_name("DIR");
+  cmd->add_flag("--check", args->check, "Exit 1 when a bound fails (after one rerun)");
+  args->out.add_to(*cmd);
+  cmd->footer("Example (what CI runs):\n  infer-plan report scenarios/cpu-small.json --backend cpu --probe --check");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace infer_plan::apps

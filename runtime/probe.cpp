@@ -1,0 +1,145 @@
+#include "runtime/probe.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <vector>
+
+#include "kernels/cpu/matmul.hpp"
+#include "planner/ggml_type.hpp"
+#include "runtime/model_weights.hpp"
+#include "runtime/projection.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace infer_plan::runtime {
+namespace {
+
+constexpr uint64_t kMatvecCols = 4096;       // a Qwen3-8B-wide row
+constexpr uint64_t kMatmulRows = 512;        // 512 x 2048: about 1 MiB at Q8_0, resident in L2/L3
+constexpr uint64_t kMatmulCols = 2048;
+const GgmlType kProbedTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs `pass` once to warm up, then `repeats` timed passes; rates = work / seconds.
+RateSample measure(int repeats, double work, const std::function<void()>& pass) {
+  pass();
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pass();
+    rates.push_back(work / seconds_since(t0));
+  }
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], rates.front(), rates.back()};
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// Read: each thread sums its part as 64-bit words (4 accumulators, so loads are not serialised).
+volatile uint64_t g_sink;
+void read_pass(ThreadPool& pool, const uint64_t* words, uint64_t n) {
+  pool.parallel_for(n, [&](uint64_t b, uint64_t e) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint64_t i = b;
+    for (; i + 4 <= e; i += 4) {
+      s0 += words[i];
+      s1 += words[i + 1];
+      s2 += words[i + 2];
+      s3 += words[i + 3];
+    }
+    for (; i < e; ++i) s0 += words[i];
+    g_sink = s0 + s1 + s2 + s3;
+  }, 512);
+}
+
+}  // namespace
+
+ProbeResult probe_cpu(const ProbeOptions& o) {
+  ThreadPool pool(o.threads);
+  ProbeResult r;
+  r.device = cpu_model();
+  r.threads = pool.threads();
+  r.memory_bytes = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  auto say = [&](const std::string& s) { if (o.progress) o.progress(s); };
+
+  {
+    say(fmt::format("read and copy bandwidth over {} MiB", o.stream_bytes >> 20));
+    const uint64_t words = o.stream_bytes / 8;
+    std::vector<uint64_t> a(words, 1), b(words, 2);
+    r.read_bytes_per_s = measure(o.repeats, static_cast<double>(o.stream_bytes), [&] { read_pass(pool, a.data(), words); });
+    // Copy: bytes moved = read + written, counted once (as the offload copy's size is).
+    r.copy_bytes_per_s = measure(o.repeats, static_cast<double>(o.stream_bytes), [&] {
+      pool.parallel_for(words, [&](uint64_t lo, uint64_t hi) { std::memcpy(&b[lo], &a[lo], (hi - lo) * 8); }, 512);
+    });
+  }
+  std::vector<float> x(kProbeMatmulBatch * kMatvecCols), y;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 201) / 100.0f - 1.0f;
+  kernels::Activations act;
+  for (GgmlType type : kProbedTypes) {
+    const std::string name(ggml_type_info(type).name);
+    say(fmt::format("{} matrix-vector over {} MiB", name, o.matvec_bytes >> 20));
+    const uint64_t row_bytes = ggml_row_bytes(type, kMatvecCols, "probe");
+    const uint64_t rows = o.matvec_bytes / row_bytes;
+    std::vector<uint8_t> w(rows * row_bytes);
+    pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, kMatvecCols, 0.05f, i + 1, &w[i * row_bytes]);
+    });
+    y.resize(std::max(rows, kProbeMatmulBatch * kMatmulRows));
+    r.matvec_bytes_per_s[name] = measure(o.repeats, static_cast<double>(w.size()), [&] {
+      project(pool, type, w.data(), rows, kMatvecCols, x.data(), 1, y.data(), act);
+    });
+    say(fmt::format("{} products of {} tokens", name, kProbeMatmulBatch));
+    const double ops = 2.0 * kMatmulRows * kMatmulCols * kProbeMatmulBatch;
+    r.matmul_ops_per_s[name] = measure(std::max(3, o.repeats / 2), ops, [&] {
+      project(pool, type, w.data(), kMatmulRows, kMatmulCols, x.data(), kProbeMatmulBatch, y.data(), act);
+    });
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  r.date = date;
+  return r;
+}
+
+Json probe_profile_json(const ProbeResult& r, const std::string& name) {
+  auto gbs = [](double v) { return fmt::format("{:.3f} GB/s", v / 1e9); };
+  auto gflops = [](double v) { return fmt::format("{:.3f} TFLOPS", v / 1e12); };
+  Json matvec = Json::object(), matmul = Json::object(), spread = Json::object();
+  for (const auto& [type, s] : r.matvec_bytes_per_s) matvec[type] = gbs(s.median);
+  for (const auto& [type, s] : r.matmul_ops_per_s) matmul[type] = gflops(s.median);
+  const std::string source = fmt::format("probe on {}, {} threads, {}", r.device, r.threads, r.date);
+  const double f32_ops = r.matmul_ops_per_s.count("F32") ? r.matmul_ops_per_s.at("F32").median : 1e9;
+  Json j{{"name", name},
+         {"kind", "device"},
+         {"description", fmt::format("{} ({} threads), measured by infer-plan probe", r.device, r.threads)},
+         {"memory", {{"capacity", fmt::format("{} B", r.memory_bytes)},
+                     {"reserved", fmt::format("{} B", r.memory_bytes / 10)},
+                     {"bandwidth", gbs(r.read_bytes_per_s.median)}}},
+         {"compute", {{"fp32", gflops(f32_ops)}}},
+         {"measured", {{"memory_bandwidth", gbs(r.read_bytes_per_s.median)},
+                       {"host_to_device", gbs(r.copy_bytes_per_s.median)},
+                       {"compute", {{"fp32", gflops(f32_ops)}}},
+                       {"matvec", matvec},
+                       {"matmul", matmul},
+                       {"source", source}}},
+         {"sources", {source, "memory.reserved: 10% of physical memory held back for the OS (a convention, not measured)",
+                      fmt::format("read bandwidth median {:.2f} GB/s (min {:.2f}, max {:.2f}) over the timed passes",
+                                  r.read_bytes_per_s.median / 1e9, r.read_bytes_per_s.min / 1e9, r.read_bytes_per_s.max / 1e9)}}};
+  return j;
+}
+
+}  // namespace infer_plan::runtime

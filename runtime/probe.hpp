@@ -1,0 +1,46 @@
+// `probe --backend cpu`: measure what the planner's roofline needs on this machine, with the
+// runtime's own code paths: memory read and copy bandwidth (STREAM-like, all threads), each
+// weight type's batch-1 matrix-vector rate over a matrix far larger than the caches (bytes/s of
+// weights), and each type's batched product rate on a cache-resident matrix (ops/s). Written as
+// a hardware profile whose `measured` block the roofline prefers to datasheet figures.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "planner/json_fields.hpp"
+
+namespace infer_plan::runtime {
+
+struct ProbeOptions {
+  unsigned threads = 0;                        // 0: one per hardware thread (as `run`)
+  uint64_t stream_bytes = uint64_t{512} << 20; // read / copy buffer
+  uint64_t matvec_bytes = uint64_t{256} << 20; // weights per matrix-vector matrix
+  int repeats = 9;                             // timed passes; the median is kept
+  std::function<void(const std::string&)> progress;
+};
+
+struct RateSample {
+  double median = 0, min = 0, max = 0;  // per pass
+};
+
+struct ProbeResult {
+  std::string device;       // the CPU model
+  unsigned threads = 0;
+  uint64_t memory_bytes = 0;  // physical memory
+  RateSample read_bytes_per_s, copy_bytes_per_s;
+  std::map<std::string, RateSample> matvec_bytes_per_s;  // weights read by a batch-1 product
+  std::map<std::string, RateSample> matmul_ops_per_s;    // 2 ops per weight per token, batch kMatmulBatch
+  std::string date;
+};
+
+inline constexpr uint64_t kProbeMatmulBatch = 64;  // tokens per product when measuring ops/s
+
+ProbeResult probe_cpu(const ProbeOptions& options);
+
+// A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
+// the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = copy).
+Json probe_profile_json(const ProbeResult& r, const std::string& name);
+
+}  // namespace infer_plan::runtime
