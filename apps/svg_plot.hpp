@@ -1,0 +1,46 @@
+// SVG charts for `infer-plan report`: predicted-vs-measured bars and x-y line charts, written as
+// standalone SVG 1.1 text with nothing beyond fmt. The same input gives the same bytes (values
+// printed with {:.4g}, coordinates with one decimal), so charts can be golden files.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace infer_plan::apps {
+
+// One figure of the report: the planner's prediction and the runtime's measurement, in one unit.
+struct BarGroup {
+  std::string label;  // the figure's name, printed under its pair of bars
+  std::string unit;   // printed after each value ("tok/s", "GiB"); may be empty
+  double predicted;
+  double measured;
+};
+
+// One group per figure, two bars each (predicted, measured). Each group is scaled to its own
+// largest value, so figures of different units share one chart; bar heights compare only within
+// a group. The value and unit sit above each bar, the prediction's error relative to the
+// measurement, (predicted - measured) / measured, under the group. NaN/inf values draw no bar.
+std::string svg_predicted_vs_measured(const std::string& title, const std::vector<BarGroup>& groups);
+
+// One line (or set of markers) of an x-y chart. Points pair x[i] with y[i] up to the shorter of
+// the two; a point with a NaN/inf coordinate is skipped and breaks the line there.
+struct Series {
+  std::string name;  // "predicted" and "measured" get the report's two fixed colours
+  std::vector<double> x, y;
+  bool markers_only = false;
+};
+
+// Axes with round ticks, axis labels and a legend. The y axis always includes 0: the charts show
+// rates and times, and a baseline above zero would exaggerate the gap between two series.
+std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                           const std::vector<Series>& series);
+
+// Exposed for tests.
+// Ticks at multiples of a round step (1, 2 or 5 times a power of ten): the smallest such step with
+// (hi - lo) / step <= target_count. The first tick is <= lo, the last >= hi.
+// lo == hi is widened (by 10% of |lo|, or by 1 around 0). Empty when lo or hi is not finite.
+std::vector<double> nice_ticks(double lo, double hi, int target_count);
+// &, <, >, " and ' as entities; control bytes other than tab and newline dropped (XML 1.0 forbids them).
+std::string xml_escape(std::string_view text);
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,240 @@
+// The SVG charts are checked at the level of their text: well-formed tags, escaping, no "nan" or
+// "inf" from bad values, bar heights in proportion to the values, and round ticks by hand.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "apps/svg_plot.hpp"
+
+using namespace infer_plan::apps;
+
+namespace {
+
+constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
+constexpr double inf_value = std::numeric_limits<double>::infinity();
+
+// Tags must nest: every <name ...> is closed by </name> in stack order, or closes itself with "/>".
+// Returns "" when they do, else what went wrong first.
+std::string tag_nesting_error(const std::string& svg) {
+  std::vector<std::string> open;
+  size_t pos = 0;
+  while ((pos = svg.find('<', pos)) != std::string::npos) {
+    const size_t end = svg.find('>', pos);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(pos);
+    const std::string tag = svg.substr(pos + 1, end - pos - 1);
+    pos = end + 1;
+    const bool closing = !tag.empty() && tag[0] == '/';
+    const std::string body = closing ? tag.substr(1) : tag;
+    const std::string name = body.substr(0, body.find_first_of(" \n/"));
+    if (closing) {
+      if (open.empty() || open.back() != name) return "</" + name + "> does not close the innermost tag";
+      open.pop_back();
+    } else if (tag.empty() || tag.back() != '/') {
+      open.push_back(name);
+    }
+  }
+  if (!open.empty()) return "<" + open.back() + "> is never closed";
+  return "";
+}
+
+// Openings of <name ...> less closings (</name> or a self-closing "/>"); -1 as soon as a closing
+// comes before its opening.
+int open_minus_closed(const std::string& svg, const std::string& name) {
+  int depth = 0;
+  for (size_t pos = svg.find('<'); pos != std::string::npos; pos = svg.find('<', pos + 1)) {
+    const size_t end = svg.find('>', pos);
+    if (svg.compare(pos, name.size() + 3, "</" + name + ">") == 0) {
+      if (--depth < 0) return -1;
+    } else if (svg.compare(pos + 1, name.size(), name) == 0 &&
+               (svg[pos + 1 + name.size()] == ' ' || svg[pos + 1 + name.size()] == '>') && end != std::string::npos &&
+               svg[end - 1] != '/') {
+      ++depth;
+    }
+  }
+  return depth;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+// The height="..." of every <rect class="<css_class>" ...>, in document order.
+std::vector<double> bar_heights(const std::string& svg, const std::string& css_class) {
+  std::vector<double> heights;
+  const std::string open = "<rect class=\"" + css_class + "\"";
+  for (size_t pos = svg.find(open); pos != std::string::npos; pos = svg.find(open, pos + 1)) {
+    const size_t end = svg.find("/>", pos);
+    const size_t h = svg.find(" height=\"", pos);
+    REQUIRE(h < end);
+    heights.push_back(std::stod(svg.substr(h + 9)));
+  }
+  return heights;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void check_standalone_svg(const std::string& svg) {
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.size() >= 7);
+  CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+  CHECK(svg.find("xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
+  CHECK(svg.find("viewBox=\"0 0 720 420\"") != std::string::npos);
+  CHECK(tag_nesting_error(svg) == "");
+  for (const char* name : {"g", "text", "rect", "polyline"}) {
+    INFO("<", name, ">");
+    CHECK(open_minus_closed(svg, name) == 0);
+  }
+}
+
+// Ticks are k * step with one rounding each, so they sit within a few ulps of the hand values.
+void check_ticks(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("tick ", i, ": got ", got[i], ", want ", want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= 1e-12 * std::max(1.0, std::abs(want[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nice_ticks: round steps of 1, 2 or 5 times a power of ten, covering the range") {
+  // 37 / 5 = 7.4 per interval; the next round step is 10; 0 .. 37 widens to 0 .. 40.
+  check_ticks(nice_ticks(0, 37, 5), {0, 10, 20, 30, 40});
+  // 1 / 5 = 0.2 is round already; it must not be pushed to 0.5 by the rounding of log10.
+  check_ticks(nice_ticks(0, 1, 5), {0, 0.2, 0.4, 0.6, 0.8, 1.0});
+  // 76 / 4 = 19 -> 20; 12 rounds down to 0 and 88 up to 100.
+  check_ticks(nice_ticks(12, 88, 4), {0, 20, 40, 60, 80, 100});
+  // 10 / 5 = 2; -3 rounds down to -4 and 7 up to 8.
+  check_ticks(nice_ticks(-3, 7, 5), {-4, -2, 0, 2, 4, 6, 8});
+  // 0.4 / 4 = 0.1; 0.3 / 0.1 is 2.999... in binary and must still start the ticks at 0.3.
+  check_ticks(nice_ticks(0.3, 0.7, 4), {0.3, 0.4, 0.5, 0.6, 0.7});
+  // 2400 / 6 = 400 -> 500.
+  check_ticks(nice_ticks(100, 2500, 6), {0, 500, 1000, 1500, 2000, 2500});
+  // A single value: 0 widens to -1 .. 1 (2 / 5 = 0.4 -> 0.5); 50 widens by 10% to 45 .. 55 (2).
+  check_ticks(nice_ticks(0, 0, 5), {-1, -0.5, 0, 0.5, 1});
+  check_ticks(nice_ticks(50, 50, 5), {44, 46, 48, 50, 52, 54, 56});
+  // Reversed bounds are the same range; a target of 0 is taken as 1 interval (37 -> 50).
+  check_ticks(nice_ticks(37, 0, 5), {0, 10, 20, 30, 40});
+  check_ticks(nice_ticks(0, 37, 0), {0, 50});
+  CHECK(nice_ticks(nan_value, 1, 5).empty());
+  CHECK(nice_ticks(0, inf_value, 5).empty());
+}
+
+TEST_CASE("xml_escape: the five special characters and control bytes") {
+  CHECK(xml_escape("a<b & c") == "a&lt;b &amp; c");
+  CHECK(xml_escape("\"x\" > 'y'") == "&quot;x&quot; &gt; &apos;y&apos;");
+  CHECK(xml_escape(std::string("bell\a!")) == "bell!");
+}
+
+TEST_CASE("bars: standalone SVG, heights in proportion within each group, error under the group") {
+  // Group 1: predicted 10, measured 5. Group 2, another unit: predicted 1000, measured 2000.
+  const std::string svg = svg_predicted_vs_measured(
+      "decode", {{"tokens/s", "tok/s", 10, 5}, {"weights", "MiB", 1000, 2000}});
+  check_standalone_svg(svg);
+  const std::vector<double> predicted = bar_heights(svg, "predicted");
+  const std::vector<double> measured = bar_heights(svg, "measured");
+  REQUIRE(predicted.size() == 2);
+  REQUIRE(measured.size() == 2);
+  // Heights print with one decimal (error <= 0.05 each), so the ratio holds to 0.05 + 0.05 / 2.
+  CHECK(predicted[0] > 100);  // the group's largest bar is full height, not a sliver
+  CHECK(std::abs(measured[0] - predicted[0] / 2) <= 0.075);
+  CHECK(std::abs(predicted[1] - measured[1] / 2) <= 0.075);
+  // Each group is scaled to its own largest value: 10 and 2000 draw the same height.
+  CHECK(std::abs(predicted[0] - measured[1]) <= 0.1);
+  // Values with {:.4g}, each with its unit on the line under it.
+  for (const char* label : {">10</text>", ">5</text>", ">1000</text>", ">2000</text>"})
+    CHECK(svg.find(label) != std::string::npos);
+  CHECK(count(svg, ">tok/s</text>") == 2);
+  CHECK(count(svg, ">MiB</text>") == 2);
+  // (10 - 5) / 5 = +100%; (1000 - 2000) / 2000 = -50%.
+  CHECK(svg.find(">error +100.0%</text>") != std::string::npos);
+  CHECK(svg.find(">error -50.0%</text>") != std::string::npos);
+  CHECK(svg.find("#4C72B0") != std::string::npos);
+  CHECK(svg.find("#DD8452") != std::string::npos);
+  CHECK(svg == svg_predicted_vs_measured("decode", {{"tokens/s", "tok/s", 10, 5}, {"weights", "MiB", 1000, 2000}}));
+}
+
+TEST_CASE("bars: text is escaped, NaN and inf draw nothing, no groups give a note") {
+  const std::string svg = svg_predicted_vs_measured(
+      "a<b & c", {{"x \"y\"", "<unit>", nan_value, inf_value}, {"ok", "", 3, nan_value}});
+  check_standalone_svg(svg);
+  CHECK(svg.find("a&lt;b &amp; c") != std::string::npos);
+  CHECK(svg.find("a<b") == std::string::npos);
+  CHECK(svg.find("x &quot;y&quot;") != std::string::npos);
+  CHECK(lower(svg).find("nan") == std::string::npos);
+  CHECK(lower(svg).find("inf") == std::string::npos);
+  CHECK(bar_heights(svg, "predicted").size() == 1);  // only the 3
+  CHECK(svg.find(">&lt;unit&gt;</text>") == std::string::npos);  // the unit of bars not drawn
+  CHECK(bar_heights(svg, "measured").empty());
+  CHECK(svg.find(">error") == std::string::npos);  // no pair of finite values
+
+  for (const std::string& empty : {svg_predicted_vs_measured("empty", {}),
+                                   svg_predicted_vs_measured("all bad", {{"x", "s", nan_value, nan_value}})}) {
+    check_standalone_svg(empty);
+    CHECK(empty.find(">no data</text>") != std::string::npos);
+    CHECK(empty.find("<rect class=") == std::string::npos);
+  }
+}
+
+TEST_CASE("lines: axes with round ticks, one polyline per run, markers, legend colours") {
+  const std::vector<Series> series = {
+      {"predicted", {1, 2, 4, 8}, {10, 19, 30, 37}, false},
+      {"measured", {1, 2, 4, 8}, {9, 20, 28, 35}, true},
+      {"other", {1, 2, 4, 8}, {5, 6, 7, 8}, false},
+  };
+  const std::string svg = svg_line_chart("throughput", "batch", "tok/s", series);
+  check_standalone_svg(svg);
+  // y covers 0 .. 37 -> ticks 0, 10, 20, 30, 40; x covers 1 .. 8 (7 / 6 -> 2) -> 0 .. 8 by 2.
+  for (const char* label : {">0</text>", ">10</text>", ">20</text>", ">30</text>", ">40</text>", ">8</text>"})
+    CHECK(svg.find(label) != std::string::npos);
+  CHECK(svg.find(">50</text>") == std::string::npos);
+  CHECK(count(svg, "<polyline ") == 2);  // the markers-only series draws none
+  CHECK(count(svg, "<circle ") == 12);
+  CHECK(svg.find("stroke=\"#4C72B0\"") != std::string::npos);
+  CHECK(svg.find("fill=\"#DD8452\"") != std::string::npos);
+  CHECK(svg.find("stroke=\"#55A868\"") != std::string::npos);  // first of the palette
+  CHECK(svg.find(">batch</text>") != std::string::npos);
+  CHECK(svg.find(">tok/s</text>") != std::string::npos);
+  CHECK(svg.find(">predicted</text>") != std::string::npos);
+  CHECK(svg == svg_line_chart("throughput", "batch", "tok/s", series));
+}
+
+TEST_CASE("lines: NaN and inf points are skipped and break the line; no points give a note") {
+  const std::vector<Series> series = {
+      {"predicted", {1, 2, 3, 4, 5, 6}, {1, 2, nan_value, 4, 5, inf_value}, false},
+      {"x<y", {nan_value, 2}, {1, 2, 3}, false},  // x and y of different lengths: 2 points, 1 finite
+  };
+  const std::string svg = svg_line_chart("a<b & c", "x & y", "<y>", series);
+  check_standalone_svg(svg);
+  CHECK(lower(svg).find("nan") == std::string::npos);
+  CHECK(lower(svg).find("inf") == std::string::npos);
+  CHECK(count(svg, "<polyline ") == 2);  // (1,1)-(2,2) and (4,4)-(5,5); a lone point is a marker only
+  CHECK(count(svg, "<circle ") == 5);
+  CHECK(svg.find("a&lt;b &amp; c") != std::string::npos);
+  CHECK(svg.find(">x &amp; y</text>") != std::string::npos);
+  CHECK(svg.find(">&lt;y&gt;</text>") != std::string::npos);
+  CHECK(svg.find(">x&lt;y</text>") != std::string::npos);
+
+  for (const std::string& empty : {svg_line_chart("empty", "x", "y", {}),
+                                   svg_line_chart("no points", "x", "y", {{"predicted", {}, {}, false}}),
+                                   svg_line_chart("all bad", "x", "y", {{"s", {nan_value}, {1}, false}})}) {
+    check_standalone_svg(empty);
+    CHECK(empty.find(">no data</text>") != std::string::npos);
+    CHECK(empty.find("<polyline") == std::string::npos);
+  }
+  // A single point: both axes widen around it instead of dividing by a zero span.
+  const std::string one = svg_line_chart("one", "x", "y", {{"measured", {3}, {7}, true}});
+  check_standalone_svg(one);
+  CHECK(count(one, "<circle ") == 1);
+  CHECK(lower(one).find("nan") == std::string::npos);
+}
