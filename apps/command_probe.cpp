@@ -45,6 +45,8 @@ void run(const ProbeArgs& a) {
     print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.read_bytes_per_s.median);
   for (const auto& [type, s] : r.matmul_ops_per_s)
     print_rate(fmt::format("products {} (x{} tokens)", type, runtime::kProbeMatmulBatch), s, 1e9, "GFLOPS");
+  fmt::print("  {:<30} {:>8.2f} us  (fit: time = overhead + bytes / {:.2f} GB/s)\n", "launch overhead",
+             r.launch_overhead_s * 1e6, r.launch_fit_rate / 1e9);
   if (!a.out_path.empty()) fmt::print("profile written to {} (use it with --hw {})\n", a.out_path, a.out_path);
   else fmt::print("(write the profile with --out FILE, then pass --hw FILE)\n");
 }

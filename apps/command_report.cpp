@@ -216,7 +216,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--svg", args->svg_dir, "Write SVG plots into this folder")->type_name("DIR");
   cmd->add_flag("--check", args->check, "Exit 1 when a bound fails (after one rerun)");
   args->out.add_to(*cmd);
-  cmd->footer("Example (what CI runs):\n  infer-plan report scenarios/cpu-small.json --backend cpu --probe --check");
+  cmd->footer("Example (what CI runs):\n  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --check");
   cmd->callback([args] { run(*args); });
 }
 

@@ -164,7 +164,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (j.contains("measured")) {
     const std::string mw = where + ": measured";
     const Json& m = require_object(j, "measured", where);
-    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "matvec", "matmul", "source"}, mw);
+    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "matvec", "matmul", "launch_overhead_us", "source"}, mw);
     MeasuredFigures f;
     if (m.contains("memory_bandwidth")) f.memory_bandwidth_bytes_per_s = rate_field(m, "memory_bandwidth", mw);
     if (m.contains("host_to_device")) f.host_to_device_bytes_per_s = rate_field(m, "host_to_device", mw);
@@ -187,6 +187,11 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
           throw InputError(fmt::format("{}: matmul.{} is {}; expected a figure such as \"90 GFLOPS\"", mw, type, value.dump()));
         f.matmul_ops_per_s[std::string(t.name)] = parse_flops(value.get<std::string>(), fmt::format("{}: matmul.{}", mw, type));
       }
+    if (auto us = optional_number(m, "launch_overhead_us", mw)) {
+      if (!(*us >= 0) || *us > 1e6)
+        throw InputError(fmt::format("{}: launch_overhead_us is {}; expected microseconds in [0, 1e6]", mw, *us));
+      f.launch_overhead_s = *us * 1e-6;
+    }
     f.source = optional_string(m, "source", mw).value_or("probe");
     p.measured = f;
   }

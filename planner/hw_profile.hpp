@@ -33,6 +33,10 @@ struct MeasuredFigures {
   // The roofline times each tensor by its own type's rates when present.
   std::map<std::string, double> matvec_bytes_per_s;
   std::map<std::string, double> matmul_ops_per_s;
+  // Fixed cost of one kernel launch (on the CPU: one parallel projection, dispatch and join),
+  // from a least-squares fit of time = overhead + bytes / rate over projections of several
+  // sizes. A decode step pays it once per kernel, which small models feel.
+  std::optional<double> launch_overhead_s;
   std::string source;                                   // "probe on <device>, <date>"
 };
 

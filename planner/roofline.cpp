@@ -16,6 +16,8 @@ namespace {
 
 constexpr double kActivationBytes = 2.0;  // bf16 activations in the all-reduce
 constexpr int kAllReducesPerLayer = 2;    // after attention and after the FFN (Megatron-style)
+constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
+constexpr double kLaunchesPerDenseLayer = kLaunchesPerAttention + 3;  // + gate, up, down
 
 }  // namespace
 
@@ -100,6 +102,12 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     }
   }
   for (uint64_t l = 0; l < spec.layers; ++l) moe_layers_ += spec.layer_is_moe(l) ? 1 : 0;
+  // Kernels per forward pass, as the runtime launches them: per layer q, k, v, attention, output,
+  // then gate, up, down (dense) or the router and gate, up, down per active expert; the head.
+  const double dense_layers = static_cast<double>(spec.layers - moe_layers_);
+  launches_per_step_ = dense_layers * kLaunchesPerDenseLayer +
+                       static_cast<double>(moe_layers_) * (kLaunchesPerAttention + 1 + 3 * static_cast<double>(spec.experts_active)) + 1;
+  if (m && m->launch_overhead_s) launch_overhead_s_ = *m->launch_overhead_s;
   kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
 }
 
@@ -120,7 +128,8 @@ StepCost Roofline::finish(StepCost c, double tokens, double attention_flops) con
     c.comm_s = c.comm_bytes / rates_.device_link_bytes_per_s;
   }
   c.compute_bound = c.compute_s > c.memory_s;
-  c.time_s = std::max(c.memory_s, c.compute_s) + c.comm_s;
+  c.overhead_s = launches_per_step_ * launch_overhead_s_;
+  c.time_s = std::max(c.memory_s, c.compute_s) + c.comm_s + c.overhead_s;
   return c;
 }
 

@@ -34,7 +34,8 @@ struct StepCost {
   double memory_s = 0;
   double compute_s = 0;
   double comm_s = 0;
-  double time_s = 0;        // max(memory_s, compute_s) + comm_s
+  double overhead_s = 0;    // kernel launches x the measured launch overhead
+  double time_s = 0;        // max(memory_s, compute_s) + comm_s + overhead_s
   bool compute_bound = false;
   double bytes() const { return weight_bytes + kv_bytes; }
 };
@@ -81,6 +82,8 @@ class Roofline {
   double dense_read_s_ = 0;         // seconds to read dense_bytes_ at each type's rate
   double expert_read_s_ = 0;        // seconds to read all experts
   double matmul_s_per_token_ = 0;   // seconds to multiply the active parameters for one token
+  double launch_overhead_s_ = 0;    // per kernel (measured; 0 without a probe)
+  double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
 };
 

@@ -108,6 +108,33 @@ ProbeResult probe_cpu(const ProbeOptions& o) {
       project(pool, type, w.data(), kMatmulRows, kMatmulCols, x.data(), kProbeMatmulBatch, y.data(), act);
     });
   }
+  {
+    // Launch overhead: projections of several sizes, each over fresh memory (many copies of the
+    // matrix, cycled), least squares of time against bytes: the intercept is the fixed cost.
+    say("launch overhead (projections of 64 to 4096 rows)");
+    const GgmlType type = GgmlType::Q8_0;
+    const uint64_t cols = 1024, row_bytes = ggml_row_bytes(type, cols, "probe");
+    std::vector<uint8_t> w(o.matvec_bytes / 2);
+    pool.parallel_for(w.size() / row_bytes, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, cols, 0.05f, i + 1, &w[i * row_bytes]);
+    });
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+    for (uint64_t rows : {64, 128, 256, 512, 1024, 2048, 4096}) {
+      const uint64_t bytes = rows * row_bytes, copies = w.size() / bytes;
+      std::vector<double> per_call;
+      for (int rep = 0; rep < std::max(3, o.repeats / 2); ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (uint64_t c = 0; c < copies; ++c) project(pool, type, &w[c * bytes], rows, cols, x.data(), 1, y.data(), act);
+        per_call.push_back(seconds_since(t0) / static_cast<double>(copies));
+      }
+      std::sort(per_call.begin(), per_call.end());
+      const double t = per_call[per_call.size() / 2], b = static_cast<double>(bytes);
+      sx += b; sy += t; sxx += b * b; sxy += b * t; n += 1;
+    }
+    const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    r.launch_overhead_s = std::max(0.0, (sy - slope * sx) / n);
+    r.launch_fit_rate = slope > 0 ? 1 / slope : 0;
+  }
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -135,6 +162,7 @@ Json probe_profile_json(const ProbeResult& r, const std::string& name) {
                        {"compute", {{"fp32", gflops(f32_ops)}}},
                        {"matvec", matvec},
                        {"matmul", matmul},
+                       {"launch_overhead_us", r.launch_overhead_s * 1e6},
                        {"source", source}}},
          {"sources", {source, "memory.reserved: 10% of physical memory held back for the OS (a convention, not measured)",
                       fmt::format("read bandwidth median {:.2f} GB/s (min {:.2f}, max {:.2f}) over the timed passes",

@@ -32,6 +32,10 @@ struct ProbeResult {
   RateSample read_bytes_per_s, copy_bytes_per_s;
   std::map<std::string, RateSample> matvec_bytes_per_s;  // weights read by a batch-1 product
   std::map<std::string, RateSample> matmul_ops_per_s;    // 2 ops per weight per token, batch kMatmulBatch
+  // time = launch_overhead_s + bytes / launch_fit_rate, fitted over Q8_0 projections of 64 to
+  // 4096 rows (each streamed from memory, as a decode step's are).
+  double launch_overhead_s = 0;
+  double launch_fit_rate = 0;
   std::string date;
 };
 

@@ -1,8 +1,22 @@
 #include "runtime/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define INFER_PLAN_PAUSE() _mm_pause()
+#else
+#define INFER_PLAN_PAUSE() std::this_thread::yield()
+#endif
 
 namespace infer_plan::runtime {
+namespace {
+// How long a worker spins for the next job before it sleeps: longer than the gaps between the
+// projections of a decode step (norms, RoPE, attention bookkeeping on the caller), much shorter
+// than the gaps between steps of an idle server.
+constexpr auto kSpin = std::chrono::microseconds(2000);
+}  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -33,37 +47,36 @@ void ThreadPool::parallel_for(uint64_t n, const std::function<void(uint64_t, uin
     const uint64_t e = i < parts ? std::min(n, units * (i + 1) / parts * grain) : n;
     chunks_[i] = {b, e};
   }
+  job_ = &fn;
+  pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
   {
-    std::lock_guard lock(mutex_);
-    job_ = &fn;
-    pending_ = static_cast<unsigned>(workers_.size());
-    ++generation_;
+    std::lock_guard lock(mutex_);  // a worker about to sleep either sees the new generation or is woken
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   if (chunks_[0].first < chunks_[0].second) fn(chunks_[0].first, chunks_[0].second);
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  while (pending_.load(std::memory_order_acquire) != 0) INFER_PLAN_PAUSE();
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(unsigned index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(uint64_t, uint64_t)>* job;
-    std::pair<uint64_t, uint64_t> chunk;
-    {
-      std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      chunk = chunks_[index];
+    // Spin for the next job, then sleep.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    uint64_t spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+      INFER_PLAN_PAUSE();
+      if (++spins % 256 == 0 && std::chrono::steady_clock::now() > spin_until) {
+        std::unique_lock lock(mutex_);
+        start_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      }
     }
-    if (chunk.first < chunk.second) (*job)(chunk.first, chunk.second);
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const std::pair<uint64_t, uint64_t> chunk = chunks_[index];
+    if (chunk.first < chunk.second) (*job_)(chunk.first, chunk.second);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
