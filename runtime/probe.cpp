@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/stream_read.hpp"
 #include "planner/ggml_type.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/projection.hpp"
@@ -49,21 +50,10 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-// Read: each thread sums its part as 64-bit words (4 accumulators, so loads are not serialised).
+// Read: each thread sums its part (kernels/cpu/stream_read, the GEMV bench's reference too).
 volatile uint64_t g_sink;
 void read_pass(ThreadPool& pool, const uint64_t* words, uint64_t n) {
-  pool.parallel_for(n, [&](uint64_t b, uint64_t e) {
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    uint64_t i = b;
-    for (; i + 4 <= e; i += 4) {
-      s0 += words[i];
-      s1 += words[i + 1];
-      s2 += words[i + 2];
-      s3 += words[i + 3];
-    }
-    for (; i < e; ++i) s0 += words[i];
-    g_sink = s0 + s1 + s2 + s3;
-  }, 512);
+  pool.parallel_for(n, [&](uint64_t b, uint64_t e) { g_sink = kernels::read_sum(words + b, e - b); }, 512);
 }
 
 }  // namespace
