@@ -29,6 +29,18 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   return rp;
 }
 
+ServerModel plan_server_model(const ResolvedPlan& rp, const FitResult& fit) {
+  const Roofline* rl = rp.roofline.get();
+  ServerModel server;
+  server.decode_iteration_s = [rl](uint64_t batch, uint64_t context_tokens) {
+    return rl->decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
+  };
+  server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
+  server.kv_capacity_tokens = fit.kv_bytes / fit.kv_bytes_per_token;
+  server.max_batch = rp.plan.load ? rp.plan.load->max_batch : rp.plan.requests;
+  return server;
+}
+
 ServingLoad plan_serving_load(const Plan& plan) {
   if (!plan.load || !plan.load->rate_per_s) throw InputError("plan: load.rate_per_s is needed to simulate serving");
   if (plan.output == 0 || plan.output >= plan.context)
@@ -139,17 +151,8 @@ Json distribution(const Distribution& d, double scale) {
 // whose KV capacity is the pool fit sized (requests x context, whole pages): the pool the runtime
 // allocates, so a request waits for KV space in both at the same moments.
 Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
-  const Plan& plan = rp.plan;
-  const LoadPlan& lp = *plan.load;
-  const Roofline& rl = *rp.roofline;
-  ServerModel server;
-  server.decode_iteration_s = [&rl](uint64_t batch, uint64_t context_tokens) {
-    return rl.decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
-  };
-  server.prefill_s = [&rl](uint64_t prompt) { return rl.prefill(prompt).time_s; };
-  server.kv_capacity_tokens = fit.kv_bytes / fit.kv_bytes_per_token;
-  server.max_batch = lp.max_batch;
-  ServingLoad load = plan_serving_load(plan);
+  const ServerModel server = plan_server_model(rp, fit);
+  ServingLoad load = plan_serving_load(rp.plan);
   const ServingResult r = simulate_serving(server, load);
   Json j{{"stable", r.stable}, {"unstable_reason", r.unstable_reason}, {"requests", r.requests},
          {"completed", r.completed}, {"rejected", r.rejected.total()}, {"rejection_rate", r.rejection_rate},

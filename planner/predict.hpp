@@ -8,6 +8,7 @@
 #include "planner/offload.hpp"
 #include "planner/plan.hpp"
 #include "planner/roofline.hpp"
+#include "planner/memory_fit.hpp"
 #include "planner/serving_sim.hpp"
 #include "planner/weights_size.hpp"
 
@@ -22,6 +23,10 @@ struct ResolvedPlan {
   std::unique_ptr<Roofline> roofline;
 };
 ResolvedPlan resolve_plan(const Plan& plan);
+// The server the serving simulation runs for a plan: roofline steps, the KV pool fit sized
+// (requests x context, whole pages), at most load.max_batch running (requests without a load).
+// Holds a pointer to rp's roofline: rp must outlive it.
+ServerModel plan_server_model(const ResolvedPlan& rp, const FitResult& fit);
 // The load a plan's `load` section offers: each request holds `context` tokens of KV, a prompt of
 // context - output tokens and `output` generated tokens; arrivals at load.rate_per_s.
 ServingLoad plan_serving_load(const Plan& plan);

@@ -85,6 +85,8 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
         dense_read_s_ += read_s;
         matmul_params_active_ += params;
         matmul_s_per_token_ += multiply_s;
+        head_params_ += params;
+        head_matmul_s_ += multiply_s;
       }
     } else if (t.is_expert()) {
       const double active = static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
@@ -98,6 +100,10 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
       if (!t.is_vector() && t.role != TensorRole::rope_freqs) {
         matmul_params_active_ += params;
         matmul_s_per_token_ += multiply_s;
+      }
+      if (t.role == TensorRole::output) {
+        head_params_ += params;
+        head_matmul_s_ += multiply_s;
       }
     }
   }
@@ -118,9 +124,9 @@ double Roofline::distinct_experts(double tokens) const {
   return e * (1.0 - std::pow(1.0 - k / e, tokens));
 }
 
-StepCost Roofline::finish(StepCost c, double tokens, double attention_flops) const {
+StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops) const {
   c.memory_s = weight_read_s(tokens) + c.kv_bytes / rates_.memory_bytes_per_s;
-  c.compute_s = matmul_s(tokens) + attention_flops / rates_.compute_ops_per_s;
+  c.compute_s = matmul_s(tokens, head_tokens) + attention_flops / rates_.compute_ops_per_s;
   if (tp_ > 1) {
     const double n = static_cast<double>(tp_);
     c.comm_bytes = static_cast<double>(kAllReducesPerLayer * spec_.layers) * tokens *
@@ -139,7 +145,9 @@ double Roofline::weight_read_s(double tokens) const {
   return dense_read_s_ + expert_read_s_ * expert_fraction + embd_row_bytes_ * tokens / rates_.memory_bytes_per_s;
 }
 
-double Roofline::matmul_s(double tokens) const { return matmul_s_per_token_ * tokens; }
+double Roofline::matmul_s(double tokens, double head_tokens) const {
+  return (matmul_s_per_token_ - head_matmul_s_) * tokens + head_matmul_s_ * head_tokens;
+}
 
 double Roofline::weight_bytes_read(double tokens) const {
   const double expert_fraction =
@@ -157,7 +165,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
                                  static_cast<double>(tp_) * static_cast<double>(context) * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
-  return finish(c, tokens, attention_flops);
+  return finish(c, tokens, tokens, attention_flops);
 }
 
 StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
@@ -169,8 +177,9 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
   const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
-  c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
-  return finish(c, tokens, attention_flops);
+  const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
+  c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
+  return finish(c, tokens, heads, attention_flops);
 }
 
 }  // namespace infer_plan

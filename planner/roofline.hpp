@@ -62,14 +62,16 @@ class Roofline {
   double distinct_experts(double tokens) const;
 
  private:
-  StepCost finish(StepCost c, double tokens, double attention_flops) const;
+  // `head_tokens`: tokens whose logits are computed (all of a decode or verify step's; one per
+  // sequence in a prefill, as engines compute only the last prompt token's logits).
+  StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
   // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the
   // memory rate; and seconds to multiply them, at each type's measured product rate or the
   // compute rate.
   double weight_read_s(double tokens) const;
-  double matmul_s(double tokens) const;
+  double matmul_s(double tokens, double head_tokens) const;
 
   ModelSpec spec_;
   RooflineRates rates_;
@@ -83,6 +85,8 @@ class Roofline {
   double expert_read_s_ = 0;        // seconds to read all experts
   double matmul_s_per_token_ = 0;   // seconds to multiply the active parameters for one token
   double launch_overhead_s_ = 0;    // per kernel (measured; 0 without a probe)
+  double head_params_ = 0;          // the output head's share of matmul_params_active_
+  double head_matmul_s_ = 0;        // ... and of matmul_s_per_token_
   double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
 };

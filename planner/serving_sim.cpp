@@ -85,6 +85,17 @@ class Engine {
   double watched_finish_s = kNever;
   bool replace_departures = false;
 
+  // Puts a request that is already decoding (emitted tokens so far, the first from its prefill)
+  // into the running batch, with its KV reserved: how a snapshot of a real server is restored.
+  void restore_running(uint32_t id, uint64_t emitted) {
+    const Request& r = request(id);
+    assert(emitted >= 1 && emitted < r.output_tokens);
+    running.push_back({id, iteration_ + r.output_tokens - emitted});
+    std::push_heap(running.begin(), running.end(), finishes_later);
+    context_tokens_ += r.prompt_tokens + emitted;
+    kv_reserved_tokens += r.kv_tokens();
+  }
+
   bool front_admissible() const {
     if (waiting.empty() || running.size() >= server_->max_batch) return false;
     const uint64_t need = request(waiting.front()).kv_tokens();
@@ -476,6 +487,23 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     res.latency = lat;
   }
   return res;
+}
+
+double admission_finish_s(const ServerModel& server, const ServerSnapshot& state, const ServingRequest& candidate,
+                          double due_s, DeadlinePrediction how) {
+  std::vector<Request> requests;
+  for (const ServerSnapshot::Decoding& d : state.running) requests.push_back(d.request);
+  for (const ServingRequest& w : state.waiting) requests.push_back(w);
+  requests.push_back(candidate);
+  Engine engine(server, requests);
+  engine.now_s = state.now_s;
+  uint32_t id = 0;
+  for (const ServerSnapshot::Decoding& d : state.running) engine.restore_running(id++, d.emitted);
+  for (size_t i = 0; i < state.waiting.size(); ++i) engine.waiting.push_back(id++);
+  const double own_service_s =
+      checked_prefill_s(server, candidate.prompt_tokens) +
+      static_cast<double>(candidate.output_tokens - 1) * checked_decode_s(server, 1, candidate.prompt_tokens + 1);
+  return predicted_finish_s(engine, id, due_s, own_service_s, how);
 }
 
 bool meets_slo(const ServingResult& r, const ServingSlo& slo) {

@@ -168,6 +168,24 @@ struct ServingResult {
 // non-finite time. Invariant (asserted): completed + rejected == requests.
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load);
 
+// A real server between two steps, as the runtime sees it: the requests decoding (with the tokens
+// each has emitted, the first from its prefill) and the queue, in order.
+struct ServerSnapshot {
+  struct Decoding {
+    ServingRequest request;
+    uint64_t emitted = 1;
+  };
+  double now_s = 0;
+  std::vector<Decoding> running;
+  std::vector<ServingRequest> waiting;
+};
+
+// Admission by deadline with the simulation's own rule (top of this file): the finish time
+// predicted for `candidate` joining the back of the queue now, or infinity once the prediction
+// passes `due_s` (it is then rejected). The runtime's scheduler calls this at each arrival.
+double admission_finish_s(const ServerModel& server, const ServerSnapshot& state, const ServingRequest& candidate,
+                          double due_s, DeadlinePrediction how = DeadlinePrediction::load_persists);
+
 // The service-level objective for max_sustainable_rate: stability is always required.
 struct ServingSlo {
   std::optional<double> ttft_p99_s;

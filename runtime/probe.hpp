@@ -39,7 +39,7 @@ struct ProbeResult {
   std::string date;
 };
 
-inline constexpr uint64_t kProbeMatmulBatch = 64;  // tokens per product when measuring ops/s
+inline constexpr uint64_t kProbeMatmulBatch = 32;  // tokens per product when measuring ops/s (a prompt chunk)
 
 ProbeResult probe_cpu(const ProbeOptions& options);
 

@@ -40,22 +40,35 @@ std::vector<ServingRequest> plan_requests(const Plan& plan) {
   return closed;
 }
 
+// The planner's admission rule on the server as it stands (planner/serving_sim.hpp).
+bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingRequest>& arrivals,
+                          const std::vector<Live>& running, const std::deque<Live>& waiting, double now,
+                          const ServingRequest& candidate, double due_s) {
+  ServerSnapshot snapshot;
+  snapshot.now_s = now;
+  for (const Live& s : running) snapshot.running.push_back({arrivals[s.id], s.emitted});
+  for (const Live& s : waiting) snapshot.waiting.push_back(arrivals[s.id]);
+  return admission_finish_s(model, snapshot, candidate, due_s) <= due_s;
+}
+
 }  // namespace
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
-  if (plan.deadline_s)
-    throw InputError("run: admission by deadline is not executed by the runtime yet; remove deadline_s "
-                     "(the planner's `queue --deadline` / `admit` predict it)");
   const std::vector<ServingRequest> arrivals = plan_requests(plan);
   const bool closed = !(plan.load && plan.load->rate_per_s);
   const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
+  // Admission by deadline asks the planner's serving model (roofline steps, fit's KV pool) to
+  // predict each arrival's finish from the server's state, with the simulation's own rule.
+  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
+  const ServerModel admission_model = plan_server_model(rp, fit);
 
   RunResult result;
   result.backend = std::string(backend.name());
   result.model = rp.spec.name;
+  result.deadline_s = plan.deadline_s;
   ThreadPool pool(options.threads);
   result.threads = pool.threads();
   auto clock_s = [&backend](uint64_t t0) { return static_cast<double>(backend.now_ns() - t0) * 1e-9; };
@@ -103,6 +116,10 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       const ServingRequest& a = arrivals[next];
       if (PagedKvCache::pages_for(a.kv_tokens()) > cache.pages_total()) {
         result.requests[next].rejected = "exceeds_kv_capacity";
+        ++ended;
+      } else if (plan.deadline_s && !admitted_by_deadline(admission_model, arrivals, running, waiting, now, a,
+                                                          a.arrival_s + *plan.deadline_s)) {
+        result.requests[next].rejected = "deadline";
         ++ended;
       } else {
         Live s;
@@ -196,7 +213,7 @@ double result_in_system(const RunResult& r, double records_area, double span) {
 Json measured_figures(const RunResult& r) {
   std::vector<double> decode_ms, prefill_ms, ttft, tpot, sojourn;
   for (const StepRecord& s : r.steps) (s.prefill ? prefill_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
-  uint64_t completed = 0, output_tokens = 0;
+  uint64_t completed = 0, output_tokens = 0, late = 0;
   std::map<std::string, uint64_t> rejected;
   // Requests present over time: +1 at arrival, -1 at departure (rejections never enter).
   std::vector<std::pair<double, int>> events;
@@ -206,6 +223,7 @@ Json measured_figures(const RunResult& r) {
       continue;
     }
     ++completed;
+    if (r.deadline_s && q.finish_s > q.arrival_s + *r.deadline_s) ++late;
     output_tokens += q.output_tokens;
     ttft.push_back(q.first_token_s - q.arrival_s);
     if (q.output_tokens >= 2) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1) * 1e3);
@@ -254,6 +272,7 @@ Json measured_figures(const RunResult& r) {
               {"littles_law_in_system", rate * so.mean},
               {"requests", r.requests.size()},
               {"completed", completed},
+              {"completed_late", late},
               {"rejected", rejected_total},
               {"rejected_by_reason", rej}};
 }

@@ -9,10 +9,14 @@
 // the clock. KV pages for a request's whole life (prompt + output) are reserved when it is
 // admitted, so the cache can never run out mid-generation: a request waits at the head of the
 // queue until pages are free, and one larger than the whole pool is rejected on arrival
-// (reason "exceeds_kv_capacity"). Every request ends completed or rejected; none is lost.
+// (reason "exceeds_kv_capacity"). With a deadline, each arrival is admitted or rejected (reason
+// "deadline") by the planner's own rule: the serving simulation run forward from the server's
+// state (planner/serving_sim.hpp, admission_finish_s). Every request ends completed or
+// rejected; none is lost.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,7 @@ struct RunResult {
   uint64_t weights_bytes = 0;   // allocated, from the backend's accounting
   uint64_t kv_bytes = 0;
   uint64_t kv_pages = 0;
+  std::optional<double> deadline_s;  // the plan's, for counting late completions
   double setup_s = 0;           // allocating and writing the weights
   double span_s = 0;            // t = 0 to the last departure
   // The scheduler's own count of requests present (waiting + running), integrated over time as

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstring>
@@ -139,6 +140,8 @@ DotFn scalar_dot(GgmlType weight_type) {
   }
 }
 
+constexpr uint64_t kTileBytes = 16 * 1024;  // half of a 32 KiB L1 data cache
+
 DotFn chosen_dot(GgmlType weight_type) {
   if (!g_force_scalar.load(std::memory_order_relaxed)) {
     if (DotFn f = avx2_dot(weight_type)) return f;
@@ -189,9 +192,14 @@ void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, co
   assert(row_begin <= row_end && row_end <= rows);
   const DotFn dot = chosen_dot(weight_type);
   const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
-  for (uint64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* w = weights + r * row_bytes;
-    for (uint64_t b = 0; b < x.batch; ++b) y[b * rows + r] = dot(w, x.row(b), x.cols);
+  // Tiles of weight rows that stay in L1 while every activation row passes over them: each
+  // weight byte comes from memory once, and each activation row is read from L2 once per tile
+  // rather than once per weight row (a 256-token prompt chunk is ~280 KB of Q8_0 activations).
+  const uint64_t tile = std::max<uint64_t>(1, kTileBytes / row_bytes);
+  for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
+    const uint64_t t1 = std::min(row_end, t0 + tile);
+    for (uint64_t b = 0; b < x.batch; ++b)
+      for (uint64_t r = t0; r < t1; ++r) y[b * rows + r] = dot(weights + r * row_bytes, x.row(b), x.cols);
   }
 }
 

@@ -206,7 +206,7 @@ infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--b
 infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
 infer_plan_cli_case(bad_roofline_tp_link EXIT 2 ARGS roofline --hw rtx-4090 --tp 2 MATCH "device_link")
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10
-  MATCH "prefill +67.[0-9]+ ms +roofline of qwen3-8b" "verdict: STRONGLY YES")
+  MATCH "prefill +62.[0-9]+ ms +roofline of qwen3-8b" "verdict: STRONGLY YES")
 infer_plan_cli_case(bad_pd_hw EXIT 2 ARGS pd --hw h300 MATCH "unknown hardware profile 'h300'")
 # --- GGUF: sizes from llama.cpp's recipes (SPEC 1 seed file), inspect, .gguf as --model ---
 infer_plan_cli_case(gguf_size_seed EXIT 0 ARGS gguf size --model qwen3-235b-a22b --type Q2_K

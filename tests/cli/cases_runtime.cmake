@@ -4,8 +4,8 @@ infer_plan_cli_case(run_tiny EXIT 0 ARGS run --model qwen3-0.6b --scale 0.1 --we
   MATCH "weights_bytes +[0-9]+ B" "2 completed, 0 rejected")
 infer_plan_cli_case(bad_run_recipe_type EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q4_0 --ctx 40 --output 8 --quiet
   MATCH "weights: .* is stored as Q6_K, which the CPU runtime cannot multiply.*Q4_0:pure")
-infer_plan_cli_case(bad_run_deadline EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q8_0 --ctx 40 --output 8 --deadline 1 --quiet
-  MATCH "admission by deadline is not executed by the runtime yet")
+infer_plan_cli_case(run_deadline_closed EXIT 0 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q8_0 --ctx 40 --output 8 --requests 2 --deadline 30 --quiet
+  MATCH "2 completed, 0 rejected")
 infer_plan_cli_case(bad_run_output EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q8_0 --ctx 40 --output 40 --quiet
   MATCH "output 40 must be at least 1 and less than context 40")
 infer_plan_cli_case(bad_run_scale EXIT 2 ARGS run --model qwen3-0.6b --scale 2 --quiet

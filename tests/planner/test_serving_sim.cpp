@@ -415,3 +415,28 @@ TEST_CASE("bad input names the field") {
   CHECK_THROWS_WITH_AS(max_sustainable_rate(m, ServingLoad{}, slo), doctest::Contains("rejection_rate_max"),
                        InputError);
 }
+
+TEST_CASE("admission_finish_s: a snapshot of a real server, predicted by the simulation's rule") {
+  ServerModel server;
+  server.decode_iteration_s = [](uint64_t, uint64_t) { return 0.01; };
+  server.prefill_s = [](uint64_t) { return 0.1; };
+  server.max_batch = 8;
+  const ServingRequest candidate{0, 10, 5};
+  ServerSnapshot idle;
+  idle.now_s = 2.0;
+  // Alone: its prefill, then 4 iterations: 2 + 0.1 + 4 x 0.01.
+  CHECK(admission_finish_s(server, idle, candidate, 100) == doctest::Approx(2.14));
+  // One request decoding with 3 iterations left (output 5, emitted 2). The candidate's prefill
+  // comes first (0.1), then they decode together; after 3 iterations the other leaves.
+  ServerSnapshot busy;
+  busy.running.push_back({ServingRequest{0, 10, 5}, 2});
+  // No more arrivals: 0.1 + 4 x 0.01.
+  CHECK(admission_finish_s(server, busy, candidate, 100, DeadlinePrediction::no_more_arrivals) ==
+        doctest::Approx(0.14));
+  // Load persists: the leaver is replaced by one like it, whose prefill (0.1) stalls the
+  // candidate's last iteration: 0.1 + 3 x 0.01 + 0.1 + 0.01.
+  CHECK(admission_finish_s(server, busy, candidate, 100, DeadlinePrediction::load_persists) ==
+        doctest::Approx(0.24));
+  // Past the due time the prediction gives up: infinity means "reject".
+  CHECK(std::isinf(admission_finish_s(server, busy, candidate, 0.2)));
+}

@@ -109,6 +109,27 @@ TEST_CASE("Poisson load: the planner's arrivals, every request accounted for") {
   CHECK(measured_figures(r)["completed"] == 12);
 }
 
+TEST_CASE("deadline: arrivals the planner predicts late are rejected; none is lost") {
+  CpuBackend backend;
+  Plan plan = tiny_plan();
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 2000;  // a burst: later arrivals would wait behind the first ones
+  plan.load->requests = 20;
+  plan.deadline_s = 1e-9;  // less than any request's own prefill on the roofline: all rejected
+  ResolvedPlan rp = resolve_plan(plan);
+  RunResult r = run_plan(rp, backend, {});
+  Json m = measured_figures(r);
+  CHECK(m["rejected_by_reason"]["deadline"] == 20);
+  CHECK(m["completed"] == 0);
+  plan.deadline_s = 1e6;  // nobody is late
+  rp = resolve_plan(plan);
+  r = run_plan(rp, backend, {});
+  m = measured_figures(r);
+  CHECK(m["completed"] == 20);
+  CHECK(m["rejected"] == 0);
+  CHECK(m["completed_late"] == 0);
+}
+
 TEST_CASE("decoder: a sequence computes the same logits alone and in a batch") {
   CpuBackend backend;
   const ResolvedPlan rp = resolve_plan(tiny_plan());
