@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/sampling.hpp"
+#include "planner/gguf_reader.hpp"
 #include "planner/input_error.hpp"
 
 namespace infer_plan::runtime {
@@ -80,6 +82,50 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
 ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
                            uint64_t seed, ThreadPool& pool)
     : backend_(backend), spec_(spec), layers_(spec.layers) {
+  build(layout, [&](WeightTensor& w, uint8_t* data) {
+    const TensorInfo& t = w.placement.tensor;
+    const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
+    const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
+                         t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
+                         t.role == TensorRole::attn_k_norm ||
+                         t.role == TensorRole::rope_freqs;  // allocated as the layout says; factors 1, not applied
+    if (is_norm) {
+      std::vector<float> ones(w.cols, 1.0f);
+      std::memcpy(data, ones.data(), w.placement.bytes);
+      return;
+    }
+    // Biases small; the embedding at unit scale (its rows are the residual stream's start).
+    const float amplitude = t.is_vector() ? 0.02f
+                            : t.role == TensorRole::token_embd ? 1.0f
+                                                               : std::sqrt(3.0f / static_cast<float>(w.cols));
+    pool.parallel_for(w.rows, [&](uint64_t b, uint64_t e) {
+      for (uint64_t r = b; r < e; ++r)
+        fill_synthetic_row(w.type(), w.cols, amplitude, mix(tensor_seed + r), data + r * w.row_bytes);
+    });
+  });
+}
+
+ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
+                           const std::string& gguf_path, ThreadPool&)
+    : backend_(backend), spec_(spec), layers_(spec.layers) {
+  const GgufModel file = read_gguf_model(gguf_path);
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < file.tensors.size(); ++i) by_name[file.tensors[i].name] = i;
+  build(layout, [&](WeightTensor& w, uint8_t* data) {
+    const std::string& name = w.placement.tensor.name;
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) throw InputError(fmt::format("{}: no tensor '{}'", gguf_path, name));
+    const GgufTensorInfo& info = file.tensors[it->second];
+    if (info.type != w.type() || info.bytes != w.placement.bytes)
+      throw InputError(fmt::format("{}: tensor '{}' is {} ({} B); the plan expects {} ({} B)", gguf_path, name,
+                                   ggml_type_info(info.type).name, info.bytes, ggml_type_info(w.type()).name,
+                                   w.placement.bytes));
+    const std::vector<uint8_t> bytes = read_gguf_tensor_data(file, it->second);
+    std::memcpy(data, bytes.data(), bytes.size());
+  });
+}
+
+void ModelWeights::build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill) {
   tensors_.reserve(layout.tensors.size());
   for (const TensorPlacement& p : layout.tensors) {
     const TensorInfo& t = p.tensor;
@@ -95,26 +141,9 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     w.row_bytes = ggml_row_bytes(p.type, w.cols, t.name);
     if (w.row_bytes * w.rows != p.bytes)
       throw InputError(fmt::format("weights: {} has {} B in the layout but {} rows of {} B", t.name, p.bytes, w.rows, w.row_bytes));
-    w.buffer = backend.allocate(p.bytes, MemoryCategory::weights);
+    w.buffer = backend_.allocate(p.bytes, MemoryCategory::weights);
     bytes_ += p.bytes;
-    auto* data = static_cast<uint8_t*>(w.buffer.data);
-    const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
-    const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
-                         t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
-                         t.role == TensorRole::attn_k_norm ||
-                         t.role == TensorRole::rope_freqs;  // allocated as the layout says; factors 1, not applied
-    if (is_norm) {
-      std::vector<float> ones(w.cols, 1.0f);
-      std::memcpy(data, ones.data(), p.bytes);
-    } else {
-      // Biases small; the embedding at unit scale (its rows are the residual stream's start).
-      const float amplitude = t.is_vector() ? 0.02f
-                              : t.role == TensorRole::token_embd ? 1.0f
-                                                                 : std::sqrt(3.0f / static_cast<float>(w.cols));
-      pool.parallel_for(w.rows, [&](uint64_t b, uint64_t e) {
-        for (uint64_t r = b; r < e; ++r) fill_synthetic_row(p.type, w.cols, amplitude, mix(tensor_seed + r), data + r * w.row_bytes);
-      });
-    }
+    fill(w, static_cast<uint8_t*>(w.buffer.data));
     tensors_.push_back(std::move(w));
   }
   for (const WeightTensor& w : tensors_) {
@@ -149,7 +178,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     }
   }
   if (!output_) output_ = token_embd_;  // tied embeddings
-  if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec.name));
+  if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec_.name));
 }
 
 ModelWeights::~ModelWeights() {

@@ -3,6 +3,8 @@
 // deterministic: every row is generated from (seed, tensor, row), whatever the thread count.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "planner/model_spec.hpp"
@@ -41,18 +43,26 @@ class ModelWeights {
   // type has no CPU product (kernels/cpu/matmul) or a vector is not F32.
   ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, uint64_t seed,
                ThreadPool& pool);
+  // The same tensors read from a GGUF file instead (every tensor of `layout` must be in the file
+  // with the same type and bytes; InputError naming the tensor otherwise).
+  ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, const std::string& gguf_path,
+               ThreadPool& pool);
   ~ModelWeights();
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
 
   const ModelSpec& spec() const { return spec_; }
   const WeightTensor& token_embd() const { return *token_embd_; }
+  const std::vector<WeightTensor>& tensors() const { return tensors_; }
   const WeightTensor& output_norm() const { return *output_norm_; }
   const WeightTensor& output() const { return *output_; }  // token_embd when tied
   const LayerWeights& layer(uint64_t l) const { return layers_[l]; }
   uint64_t bytes() const { return bytes_; }
 
  private:
+  // Allocates every tensor of `layout` and calls fill(tensor, data) to write it; then indexes them.
+  void build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill);
+
   Backend& backend_;
   ModelSpec spec_;
   std::vector<WeightTensor> tensors_;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernels/cpu/sampling.hpp"
+#include "planner/gguf_reader.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/serving_sim.hpp"
@@ -75,7 +76,12 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
 
   const uint64_t setup0 = backend.now_ns();
   if (options.progress) options.progress(fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
-  ModelWeights weights(backend, rp.spec, rp.weights.layout, options.seed, pool);
+  // A .gguf model with its own types ("file") runs the file's tensors; anything else synthetic.
+  const bool from_file = is_gguf_path(rp.spec.source) && rp.weights.layout.file_type.starts_with("as stored in");
+  if (from_file && plan.scale != 1)
+    throw InputError("run: --scale shrinks synthetic weights; a .gguf with its own weights runs at its own size");
+  ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool)
+                                   : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool);
   // The KV pool fit sizes: requests x context, whole pages (planner/memory_fit).
   const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
   PagedKvCache cache(backend, rp.spec, plan.kv, pages);
