@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -127,9 +128,15 @@ std::string table(const std::vector<Row>& rows, bool markdown) {
 
 void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run) {
   std::filesystem::create_directories(dir);
+  // Short names under the bars (eight groups share 720 px).
+  const std::map<std::string, std::string> short_name{
+      {"decode_iteration_ms p50", "decode"}, {"prefill_ms p50", "prefill"}, {"mean_sojourn_s", "sojourn"},
+      {"mean_in_system", "in system"},       {"ttft_s p50", "TTFT"},        {"tpot_ms p50", "TPOT"},
+      {"throughput_tok_s", "tok/s"},         {"Little's law (measured)", "Little"}};
   std::vector<BarGroup> bars;
   for (const Row& r : rows)
-    if (r.unit != "B" && r.figure != "rejected") bars.push_back({r.figure, r.unit, r.predicted, r.measured});
+    if (r.unit != "B" && r.figure != "rejected")
+      bars.push_back({short_name.count(r.figure) ? short_name.at(r.figure) : r.figure, r.unit, r.predicted, r.measured});
   std::ofstream(dir + "/predicted_vs_measured.svg") << svg_predicted_vs_measured(rp.spec.name + ": predicted vs measured", bars);
   // Latency against load: each decode step's time against its batch, measured points and the
   // roofline's line.
@@ -152,6 +159,27 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
   std::ofstream(dir + "/decode_vs_batch.svg")
       << svg_line_chart(rp.spec.name + ": decode iteration against batch", "batch (running requests)",
                         "decode iteration (ms)", {predicted, measured});
+  if (!(rp.plan.load && rp.plan.load->rate_per_s)) return;
+  // Latency against load: the serving simulation's mean sojourn from a tenth of the plan's rate
+  // to twice it (the same seed: common random numbers), and the measured point at the plan's rate.
+  const FitResult fit = fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false);
+  const ServerModel server = plan_server_model(rp, fit);
+  ServingLoad load = plan_serving_load(rp.plan);
+  const double rate = load.rate_per_s;
+  Series sim{"predicted (serving simulation)", {}, {}, false}, point{"measured", {}, {}, true};
+  for (int i = 1; i <= 20; ++i) {
+    load.rate_per_s = rate * 0.1 * i;
+    const ServingResult r = simulate_serving(server, load);
+    if (!r.stable || !r.latency) break;  // past saturation the mean has no meaning
+    sim.x.push_back(load.rate_per_s);
+    sim.y.push_back(r.latency->sojourn_s.mean);
+  }
+  const Json m = runtime::measured_figures(run);
+  point.x.push_back(rate);
+  point.y.push_back(m.at("mean_sojourn_s").get<double>());
+  std::ofstream(dir + "/sojourn_vs_rate.svg")
+      << svg_line_chart(rp.spec.name + ": mean sojourn against arrival rate", "arrival rate (requests/s)",
+                        "mean sojourn (s)", {sim, point});
 }
 
 void run(const ReportArgs& a) {

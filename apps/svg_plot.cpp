@@ -173,8 +173,8 @@ std::string svg_predicted_vs_measured(const std::string& title, const std::vecto
     bar(out, centre - bar_width * 0.55, bar_width, g.predicted, group_max, g.unit, "predicted", predicted_colour);
     bar(out, centre + bar_width * 0.55, bar_width, g.measured, group_max, g.unit, "measured", measured_colour);
     text(out, centre, bar_base_y + 16, "middle", g.label);
-    if (std::isfinite(g.predicted) && std::isfinite(g.measured) && g.measured != 0) {
-      const double error_percent = (g.predicted - g.measured) / g.measured * 100;
+    if (std::isfinite(g.predicted) && std::isfinite(g.measured) && g.predicted != 0) {
+      const double error_percent = (g.measured - g.predicted) / g.predicted * 100;  // as report's table
       text(out, centre, bar_base_y + 32, "middle", fmt::format("error {:+.1f}%", error_percent + 0.0),
            " font-size=\"11\" fill=\"#555555\"");
     }

@@ -18,8 +18,8 @@ struct BarGroup {
 
 // One group per figure, two bars each (predicted, measured). Each group is scaled to its own
 // largest value, so figures of different units share one chart; bar heights compare only within
-// a group. The value and unit sit above each bar, the prediction's error relative to the
-// measurement, (predicted - measured) / measured, under the group. NaN/inf values draw no bar.
+// a group. The value and unit sit above each bar, the error as `report`'s table gives it,
+// (measured - predicted) / predicted, under the group. NaN/inf values draw no bar.
 std::string svg_predicted_vs_measured(const std::string& title, const std::vector<BarGroup>& groups);
 
 // One line (or set of markers) of an x-y chart. Points pair x[i] with y[i] up to the shorter of
