@@ -1,5 +1,6 @@
 #include "runtime/decoder.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -30,8 +31,9 @@ kernels::RopeLayout rope_layout_of(const ModelSpec& s) {
 
 }  // namespace
 
-Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool)
-    : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()), rope_layout_(rope_layout_of(spec_)) {}
+Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers)
+    : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()),
+      layers_(layers == 0 ? spec_.layers : std::min(layers, spec_.layers)), rope_layout_(rope_layout_of(spec_)) {}
 
 void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, float* y, uint64_t row_offset,
                       uint64_t rows) {
@@ -39,7 +41,8 @@ void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, fl
   runtime::project(pool_, w.type(), w.data() + row_offset * w.row_bytes, rows, w.cols, x, tokens, y, act_);
 }
 
-void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits) {
+void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
+                      bool every_token) {
   const uint64_t H = spec_.hidden;
   uint64_t tokens = 0;
   for (const SequenceChunk& c : chunks) tokens += c.tokens.size();
@@ -63,7 +66,7 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     }
 
   const float eps = static_cast<float>(spec_.rms_norm_eps);
-  for (uint64_t l = 0; l < spec_.layers; ++l) {
+  for (uint64_t l = 0; l < layers_; ++l) {
     const LayerWeights& L = weights_.layer(l);
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.attn_norm->floats(), H, eps, &xn_[i * H]);
     attention_layer(l, chunks);
@@ -72,12 +75,12 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     else ffn_dense(L, tokens);
   }
 
-  // The head, on each chunk's last token only.
-  const uint64_t n = chunks.size();
+  // The head, on each chunk's last token (or on every token).
+  const uint64_t n = every_token ? tokens : chunks.size();
   grow(out_, n * H);
   t = 0;
   for (uint64_t c = 0; c < n; ++c) {
-    t += chunks[c].tokens.size();
+    t = every_token ? t + 1 : t + chunks[c].tokens.size();
     kernels::rmsnorm(&x_[(t - 1) * H], weights_.output_norm().floats(), H, eps, &out_[c * H]);
   }
   const WeightTensor& head = weights_.output();

@@ -24,11 +24,16 @@ struct SequenceChunk {
 
 class Decoder {
  public:
-  Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool);
+  // `layers` > 0 runs only the first `layers` blocks before the final norm and the head: a draft
+  // made from the target itself (speculative decoding); its cache then holds those layers only.
+  Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers = 0);
 
   // Runs the chunks as one batch; logits gets one row of vocab floats per chunk, for its last
-  // token. The chunks' sequences must have reserved cache pages for past + tokens.
-  void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits);
+  // token, or with `every_token` one row per token, chunk after chunk (a verify pass needs them
+  // all). The chunks' sequences must have reserved cache pages for past + tokens.
+  void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
+               bool every_token = false);
+  uint64_t layers() const { return layers_; }
 
   const ModelSpec& spec() const { return spec_; }
 
@@ -44,6 +49,7 @@ class Decoder {
   PagedKvCache& cache_;
   ThreadPool& pool_;
   ModelSpec spec_;
+  uint64_t layers_ = 0;
   kernels::RopeLayout rope_layout_;
   // Working buffers, tokens x width, grown as needed and reused across steps.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_;
