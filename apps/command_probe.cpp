@@ -31,6 +31,7 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
 }
 
 void run(const ProbeArgs& a) {
+  check_output_path(a.out_path, "--out");
   const runtime::ProbeResult r = probe_on(a.runtime, a.quick);
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");

@@ -184,6 +184,7 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
 
 void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
+  check_output_path(a.out_path, "--out");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
   // With --probe the profile is measured moments before the run, so both see the same machine.
   auto probed = [&] {

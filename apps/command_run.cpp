@@ -52,6 +52,7 @@ void print_measured(const Json& m) {
 
 void run(const RunArgs& a) {
   const Plan plan = a.plan.resolve();
+  check_output_path(a.out_path, "--out");
   const ResolvedPlan rp = resolve_plan(plan);
   const Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "apps/plan_options.hpp"
@@ -35,6 +36,13 @@ runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& op
   runtime::RunResult r = runtime::run_plan(rp, *backend, ro);
   if (tty) fmt::print(stderr, "\r\033[K");
   return r;
+}
+
+void check_output_path(const std::string& path, std::string_view flag) {
+  if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    throw InputError(fmt::format("{}: cannot write '{}': folder '{}' does not exist", flag, path, parent.string()));
 }
 
 void write_json_file(const std::string& path, const Json& j, std::string_view flag) {

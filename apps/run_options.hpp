@@ -26,6 +26,9 @@ runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& op
 // Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
 runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick);
 
+// Refuses an output path whose folder does not exist, before minutes of probing or running.
+void check_output_path(const std::string& path, std::string_view flag);
+
 void write_json_file(const std::string& path, const Json& j, std::string_view flag);
 
 }  // namespace infer_plan::apps

@@ -84,11 +84,11 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     kernels::rmsnorm(&x_[(t - 1) * H], weights_.output_norm().floats(), H, eps, &out_[c * H]);
   }
   const WeightTensor& head = weights_.output();
-  std::vector<float> all(n * head.rows);
-  project(head, out_.data(), n, all.data());
+  grow(head_out_, n * head.rows);
+  project(head, out_.data(), n, head_out_.data());
   logits.resize(n);
-  for (uint64_t c = 0; c < n; ++c) logits[c].assign(all.begin() + static_cast<ptrdiff_t>(c * head.rows),
-                                                   all.begin() + static_cast<ptrdiff_t>((c + 1) * head.rows));
+  for (uint64_t c = 0; c < n; ++c) logits[c].assign(head_out_.begin() + static_cast<ptrdiff_t>(c * head.rows),
+                                                   head_out_.begin() + static_cast<ptrdiff_t>((c + 1) * head.rows));
 }
 
 void Decoder::attention_layer(uint64_t l, std::span<const SequenceChunk> chunks) {

@@ -52,7 +52,7 @@ class Decoder {
   uint64_t layers_ = 0;
   kernels::RopeLayout rope_layout_;
   // Working buffers, tokens x width, grown as needed and reused across steps.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_, head_out_;
   std::vector<uint64_t> positions_;
   std::vector<size_t> chunk_of_token_;
   kernels::Activations act_;

@@ -16,12 +16,6 @@
 namespace infer_plan::runtime {
 namespace {
 
-void put_fp16(uint8_t* p, float f) {
-  const uint16_t h = kernels::fp32_to_fp16(f);
-  p[0] = static_cast<uint8_t>(h & 0xFF);
-  p[1] = static_cast<uint8_t>(h >> 8);
-}
-
 // splitmix64's finaliser: decorrelates (seed, tensor, row) into a row seed.
 uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -46,13 +40,13 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
   switch (type) {
     case GgmlType::Q8_0:  // d; qs[32] in [-127, 127]: values in +-127 d
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
-        put_fp16(row, amplitude / 127);
+        kernels::store_fp16(row, amplitude / 127);
         for (int i = 0; i < 32; ++i) row[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(below(255)) - 127));
       }
       return;
     case GgmlType::Q4_0:  // d; 32 nibbles q: values (q - 8) d in [-8 d, 7 d]
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
-        put_fp16(row, amplitude / 8);
+        kernels::store_fp16(row, amplitude / 8);
         for (int i = 0; i < 16; ++i) row[2 + i] = static_cast<uint8_t>(below(256));
       }
       return;
@@ -65,8 +59,8 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
           row[j] = static_cast<uint8_t>(sc | (m << 4));
         }
         for (int i = 0; i < 64; ++i) row[16 + i] = static_cast<uint8_t>(below(256));
-        put_fp16(row + 80, amplitude / 22.5f);
-        put_fp16(row + 82, amplitude / 22.5f);
+        kernels::store_fp16(row + 80, amplitude / 22.5f);
+        kernels::store_fp16(row + 82, amplitude / 22.5f);
       }
       return;
     default: {

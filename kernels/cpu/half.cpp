@@ -65,4 +65,12 @@ uint16_t fp32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+void store_fp16(uint8_t* p, float f) {
+  const uint16_t h = fp32_to_fp16(f);
+  p[0] = static_cast<uint8_t>(h & 0xFF);
+  p[1] = static_cast<uint8_t>(h >> 8);
+}
+
+float load_fp16(const uint8_t* p) { return fp16_to_fp32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
+
 }  // namespace infer_plan::kernels

@@ -28,7 +28,6 @@ float load_f32(const uint8_t* p) {
   return f;
 }
 uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-float load_fp16(const uint8_t* p) { return fp16_to_fp32(load_u16(p)); }
 
 // --- scalar dot products: one weight row . one converted activation row ---------------------
 

@@ -37,15 +37,6 @@ constexpr size_t kQ8KD = 0;
 constexpr size_t kQ8KQs = 4;
 constexpr size_t kQ8KBsums = 260;
 
-// fp16 fields are stored little-endian whatever the host, as in a GGUF file.
-void store_fp16(uint8_t* p, float f) {
-  const uint16_t h = fp32_to_fp16(f);
-  p[0] = static_cast<uint8_t>(h & 0xFF);
-  p[1] = static_cast<uint8_t>(h >> 8);
-}
-float load_fp16(const uint8_t* p) {
-  return fp16_to_fp32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
-}
 
 // ggml casts float to int8_t in C, e.g. (int8_t)(x0 + 8.5f): truncation toward zero. Inputs are
 // in range except when a scale underflows to a subnormal and 1/d is inf (or the input holds

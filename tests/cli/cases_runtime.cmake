@@ -13,3 +13,9 @@ infer_plan_cli_case(bad_run_scale EXIT 2 ARGS run --model qwen3-0.6b --scale 2 -
 infer_plan_cli_case(bad_run_backend EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q8_0 --ctx 40 --output 8 --backend tpu --quiet
   MATCH "tpu")
 infer_plan_cli_case(bad_probe_backend EXIT 2 ARGS probe --backend cuda MATCH "--backend: probe runs on cpu")
+infer_plan_cli_case(bad_probe_out EXIT 2 ARGS probe --out /nonexistent-dir/p.json
+  MATCH "--out: cannot write '/nonexistent-dir/p.json': folder '/nonexistent-dir' does not exist")
+infer_plan_cli_case(bad_report_plan_field EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_m2_seed.json --load-rate 2
+  MATCH "--load-rate")
+infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --scale 0.25 --ctx 64 --output 32
+  --hw ${PROJECT_SOURCE_DIR}/tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON: parse error at line 3")
