@@ -97,4 +97,27 @@ uint32_t sample_token(std::span<const float> logits, const SamplingParams& param
   return sample_from(scratch, rng);
 }
 
+SpecVerdict speculative_verdict(std::span<const float> p, std::span<const float> q, uint32_t drafted,
+                                SamplerRng& rng, std::vector<float>& scratch) {
+  assert(p.size() == q.size() && drafted < p.size());
+  // One uniform number per verdict, drawn even when the ratio is >= 1, so that a run's random
+  // stream does not depend on which way a comparison of floats went.
+  const double u = rng.uniform();
+  const double px = p[drafted], qx = q[drafted];
+  // q(x) > 0 because the draft drew x; u < p/q is tested as u * q < p (no division).
+  if (u * qx < px) return {true, drafted};
+  scratch.resize(p.size());
+  double mass = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    scratch[i] = std::max(0.0f, p[i] - q[i]);
+    mass += scratch[i];
+  }
+  // A rejection implies p(x) < q(x), so sum(max(0, p - q)) = sum(max(0, q - p)) > 0 in exact
+  // arithmetic; if rounding left no mass, p and q are equal to float precision and p is the answer.
+  if (!(mass > 0.0)) return {false, sample_from(p, rng)};
+  const float inv = static_cast<float>(1.0 / mass);
+  for (float& v : scratch) v *= inv;
+  return {false, sample_from(scratch, rng)};
+}
+
 }  // namespace infer_plan::kernels

@@ -39,4 +39,15 @@ uint32_t sample_from(std::span<const float> probs, SamplerRng& rng);
 uint32_t sample_token(std::span<const float> logits, const SamplingParams& params,
                       SamplerRng& rng, std::vector<float>& scratch);
 
+// Speculative sampling's acceptance rule (Leviathan et al. 2023; Chen et al. 2023): the draft drew
+// `drafted` from q; keep it with probability min(1, p(x) / q(x)), else draw a replacement from
+// normalize(max(0, p - q)). Whatever q is, the token returned is distributed exactly as p. `p` and
+// `q` are sampling_probabilities of the target and the draft at the same position (same vocabulary).
+struct SpecVerdict {
+  bool accepted = false;
+  uint32_t token = 0;  // the draft's token when accepted, else the replacement
+};
+SpecVerdict speculative_verdict(std::span<const float> p, std::span<const float> q, uint32_t drafted,
+                                SamplerRng& rng, std::vector<float>& scratch);
+
 }  // namespace infer_plan::kernels

@@ -154,3 +154,62 @@ TEST_CASE("sample_token frequencies fit sampling_probabilities (chi-square, p = 
     CHECK(chi2 < c.critical);
   }
 }
+
+TEST_CASE("speculative_verdict returns tokens distributed as the target's p, whatever the draft's q") {
+  // Leviathan et al.'s rule: x ~ q, keep with min(1, p(x)/q(x)), else a draw from
+  // normalize(max(0, p - q)). The result must follow p (chi-square over 6 tokens, 5 degrees of
+  // freedom, 0.999 quantile 20.52: a correct rule fails with probability 0.001 per seed), and the
+  // acceptance rate is sum_x min(p(x), q(x)) (1 - total variation distance). Three drafts: one
+  // close to p, one far from it, and one whose nucleus (top-p) misses tokens p can produce while
+  // p's nucleus misses tokens q proposes.
+  const std::vector<float> target_logits = {1.0f, 0.5f, 0.0f, -0.5f, 2.0f, -1.0f};
+  struct Case {
+    std::vector<float> draft_logits;
+    SamplingParams target, draft;
+  };
+  const Case cases[] = {
+      {{0.9f, 0.6f, 0.1f, -0.4f, 1.8f, -1.0f}, {1.0f, 1.0f}, {1.0f, 1.0f}},
+      {{-1.0f, 2.0f, 1.5f, 0.0f, -2.0f, 1.0f}, {1.0f, 1.0f}, {1.0f, 1.0f}},
+      {{-1.0f, 2.0f, 1.5f, 0.0f, -2.0f, 1.0f}, {1.0f, 0.8f}, {1.0f, 0.7f}},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    CAPTURE(index++);
+    std::vector<float> p, q, scratch;
+    sampling_probabilities(target_logits, c.target, p);
+    sampling_probabilities(c.draft_logits, c.draft, q);
+    SamplerRng rng(77);
+    constexpr int kDraws = 40000;
+    std::vector<int> counts(p.size(), 0);
+    int accepted = 0, accepted_other = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      const uint32_t x = sample_from(q, rng);
+      const SpecVerdict v = speculative_verdict(p, q, x, rng, scratch);
+      accepted += v.accepted;
+      accepted_other += v.accepted && v.token != x;  // an accepted verdict keeps the draft's token
+      ++counts[v.token];
+    }
+    CHECK(accepted_other == 0);
+    double chi2 = 0.0, chi2_of_q = 0.0, overlap = 0.0;
+    int cells = 0;
+    for (size_t t = 0; t < p.size(); ++t) {
+      overlap += std::min(p[t], q[t]);
+      if (p[t] == 0.0f) {
+        CHECK(counts[t] == 0);  // never a token the target cannot produce
+        continue;
+      }
+      ++cells;
+      const double expected = kDraws * static_cast<double>(p[t]);
+      chi2 += (counts[t] - expected) * (counts[t] - expected) / expected;
+      // The statistic the draft's own draws would give: the test's power against "keep every draft".
+      chi2_of_q += (kDraws * q[t] - expected) * (kDraws * q[t] - expected) / expected;
+    }
+    const double critical[] = {0, 0, 0, 13.82, 16.27, 18.47, 20.52};  // 0.999 quantiles by cells - 1
+    INFO("chi-square " << chi2 << " over " << cells << " tokens; the draft's own would give " << chi2_of_q);
+    CHECK(chi2 < critical[cells]);
+    CHECK(chi2_of_q > 5 * critical[cells]);
+    // Acceptance: a binomial count, within 4 standard deviations of kDraws x overlap.
+    const double sd = std::sqrt(kDraws * overlap * (1 - overlap));
+    CHECK(std::abs(accepted - kDraws * overlap) < 4 * sd + 1);
+  }
+}
