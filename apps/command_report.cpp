@@ -16,6 +16,8 @@
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/plan_options.hpp"
+#include "apps/report_speculative.hpp"
+#include "apps/report_table.hpp"
 #include "apps/run_options.hpp"
 #include "apps/svg_plot.hpp"
 #include "planner/input_error.hpp"
@@ -32,14 +34,6 @@ constexpr double kDecodeBound = 0.25;   // decode iteration vs the roofline with
 constexpr double kLittleBound = 0.10;   // measured in-system vs measured rate x sojourn
 constexpr double kSojournBound = 0.25;  // the serving simulation vs measured mean sojourn
 
-struct Row {
-  std::string figure, unit;
-  double predicted = 0, measured = 0;
-  std::optional<double> bound;  // relative; 0 = must be equal
-  std::string note;
-  double error() const { return predicted != 0 ? (measured - predicted) / predicted : (measured == 0 ? 0 : INFINITY); }
-  bool holds() const { return !bound || std::abs(error()) <= *bound + 1e-12; }
-};
 
 struct ReportArgs {
   PlanOptions plan;
@@ -47,6 +41,7 @@ struct ReportArgs {
   OutputOptions out;
   std::string out_path, svg_dir;
   bool probe = false, quick_probe = false, check = false;
+  uint64_t spec_repeats = 4;
 };
 
 double median(std::vector<double> v) {
@@ -100,30 +95,6 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const ru
   rows.push_back({"rejected", "", predicted.contains("serving") ? predicted.at("serving").at("rejected").get<double>() : 0.0,
                   m.at("rejected").get<double>(), std::nullopt, ""});
   return rows;
-}
-
-std::string format_value(double v, const std::string& unit) {
-  if (unit == "B") return fmt::format("{:.0f}", v);
-  return fmt::format("{:.4g}", v);
-}
-
-std::string table(const std::vector<Row>& rows, bool markdown) {
-  std::string out;
-  if (markdown) out += "| figure | unit | predicted | measured | error | bound | verdict | note |\n|---|---|---:|---:|---:|---:|---|---|\n";
-  else out += fmt::format("  {:<26} {:>14} {:>14} {:>9} {:>7}  {}\n", "figure", "predicted", "measured", "error", "bound", "");
-  for (const Row& r : rows) {
-    const std::string err = std::isfinite(r.error()) ? fmt::format("{:+.1f}%", 100 * r.error()) : "-";
-    const std::string bound = !r.bound ? "" : *r.bound == 0 ? "exact" : fmt::format("{:.0f}%", 100 * *r.bound);
-    const std::string verdict = !r.bound ? "" : r.holds() ? "ok" : "FAILS";
-    if (markdown)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.figure, r.unit, format_value(r.predicted, r.unit),
-                         format_value(r.measured, r.unit), err, bound, verdict, r.note);
-    else
-      out += fmt::format("  {:<26} {:>14} {:>14} {:>9} {:>7}  {}{}\n", r.figure + (r.unit.empty() ? "" : " (" + r.unit + ")"),
-                         format_value(r.predicted, r.unit), format_value(r.measured, r.unit), err, bound, verdict,
-                         r.note.empty() ? "" : "  " + r.note);
-  }
-  return out;
 }
 
 void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run) {
@@ -194,17 +165,27 @@ void run(const ReportArgs& a) {
     }
     return resolve_plan(plan);
   };
-  ResolvedPlan rp = probed();
-  Json predicted = predict(plan);
-  runtime::RunResult run = execute_plan(rp, a.runtime);
-  std::vector<Row> rows = compare(rp, predicted, run);
-  bool retried = false;
-  if (!std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); })) {
-    retried = true;  // a shared machine is noisy: probe and run once more before calling it a failure
+  // The serving run, and with a speculative section the sweep over block lengths; then the rows.
+  ResolvedPlan rp;
+  Json predicted;
+  runtime::RunResult run;
+  std::optional<SpecComparison> spec;
+  std::vector<Row> rows;
+  const auto measure = [&] {
     rp = probed();
     predicted = predict(plan);
     run = execute_plan(rp, a.runtime);
     rows = compare(rp, predicted, run);
+    if (plan.speculative) {
+      spec = compare_speculative(rp, execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
+      rows.insert(rows.end(), spec->rows.begin(), spec->rows.end());
+    }
+  };
+  measure();
+  bool retried = false;
+  if (!std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); })) {
+    retried = true;  // a shared machine is noisy: probe and run once more before calling it a failure
+    measure();
   }
   const bool holds = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); });
   const std::string header = fmt::format(
@@ -219,10 +200,15 @@ void run(const ReportArgs& a) {
     for (const Row& r : rows)
       j["rows"].push_back({{"figure", r.figure}, {"unit", r.unit}, {"predicted", r.predicted}, {"measured", r.measured},
                            {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
-                           {"bound", r.bound ? Json(*r.bound) : Json(nullptr)}, {"holds", r.holds()}});
+                           {"bound", r.bound ? Json(*r.bound) : r.rule ? Json(r.rule_name) : Json(nullptr)},
+                           {"holds", r.holds()}});
+    if (spec) j["speculative"] = spec_comparison_json(*spec);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}\n\n{}", header, table(rows, false));
+    if (spec)
+      fmt::print("\nspeculative decoding, {} draft, temperature {:g}, {} tokens x {} repeats per m:\n{}", spec->sweep.draft,
+                 spec->sweep.temperature, spec->sweep.output_tokens, spec->sweep.repeats, spec_sweep_table(*spec, false));
     fmt::print("\n{}{}\n", holds ? "all bounds hold" : "SOME BOUNDS FAIL", retried ? " (after one rerun)" : "");
   }
   if (!a.out_path.empty()) {
@@ -230,8 +216,17 @@ void run(const ReportArgs& a) {
     if (!md) throw InputError(fmt::format("--out: cannot write '{}'", a.out_path));
     md << "# infer-plan report\n\n" << header << "\n\n" << table(rows, true) << "\n"
        << (holds ? "All bounds hold" : "Some bounds fail") << (retried ? " (after one rerun).\n" : ".\n");
+    if (spec)
+      md << fmt::format("\n## Speculative decoding\n\n{} draft, temperature {:g}, {} tokens x {} repeats per block length.\n\n",
+                        spec->sweep.draft, spec->sweep.temperature, spec->sweep.output_tokens, spec->sweep.repeats)
+         << spec_sweep_table(*spec, true);
   }
-  if (!a.svg_dir.empty()) write_svgs(a.svg_dir, rows, rp, run);
+  if (!a.svg_dir.empty()) {
+    write_svgs(a.svg_dir, rows, rp, run);
+    if (spec)
+      std::ofstream(a.svg_dir + "/spec_ms_per_token.svg")
+          << spec_sweep_svg(*spec, rp.spec.name + ": speculative decoding, ms per token against block length");
+  }
   if (a.check && !holds) throw ExitCode{1};
 }
 
@@ -249,6 +244,10 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--out", args->out_path, "Write the report as markdown to this file")->type_name("FILE");
   cmd->add_option("--svg", args->svg_dir, "Write SVG plots into this folder")->type_name("DIR");
   cmd->add_flag("--check", args->check, "Exit 1 when a bound fails (after one rerun)");
+  cmd->add_option("--spec-repeats", args->spec_repeats,
+                  "With a speculative section: generations per block length (interleaved over m = 1..max_block)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
+      ->capture_default_str();
   args->out.add_to(*cmd);
   cmd->footer("Example (what CI runs):\n  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --check");
   cmd->callback([args] { run(*args); });

@@ -26,16 +26,33 @@ void RuntimeOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--quiet,-q", quiet, "No progress lines on stderr");
 }
 
-runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
+namespace {
+
+// Runs `body` on the chosen backend with the runtime's options and, on a terminal, a status line.
+template <typename Body>
+auto with_backend(const RuntimeOptions& options, Body body) {
   auto backend = runtime::make_backend(options.backend);
   runtime::RunOptions ro;
   ro.threads = options.threads;
   ro.seed = options.seed;
   const bool tty = !options.quiet && isatty(fileno(stderr));
   if (tty) ro.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[K{}", line); };
-  runtime::RunResult r = runtime::run_plan(rp, *backend, ro);
+  auto r = body(*backend, ro);
   if (tty) fmt::print(stderr, "\r\033[K");
   return r;
+}
+
+}  // namespace
+
+runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
+  return with_backend(options, [&](runtime::Backend& b, const runtime::RunOptions& ro) { return runtime::run_plan(rp, b, ro); });
+}
+
+runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
+                                                   uint64_t repeats) {
+  return with_backend(options, [&](runtime::Backend& b, const runtime::RunOptions& ro) {
+    return runtime::run_speculative_sweep(rp, b, ro, repeats);
+  });
 }
 
 void check_output_path(const std::string& path, std::string_view flag) {

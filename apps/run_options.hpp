@@ -8,6 +8,7 @@
 #include "planner/predict.hpp"
 #include "runtime/probe.hpp"
 #include "runtime/server.hpp"
+#include "runtime/speculative_sweep.hpp"
 
 namespace infer_plan::apps {
 
@@ -22,6 +23,9 @@ struct RuntimeOptions {
 // Runs the plan on the chosen backend. Progress goes to stderr when it is a terminal (and not
 // --quiet).
 runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
+// The plan's speculative section measured over block lengths (runtime/speculative_sweep.hpp).
+runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
+                                                   uint64_t repeats);
 
 // Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
 runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick);

@@ -77,7 +77,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("speculative") && !j.at("speculative").is_null()) {
     const std::string sw = where + ": speculative";
     const Json& o = require_object(j, "speculative", where);
-    static const std::set<std::string> keys{"accept", "draft", "verify_ms", "draft_ms", "max_block", "group", "block"};
+    static const std::set<std::string> keys{"accept", "draft", "draft_layers", "temperature", "verify_ms",
+                                            "draft_ms", "max_block", "group", "block"};
     for (const auto& [key, value] : o.items())
       if (!keys.count(key))
         throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", sw, key, fmt::join(keys, ", ")));
@@ -92,13 +93,23 @@ Plan plan_from_json(const Json& j, const std::string& where) {
         throw InputError(fmt::format("{}: field 'accept' is {}; expected a rate in [0, 1] or a list of them", sw, a.dump()));
     }
     sp.draft = optional_string(o, "draft", sw).value_or("");
+    sp.draft_layers = optional_uint(o, "draft_layers", sw);
+    if (sp.draft_layers && *sp.draft_layers == 0)
+      throw InputError(fmt::format("{}: field 'draft_layers' is 0; expected the number of the target's first layers the draft runs (>= 1)", sw));
+    if (sp.draft_layers && !sp.draft.empty())
+      throw InputError(fmt::format("{}: give 'draft' (a model) or 'draft_layers' (the target's first layers), not both", sw));
+    const std::optional<double> temperature = optional_number(o, "temperature", sw);
+    if (temperature && !(*temperature >= 0 && *temperature <= 100))
+      throw InputError(fmt::format("{}: field 'temperature' is {}; expected 0 (greedy) or a positive temperature up to 100", sw, *temperature));
+    sp.temperature = static_cast<float>(temperature.value_or(0.0));
     sp.verify_ms = optional_number(o, "verify_ms", sw);
     sp.draft_ms = optional_number(o, "draft_ms", sw);
     sp.max_block = optional_uint(o, "max_block", sw).value_or(sp.max_block);
     sp.group = optional_uint(o, "group", sw).value_or(sp.group);
     sp.block = optional_uint(o, "block", sw);
-    if (sp.draft.empty() && (!sp.verify_ms || !sp.draft_ms))
-      throw InputError(fmt::format("{}: give 'draft' (a model: times from the roofline) or both 'verify_ms' and 'draft_ms'", sw));
+    if (sp.draft.empty() && !sp.draft_layers && (!sp.verify_ms || !sp.draft_ms))
+      throw InputError(fmt::format("{}: give 'draft' (a model: times from the roofline), 'draft_layers' (the target's first "
+                                   "layers as the draft), or both 'verify_ms' and 'draft_ms'", sw));
     p.speculative = sp;
   }
   if (j.contains("load") && !j.at("load").is_null()) {

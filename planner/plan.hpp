@@ -25,7 +25,9 @@ struct OffloadPlan {
 // derived from the rooflines of the target (the plan's model) and `draft`.
 struct SpeculativePlan {
   std::vector<double> accept{0.75};  // one i.i.d. rate, or one per position
-  std::string draft;                 // draft model; empty: verify_ms and draft_ms are required
+  std::string draft;                 // draft model; empty: draft_layers, or verify_ms and draft_ms
+  std::optional<uint64_t> draft_layers;  // the draft is the target's first N layers and its head
+  float temperature = 0.0f;          // the runtime's acceptance: 0 greedy, else rejection sampling
   std::optional<double> verify_ms;
   std::optional<double> draft_ms;
   uint64_t max_block = 8;

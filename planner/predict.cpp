@@ -98,6 +98,30 @@ Json kv_section(const ModelSpec& spec, const Plan& plan) {
   return out;
 }
 
+}  // namespace
+
+std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp) {
+  const SpeculativePlan& sp = *rp.plan.speculative;
+  if (sp.draft_layers) {
+    if (*sp.draft_layers > rp.spec.layers)
+      throw InputError(fmt::format("speculative.draft_layers: {} is more than the target's {} layers", *sp.draft_layers,
+                                   rp.spec.layers));
+    return std::make_unique<Roofline>(first_layers_spec(rp.spec, *sp.draft_layers),
+                                      first_layers_layout(rp.weights.layout, *sp.draft_layers), rp.plan.kv, rp.hw,
+                                      rp.plan.tp, rp.weights.scale);
+  }
+  if (sp.draft.empty() || (sp.verify_ms && sp.draft_ms)) return nullptr;
+  Plan draft_plan = rp.plan;
+  draft_plan.model = sp.draft;
+  draft_plan.weights_bytes.reset();
+  draft_plan.offload.reset();
+  draft_plan.speculative.reset();
+  ResolvedPlan draft = resolve_plan(draft_plan);
+  return std::move(draft.roofline);
+}
+
+namespace {
+
 Json spec_section(const ResolvedPlan& rp) {
   const SpeculativePlan& sp = *rp.plan.speculative;
   SpecInputs in;
@@ -106,15 +130,9 @@ Json spec_section(const ResolvedPlan& rp) {
   in.group = sp.group;
   in.names = {"speculative.accept", "speculative.verify_ms", "speculative.draft_ms", "decode_ms",
               "speculative.max_block", "speculative.group"};
-  if (!sp.draft.empty() && !(sp.verify_ms && sp.draft_ms)) {
-    Plan draft_plan = rp.plan;
-    draft_plan.model = sp.draft;
-    draft_plan.weights_bytes.reset();
-    draft_plan.offload.reset();
-    draft_plan.speculative.reset();
-    const ResolvedPlan draft = resolve_plan(draft_plan);
+  if (const std::unique_ptr<Roofline> draft = plan_draft_roofline(rp)) {
     in.verify_ms = roofline_verify_ms(*rp.roofline, rp.plan.requests, rp.plan.context);
-    in.draft_ms = roofline_draft_ms(*draft.roofline, rp.plan.requests, rp.plan.context);
+    in.draft_ms = roofline_draft_ms(*draft, rp.plan.requests, rp.plan.context);
   } else {
     in.verify_ms = constant_verify_ms(*sp.verify_ms);
     in.draft_ms = *sp.draft_ms;

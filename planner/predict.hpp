@@ -41,6 +41,11 @@ double plan_iteration_s(const ResolvedPlan& rp, std::string* source);
 // profile's first host link), the batch and lengths, and plan_iteration_s.
 OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used = nullptr);
 
+// The roofline of a speculative plan's draft: the target's first draft_layers blocks (same
+// weights, KV types and hardware), or the named draft model resolved like the plan's. InputError
+// when draft_layers exceeds the target's layers; null when the plan gives times instead.
+std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp);
+
 Json predict(const Plan& plan);
 
 }  // namespace infer_plan

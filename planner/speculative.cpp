@@ -129,4 +129,20 @@ double roofline_draft_ms(const Roofline& draft, uint64_t batch, uint64_t context
   return draft.decode_step(batch, context).time_s * 1e3;
 }
 
+ModelSpec first_layers_spec(const ModelSpec& spec, uint64_t layers) {
+  assert(layers >= 1 && layers <= spec.layers);
+  ModelSpec s = spec;
+  if (layers == spec.layers) return s;
+  s.name = fmt::format("{} (first {} layers)", spec.name, layers);
+  s.layers = layers;
+  std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= layers; });
+  return s;
+}
+
+WeightsLayout first_layers_layout(const WeightsLayout& layout, uint64_t layers) {
+  WeightsLayout out = layout;
+  std::erase_if(out.tensors, [&](const TensorPlacement& t) { return t.tensor.layer >= static_cast<int64_t>(layers); });
+  return out;
+}
+
 }  // namespace infer_plan

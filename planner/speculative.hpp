@@ -97,4 +97,10 @@ namespace infer_plan {
 SpecVerifyMs roofline_verify_ms(const Roofline& target, uint64_t batch, uint64_t context);
 double roofline_draft_ms(const Roofline& draft, uint64_t batch, uint64_t context);
 
+// A draft made of the target's first `layers` blocks, its embedding, final norm and head (the
+// runtime's synthetic draft): the spec and the layout (tensors of later blocks dropped).
+// Precondition: 1 <= layers <= spec.layers.
+ModelSpec first_layers_spec(const ModelSpec& spec, uint64_t layers);
+WeightsLayout first_layers_layout(const WeightsLayout& layout, uint64_t layers);
+
 }  // namespace infer_plan

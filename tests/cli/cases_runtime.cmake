@@ -19,3 +19,9 @@ infer_plan_cli_case(bad_report_plan_field EXIT 2 ARGS report ${PROJECT_SOURCE_DI
   MATCH "--load-rate")
 infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --scale 0.25 --ctx 64 --output 32
   --hw ${PROJECT_SOURCE_DIR}/tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON: parse error at line 3")
+# Speculative decoding in the report (issue 6): the sweep's table and the best-block rows.
+infer_plan_cli_case(report_spec_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
+  --threads 1 --spec-repeats 1 --quiet
+  MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 3 layers draft, temperature 1, 16 tokens x 1 repeats")
+infer_plan_cli_case(bad_report_spec_repeats EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
+  --threads 1 --quiet --spec-repeats 0 MATCH "--spec-repeats")

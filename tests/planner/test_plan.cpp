@@ -34,3 +34,21 @@ TEST_CASE("plan errors") {
   p.context = 0;
   CHECK_THROWS_WITH_AS(validate_plan(p, "", true), doctest::Contains("--ctx"), InputError);
 }
+
+TEST_CASE("speculative section: a draft of the target's first layers, and the runtime's temperature") {
+  const Plan p = plan_from_json(Json{{"speculative", {{"draft_layers", 2}, {"temperature", 1.5}, {"max_block", 6}}}}, "p.json");
+  REQUIRE(p.speculative);
+  CHECK(p.speculative->draft_layers == 2u);
+  CHECK(p.speculative->temperature == 1.5f);
+  CHECK(p.speculative->draft.empty());
+  const Plan greedy = plan_from_json(Json{{"speculative", {{"draft", "qwen3-0.6b"}}}}, "p.json");
+  CHECK(greedy.speculative->temperature == 0.0f);  // greedy unless told
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 0}}}}, "p.json"),
+                       doctest::Contains("p.json: speculative: field 'draft_layers' is 0"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 1}, {"draft", "qwen3-0.6b"}}}}, "p.json"),
+                       doctest::Contains("not both"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 1}, {"temperature", -1}}}}, "p.json"),
+                       doctest::Contains("field 'temperature' is -1"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"accept", 0.5}}}}, "p.json"),
+                       doctest::Contains("'draft_layers'"), InputError);
+}

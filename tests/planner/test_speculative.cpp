@@ -271,3 +271,42 @@ TEST_CASE("times from the roofline: verify grows with m only once compute-bound"
   CHECK(verify256(8) > 2 * verify256(0));
   CHECK(roofline_draft_ms(d, 1, 4096) < verify1(0) / 5);  // a 0.6B draft vs an 8B target
 }
+
+#include "planner/predict.hpp"
+
+TEST_CASE("a draft of the target's first layers: its tensors, bytes and roofline") {
+  using namespace infer_plan;
+  Plan plan;  // Qwen3-8B BF16: 36 layers; the draft keeps layers 0 and 1, the embedding and the head
+  plan.speculative = SpeculativePlan{};
+  plan.speculative->draft_layers = 2;
+  const ResolvedPlan rp = resolve_plan(plan);
+  const WeightsLayout draft = first_layers_layout(rp.weights.layout, 2);
+  uint64_t global = 0, layer0 = 0, all = 0, kept = 0;
+  for (const TensorPlacement& t : rp.weights.layout.tensors) {
+    all += t.bytes;
+    if (t.tensor.layer < 0) global += t.bytes;
+    if (t.tensor.layer == 0) layer0 += t.bytes;
+  }
+  for (const TensorPlacement& t : draft.tensors) {
+    CHECK(t.tensor.layer < 2);
+    kept += t.bytes;
+  }
+  // Every Qwen3-8B layer has the same tensors: the draft is the globals plus 2 of 36 layers.
+  CHECK(kept == global + 2 * layer0);
+  CHECK(all == global + 36 * layer0);
+  const ModelSpec spec = first_layers_spec(rp.spec, 2);
+  CHECK(spec.layers == 2);
+  CHECK(spec.vocab == rp.spec.vocab);  // the same vocabulary, as speculative decoding needs
+  // Its decode step reads the globals' head (not the embedding table, one row) and 2 layers.
+  const std::unique_ptr<Roofline> d = plan_draft_roofline(rp);
+  REQUIRE(d);
+  CHECK(d->spec().layers == 2);
+  CHECK(d->dense_weight_bytes() < rp.roofline->dense_weight_bytes() / 5);
+  CHECK(d->decode_step(1, 4096).time_s < rp.roofline->decode_step(1, 4096).time_s / 5);
+  // A draft as deep as the target is the target.
+  plan.speculative->draft_layers = 36;
+  CHECK(plan_draft_roofline(resolve_plan(plan))->dense_weight_bytes() == rp.roofline->dense_weight_bytes());
+  plan.speculative->draft_layers = 37;
+  CHECK_THROWS_WITH_AS(plan_draft_roofline(resolve_plan(plan)), doctest::Contains("more than the target's 36 layers"),
+                       InputError);
+}

@@ -1,0 +1,31 @@
+// The report's rows: a figure predicted and measured, the relative error, and the bound it must
+// stay within (or a rule of its own, such as "the predicted best block is within 5% of the
+// measured best"), printed as text or markdown.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace infer_plan::apps {
+
+struct Row {
+  Row(std::string figure_, std::string unit_, double predicted_, double measured_, std::optional<double> bound_,
+      std::string note_ = "")
+      : figure(std::move(figure_)), unit(std::move(unit_)), predicted(predicted_), measured(measured_), bound(bound_),
+        note(std::move(note_)) {}
+  std::string figure, unit;
+  double predicted = 0, measured = 0;
+  std::optional<double> bound;  // relative; 0 = must be equal
+  std::string note;
+  std::optional<bool> rule;     // a verdict by a rule other than the relative bound
+  std::string rule_name;        // shown in the bound column: "5% of best"
+  double error() const;
+  bool bounded() const { return bound || rule; }
+  bool holds() const;
+};
+
+std::string format_value(double v, const std::string& unit);
+std::string table(const std::vector<Row>& rows, bool markdown);
+
+}  // namespace infer_plan::apps
