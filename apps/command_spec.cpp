@@ -34,6 +34,7 @@ struct SpecArgs {
   // Derived mode: times from the rooflines of a target (--model) and a draft model on --hw.
   PlanOptions target;
   std::string draft, draft_weights;
+  std::optional<uint64_t> draft_layers;  // a draft of the target's first layers (the runtime's)
   uint64_t batch = 1;
   std::string derived_from;  // filled by run(): what the times came from
 };
@@ -135,7 +136,29 @@ void run(const SpecArgs& a) {
   in.draft_ms = a.draft_ms;
   in.plain_ms_per_token = a.decode_ms.value_or(a.verify_ms);
   SpecArgs& args = const_cast<SpecArgs&>(a);
-  if (!a.draft.empty()) {
+  if (a.draft_layers) {
+    Plan plan = a.target.resolve();
+    if (a.batch == 0) throw InputError("--batch: expected at least 1 sequence");
+    if (*a.draft_layers == 0) throw InputError("--draft-layers: expected at least 1 layer");
+    plan.speculative = SpeculativePlan{};
+    plan.speculative->draft_layers = a.draft_layers;
+    const ResolvedPlan target = resolve_plan(plan);
+    std::unique_ptr<Roofline> draft;
+    try {
+      draft = plan_draft_roofline(target);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--draft-layers: {} is more than {}'s {} layers", *a.draft_layers, target.spec.name,
+                                   target.spec.layers));
+    }
+    in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
+    in.draft_ms = roofline_draft_ms(*draft, a.batch, plan.context);
+    in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
+    args.verify_ms = in.verify_ms(0);
+    args.draft_ms = in.draft_ms;
+    args.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layers and head, batch {}, "
+                                    "context {}; verify grows with m once compute-bound", target.hw.name,
+                                    target.spec.name, target.weights.label, *a.draft_layers, a.batch, plan.context);
+  } else if (!a.draft.empty()) {
     // Both models run on the same device with the same KV type and context.
     Plan plan = a.target.resolve();
     if (a.batch == 0) throw InputError("--batch: expected at least 1 sequence");
@@ -260,8 +283,13 @@ void add_spec_command(CLI::App& app) {
       ->type_name("TYPE");
   cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")
       ->check(kNonNegativeCount)->type_name("N");
-  cmd->get_option("--verify-ms")->excludes(draft);
-  cmd->get_option("--draft-ms")->excludes(draft);
+  CLI::Option* draft_layers = cmd->add_option("--draft-layers", args->draft_layers,
+                  "Draft made of the target's first N layers and its head (as the runtime's synthetic draft): "
+                  "derive the times from rooflines, like --draft")
+      ->type_name("N");
+  cmd->get_option("--verify-ms")->excludes(draft)->excludes(draft_layers);
+  cmd->get_option("--draft-ms")->excludes(draft)->excludes(draft_layers);
+  draft->excludes(draft_layers);
   args->out.add_to(*cmd);
   cmd->callback([args] { run(*args); });
 }

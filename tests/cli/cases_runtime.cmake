@@ -25,3 +25,9 @@ infer_plan_cli_case(report_spec_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/te
   MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 3 layers draft, temperature 1, 16 tokens x 1 repeats")
 infer_plan_cli_case(bad_report_spec_repeats EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
   --threads 1 --quiet --spec-repeats 0 MATCH "--spec-repeats")
+infer_plan_cli_case(spec_draft_layers EXIT 0 ARGS spec --draft-layers 4 --accept 0.8
+  MATCH "draft its first 4 layers and head, batch 1" "<- best")
+infer_plan_cli_case(bad_spec_draft_layers EXIT 2 ARGS spec --draft-layers 40
+  MATCH "--draft-layers: 40 is more than qwen3-8b's 36 layers")
+infer_plan_cli_case(bad_spec_draft_layers_times EXIT 2 ARGS spec --draft-layers 4 --verify-ms 20
+  MATCH "excludes")
