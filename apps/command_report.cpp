@@ -41,7 +41,7 @@ struct ReportArgs {
   OutputOptions out;
   std::string out_path, svg_dir;
   bool probe = false, quick_probe = false, check = false;
-  uint64_t spec_repeats = 4;
+  uint64_t spec_repeats = kDefaultSpecRepeats;
 };
 
 double median(std::vector<double> v) {
@@ -244,10 +244,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--out", args->out_path, "Write the report as markdown to this file")->type_name("FILE");
   cmd->add_option("--svg", args->svg_dir, "Write SVG plots into this folder")->type_name("DIR");
   cmd->add_flag("--check", args->check, "Exit 1 when a bound fails (after one rerun)");
-  cmd->add_option("--spec-repeats", args->spec_repeats,
-                  "With a speculative section: generations per block length (interleaved over m = 1..max_block)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
-      ->capture_default_str();
+  add_spec_repeats_option(*cmd, args->spec_repeats);
   args->out.add_to(*cmd);
   cmd->footer("Example (what CI runs):\n  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --check");
   cmd->callback([args] { run(*args); });

@@ -20,6 +20,7 @@ struct RunArgs {
   RuntimeOptions runtime;
   OutputOptions out;
   std::string out_path;
+  uint64_t spec_repeats = kDefaultSpecRepeats;
 };
 
 void print_measured(const Json& m) {
@@ -50,14 +51,33 @@ void print_measured(const Json& m) {
              m.at("setup_s").get<double>());
 }
 
+void print_speculative(const Json& s) {
+  fmt::print("speculative decoding, draft {} (temperature {:g}), {} tokens x {} repeats per block:\n",
+             s.at("draft").get<std::string>(), s.at("temperature").get<double>(), s.at("output_tokens").get<uint64_t>(),
+             s.at("repeats").get<uint64_t>());
+  fmt::print("  plain                  {:.3f} ms/token\n", s.at("plain_ms_per_token").get<double>());
+  for (const Json& b : s.at("blocks"))
+    fmt::print("  m = {:<2}                 {:.3f} ms/token, {:.2f} tokens/round, verify {:.3f} ms, draft {:.3f} ms\n",
+               b.at("block").get<uint64_t>(), b.at("spec_ms_per_token").get<double>(),
+               b.at("spec_tokens_per_round").get<double>(), b.at("verify_ms").get<double>(), b.at("draft_ms").get<double>());
+  fmt::print("  acceptance             {:.3f} (i.i.d. fit), {:.3f} (accepted / drafted); best block {}\n",
+             s.at("accept_iid").get<double>(), s.at("spec_accept_rate").get<double>(),
+             s.at("spec_best_block").get<uint64_t>());
+}
+
 void run(const RunArgs& a) {
   const Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
   const ResolvedPlan rp = resolve_plan(plan);
-  const Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
+  Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
+  if (plan.speculative) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
-  if (a.out.json) fmt::print("{}\n", measured.dump(2));
-  else print_measured(measured);
+  if (a.out.json) {
+    fmt::print("{}\n", measured.dump(2));
+    return;
+  }
+  print_measured(measured);
+  if (plan.speculative) print_speculative(measured.at("speculative"));
 }
 
 }  // namespace
@@ -70,6 +90,7 @@ void add_run_command(CLI::App& app) {
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
   args->runtime.add_to(*cmd);
   cmd->add_option("--out", args->out_path, "Write the measured figures as JSON to this file")->type_name("FILE");
+  add_spec_repeats_option(*cmd, args->spec_repeats);
   args->out.add_to(*cmd);
   cmd->footer("Without a 'load' section the plan runs as a closed batch of --requests requests (prompt =\n"
               "context - output). Example, a quarter-size Qwen3-8B at Q8_0 on this CPU:\n"

@@ -55,6 +55,14 @@ runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const
   });
 }
 
+void add_spec_repeats_option(CLI::App& cmd, uint64_t& repeats) {
+  cmd.add_option("--spec-repeats", repeats,
+                 "With a speculative section: generations of the plan's output per block length, interleaved "
+                 "over plain and m = 1..max_block so that a drifting machine shifts every m alike")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100}))
+      ->capture_default_str();
+}
+
 void check_output_path(const std::string& path, std::string_view flag) {
   if (path.empty()) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();

@@ -30,6 +30,10 @@ runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const
 // Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
 runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick);
 
+// --spec-repeats: generations per block length in a speculative sweep (run, report).
+inline constexpr uint64_t kDefaultSpecRepeats = 4;
+void add_spec_repeats_option(CLI::App& cmd, uint64_t& repeats);
+
 // Refuses an output path whose folder does not exist, before minutes of probing or running.
 void check_output_path(const std::string& path, std::string_view flag);
 

@@ -31,3 +31,5 @@ infer_plan_cli_case(bad_spec_draft_layers EXIT 2 ARGS spec --draft-layers 40
   MATCH "--draft-layers: 40 is more than qwen3-8b's 36 layers")
 infer_plan_cli_case(bad_spec_draft_layers_times EXIT 2 ARGS spec --draft-layers 4 --verify-ms 20
   MATCH "excludes")
+infer_plan_cli_case(run_spec_tiny EXIT 0 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --threads 1
+  --spec-repeats 1 --quiet MATCH "draft first 1 of 3 layers \\(temperature 1\\)" "m = 3 +[0-9.]+ ms/token" "best block [1-3]")
