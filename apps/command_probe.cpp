@@ -42,6 +42,7 @@ void run(const ProbeArgs& a) {
   fmt::print("probe: {} ({} threads)\n", r.device, r.threads);
   print_rate("memory read", r.read_bytes_per_s, 1e9, "GB/s");
   print_rate("memory copy", r.copy_bytes_per_s, 1e9, "GB/s");
+  print_rate("copy thread beside reads", r.copy_beside_reads_bytes_per_s, 1e9, "GB/s");
   for (const auto& [type, s] : r.matvec_bytes_per_s)
     print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.read_bytes_per_s.median);
   for (const auto& [type, s] : r.matmul_ops_per_s)

@@ -30,6 +30,10 @@ struct ProbeResult {
   unsigned threads = 0;
   uint64_t memory_bytes = 0;  // physical memory
   RateSample read_bytes_per_s, copy_bytes_per_s;
+  // One extra thread copying while the `threads` stream reads: the offload copy thread beside a
+  // memory-bound decode (runtime/offload_prefetcher.hpp). On a CPU host and "device" memory are
+  // the same DRAM, so this, not an idle machine's copy, is the rate the copy gets during decode.
+  RateSample copy_beside_reads_bytes_per_s;
   std::map<std::string, RateSample> matvec_bytes_per_s;  // weights read by a batch-1 product
   std::map<std::string, RateSample> matmul_ops_per_s;    // 2 ops per weight per token, batch kMatmulBatch
   // time = launch_overhead_s + bytes / launch_fit_rate, fitted over Q8_0 projections of 64 to
@@ -44,7 +48,8 @@ inline constexpr uint64_t kProbeMatmulBatch = 32;  // tokens per product when me
 ProbeResult probe_cpu(const ProbeOptions& options);
 
 // A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
-// the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = copy).
+// the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = the copy
+// beside reads); its one host link, "cpu-copy-thread", has that same bandwidth (offload's link).
 Json probe_profile_json(const ProbeResult& r, const std::string& name);
 
 }  // namespace infer_plan::runtime

@@ -19,3 +19,6 @@ infer_plan_cli_case(bad_report_plan_field EXIT 2 ARGS report ${PROJECT_SOURCE_DI
   MATCH "--load-rate")
 infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --scale 0.25 --ctx 64 --output 32
   --hw ${PROJECT_SOURCE_DIR}/tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON: parse error at line 3")
+# Offload (issue 6): a tiny plan runs with its FFN of layer 1 in the host pool; bad fields named.
+infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_bad_offload.json --quiet
+  MATCH "offload.every: 0 is out of range; expected 1 \\(every layer\\) to 3")
