@@ -55,11 +55,12 @@ void run(const ProbeArgs& a) {
 
 }  // namespace
 
-runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick) {
+runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, uint64_t copy_chunk_bytes) {
   if (ro.backend != "cpu")
     throw InputError(fmt::format("--backend: probe runs on cpu in this build, not '{}'", ro.backend));
   runtime::ProbeOptions po;
   po.threads = ro.threads;
+  po.copy_chunk_bytes = copy_chunk_bytes;
   if (quick) {  // CI: smaller buffers, fewer passes (still beyond the 32 MiB L3 of the machines we run on)
     po.stream_bytes = uint64_t{256} << 20;
     po.matvec_bytes = uint64_t{128} << 20;

@@ -135,6 +135,10 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       for (size_t i = 0; i < layout.tensors.size(); ++i) {
         const TensorPlacement& p = layout.tensors[i];
         if (p.tensor.layer != static_cast<int64_t>(l) || !offload_part_contains(offload_->part, p.tensor.role)) continue;
+        // Packed without padding, so the group is the planner's bytes exactly; F32 vectors still
+        // land on 4-byte offsets because every block row before them is a multiple of 4 bytes
+        // for the widths models have (multiples of 64 values).
+        assert(!p.tensor.is_vector() || bytes % alignof(float) == 0);
         in_group[i] = std::pair{groups_.size(), bytes};
         g.offsets.push_back(bytes);
         members.push_back(i);

@@ -58,6 +58,32 @@ void read_pass(ThreadPool& pool, const uint64_t* words, uint64_t n) {
   pool.parallel_for(n, [&](uint64_t b, uint64_t e) { g_sink = kernels::read_sum(words + b, e - b); }, 512);
 }
 
+// The rate of one extra thread copying `bytes` (in memcpys of `chunk` bytes) while `work` runs on
+// the calling thread's pool again and again until the copy is done. Timed by the copy thread
+// itself (the work in flight when it finishes is not its time); the median of `repeats`.
+RateSample copy_beside(int repeats, const uint64_t* src, uint64_t* dst, uint64_t bytes, uint64_t chunk,
+                       const std::function<void()>& work) {
+  auto once = [&] {
+    std::atomic<bool> copied{false};
+    double copy_s = 0;
+    std::thread copier([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (uint64_t at = 0; at < bytes; at += chunk)
+        std::memcpy(reinterpret_cast<uint8_t*>(dst) + at, reinterpret_cast<const uint8_t*>(src) + at, chunk);
+      copy_s = seconds_since(t0);
+      copied = true;
+    });
+    while (!copied) work();
+    copier.join();
+    return static_cast<double>(bytes) / copy_s;
+  };
+  once();
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) rates.push_back(once());
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], rates.front(), rates.back()};
+}
+
 }  // namespace
 
 ProbeResult probe_cpu(const ProbeOptions& o) {
@@ -77,16 +103,19 @@ ProbeResult probe_cpu(const ProbeOptions& o) {
     r.copy_bytes_per_s = measure(o.repeats, static_cast<double>(o.stream_bytes), [&] {
       pool.parallel_for(words, [&](uint64_t lo, uint64_t hi) { std::memcpy(&b[lo], &a[lo], (hi - lo) * 8); }, 512);
     });
-    // The copy thread's rate while the pool reads another buffer, pass after pass, until it is done.
+    // The copy thread's rate while the pool reads another buffer, 16 MiB at a time. It copies
+    // in pieces of copy_chunk_bytes, one memcpy each, as the prefetcher copies one group at a
+    // time: the size decides how memcpy copies (glibc streams past the caches with
+    // non-temporal stores only above a fraction of the L3).
     std::vector<uint64_t> c(words, 3);
-    r.copy_beside_reads_bytes_per_s = measure(o.repeats, static_cast<double>(o.stream_bytes), [&] {
-      std::atomic<bool> copied{false};
-      std::thread copier([&] {
-        std::memcpy(b.data(), a.data(), o.stream_bytes);
-        copied = true;
-      });
-      while (!copied) read_pass(pool, c.data(), words);
-      copier.join();
+    const uint64_t read_words = std::min<uint64_t>(words, (uint64_t{16} << 20) / 8);
+    const uint64_t chunk = o.copy_chunk_bytes == 0 ? o.stream_bytes : std::min(o.copy_chunk_bytes, o.stream_bytes);
+    const uint64_t copied_bytes = o.stream_bytes / chunk * chunk;
+    uint64_t at = 0;
+    // A pass is ~50 ms: 15 of them cost little and steady the median on a shared machine.
+    r.copy_beside_reads_bytes_per_s = copy_beside(std::max(15, o.repeats), a.data(), b.data(), copied_bytes, chunk, [&] {
+      read_pass(pool, c.data() + at, read_words);
+      at = (at + read_words) % (words - read_words + 1);
     });
   }
   std::vector<float> x(kProbeMatmulBatch * kMatvecCols), y;

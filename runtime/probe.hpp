@@ -18,6 +18,7 @@ struct ProbeOptions {
   uint64_t stream_bytes = uint64_t{512} << 20; // read / copy buffer
   uint64_t matvec_bytes = uint64_t{256} << 20; // weights per matrix-vector matrix
   int repeats = 9;                             // timed passes; the median is kept
+  uint64_t copy_chunk_bytes = 0;               // the copy thread's memcpy size (an offload group); 0: whole buffer
   std::function<void(const std::string&)> progress;
 };
 
