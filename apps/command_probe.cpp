@@ -22,6 +22,7 @@ struct ProbeArgs {
   std::string out_path;
   std::string name = "cpu-probed";
   bool quick = false;
+  uint64_t copy_chunk_bytes = 0;
 };
 
 void print_rate(const std::string& what, const runtime::RateSample& s, double unit, const char* unit_name,
@@ -32,7 +33,7 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
 
 void run(const ProbeArgs& a) {
   check_output_path(a.out_path, "--out");
-  const runtime::ProbeResult r = probe_on(a.runtime, a.quick);
+  const runtime::ProbeResult r = probe_on(a.runtime, a.quick, a.copy_chunk_bytes);
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
   if (a.out.json) {
@@ -80,6 +81,10 @@ void add_probe_command(CLI::App& app) {
   args->runtime.add_to(*cmd);
   cmd->add_option("--out", args->out_path, "Write the profile JSON to this file")->type_name("FILE");
   cmd->add_option("--name", args->name, "Profile name (default cpu-probed)")->type_name("NAME");
+  cmd->add_option("--copy-chunk-bytes", args->copy_chunk_bytes,
+                  "The copy thread's memcpy size, e.g. an offload plan's group bytes (default: whole buffers)")
+      ->check(kNonNegativeCount)
+      ->type_name("B");
   cmd->add_flag("--quick", args->quick, "Smaller buffers and fewer passes (about 4x faster, noisier)");
   args->out.add_to(*cmd);
   cmd->footer("Example:\n  infer-plan probe --backend cpu --out cpu.json\n"
