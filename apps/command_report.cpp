@@ -70,16 +70,20 @@ double offload_stall_ms(const ResolvedPlan& rp, double iteration_s) {
   return static_cast<double>(r.layers_offloaded) * r.stall_per_group_ms;
 }
 
-// The largest offloaded group of a plan (the prefetcher's memcpy size); 0 without offload.
-uint64_t offload_group_bytes_max(const Plan& plan) {
-  if (!plan.offload) return 0;
+// How the probe's copy thread should run for a plan: a group at a time (the prefetcher's memcpy
+// size) beside the decode's products (the plan's weight type when it is one GGML type, the
+// plan's batch); the defaults without offload.
+ProbeCopy offload_probe_copy(const Plan& plan) {
+  ProbeCopy copy;
+  if (!plan.offload) return copy;
+  if (const GgmlTypeInfo* t = find_ggml_type(plan.weights)) copy.type = t->type;
+  copy.tokens = plan.requests;
   const ResolvedPlan rp = resolve_plan(plan);
   const OffloadPart part = parse_offload_part(plan.offload->part, "offload.part");
-  uint64_t most = 0;
   for (uint64_t l = 0; l < rp.spec.layers; ++l)
     if (plan.offload->every > 0 && offload_layer_selected(l, plan.offload->every))
-      most = std::max(most, offload_group_bytes(rp.weights.layout, part, l));
-  return most;
+      copy.chunk_bytes = std::max(copy.chunk_bytes, offload_group_bytes(rp.weights.layout, part, l));
+  return copy;
 }
 
 // Device weights as fit would count them: fit counts every weight on the device; with offload
@@ -256,16 +260,17 @@ void run(const ReportArgs& a) {
   check_output_path(a.out_path, "--out");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
   // With --probe the profile is measured moments before the run, so both see the same machine.
-  const uint64_t offload_group_bytes = offload_group_bytes_max(plan);
+  const ProbeCopy probe_copy = offload_probe_copy(plan);
   auto probed = [&] {
     if (a.probe) {
       plan.hw = "inline";
       // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
-      // thread's core); its copy thread runs beside them, a group at a time, as offload's does.
+      // thread's core); its copy thread runs beside their products, a group at a time, as
+      // offload's does.
       RuntimeOptions probe_options = a.runtime;
       probe_options.threads = runtime::compute_threads(plan, a.runtime.threads);
       plan.hw_inline = runtime::probe_profile_json(
-          probe_on(probe_options, a.quick_probe, offload_group_bytes), "cpu-probed");
+          probe_on(probe_options, a.quick_probe, probe_copy), "cpu-probed");
     }
     return resolve_plan(plan);
   };

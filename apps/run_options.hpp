@@ -23,9 +23,16 @@ struct RuntimeOptions {
 // --quiet).
 runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
 
-// Probes the backend (runtime/probe.hpp); `quick` trades precision for time; the copy thread
-// copies in pieces of `copy_chunk_bytes` (an offload group; 0: whole buffers).
-runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick, uint64_t copy_chunk_bytes = 0);
+// How the probe's copy thread runs (runtime/probe.hpp): in pieces of `chunk_bytes` (an offload
+// group; 0: whole buffers) beside `type` products of `tokens` tokens (a decode batch).
+struct ProbeCopy {
+  uint64_t chunk_bytes = 0;
+  GgmlType type = GgmlType::Q8_0;
+  uint64_t tokens = 1;
+};
+
+// Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
+runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick, const ProbeCopy& copy = {});
 
 // Refuses an output path whose folder does not exist, before minutes of probing or running.
 void check_output_path(const std::string& path, std::string_view flag);

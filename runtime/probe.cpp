@@ -86,7 +86,12 @@ RateSample copy_beside(int repeats, const uint64_t* src, uint64_t* dst, uint64_t
 
 }  // namespace
 
-ProbeResult probe_cpu(const ProbeOptions& o) {
+ProbeResult probe_cpu(const ProbeOptions& options) {
+  ProbeOptions o = options;
+  // The copy runs beside a probed type (Q8_0 otherwise) and at most the batch x holds.
+  if (std::find(std::begin(kProbedTypes), std::end(kProbedTypes), o.copy_beside_type) == std::end(kProbedTypes))
+    o.copy_beside_type = GgmlType::Q8_0;
+  o.copy_beside_tokens = std::clamp<uint64_t>(o.copy_beside_tokens, 1, kProbeMatmulBatch);
   ThreadPool pool(o.threads);
   ProbeResult r;
   r.device = cpu_model();
@@ -102,20 +107,6 @@ ProbeResult probe_cpu(const ProbeOptions& o) {
     // Copy: bytes moved = read + written, counted once (as the offload copy's size is).
     r.copy_bytes_per_s = measure(o.repeats, static_cast<double>(o.stream_bytes), [&] {
       pool.parallel_for(words, [&](uint64_t lo, uint64_t hi) { std::memcpy(&b[lo], &a[lo], (hi - lo) * 8); }, 512);
-    });
-    // The copy thread's rate while the pool reads another buffer, 16 MiB at a time. It copies
-    // in pieces of copy_chunk_bytes, one memcpy each, as the prefetcher copies one group at a
-    // time: the size decides how memcpy copies (glibc streams past the caches with
-    // non-temporal stores only above a fraction of the L3).
-    std::vector<uint64_t> c(words, 3);
-    const uint64_t read_words = std::min<uint64_t>(words, (uint64_t{16} << 20) / 8);
-    const uint64_t chunk = o.copy_chunk_bytes == 0 ? o.stream_bytes : std::min(o.copy_chunk_bytes, o.stream_bytes);
-    const uint64_t copied_bytes = o.stream_bytes / chunk * chunk;
-    uint64_t at = 0;
-    // A pass is ~50 ms: 15 of them cost little and steady the median on a shared machine.
-    r.copy_beside_reads_bytes_per_s = copy_beside(std::max(15, o.repeats), a.data(), b.data(), copied_bytes, chunk, [&] {
-      read_pass(pool, c.data() + at, read_words);
-      at = (at + read_words) % (words - read_words + 1);
     });
   }
   std::vector<float> x(kProbeMatmulBatch * kMatvecCols), y;
@@ -134,6 +125,24 @@ ProbeResult probe_cpu(const ProbeOptions& o) {
     r.matvec_bytes_per_s[name] = measure(o.repeats, static_cast<double>(w.size()), [&] {
       project(pool, type, w.data(), rows, kMatvecCols, x.data(), 1, y.data(), act);
     });
+    if (type == o.copy_beside_type) {
+      // The copy thread's rate while the pool runs this type's product of copy_beside_tokens
+      // tokens over the matrix (a decode step's projections), again and again. It copies in
+      // pieces of copy_chunk_bytes, one memcpy each, as the prefetcher copies one group at a
+      // time: the size decides how memcpy copies (glibc streams past the caches with
+      // non-temporal stores only above a fraction of the L3).
+      say(fmt::format("copy thread beside {} products of {} tokens", name, o.copy_beside_tokens));
+      const uint64_t chunk = o.copy_chunk_bytes == 0 ? o.stream_bytes : std::min(o.copy_chunk_bytes, o.stream_bytes);
+      std::vector<uint64_t> from(o.stream_bytes / 8, 1), to(o.stream_bytes / 8, 2);
+      std::vector<float> y_beside(rows * o.copy_beside_tokens);
+      // A pass is ~50 ms: 15 of them cost little and steady the median on a shared machine.
+      r.copy_beside_compute_bytes_per_s =
+          copy_beside(std::max(15, o.repeats), from.data(), to.data(), o.stream_bytes / chunk * chunk, chunk, [&] {
+            project(pool, type, w.data(), rows, kMatvecCols, x.data(), o.copy_beside_tokens, y_beside.data(), act);
+          });
+      r.copy_beside = fmt::format("one copy thread, {} B at a time, beside {} products of {} tokens on {} threads",
+                                  chunk, name, o.copy_beside_tokens, r.threads);
+    }
     say(fmt::format("{} products of {} tokens", name, kProbeMatmulBatch));
     const double ops = 2.0 * kMatmulRows * kMatmulCols * kProbeMatmulBatch;
     // A pass is ~2 ms: many passes cost little, and on a shared VM that flips between a fast and
@@ -192,10 +201,10 @@ Json probe_profile_json(const ProbeResult& r, const std::string& name) {
                      {"bandwidth", gbs(r.read_bytes_per_s.median)}}},
          {"compute", {{"fp32", gflops(f32_ops)}}},
          {"host_links", Json::array({{{"name", "cpu-copy-thread"},
-                                      {"description", "one copy thread beside the compute threads' reads (probed)"},
-                                      {"bandwidth", gbs(r.copy_beside_reads_bytes_per_s.median)}}})},
+                                      {"description", r.copy_beside + " (probed)"},
+                                      {"bandwidth", gbs(r.copy_beside_compute_bytes_per_s.median)}}})},
          {"measured", {{"memory_bandwidth", gbs(r.read_bytes_per_s.median)},
-                       {"host_to_device", gbs(r.copy_beside_reads_bytes_per_s.median)},
+                       {"host_to_device", gbs(r.copy_beside_compute_bytes_per_s.median)},
                        {"compute", {{"fp32", gflops(f32_ops)}}},
                        {"matvec", matvec},
                        {"matmul", matmul},
