@@ -58,7 +58,7 @@ double median(std::vector<double> v) {
 
 // ---- Offload (issue 6): the plan's offload section predicted by planner/offload and executed by
 // runtime/offload_prefetcher. The link is the profile's first host link: with --probe, the probed
-// copy thread beside the compute threads' reads (runtime/probe.hpp).
+// copy thread beside the compute threads' products (runtime/probe.hpp).
 
 // The stall per decode round the offload planner expects when the iteration without offload is
 // `iteration_s` (the layers' copies beyond their windows); 0 without offload.

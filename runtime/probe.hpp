@@ -57,7 +57,7 @@ ProbeResult probe_cpu(const ProbeOptions& options);
 
 // A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
 // the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = the copy
-// beside reads); its one host link, "cpu-copy-thread", has that same bandwidth (offload's link).
+// beside compute); its one host link, "cpu-copy-thread", has that same bandwidth (offload's link).
 Json probe_profile_json(const ProbeResult& r, const std::string& name);
 
 }  // namespace infer_plan::runtime
