@@ -22,6 +22,7 @@ struct ProbeArgs {
   std::string out_path;
   std::string name = "cpu-probed";
   bool quick = false;
+  ProbeCopy copy;
 };
 
 void print_rate(const std::string& what, const runtime::RateSample& s, double unit, const char* unit_name,
@@ -32,7 +33,7 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
 
 void run(const ProbeArgs& a) {
   check_output_path(a.out_path, "--out");
-  const runtime::ProbeResult r = probe_on(a.runtime, a.quick);
+  const runtime::ProbeResult r = probe_on(a.runtime, a.quick, a.copy);
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
   if (a.out.json) {
@@ -42,6 +43,8 @@ void run(const ProbeArgs& a) {
   fmt::print("probe: {} ({} threads)\n", r.device, r.threads);
   print_rate("memory read", r.read_bytes_per_s, 1e9, "GB/s");
   print_rate("memory copy", r.copy_bytes_per_s, 1e9, "GB/s");
+  print_rate("copy thread beside compute", r.copy_beside_compute_bytes_per_s, 1e9, "GB/s");
+  fmt::print("    ({})\n", r.copy_beside);
   for (const auto& [type, s] : r.matvec_bytes_per_s)
     print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.read_bytes_per_s.median);
   for (const auto& [type, s] : r.matmul_ops_per_s)
@@ -54,11 +57,14 @@ void run(const ProbeArgs& a) {
 
 }  // namespace
 
-runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick) {
+runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy) {
   if (ro.backend != "cpu")
     throw InputError(fmt::format("--backend: probe runs on cpu in this build, not '{}'", ro.backend));
   runtime::ProbeOptions po;
   po.threads = ro.threads;
+  po.copy_chunk_bytes = copy.chunk_bytes;
+  po.copy_beside_type = copy.type;
+  po.copy_beside_tokens = copy.tokens;
   if (quick) {  // CI: smaller buffers, fewer passes (still beyond the 32 MiB L3 of the machines we run on)
     po.stream_bytes = uint64_t{256} << 20;
     po.matvec_bytes = uint64_t{128} << 20;
@@ -78,6 +84,14 @@ void add_probe_command(CLI::App& app) {
   args->runtime.add_to(*cmd);
   cmd->add_option("--out", args->out_path, "Write the profile JSON to this file")->type_name("FILE");
   cmd->add_option("--name", args->name, "Profile name (default cpu-probed)")->type_name("NAME");
+  cmd->add_option("--copy-chunk-bytes", args->copy.chunk_bytes,
+                  "The copy thread's memcpy size, e.g. an offload plan's group bytes (default: whole buffers)")
+      ->check(kNonNegativeCount)
+      ->type_name("B");
+  cmd->add_option("--copy-beside-tokens", args->copy.tokens,
+                  "The copy thread runs beside Q8_0 products of this many tokens, a decode batch (1 to 32, default 1)")
+      ->check(CLI::Range(1, 32))
+      ->type_name("N");
   cmd->add_flag("--quick", args->quick, "Smaller buffers and fewer passes (about 4x faster, noisier)");
   args->out.add_to(*cmd);
   cmd->footer("Example:\n  infer-plan probe --backend cpu --out cpu.json\n"

@@ -33,6 +33,7 @@ namespace {
 constexpr double kDecodeBound = 0.25;   // decode iteration vs the roofline with a probed profile
 constexpr double kLittleBound = 0.10;   // measured in-system vs measured rate x sojourn
 constexpr double kSojournBound = 0.25;  // the serving simulation vs measured mean sojourn
+constexpr double kOffloadRoundBound = 0.20;  // issue 6: offload round vs bytes / probed copy bandwidth
 
 
 struct ReportArgs {
@@ -50,13 +51,81 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// ---- Offload (issue 6): the plan's offload section predicted by planner/offload and executed by
+// runtime/offload_prefetcher. The link is the profile's first host link: with --probe, the probed
+// copy thread beside the compute threads' products (runtime/probe.hpp).
+
+// The stall per decode round the offload planner expects when the iteration without offload is
+// `iteration_s` (the layers' copies beyond their windows); 0 without offload.
+double offload_stall_ms(const ResolvedPlan& rp, double iteration_s) {
+  if (!rp.plan.offload) return 0;
+  OffloadInput in = plan_offload_input(rp);
+  in.iteration_s = iteration_s;
+  const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, rp.plan.kv, in, nullptr, 0);
+  return static_cast<double>(r.layers_offloaded) * r.stall_per_group_ms;
+}
+
+// How the probe's copy thread should run for a plan: a group at a time (the prefetcher's memcpy
+// size) beside the decode's products (the plan's weight type when it is one GGML type, the
+// plan's batch); the defaults without offload.
+ProbeCopy offload_probe_copy(const Plan& plan) {
+  ProbeCopy copy;
+  if (!plan.offload) return copy;
+  if (const GgmlTypeInfo* t = find_ggml_type(plan.weights)) copy.type = t->type;
+  copy.tokens = plan.requests;
+  const ResolvedPlan rp = resolve_plan(plan);
+  const OffloadPart part = parse_offload_part(plan.offload->part, "offload.part");
+  for (uint64_t l = 0; l < rp.spec.layers; ++l)
+    if (plan.offload->every > 0 && offload_layer_selected(l, plan.offload->every))
+      copy.chunk_bytes = std::max(copy.chunk_bytes, offload_group_bytes(rp.weights.layout, part, l));
+  return copy;
+}
+
+// Device weights as fit would count them: fit counts every weight on the device; with offload
+// the freed groups live in the host pool instead (their own row below).
+double device_weights_predicted(const Json& predicted) {
+  const double fit = predicted.at("fit").at("weights_bytes").get<double>();
+  return predicted.contains("offload") ? fit - predicted.at("offload").at("freed_bytes").get<double>() : fit;
+}
+
+std::vector<Row> offload_rows(const ResolvedPlan& rp, const Json& predicted, const Json& m) {
+  if (!predicted.contains("offload") || !m.contains("offload_round_ms")) return {};
+  const Json& o = predicted.at("offload");
+  const double link = plan_offload_input(rp).link_bytes_per_s;
+  const double rounds = m.at("offload_rounds").get<double>();
+  std::vector<Row> rows;
+  rows.push_back({"offload_host_bytes", "B", o.at("freed_bytes").get<double>(), m.at("offload_host_bytes").get<double>(),
+                  0.0, "host pool vs the offload planner's freed bytes"});
+  rows.push_back({"offload_buffer_bytes", "B", o.at("buffer_bytes").get<double>(),
+                  m.at("offload_buffer_bytes").get<double>(), 0.0, "device slots: buffers x group_bytes"});
+  const Json& bytes = m.at("offload_bytes_per_round");
+  rows.push_back({"offload_bytes_per_round", "B", o.at("bytes_per_round").get<double>(), bytes.at("max").get<double>(),
+                  0.0, fmt::format("largest of {:.0f} decode rounds (median {:.0f})", rounds, bytes.at("p50").get<double>())});
+  rows.push_back({"offload_round_ms p50", "ms", o.at("round_ms").get<double>(), m.at("offload_round_ms").at("p50").get<double>(),
+                  kOffloadRoundBound, fmt::format("bytes / {} ({:.2f} GB/s) vs the copy thread's busy time per round",
+                                                  o.at("link").get<std::string>(), link / 1e9)});
+  rows.push_back({"offload_bandwidth", "GB/s", link / 1e9, m.at("offload_bandwidth_bytes_per_s").get<double>() / 1e9,
+                  std::nullopt, "the link vs bytes / copy time over all decode rounds"});
+  rows.push_back({"offload_stall_ms p50", "ms",
+                  o.at("layers_offloaded").get<double>() * o.at("stall_per_group_ms").get<double>(),
+                  m.at("offload_stall_ms").at("p50").get<double>(), std::nullopt,
+                  fmt::format("per round: copies beyond their windows, at the {:.3f} ms iteration",
+                              o.at("iteration_ms").get<double>())});
+  // The closed batch decodes `requests` tokens per round: the ceiling at the measured round.
+  const double decode_s = m.at("decode_iteration_ms").at("p50").get<double>() / 1e3;
+  rows.push_back({"offload ceiling", "tok/s", o.at("throughput_ceiling_tok_s").get<double>(),
+                  decode_s > 0 ? static_cast<double>(rp.plan.requests) / decode_s : 0.0, std::nullopt,
+                  "requests / effective round vs requests / measured p50 decode round"});
+  return rows;
+}
+
 std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const runtime::RunResult& run) {
   const Json m = runtime::measured_figures(run);
   const Roofline& rl = *rp.roofline;
   std::vector<Row> rows;
   const Json& fit = predicted.at("fit");
-  rows.push_back({"weights_bytes", "B", fit.at("weights_bytes").get<double>(), m.at("weights_bytes").get<double>(), 0.0,
-                  "allocated by the backend vs fit"});
+  rows.push_back({"weights_bytes", "B", device_weights_predicted(predicted), m.at("weights_bytes").get<double>(), 0.0,
+                  rp.plan.offload ? "device weights vs fit's less offload's freed bytes" : "allocated by the backend vs fit"});
   rows.push_back({"kv_bytes", "B", fit.at("kv_bytes").get<double>(), m.at("kv_bytes").get<double>(), 0.0,
                   "the page pool vs fit (requests x context, whole pages)"});
   std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill;
@@ -65,13 +134,16 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const ru
       pred_prefill.push_back(rl.prefill(s.tokens).time_s * 1e3);
       meas_prefill.push_back((s.end_s - s.start_s) * 1e3);
     } else {
-      pred_decode.push_back(rl.decode_step(s.batch, s.context_tokens / s.batch).time_s * 1e3);
+      // With offload, plus the stall the offload planner expects at this step's iteration.
+      const double step_s = rl.decode_step(s.batch, s.context_tokens / s.batch).time_s;
+      pred_decode.push_back(step_s * 1e3 + offload_stall_ms(rp, step_s));
       meas_decode.push_back((s.end_s - s.start_s) * 1e3);
     }
   }
   if (!meas_decode.empty())
     rows.push_back({"decode_iteration_ms p50", "ms", median(pred_decode), median(meas_decode), kDecodeBound,
-                    fmt::format("roofline at each of the {} steps' batch and context", meas_decode.size())});
+                    fmt::format("roofline at each of the {} steps' batch and context{}", meas_decode.size(),
+                                rp.plan.offload ? ", plus offload's predicted stall" : "")});
   if (!meas_prefill.empty())
     rows.push_back({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
                     fmt::format("{} prefill passes", meas_prefill.size())});
@@ -92,6 +164,7 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const ru
     rows.push_back({"Little's law (measured)", "", m.at("littles_law_in_system").get<double>(),
                     m.at("mean_in_system").get<double>(), kLittleBound,
                     "scheduler's in-system count vs measured rate x mean sojourn"});
+  for (Row& r : offload_rows(rp, predicted, m)) rows.push_back(std::move(r));
   rows.push_back({"rejected", "", predicted.contains("serving") ? predicted.at("serving").at("rejected").get<double>() : 0.0,
                   m.at("rejected").get<double>(), std::nullopt, ""});
   return rows;
@@ -158,10 +231,17 @@ void run(const ReportArgs& a) {
   check_output_path(a.out_path, "--out");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
   // With --probe the profile is measured moments before the run, so both see the same machine.
+  const ProbeCopy probe_copy = offload_probe_copy(plan);
   auto probed = [&] {
     if (a.probe) {
       plan.hw = "inline";
-      plan.hw_inline = runtime::probe_profile_json(probe_on(a.runtime, a.quick_probe), "cpu-probed");
+      // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
+      // thread's core); its copy thread runs beside their products, a group at a time, as
+      // offload's does.
+      RuntimeOptions probe_options = a.runtime;
+      probe_options.threads = runtime::compute_threads(plan, a.runtime.threads);
+      plan.hw_inline = runtime::probe_profile_json(
+          probe_on(probe_options, a.quick_probe, probe_copy), "cpu-probed");
     }
     return resolve_plan(plan);
   };

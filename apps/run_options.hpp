@@ -27,8 +27,16 @@ runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& op
 runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
                                                    uint64_t repeats);
 
+// How the probe's copy thread runs (runtime/probe.hpp): in pieces of `chunk_bytes` (an offload
+// group; 0: whole buffers) beside `type` products of `tokens` tokens (a decode batch).
+struct ProbeCopy {
+  uint64_t chunk_bytes = 0;
+  GgmlType type = GgmlType::Q8_0;
+  uint64_t tokens = 1;
+};
+
 // Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
-runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick);
+runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick, const ProbeCopy& copy = {});
 
 // --spec-repeats: generations per block length in a speculative sweep (run, report).
 inline constexpr uint64_t kDefaultSpecRepeats = 4;

@@ -13,7 +13,12 @@
 namespace infer_plan {
 namespace {
 
-bool in_part(TensorRole role, OffloadPart part) {
+std::string mib(uint64_t b) { return fmt::format("{:.0f} MiB", to_mib(b)); }
+std::string mib(int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / MiB); }
+
+}  // namespace
+
+bool offload_part_contains(OffloadPart part, TensorRole role) {
   switch (part) {
     case OffloadPart::layer: return true;
     case OffloadPart::attn:
@@ -28,12 +33,7 @@ bool in_part(TensorRole role, OffloadPart part) {
   return false;
 }
 
-bool offloaded(uint64_t layer, uint64_t every) { return (layer + 1) % every == 0; }
-
-std::string mib(uint64_t b) { return fmt::format("{:.0f} MiB", to_mib(b)); }
-std::string mib(int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / MiB); }
-
-}  // namespace
+bool offload_layer_selected(uint64_t layer, uint64_t every) { return (layer + 1) % every == 0; }
 
 OffloadPart parse_offload_part(std::string_view text, std::string_view what) {
   if (text == "ffn") return OffloadPart::ffn;
@@ -54,7 +54,7 @@ std::string_view offload_part_name(OffloadPart part) {
 uint64_t offload_group_bytes(const WeightsLayout& layout, OffloadPart part, uint64_t layer) {
   uint64_t bytes = 0;
   for (const TensorPlacement& p : layout.tensors)
-    if (p.tensor.layer == static_cast<int64_t>(layer) && in_part(p.tensor.role, part)) bytes += p.bytes;
+    if (p.tensor.layer == static_cast<int64_t>(layer) && offload_part_contains(part, p.tensor.role)) bytes += p.bytes;
   return bytes;
 }
 
@@ -72,7 +72,7 @@ OffloadResult plan_offload(const ModelSpec& spec, const WeightsLayout& layout, d
 
   OffloadResult r;
   for (uint64_t l = 0; l < spec.layers; ++l) {
-    if (!offloaded(l, in.every)) continue;
+    if (!offload_layer_selected(l, in.every)) continue;
     const auto group = static_cast<uint64_t>(std::llround(
         static_cast<double>(offload_group_bytes(layout, in.part, l)) * weights_scale));
     ++r.layers_offloaded;

@@ -63,6 +63,11 @@ struct OffloadResult {
   std::vector<std::string> derivation;
 };
 
+// Whether tensors of `role` belong to `part` (the runtime moves exactly these to its host pool).
+bool offload_part_contains(OffloadPart part, TensorRole role);
+// Whether layer `layer` is offloaded when one layer in every `every` is: layers k-1, 2k-1, ...
+bool offload_layer_selected(uint64_t layer, uint64_t every);
+
 // Bytes of `part` in layer `layer` of `layout`.
 uint64_t offload_group_bytes(const WeightsLayout& layout, OffloadPart part, uint64_t layer);
 

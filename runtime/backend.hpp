@@ -11,7 +11,9 @@
 
 namespace infer_plan::runtime {
 
-enum class MemoryCategory { weights, kv_cache, activations, offload_buffers, scratch };
+// offload_host is not device memory: the home of offloaded weight groups (pinned host memory on
+// CUDA), counted apart so that device memory compares to fit's and the offload planner's bytes.
+enum class MemoryCategory { weights, kv_cache, activations, offload_buffers, offload_host, scratch };
 std::string_view memory_category_name(MemoryCategory c);
 
 struct DeviceBuffer {

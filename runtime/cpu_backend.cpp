@@ -19,6 +19,7 @@ std::string_view memory_category_name(MemoryCategory c) {
     case MemoryCategory::kv_cache: return "kv_cache";
     case MemoryCategory::activations: return "activations";
     case MemoryCategory::offload_buffers: return "offload_buffers";
+    case MemoryCategory::offload_host: return "offload_host";
     case MemoryCategory::scratch: return "scratch";
   }
   return "?";

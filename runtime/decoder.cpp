@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/moe_routing.hpp"
@@ -31,9 +33,15 @@ kernels::RopeLayout rope_layout_of(const ModelSpec& s) {
 
 }  // namespace
 
-Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers)
+Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers,
+                 OffloadPrefetcher* prefetcher)
     : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()),
-      layers_(layers == 0 ? spec_.layers : std::min(layers, spec_.layers)), rope_layout_(rope_layout_of(spec_)) {}
+      layers_(layers == 0 ? spec_.layers : std::min(layers, spec_.layers)), prefetcher_(prefetcher),
+      rope_layout_(rope_layout_of(spec_)) {
+  // The prefetcher hands out groups pass after pass in order: a pass must visit all of them.
+  if (prefetcher_ && (layers_ != spec_.layers || prefetcher_->groups() != weights_.offload_groups().size()))
+    throw std::logic_error("Decoder: a prefetcher needs the offloaded weights it copies and every layer");
+}
 
 void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, float* y, uint64_t row_offset,
                       uint64_t rows) {
@@ -67,12 +75,22 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
 
   const float eps = static_cast<float>(spec_.rms_norm_eps);
   for (uint64_t l = 0; l < layers_; ++l) {
-    const LayerWeights& L = weights_.layer(l);
+    // An offloaded part is waited for just before its first tensor is read and released right
+    // after its last (attn: after attention; ffn: before the FFN; layer: around both), so the
+    // copy of the next group overlaps as much compute as the slots allow (planner/offload.cpp).
+    const std::optional<uint64_t> group = prefetcher_ ? weights_.offload_group_of(l) : std::nullopt;
+    const OffloadPart part = group ? *weights_.offload_part() : OffloadPart::ffn;
+    LayerWeights L = weights_.layer(l);
+    auto acquire = [&] { L = weights_.layer_in_slot(l, *group, prefetcher_->wait(*group), slot_views_); };
+    if (group && part != OffloadPart::ffn) acquire();
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.attn_norm->floats(), H, eps, &xn_[i * H]);
-    attention_layer(l, chunks);
+    attention_layer(L, l, chunks);
+    if (group && part == OffloadPart::attn) prefetcher_->release(*group);
+    if (group && part == OffloadPart::ffn) acquire();
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.ffn_norm->floats(), H, eps, &xn_[i * H]);
     if (L.ffn_gate_inp) ffn_moe(L, tokens);
     else ffn_dense(L, tokens);
+    if (group && part != OffloadPart::attn) prefetcher_->release(*group);
   }
 
   // The head, on each chunk's last token (or on every token).
@@ -91,8 +109,7 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
                                                    head_out_.begin() + static_cast<ptrdiff_t>((c + 1) * head.rows));
 }
 
-void Decoder::attention_layer(uint64_t l, std::span<const SequenceChunk> chunks) {
-  const LayerWeights& L = weights_.layer(l);
+void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const SequenceChunk> chunks) {
   const uint64_t H = spec_.hidden, D = spec_.head_dim, QW = spec_.q_width(), KW = spec_.kv_width();
   const uint64_t tokens = positions_.size();
   grow(q_, tokens * QW);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/rope.hpp"
 #include "runtime/model_weights.hpp"
+#include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -26,7 +27,11 @@ class Decoder {
  public:
   // `layers` > 0 runs only the first `layers` blocks before the final norm and the head: a draft
   // made from the target itself (speculative decoding); its cache then holds those layers only.
-  Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers = 0);
+  // With `prefetcher` (weights with offloaded groups, all layers run), an offloaded part is read
+  // from the slot the prefetcher copied it into: wait before its first use, release after its
+  // last. Without one, offloaded tensors are read where they live (the host pool).
+  Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers = 0,
+          OffloadPrefetcher* prefetcher = nullptr);
 
   // Runs the chunks as one batch; logits gets one row of vocab floats per chunk, for its last
   // token, or with `every_token` one row per token, chunk after chunk (a verify pass needs them
@@ -41,7 +46,7 @@ class Decoder {
   // y (tokens x w.rows) = W x (tokens x w.cols), rows split across the pool.
   void project(const WeightTensor& w, const float* x, uint64_t tokens, float* y,
                uint64_t row_offset = 0, uint64_t rows = 0);
-  void attention_layer(uint64_t layer, std::span<const SequenceChunk> chunks);
+  void attention_layer(const LayerWeights& L, uint64_t layer, std::span<const SequenceChunk> chunks);
   void ffn_dense(const LayerWeights& L, uint64_t tokens);
   void ffn_moe(const LayerWeights& L, uint64_t tokens);
 
@@ -50,6 +55,8 @@ class Decoder {
   ThreadPool& pool_;
   ModelSpec spec_;
   uint64_t layers_ = 0;
+  OffloadPrefetcher* prefetcher_ = nullptr;
+  std::vector<WeightTensor> slot_views_;  // the offloaded tensors of the layer in flight, in its slot
   kernels::RopeLayout rope_layout_;
   // Working buffers, tokens x width, grown as needed and reused across steps.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_, head_out_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -74,8 +75,8 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
 }
 
 ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
-                           uint64_t seed, ThreadPool& pool)
-    : backend_(backend), spec_(spec), layers_(spec.layers) {
+                           uint64_t seed, ThreadPool& pool, std::optional<WeightsOffload> offload)
+    : backend_(backend), spec_(spec), layers_(spec.layers), offload_(offload) {
   build(layout, [&](WeightTensor& w, uint8_t* data) {
     const TensorInfo& t = w.placement.tensor;
     const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
@@ -100,8 +101,8 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
 }
 
 ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
-                           const std::string& gguf_path, ThreadPool&)
-    : backend_(backend), spec_(spec), layers_(spec.layers) {
+                           const std::string& gguf_path, ThreadPool&, std::optional<WeightsOffload> offload)
+    : backend_(backend), spec_(spec), layers_(spec.layers), offload_(offload) {
   const GgufModel file = read_gguf_model(gguf_path);
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < file.tensors.size(); ++i) by_name[file.tensors[i].name] = i;
@@ -121,7 +122,35 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
 
 void ModelWeights::build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill) {
   tensors_.reserve(layout.tensors.size());
-  for (const TensorPlacement& p : layout.tensors) {
+  // Offloaded groups first: which layout entries go to the host pool, at which offset.
+  std::vector<std::optional<std::pair<size_t, uint64_t>>> in_group(layout.tensors.size());  // group, offset
+  std::vector<std::vector<size_t>> group_members;
+  if (offload_) {
+    for (uint64_t l = 0; l < spec_.layers; ++l) {
+      if (!offload_layer_selected(l, offload_->every)) continue;
+      OffloadGroup g;
+      g.layer = l;
+      uint64_t bytes = 0;
+      std::vector<size_t> members;
+      for (size_t i = 0; i < layout.tensors.size(); ++i) {
+        const TensorPlacement& p = layout.tensors[i];
+        if (p.tensor.layer != static_cast<int64_t>(l) || !offload_part_contains(offload_->part, p.tensor.role)) continue;
+        // Packed without padding, so the group is the planner's bytes exactly; F32 vectors still
+        // land on 4-byte offsets because every block row before them is a multiple of 4 bytes
+        // for the widths models have (multiples of 64 values).
+        assert(!p.tensor.is_vector() || bytes % alignof(float) == 0);
+        in_group[i] = std::pair{groups_.size(), bytes};
+        g.offsets.push_back(bytes);
+        members.push_back(i);
+        bytes += p.bytes;
+      }
+      g.host = backend_.allocate(bytes, MemoryCategory::offload_host);
+      groups_.push_back(std::move(g));
+      group_members.push_back(std::move(members));
+    }
+  }
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    const TensorPlacement& p = layout.tensors[i];
     const TensorInfo& t = p.tensor;
     if (t.is_vector() ? p.type != GgmlType::F32 : !kernels::has_matmul(p.type))
       throw InputError(fmt::format(
@@ -135,7 +164,11 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     w.row_bytes = ggml_row_bytes(p.type, w.cols, t.name);
     if (w.row_bytes * w.rows != p.bytes)
       throw InputError(fmt::format("weights: {} has {} B in the layout but {} rows of {} B", t.name, p.bytes, w.rows, w.row_bytes));
-    w.buffer = backend_.allocate(p.bytes, MemoryCategory::weights);
+    if (in_group[i])  // a view into its group's host buffer, which owns the memory
+      w.buffer = {static_cast<uint8_t*>(groups_[in_group[i]->first].host.data) + in_group[i]->second, p.bytes,
+                  MemoryCategory::offload_host};
+    else
+      w.buffer = backend_.allocate(p.bytes, MemoryCategory::weights);
     bytes_ += p.bytes;
     fill(w, static_cast<uint8_t*>(w.buffer.data));
     tensors_.push_back(std::move(w));
@@ -171,12 +204,49 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       default: break;
     }
   }
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t i : group_members[g]) groups_[g].tensors.push_back(&tensors_[i]);
   if (!output_) output_ = token_embd_;  // tied embeddings
   if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec_.name));
 }
 
 ModelWeights::~ModelWeights() {
-  for (WeightTensor& w : tensors_) backend_.free(w.buffer);
+  for (WeightTensor& w : tensors_)
+    if (w.buffer.category != MemoryCategory::offload_host) backend_.free(w.buffer);
+  for (OffloadGroup& g : groups_) backend_.free(g.host);
+}
+
+std::optional<uint64_t> ModelWeights::offload_group_of(uint64_t layer) const {
+  for (uint64_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].layer == layer) return g;
+  return std::nullopt;
+}
+
+LayerWeights ModelWeights::layer_in_slot(uint64_t layer, uint64_t group, const uint8_t* slot,
+                                         std::vector<WeightTensor>& views) const {
+  const OffloadGroup& g = groups_.at(group);
+  assert(g.layer == layer);
+  LayerWeights L = layers_[layer];
+  views.resize(g.tensors.size());  // resized before any pointer to an element is taken
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    views[i] = *g.tensors[i];
+    views[i].buffer = {const_cast<uint8_t*>(slot) + g.offsets[i], g.tensors[i]->buffer.bytes,
+                       MemoryCategory::offload_buffers};
+    replace_tensor(L, g.tensors[i], &views[i]);
+  }
+  return L;
+}
+
+void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTensor* to) {
+  const WeightTensor* LayerWeights::*const members[] = {
+      &LayerWeights::attn_norm,     &LayerWeights::attn_q,        &LayerWeights::attn_k,
+      &LayerWeights::attn_v,        &LayerWeights::attn_output,   &LayerWeights::attn_q_norm,
+      &LayerWeights::attn_k_norm,   &LayerWeights::attn_q_bias,   &LayerWeights::attn_k_bias,
+      &LayerWeights::attn_v_bias,   &LayerWeights::ffn_norm,      &LayerWeights::ffn_gate,
+      &LayerWeights::ffn_up,        &LayerWeights::ffn_down,      &LayerWeights::ffn_gate_inp,
+      &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps};
+  for (auto m : members)
+    if (L.*m == from) L.*m = to;
 }
 
 }  // namespace infer_plan::runtime

@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "planner/model_spec.hpp"
+#include "planner/offload.hpp"
 #include "planner/weights_size.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/thread_pool.hpp"
@@ -35,18 +37,39 @@ struct LayerWeights {
                      *ffn_down_exps = nullptr;
 };
 
+// Which tensors live in the host pool (planner/offload.hpp): `part` of layers k-1, 2k-1, ...
+struct WeightsOffload {
+  OffloadPart part = OffloadPart::ffn;
+  uint64_t every = 4;
+};
+
+// One offloaded group: the part of one layer, its tensors packed in layout order in one host
+// buffer (MemoryCategory::offload_host), so one copy moves it; `bytes` is the planner's
+// offload_group_bytes to the byte.
+struct OffloadGroup {
+  uint64_t layer = 0;
+  DeviceBuffer host;
+  std::vector<const WeightTensor*> tensors;  // their buffers point into `host`
+  std::vector<uint64_t> offsets;             // of each tensor in the group
+};
+
+// Replaces every pointer equal to `from` in `L` with `to`.
+void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTensor* to);
+
 class ModelWeights {
  public:
   // Allocates every tensor of `layout` (category weights) and fills it with synthetic values:
   // matrices uniform in +-sqrt(3 / cols) (unit-variance outputs for unit-variance inputs),
   // written as valid blocks of their type; norms 1; biases small. InputError when a matrix's
   // type has no CPU product (kernels/cpu/matmul) or a vector is not F32.
+  // With `offload`, the offloaded groups are written to the host pool instead of device weights
+  // (the same values: a tensor's values depend on its index in the layout, not on where it lives).
   ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, uint64_t seed,
-               ThreadPool& pool);
+               ThreadPool& pool, std::optional<WeightsOffload> offload = std::nullopt);
   // The same tensors read from a GGUF file instead (every tensor of `layout` must be in the file
   // with the same type and bytes; InputError naming the tensor otherwise).
   ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, const std::string& gguf_path,
-               ThreadPool& pool);
+               ThreadPool& pool, std::optional<WeightsOffload> offload = std::nullopt);
   ~ModelWeights();
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
@@ -57,7 +80,15 @@ class ModelWeights {
   const WeightTensor& output_norm() const { return *output_norm_; }
   const WeightTensor& output() const { return *output_; }  // token_embd when tied
   const LayerWeights& layer(uint64_t l) const { return layers_[l]; }
-  uint64_t bytes() const { return bytes_; }
+  uint64_t bytes() const { return bytes_; }  // all tensors, wherever they live
+
+  // Offloaded groups in layer order (empty without offload), and the group of a layer.
+  const std::vector<OffloadGroup>& offload_groups() const { return groups_; }
+  std::optional<uint64_t> offload_group_of(uint64_t layer) const;
+  std::optional<OffloadPart> offload_part() const { return offload_ ? std::optional(offload_->part) : std::nullopt; }
+  // Layer `layer`'s tensors with those of group `group` read from `slot` (a device copy of the
+  // group): views written into `views`, which must outlive the returned pointers' use.
+  LayerWeights layer_in_slot(uint64_t layer, uint64_t group, const uint8_t* slot, std::vector<WeightTensor>& views) const;
 
  private:
   // Allocates every tensor of `layout` and calls fill(tensor, data) to write it; then indexes them.
@@ -67,6 +98,8 @@ class ModelWeights {
   ModelSpec spec_;
   std::vector<WeightTensor> tensors_;
   std::vector<LayerWeights> layers_;
+  std::optional<WeightsOffload> offload_;
+  std::vector<OffloadGroup> groups_;
   const WeightTensor *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
   uint64_t bytes_ = 0;
 };

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/matmul.hpp"
@@ -56,9 +58,40 @@ void read_pass(ThreadPool& pool, const uint64_t* words, uint64_t n) {
   pool.parallel_for(n, [&](uint64_t b, uint64_t e) { g_sink = kernels::read_sum(words + b, e - b); }, 512);
 }
 
+// The rate of one extra thread copying `bytes` (in memcpys of `chunk` bytes) while `work` runs on
+// the calling thread's pool again and again until the copy is done. Timed by the copy thread
+// itself (the work in flight when it finishes is not its time); the median of `repeats`.
+RateSample copy_beside(int repeats, const uint64_t* src, uint64_t* dst, uint64_t bytes, uint64_t chunk,
+                       const std::function<void()>& work) {
+  auto once = [&] {
+    std::atomic<bool> copied{false};
+    double copy_s = 0;
+    std::thread copier([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (uint64_t at = 0; at < bytes; at += chunk)
+        std::memcpy(reinterpret_cast<uint8_t*>(dst) + at, reinterpret_cast<const uint8_t*>(src) + at, chunk);
+      copy_s = seconds_since(t0);
+      copied = true;
+    });
+    while (!copied) work();
+    copier.join();
+    return static_cast<double>(bytes) / copy_s;
+  };
+  once();
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) rates.push_back(once());
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], rates.front(), rates.back()};
+}
+
 }  // namespace
 
-ProbeResult probe_cpu(const ProbeOptions& o) {
+ProbeResult probe_cpu(const ProbeOptions& options) {
+  ProbeOptions o = options;
+  // The copy runs beside a probed type (Q8_0 otherwise) and at most the batch x holds.
+  if (std::find(std::begin(kProbedTypes), std::end(kProbedTypes), o.copy_beside_type) == std::end(kProbedTypes))
+    o.copy_beside_type = GgmlType::Q8_0;
+  o.copy_beside_tokens = std::clamp<uint64_t>(o.copy_beside_tokens, 1, kProbeMatmulBatch);
   ThreadPool pool(o.threads);
   ProbeResult r;
   r.device = cpu_model();
@@ -92,6 +125,24 @@ ProbeResult probe_cpu(const ProbeOptions& o) {
     r.matvec_bytes_per_s[name] = measure(o.repeats, static_cast<double>(w.size()), [&] {
       project(pool, type, w.data(), rows, kMatvecCols, x.data(), 1, y.data(), act);
     });
+    if (type == o.copy_beside_type) {
+      // The copy thread's rate while the pool runs this type's product of copy_beside_tokens
+      // tokens over the matrix (a decode step's projections), again and again. It copies in
+      // pieces of copy_chunk_bytes, one memcpy each, as the prefetcher copies one group at a
+      // time: the size decides how memcpy copies (glibc streams past the caches with
+      // non-temporal stores only above a fraction of the L3).
+      say(fmt::format("copy thread beside {} products of {} tokens", name, o.copy_beside_tokens));
+      const uint64_t chunk = o.copy_chunk_bytes == 0 ? o.stream_bytes : std::min(o.copy_chunk_bytes, o.stream_bytes);
+      std::vector<uint64_t> from(o.stream_bytes / 8, 1), to(o.stream_bytes / 8, 2);
+      std::vector<float> y_beside(rows * o.copy_beside_tokens);
+      // A pass is ~50 ms: 15 of them cost little and steady the median on a shared machine.
+      r.copy_beside_compute_bytes_per_s =
+          copy_beside(std::max(15, o.repeats), from.data(), to.data(), o.stream_bytes / chunk * chunk, chunk, [&] {
+            project(pool, type, w.data(), rows, kMatvecCols, x.data(), o.copy_beside_tokens, y_beside.data(), act);
+          });
+      r.copy_beside = fmt::format("one copy thread, {} B at a time, beside {} products of {} tokens on {} threads",
+                                  chunk, name, o.copy_beside_tokens, r.threads);
+    }
     say(fmt::format("{} products of {} tokens", name, kProbeMatmulBatch));
     const double ops = 2.0 * kMatmulRows * kMatmulCols * kProbeMatmulBatch;
     // A pass is ~2 ms: many passes cost little, and on a shared VM that flips between a fast and
@@ -149,8 +200,11 @@ Json probe_profile_json(const ProbeResult& r, const std::string& name) {
                      {"reserved", fmt::format("{} B", r.memory_bytes / 10)},
                      {"bandwidth", gbs(r.read_bytes_per_s.median)}}},
          {"compute", {{"fp32", gflops(f32_ops)}}},
+         {"host_links", Json::array({{{"name", "cpu-copy-thread"},
+                                      {"description", r.copy_beside + " (probed)"},
+                                      {"bandwidth", gbs(r.copy_beside_compute_bytes_per_s.median)}}})},
          {"measured", {{"memory_bandwidth", gbs(r.read_bytes_per_s.median)},
-                       {"host_to_device", gbs(r.copy_bytes_per_s.median)},
+                       {"host_to_device", gbs(r.copy_beside_compute_bytes_per_s.median)},
                        {"compute", {{"fp32", gflops(f32_ops)}}},
                        {"matvec", matvec},
                        {"matmul", matmul},

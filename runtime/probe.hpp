@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "planner/ggml_type.hpp"
 #include "planner/json_fields.hpp"
 
 namespace infer_plan::runtime {
@@ -18,6 +19,9 @@ struct ProbeOptions {
   uint64_t stream_bytes = uint64_t{512} << 20; // read / copy buffer
   uint64_t matvec_bytes = uint64_t{256} << 20; // weights per matrix-vector matrix
   int repeats = 9;                             // timed passes; the median is kept
+  uint64_t copy_chunk_bytes = 0;               // the copy thread's memcpy size (an offload group); 0: whole buffer
+  GgmlType copy_beside_type = GgmlType::Q8_0;  // the compute the copy runs beside: this type's (a
+  uint64_t copy_beside_tokens = 1;             // probed one, else Q8_0) products of 1..32 tokens
   std::function<void(const std::string&)> progress;
 };
 
@@ -30,6 +34,14 @@ struct ProbeResult {
   unsigned threads = 0;
   uint64_t memory_bytes = 0;  // physical memory
   RateSample read_bytes_per_s, copy_bytes_per_s;
+  // One extra thread copying while the `threads` run a decode's products: the offload copy
+  // thread beside decode (runtime/offload_prefetcher.hpp). On a CPU host and "device" memory are
+  // the same DRAM, so this, not an idle machine's copy, is the rate the copy gets during decode.
+  // On a 2-core EPYC VM (10 MB pieces, one compute thread): alone 11 GB/s; beside a pure read
+  // stream 5.2-6.9; beside Q8_0 products of 4 tokens 6.7-7.6; the runtime's copy during the
+  // batch-4 decode of scenarios/plans/cpu-offload.json 6.2-7.7 GB/s.
+  RateSample copy_beside_compute_bytes_per_s;
+  std::string copy_beside;  // how it was measured
   std::map<std::string, RateSample> matvec_bytes_per_s;  // weights read by a batch-1 product
   std::map<std::string, RateSample> matmul_ops_per_s;    // 2 ops per weight per token, batch kMatmulBatch
   // time = launch_overhead_s + bytes / launch_fit_rate, fitted over Q8_0 projections of 64 to
@@ -44,7 +56,8 @@ inline constexpr uint64_t kProbeMatmulBatch = 32;  // tokens per product when me
 ProbeResult probe_cpu(const ProbeOptions& options);
 
 // A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
-// the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = copy).
+// the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = the copy
+// beside compute); its one host link, "cpu-copy-thread", has that same bandwidth (offload's link).
 Json probe_profile_json(const ProbeResult& r, const std::string& name);
 
 }  // namespace infer_plan::runtime

@@ -16,6 +16,7 @@
 #include "planner/serving_sim.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/model_weights.hpp"
+#include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -52,13 +53,36 @@ bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingReq
   return admission_finish_s(model, snapshot, candidate, due_s) <= due_s;
 }
 
+// The plan's offload section as the runtime executes it; InputError naming the field when out of
+// the planner's range (planner/offload.cpp checks the same).
+std::optional<WeightsOffload> plan_weights_offload(const Plan& plan, const ModelSpec& spec) {
+  if (!plan.offload) return std::nullopt;
+  const OffloadPlan& o = *plan.offload;
+  WeightsOffload w;
+  w.part = parse_offload_part(o.part, "offload.part");
+  if (o.every == 0 || o.every > spec.layers)
+    throw InputError(fmt::format("offload.every: {} is out of range; expected 1 (every layer) to {} (the layers of {})",
+                                 o.every, spec.layers, spec.name));
+  if (o.buffers == 0 || o.buffers > spec.layers)
+    throw InputError(fmt::format("offload.buffers: {} is out of range; expected 1 to {} (2 overlap copy and compute)",
+                                 o.buffers, spec.layers));
+  w.every = o.every;
+  return w;
+}
+
 }  // namespace
+
+unsigned compute_threads(const Plan& plan, unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  return plan.offload ? std::max(1u, threads - 1) : threads;
+}
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
   const std::vector<ServingRequest> arrivals = plan_requests(plan);
+  const std::optional<WeightsOffload> offload = plan_weights_offload(plan, rp.spec);
   const bool closed = !(plan.load && plan.load->rate_per_s);
   const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
   // Admission by deadline asks the planner's serving model (roofline steps, fit's KV pool) to
@@ -70,7 +94,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   result.backend = std::string(backend.name());
   result.model = rp.spec.name;
   result.deadline_s = plan.deadline_s;
-  ThreadPool pool(options.threads);
+  ThreadPool pool(compute_threads(plan, options.threads));
   result.threads = pool.threads();
   auto clock_s = [&backend](uint64_t t0) { return static_cast<double>(backend.now_ns() - t0) * 1e-9; };
 
@@ -80,13 +104,27 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   const bool from_file = is_gguf_path(rp.spec.source) && rp.weights.layout.file_type.starts_with("as stored in");
   if (from_file && plan.scale != 1)
     throw InputError("run: --scale shrinks synthetic weights; a .gguf with its own weights runs at its own size");
-  ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool)
-                                   : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool);
+  ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool, offload)
+                                   : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool, offload);
+  // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.
+  std::unique_ptr<OffloadPrefetcher> prefetcher;
+  if (offload) {
+    std::vector<OffloadGroupSource> sources;
+    uint64_t slot_bytes = 0;
+    for (const OffloadGroup& g : weights.offload_groups()) {
+      sources.push_back({static_cast<const uint8_t*>(g.host.data), g.host.bytes});
+      slot_bytes = std::max(slot_bytes, g.host.bytes);
+    }
+    prefetcher = std::make_unique<OffloadPrefetcher>(backend, std::move(sources), plan.offload->buffers, slot_bytes);
+  }
   // The KV pool fit sizes: requests x context, whole pages (planner/memory_fit).
   const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
   PagedKvCache cache(backend, rp.spec, plan.kv, pages);
-  Decoder decoder(weights, cache, pool);
+  Decoder decoder(weights, cache, pool, 0, prefetcher.get());
   result.weights_bytes = backend.allocated(MemoryCategory::weights);
+  result.offload = offload.has_value();
+  result.offload_host_bytes = backend.allocated(MemoryCategory::offload_host);
+  result.offload_buffer_bytes = backend.allocated(MemoryCategory::offload_buffers);
   result.kv_bytes = backend.allocated(MemoryCategory::kv_cache);
   result.kv_pages = pages;
   result.setup_s = clock_s(setup0);
@@ -106,6 +144,13 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   const uint64_t t0 = backend.now_ns();
   double last_progress_s = 0;
 
+  auto record_offload = [&](StepRecord& step) {
+    if (!prefetcher) return;
+    const OffloadPassRecord pass = prefetcher->last_pass();  // the pass just run released its last group
+    step.offload_bytes = pass.bytes;
+    step.offload_copy_s = pass.copy_s;
+    step.offload_wait_s = pass.wait_s;
+  };
   auto finish = [&](const Live& s, double now) {
     result.requests[s.id].finish_s = now;
     cache.release(s.id);
@@ -159,6 +204,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         decoder.forward(std::span(&c, 1), logits);
         backend.synchronize();
         result.steps.push_back({true, 1, n, past + n, step0, clock_s(t0)});
+        record_offload(result.steps.back());
       }
       s.tokens.push_back(kernels::argmax(logits[0]));
       s.emitted = 1;
@@ -179,6 +225,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       backend.synchronize();
       const double step1 = clock_s(t0);
       result.steps.push_back({false, running.size(), running.size(), context, step0, step1});
+      record_offload(result.steps.back());
       std::vector<Live> still;
       still.reserve(running.size());
       for (size_t i = 0; i < running.size(); ++i) {
@@ -219,6 +266,17 @@ double result_in_system(const RunResult& r, double records_area, double span) {
 Json measured_figures(const RunResult& r) {
   std::vector<double> decode_ms, prefill_ms, ttft, tpot, sojourn;
   for (const StepRecord& s : r.steps) (s.prefill ? prefill_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
+  // Offload per decode round (prefill passes copy the same groups but are not rounds).
+  std::vector<double> offload_bytes, offload_round_ms, offload_stall_ms;
+  double offload_total_bytes = 0, offload_total_copy_s = 0;
+  for (const StepRecord& s : r.steps)
+    if (r.offload && !s.prefill) {
+      offload_bytes.push_back(static_cast<double>(s.offload_bytes));
+      offload_round_ms.push_back(s.offload_copy_s * 1e3);
+      offload_stall_ms.push_back(s.offload_wait_s * 1e3);
+      offload_total_bytes += static_cast<double>(s.offload_bytes);
+      offload_total_copy_s += s.offload_copy_s;
+    }
   uint64_t completed = 0, output_tokens = 0, late = 0;
   std::map<std::string, uint64_t> rejected;
   // Requests present over time: +1 at arrival, -1 at departure (rejections never enter).
@@ -258,7 +316,7 @@ Json measured_figures(const RunResult& r) {
     rej[why] = n;
     rejected_total += n;
   }
-  return Json{{"backend", r.backend},
+  Json j{{"backend", r.backend},
               {"threads", r.threads},
               {"model", r.model},
               {"weights_bytes", r.weights_bytes},
@@ -281,6 +339,16 @@ Json measured_figures(const RunResult& r) {
               {"completed_late", late},
               {"rejected", rejected_total},
               {"rejected_by_reason", rej}};
+  if (r.offload) {
+    j["offload_host_bytes"] = r.offload_host_bytes;
+    j["offload_buffer_bytes"] = r.offload_buffer_bytes;
+    j["offload_rounds"] = offload_bytes.size();
+    j["offload_bytes_per_round"] = dist(offload_bytes);
+    j["offload_round_ms"] = dist(offload_round_ms);
+    j["offload_stall_ms"] = dist(offload_stall_ms);
+    j["offload_bandwidth_bytes_per_s"] = offload_total_copy_s > 0 ? offload_total_bytes / offload_total_copy_s : 0.0;
+  }
+  return j;
 }
 
 }  // namespace infer_plan::runtime

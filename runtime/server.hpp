@@ -46,6 +46,10 @@ struct StepRecord {
   uint64_t tokens = 0;          // tokens processed
   uint64_t context_tokens = 0;  // sum over the batch of each sequence's context after the step
   double start_s = 0, end_s = 0;
+  // With offload: this pass's groups (runtime/offload_prefetcher.hpp), bytes copied, the copy
+  // thread's busy time on them and the time compute waited for them.
+  uint64_t offload_bytes = 0;
+  double offload_copy_s = 0, offload_wait_s = 0;
 };
 
 struct RunResult {
@@ -55,6 +59,11 @@ struct RunResult {
   uint64_t weights_bytes = 0;   // allocated, from the backend's accounting
   uint64_t kv_bytes = 0;
   uint64_t kv_pages = 0;
+  // With offload: the host pool (offloaded groups) and the device slots, from the backend's
+  // accounting; weights_bytes above is what stays in device weights.
+  bool offload = false;
+  uint64_t offload_host_bytes = 0;
+  uint64_t offload_buffer_bytes = 0;
   std::optional<double> deadline_s;  // the plan's, for counting late completions
   double setup_s = 0;           // allocating and writing the weights
   double span_s = 0;            // t = 0 to the last departure
@@ -68,10 +77,18 @@ struct RunResult {
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options);
 
+// The threads that compute for a plan: `threads` (0: one per hardware thread), less one for the
+// offload copy thread when the plan offloads (at least one), so that the copy never waits for a
+// core the compute threads spin on. The probe measures compute rates with the same count.
+unsigned compute_threads(const Plan& plan, unsigned threads);
+
 // The measured Figures: weights_bytes, kv_bytes, decode_iteration_ms and prefill_ms
 // (distributions), ttft_s, tpot_ms, throughput_tok_s, mean_in_system (time average over the
 // span), mean_sojourn_s, rate_per_s (admitted / span), littles_law_in_system (rate x sojourn),
-// completed, rejected (with reasons).
+// completed, rejected (with reasons). With offload, over decode rounds: offload_bytes_per_round,
+// offload_round_ms (the copy thread's busy time per round) and offload_stall_ms (compute's wait
+// per round) as distributions, offload_bandwidth_bytes_per_s (bytes / copy time, all decode
+// rounds), offload_host_bytes and offload_buffer_bytes.
 Json measured_figures(const RunResult& r);
 
 }  // namespace infer_plan::runtime

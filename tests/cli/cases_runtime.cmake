@@ -33,3 +33,6 @@ infer_plan_cli_case(bad_spec_draft_layers_times EXIT 2 ARGS spec --draft-layers 
   MATCH "excludes")
 infer_plan_cli_case(run_spec_tiny EXIT 0 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --threads 1
   --spec-repeats 1 --quiet MATCH "draft first 1 of 3 layers \\(temperature 1\\)" "m = 3 +[0-9.]+ ms/token" "best block [1-3]")
+# Offload (issue 6): a tiny plan runs with its FFN of layer 1 in the host pool; bad fields named.
+infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_bad_offload.json --quiet
+  MATCH "offload.every: 0 is out of range; expected 1 \\(every layer\\) to 3")

@@ -13,7 +13,9 @@
 #include "planner/memory_fit.hpp"
 #include "planner/predict.hpp"
 #include "runtime/cpu_backend.hpp"
+#include "kernels/cpu/sampling.hpp"
 #include "runtime/decoder.hpp"
+#include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/server.hpp"
 #include "runtime/thread_pool.hpp"
@@ -238,4 +240,106 @@ TEST_CASE("GGUF: the runtime runs a file's own tensors, byte for byte") {
   plan.scale = 0.5;
   CHECK_THROWS_AS(run_plan(resolve_plan(plan), backend, {}), InputError);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("offload: the same logits token for token, with and without offload (any part, 1 or 2 slots)") {
+  // Offload only moves bytes: each step's logits must be bit-identical to the plain decoder's,
+  // greedy token after token (a wrong slot, a stale group or a half copy would change them).
+  const ResolvedPlan rp = resolve_plan(tiny_plan());  // 3 layers
+  for (OffloadPart part : {OffloadPart::ffn, OffloadPart::attn, OffloadPart::layer})
+    for (uint64_t every : {1, 2})
+      for (uint64_t slots : {1, 2}) {
+        CAPTURE(offload_part_name(part));
+        CAPTURE(every);
+        CAPTURE(slots);
+        CpuBackend backend;
+        ThreadPool pool(2);
+        ModelWeights plain(backend, rp.spec, rp.weights.layout, 7, pool);
+        ModelWeights moved(backend, rp.spec, rp.weights.layout, 7, pool, WeightsOffload{part, every});
+        CHECK(moved.offload_groups().size() == rp.spec.layers / every);
+        std::vector<OffloadGroupSource> groups;
+        uint64_t slot_bytes = 0;
+        for (const OffloadGroup& g : moved.offload_groups()) {
+          groups.push_back({static_cast<const uint8_t*>(g.host.data), g.host.bytes});
+          slot_bytes = std::max(slot_bytes, g.host.bytes);
+        }
+        OffloadPrefetcher pf(backend, groups, slots, slot_bytes);
+        PagedKvCache cache_a(backend, rp.spec, rp.plan.kv, 2), cache_b(backend, rp.spec, rp.plan.kv, 2);
+        REQUIRE(cache_a.reserve(1, 16));
+        REQUIRE(cache_b.reserve(1, 16));
+        Decoder a(plain, cache_a, pool), b(moved, cache_b, pool, 0, &pf);
+        std::vector<uint32_t> tokens{5, 17, 300, 2};
+        std::vector<std::vector<float>> la, lb;
+        uint64_t past = 0, differing = 0;
+        for (int step = 0; step < 6; ++step) {  // the prompt, then five greedy tokens
+          const SequenceChunk c{1, std::span(tokens).subspan(past), past};
+          a.forward(std::span(&c, 1), la);
+          b.forward(std::span(&c, 1), lb);
+          differing += la[0] == lb[0] ? 0 : 1;
+          past = tokens.size();
+          tokens.push_back(kernels::argmax(la[0]));
+        }
+        CHECK(differing == 0);
+      }
+}
+
+TEST_CASE("offload: host pool, slots and bytes per round equal the offload planner's to the byte") {
+  for (const char* part : {"ffn", "attn", "layer"}) {
+    CAPTURE(part);
+    CpuBackend backend;
+    Plan plan = tiny_plan();
+    plan.offload = OffloadPlan{part, 2, 2, ""};  // layer 1 of 3
+    const ResolvedPlan rp = resolve_plan(plan);
+    RunOptions o;
+    o.threads = 2;
+    const RunResult r = run_plan(rp, backend, o);
+    const OffloadResult p = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, plan_offload_input(rp),
+                                         nullptr, 0);
+    const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
+    REQUIRE(p.layers_offloaded == 1);
+    CHECK(r.offload_host_bytes == p.freed_bytes);
+    CHECK(r.offload_buffer_bytes == p.buffer_bytes);
+    CHECK(r.weights_bytes + r.offload_host_bytes == fit.weights_bytes);  // fit counts every weight
+    uint64_t rounds = 0;
+    for (const StepRecord& s : r.steps) {
+      CHECK(s.offload_bytes == p.bytes_per_round);  // prefill passes move the same groups
+      rounds += s.prefill ? 0 : 1;
+    }
+    const Json m = measured_figures(r);
+    CHECK(m["offload_rounds"] == rounds);
+    CHECK(m["offload_bytes_per_round"]["max"].get<double>() == static_cast<double>(p.bytes_per_round));
+    CHECK(m["offload_round_ms"]["p50"].get<double>() > 0);
+    CHECK(m["offload_bandwidth_bytes_per_s"].get<double>() > 0);
+    CHECK(measured_figures(r)["completed"] == plan.requests);
+    CHECK(backend.allocated(MemoryCategory::offload_host) == 0);
+    CHECK(backend.allocated(MemoryCategory::offload_buffers) == 0);
+  }
+}
+
+TEST_CASE("offload: bad fields are refused with the field named") {
+  struct Case {
+    OffloadPlan offload;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"mlp", 2, 2, ""}, "offload.part: 'mlp' is not an offload part; expected ffn, attn or layer"},
+      {{"ffn", 0, 2, ""}, "offload.every: 0 is out of range; expected 1 (every layer) to 3"},
+      {{"ffn", 4, 2, ""}, "offload.every: 4 is out of range"},
+      {{"ffn", 2, 0, ""}, "offload.buffers: 0 is out of range; expected 1 to 3"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.message);
+    CpuBackend backend;
+    Plan plan = tiny_plan();
+    plan.offload = c.offload;
+    const ResolvedPlan rp = resolve_plan(plan);
+    std::string what;
+    try {
+      run_plan(rp, backend, {});
+    } catch (const InputError& e) {
+      what = e.what();
+    }
+    CHECK(what.find(c.message) != std::string::npos);
+    CHECK(backend.allocated(MemoryCategory::weights) == 0);  // refused before anything is allocated
+  }
 }
