@@ -66,6 +66,9 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
   if (*sp.draft_layers > rp.spec.layers)
     throw InputError(fmt::format("speculative.draft_layers: {} is more than the target's {} layers", *sp.draft_layers,
                                  rp.spec.layers));
+  if (plan.offload)
+    throw InputError("plan: the runtime measures speculative decoding without offload; give 'offload' and "
+                     "'speculative' in two plans");
   if (sp.group != 1)
     throw InputError(fmt::format("speculative.group: {}; the runtime's draft proposes one token per pass, so the "
                                  "runtime runs group 1 only", sp.group));

@@ -94,6 +94,10 @@ TEST_CASE("the sweep refuses what the runtime cannot run, naming the field") {
   plan.speculative->draft = "qwen3-0.6b";
   CHECK_THROWS_WITH_AS(run_speculative_sweep(resolve_plan(plan), backend, {}, 1), doctest::Contains("draft_layers"),
                        InputError);
+  plan = tiny_plan(1, 0.0f);
+  plan.offload = OffloadPlan{};
+  CHECK_THROWS_WITH_AS(run_speculative_sweep(resolve_plan(plan), backend, {}, 1), doctest::Contains("two plans"),
+                       InputError);
   plan = tiny_plan(4, 0.0f);
   CHECK_THROWS_WITH_AS(run_speculative_sweep(resolve_plan(plan), backend, {}, 1),
                        doctest::Contains("more than the target's 3 layers"), InputError);
