@@ -265,6 +265,11 @@ void run(const ReportArgs& a) {
   bool retried = false;
   if (!std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); })) {
     retried = true;  // a shared machine is noisy: probe and run once more before calling it a failure
+    for (const Row& r : rows)
+      if (!r.holds())
+        fmt::print(stderr, "report: {} fails its bound ({}: predicted {}, measured {}); probing and running once more\n",
+                   r.figure, r.rule ? r.rule_name : fmt::format("{:+.1f}% against {:.0f}%", 100 * r.error(), 100 * r.bound.value_or(0)),
+                   format_value(r.predicted, r.unit), format_value(r.measured, r.unit));
     measure();
   }
   const bool holds = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); });
