@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -169,8 +170,11 @@ void run_case(const Case& k, uint64_t seed) {
       }
     }
     uint64_t guard_changed = 0;
-    const auto* bits = reinterpret_cast<const uint32_t*>(y.data());
-    for (uint64_t i = tokens * k.rows; i < y_floats; ++i) guard_changed += bits[i] != 0xFFFFFFFFu;
+    for (uint64_t i = tokens * k.rows; i < y_floats; ++i) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &y[i], sizeof bits);
+      guard_changed += bits != 0xFFFFFFFFu;
+    }
     if (guard_changed != 0)
       std::printf("  %llu floats past y[%u][%llu] were written\n", static_cast<unsigned long long>(guard_changed),
                   tokens - 1, static_cast<unsigned long long>(k.rows - 1));
