@@ -1,0 +1,162 @@
+// kernels/cuda/rmsnorm and kernels/cuda/swiglu against kernels/cpu's double-precision references,
+// in place and out of place. Argument checks run everywhere; without a device the test exits 77
+// (CTest: skipped).
+//
+// Tolerances, |got - ref| <= atol + rtol * |ref| (u = 2^-24):
+// - RMSNorm: the sum of squares goes through at most n / 256 sequential adds per thread, 5 shuffle
+//   levels and 8 warp sums, so its relative error is <= (n / 256 + 16) u; the square root halves
+//   that, the mean, eps, sqrt, division and the two final products add ~6 u, and the reference's
+//   cast to float 0.5 u: rtol = (n / 256 + 32) u covers it with margin.
+// - SwiGLU: expf is within 2 ulp (CUDA's accurate expf); the relative error of 1 + exp(-g) is then
+//   <= 3 u, and the division, the product and the reference's cast add 2.5 u: rtol = 16 u.
+// atol = 1e-30 only keeps exact zeros exact (both sides give 0 or -0 there).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/rmsnorm.hpp"
+#include "kernels/cpu/swiglu.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/cuda/rmsnorm.hpp"
+#include "kernels/cuda/swiglu.hpp"
+
+namespace cuda = infer_plan::kernels::cuda;
+namespace cpu = infer_plan::kernels;
+
+namespace {
+
+void check(cudaError_t e, const char* what, int line) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + what + ": " +
+                             cudaGetErrorString(e));
+}
+#define CHECK_CUDA(call) check((call), #call, __LINE__)
+
+int failures = 0;
+constexpr double kU = 1.0 / (1 << 24);
+constexpr double kAtol = 1e-30;
+
+void expect_throw(const char* what, const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    std::printf("ok: %s -> %s\n", what, e.what());
+    return;
+  }
+  std::printf("FAILED: %s did not throw std::invalid_argument\n", what);
+  ++failures;
+}
+
+// Device buffer of floats, copied from and back to the host.
+struct DeviceFloats {
+  float* data = nullptr;
+  explicit DeviceFloats(const std::vector<float>& host) {
+    CHECK_CUDA(cudaMalloc(&data, host.size() * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  ~DeviceFloats() { (void)cudaFree(data); }  // a destructor must not throw; a failure shows in later calls
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  std::vector<float> to_host(size_t n) const {
+    std::vector<float> out(n);
+    CHECK_CUDA(cudaMemcpy(out.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
+};
+
+void compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& ref, double rtol) {
+  int bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double bound = kAtol + rtol * std::fabs(static_cast<double>(ref[i]));
+    if (!(std::fabs(static_cast<double>(got[i]) - ref[i]) <= bound) && bad++ < 5)
+      std::printf("  mismatch %s [%zu]: got %.9g, ref %.9g, bound %.3g\n", what.c_str(), i,
+                  static_cast<double>(got[i]), static_cast<double>(ref[i]), bound);
+  }
+  if (bad != 0) {
+    std::printf("FAILED: %s: %d mismatches\n", what.c_str(), bad);
+    ++failures;
+  } else {
+    std::printf("checked %s\n", what.c_str());
+  }
+}
+
+void check_rmsnorm(uint32_t rows, uint32_t n, bool in_place, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(rows) * n), weight(n);
+  for (float& v : x) v = uniform(rng);
+  for (float& v : weight) v = uniform(rng);
+  std::vector<float> ref(x.size());
+  for (uint32_t r = 0; r < rows; ++r)
+    cpu::rmsnorm_reference(x.data() + static_cast<size_t>(r) * n, weight.data(), n, 1e-6f,
+                           ref.data() + static_cast<size_t>(r) * n);
+  DeviceFloats d_x(x), d_weight(weight), d_out(std::vector<float>(x.size(), NAN));
+  float* out = in_place ? d_x.data : d_out.data;
+  cuda::rmsnorm(d_x.data, d_weight.data, rows, n, 1e-6f, out, nullptr);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const std::vector<float> got = (in_place ? d_x : d_out).to_host(x.size());
+  compare("rmsnorm " + std::to_string(rows) + "x" + std::to_string(n) + (in_place ? " in place" : ""), got, ref,
+          (n / 256 + 32) * kU);
+}
+
+void check_swiglu(uint64_t n, bool in_place, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-12.0f, 12.0f);  // reaches both tails of silu
+  std::vector<float> gate(n), up(n);
+  for (float& v : gate) v = uniform(rng);
+  for (float& v : up) v = uniform(rng);
+  gate[0] = -200.0f;  // exp(200) overflows: silu must give -0, not NaN
+  gate[n - 1] = 0.0f;
+  std::vector<float> ref(n);
+  cpu::swiglu_reference(gate.data(), up.data(), n, ref.data());
+  DeviceFloats d_gate(gate), d_up(up), d_out(std::vector<float>(n, NAN));
+  float* out = in_place ? d_gate.data : d_out.data;
+  cuda::swiglu(d_gate.data, d_up.data, n, out, nullptr);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  compare("swiglu " + std::to_string(n) + (in_place ? " in place" : ""), (in_place ? d_gate : d_out).to_host(n), ref,
+          16 * kU);
+}
+
+}  // namespace
+
+int main() {
+  try {
+    alignas(16) static float fake[4];  // never dereferenced: each call throws first
+    expect_throw("rmsnorm rows = 0", [&] { cuda::rmsnorm(fake, fake, 0, 4, 1e-6f, fake, nullptr); });
+    expect_throw("rmsnorm n = 0", [&] { cuda::rmsnorm(fake, fake, 1, 0, 1e-6f, fake, nullptr); });
+    expect_throw("rmsnorm null x", [&] { cuda::rmsnorm(nullptr, fake, 1, 4, 1e-6f, fake, nullptr); });
+    expect_throw("swiglu n = 0", [&] { cuda::swiglu(fake, fake, 0, fake, nullptr); });
+    expect_throw("swiglu null up", [&] { cuda::swiglu(fake, nullptr, 4, fake, nullptr); });
+    if (failures != 0) return 1;
+    if (cuda::devices().empty()) {
+      std::printf("SKIPPED: no CUDA device visible (argument checks passed)\n");
+      return 77;
+    }
+    // Row lengths: below a warp, Qwen3's head_dim, not a multiple of the block, Qwen3-8B's hidden.
+    check_rmsnorm(1, 5, false, 1);
+    check_rmsnorm(32, 128, false, 2);
+    check_rmsnorm(3, 1000, true, 3);
+    check_rmsnorm(8, 4096, false, 4);
+    check_rmsnorm(2, 12288, true, 5);
+    check_swiglu(1, false, 6);
+    check_swiglu(1000, true, 7);
+    check_swiglu(8 * 12288 + 3, false, 8);
+    check_swiglu(3u << 20, false, 9);  // more values than the grid has threads: the stride loop
+  } catch (const std::exception& e) {
+    std::printf("FAILED: %s\n", e.what());
+    return 1;
+  }
+  if (failures != 0) {
+    std::printf("FAILED: %d checks\n", failures);
+    return 1;
+  }
+  std::printf("PASSED\n");
+  return 0;
+}
