@@ -21,10 +21,10 @@ infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --sca
   --hw ${PROJECT_SOURCE_DIR}/tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON: parse error at line 3")
 # Speculative decoding in the report (issue 6): the sweep's table and the best-block rows.
 infer_plan_cli_case(report_spec_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
-  --threads 1 --spec-repeats 1 --quiet
-  MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 3 layers draft, temperature 1, 16 tokens x 1 repeats")
+  --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --spec-repeats 1 --quiet
+  MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 2 layers draft, temperature 1, 16 tokens x 1 repeats")
 infer_plan_cli_case(bad_report_spec_repeats EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
-  --threads 1 --quiet --spec-repeats 0 MATCH "--spec-repeats")
+  --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --quiet --spec-repeats 0 MATCH "--spec-repeats")
 infer_plan_cli_case(spec_draft_layers EXIT 0 ARGS spec --draft-layers 4 --accept 0.8
   MATCH "draft its first 4 layers and head, batch 1" "<- best")
 infer_plan_cli_case(bad_spec_draft_layers EXIT 2 ARGS spec --draft-layers 40
@@ -32,7 +32,8 @@ infer_plan_cli_case(bad_spec_draft_layers EXIT 2 ARGS spec --draft-layers 40
 infer_plan_cli_case(bad_spec_draft_layers_times EXIT 2 ARGS spec --draft-layers 4 --verify-ms 20
   MATCH "excludes")
 infer_plan_cli_case(run_spec_tiny EXIT 0 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --threads 1
-  --spec-repeats 1 --quiet MATCH "draft first 1 of 3 layers \\(temperature 1\\)" "m = 3 +[0-9.]+ ms/token" "best block [1-3]")
+  --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --spec-repeats 1 --quiet
+  MATCH "draft first 1 of 2 layers \\(temperature 1\\)" "m = 3 +[0-9.]+ ms/token" "best block [1-3]")
 # Offload (issue 6): a tiny plan runs with its FFN of layer 1 in the host pool; bad fields named.
 infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_bad_offload.json --quiet
   MATCH "offload.every: 0 is out of range; expected 1 \\(every layer\\) to 3")
