@@ -13,7 +13,7 @@
 
 namespace infer_plan::runtime {
 
-CudaBackend::CudaBackend(int device) : device_(device) {
+CudaBackend::CudaBackend(int device_index) : device_(device_index) {
   CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaFree(nullptr));  // creates the context now, so its memory is not charged to a buffer
   cudaStream_t s = nullptr;

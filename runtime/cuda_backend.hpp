@@ -24,7 +24,7 @@ struct CudaMemoryInfo {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device = 0);  // selects the device, creates the context and the stream
+  explicit CudaBackend(int device_index = 0);  // selects the device, creates the context and the stream
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
