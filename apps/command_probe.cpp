@@ -11,9 +11,9 @@
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
 #include "planner/input_error.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/probe.hpp"
 #if INFER_PLAN_HAVE_CUDA
-#include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_probe.hpp"
 #endif
 
