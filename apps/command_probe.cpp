@@ -11,7 +11,11 @@
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
 #include "planner/input_error.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/probe.hpp"
+#if INFER_PLAN_HAVE_CUDA
+#include "runtime/cuda_probe.hpp"
+#endif
 
 namespace infer_plan::apps {
 namespace {
@@ -31,8 +35,54 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
              s.max / unit, fraction_of > 0 ? fmt::format("  {:.0f}% of read", 100 * s.median / fraction_of) : "");
 }
 
+// `probe --backend cuda`: device copy, pinned host links, BF16 GEMM, launch overhead
+// (runtime/cuda_probe.hpp), written as a profile like the CPU's.
+void run_cuda(const ProbeArgs& a) {
+#if INFER_PLAN_HAVE_CUDA
+  (void)runtime::make_backend("cuda");  // an InputError saying why when no device is visible
+  runtime::CudaProbeOptions po;
+  if (a.quick) {  // a quarter of the bytes, half the GEMM edge, fewer passes
+    po.device_copy_bytes = uint64_t{256} << 20;
+    po.host_copy_bytes = uint64_t{128} << 20;
+    po.gemm_size = 4096;
+    po.repeats = 5;
+  }
+  const bool tty = !a.runtime.quiet && isatty(fileno(stderr));
+  if (tty) po.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[Kprobe: {}", line); };
+  const runtime::CudaProbeResult r = runtime::probe_cuda(po);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const std::string name = a.name == "cpu-probed" ? "cuda-probed" : a.name;
+  const Json profile = runtime::cuda_probe_profile_json(r, name);
+  if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
+  if (a.out.json) {
+    fmt::print("{}\n", profile.dump(2));
+    return;
+  }
+  fmt::print("probe: {} (sm_{}{}), {:.1f} GiB, {:.1f} GiB free before the probe\n", r.device, r.sm_major, r.sm_minor,
+             static_cast<double>(r.memory_total_bytes) / (1ull << 30), static_cast<double>(r.memory_free_bytes) / (1ull << 30));
+  print_rate("device copy (read + write)", r.device_copy_bytes_per_s, 1e9, "GB/s");
+  print_rate("host to device (pinned)", r.host_to_device_bytes_per_s, 1e9, "GB/s");
+  print_rate("device to host (pinned)", r.device_to_host_bytes_per_s, 1e9, "GB/s");
+  print_rate(fmt::format("BF16 GEMM {}^3 (cuBLAS)", r.gemm_size), r.gemm_bf16_ops_per_s, 1e12, "TFLOPS");
+  for (const auto& [type, s] : r.matvec_bytes_per_s)
+    print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.device_copy_bytes_per_s.median);
+  if (r.matvec_bytes_per_s.empty()) fmt::print("  matrix-vector per weight type: not measured (no CUDA matvec kernels in this build)\n");
+  fmt::print("  {:<30} {:>8.2f} us  (graph node; {:.2f} us launched on a stream)\n", "launch overhead",
+             r.launch_overhead_graph_s * 1e6, r.launch_overhead_stream_s * 1e6);
+  if (!a.out_path.empty()) fmt::print("profile written to {} (use it with --hw {})\n", a.out_path, a.out_path);
+  else fmt::print("(write the profile with --out FILE, then pass --hw FILE)\n");
+#else
+  (void)a;
+  (void)runtime::make_backend("cuda");  // throws the InputError: this build has no CUDA support
+#endif
+}
+
 void run(const ProbeArgs& a) {
   check_output_path(a.out_path, "--out");
+  if (a.runtime.backend == "cuda") {
+    run_cuda(a);
+    return;
+  }
   const runtime::ProbeResult r = probe_on(a.runtime, a.quick, a.copy);
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
@@ -58,8 +108,11 @@ void run(const ProbeArgs& a) {
 }  // namespace
 
 runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy) {
+  if (ro.backend == "cuda")  // report --probe: its run is on the CPU until the CUDA decoder exists
+    throw InputError("--backend cuda: report --probe measures the cpu runtime only (the CUDA decoder is not written "
+                     "yet, issue 7); `probe --backend cuda` measures the device");
   if (ro.backend != "cpu")
-    throw InputError(fmt::format("--backend: probe runs on cpu in this build, not '{}'", ro.backend));
+    throw InputError(fmt::format("--backend: probe measures cpu or cuda, not '{}'", ro.backend));
   runtime::ProbeOptions po;
   po.threads = ro.threads;
   po.copy_chunk_bytes = copy.chunk_bytes;
@@ -93,8 +146,10 @@ void add_probe_command(CLI::App& app) {
       ->check(CLI::Range(1, 32))
       ->type_name("N");
   cmd->add_flag("--quick", args->quick, "Smaller buffers and fewer passes (about 4x faster, noisier)");
+  // --backend cuda: device copy, pinned host-to-device and device-to-host, BF16 GEMM (cuBLAS), launch overhead.
   args->out.add_to(*cmd);
   cmd->footer("Example:\n  infer-plan probe --backend cpu --out cpu.json\n"
+              "  infer-plan probe --backend cuda --out gpu.json   (with CUDA and a GPU)\n"
               "  infer-plan roofline --hw cpu.json --model qwen3-8b --scale 0.25 --weights Q8_0 --batch 1");
   cmd->callback([args] { run(*args); });
 }

@@ -12,6 +12,9 @@ if(NOT INFER_PLAN_CUDA STREQUAL "OFF")
     find_package(CUDAToolkit REQUIRED)
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 cannot ask nvcc for C++20
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    # One CUDA runtime per process: the .cu targets would link cudart_static by default while the
+    # C++ targets link CUDA::cudart (shared); two copies of the runtime keep two error states.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(INFER_PLAN_HAVE_CUDA ON)
   elseif(INFER_PLAN_CUDA STREQUAL "ON")
     message(FATAL_ERROR "INFER_PLAN_CUDA=ON but no working nvcc was found (set CMAKE_CUDA_COMPILER)")

@@ -3,7 +3,8 @@
 # third_party/ (see tools/vendor-deps.sh), with fmt in header-only mode.
 if(INFER_PLAN_VENDORED_DEPS)
   set(_tp ${PROJECT_SOURCE_DIR}/third_party)
-  foreach(_dir CLI fmt nlohmann Eigen doctest)
+  # tools/vendor-deps.sh copies Eigen under eigen3/, as Debian installs it.
+  foreach(_dir CLI fmt nlohmann eigen3/Eigen doctest)
     if(NOT EXISTS ${_tp}/include/${_dir})
       message(FATAL_ERROR "INFER_PLAN_VENDORED_DEPS: ${_tp}/include/${_dir} is missing; run tools/vendor-deps.sh")
     endif()

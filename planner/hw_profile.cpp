@@ -164,10 +164,11 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (j.contains("measured")) {
     const std::string mw = where + ": measured";
     const Json& m = require_object(j, "measured", where);
-    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "matvec", "matmul", "launch_overhead_us", "source"}, mw);
+    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "device_to_host", "matvec", "matmul", "launch_overhead_us", "source"}, mw);
     MeasuredFigures f;
     if (m.contains("memory_bandwidth")) f.memory_bandwidth_bytes_per_s = rate_field(m, "memory_bandwidth", mw);
     if (m.contains("host_to_device")) f.host_to_device_bytes_per_s = rate_field(m, "host_to_device", mw);
+    if (m.contains("device_to_host")) f.device_to_host_bytes_per_s = rate_field(m, "device_to_host", mw);
     if (m.contains("compute")) {
       for (const auto& [prec, value] : require_object(m, "compute", mw).items()) {
         if (!value.is_string())

@@ -28,6 +28,7 @@ struct MeasuredFigures {
   std::optional<double> memory_bandwidth_bytes_per_s;   // achieved device read/copy bandwidth
   std::map<std::string, double> compute_ops_per_s;      // achieved dense throughput per precision
   std::optional<double> host_to_device_bytes_per_s;     // pinned copies over the host link
+  std::optional<double> device_to_host_bytes_per_s;     // the other direction (CUDA probe; KV spill, results)
   // Per weight type ("Q8_0"): the rate a batch-1 matrix-vector product reads that type's weights
   // (bytes/s), and the rate a batched product multiplies it (ops/s, 2 per weight per token).
   // The roofline times each tensor by its own type's rates when present.

@@ -10,6 +10,9 @@
 #include <new>
 
 #include "planner/input_error.hpp"
+#if INFER_PLAN_HAVE_CUDA
+#include "runtime/cuda_backend.hpp"
+#endif
 
 namespace infer_plan::runtime {
 
@@ -68,8 +71,14 @@ uint64_t CpuBackend::now_ns() const {
 
 std::unique_ptr<Backend> make_backend(std::string_view name) {
   if (name == "cpu") return std::make_unique<CpuBackend>();
+#if INFER_PLAN_HAVE_CUDA
+  if (name == "cuda") return make_cuda_backend();  // an InputError when no device is visible
+#else
   if (name == "cuda")
-    throw InputError("--backend: the CUDA backend is not implemented yet; use --backend cpu");
+    throw InputError("--backend cuda: this build has no CUDA support (nvcc was not found when it was configured); "
+                     "reconfigure with nvcc on the PATH or -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc "
+                     "-DINFER_PLAN_CUDA=ON, or use --backend cpu");
+#endif
   throw InputError(fmt::format("--backend: unknown backend '{}'; expected cpu or cuda", name));
 }
 

@@ -73,3 +73,17 @@ TEST_CASE("profile errors name the file and field") {
   CHECK_THROWS_WITH_AS(parse_json_text("{\n  \"memory\": {,\n}", "p.json"),
                        doctest::Contains("p.json: malformed JSON: parse error at line 2, column"), InputError);
 }
+
+// The CUDA probe writes both copy directions; the measured block reads each (1 GB/s = 1e9 B/s).
+TEST_CASE("measured block: host_to_device and device_to_host") {
+  Json j = minimal();
+  j["measured"] = {{"host_to_device", "55 GB/s"}, {"device_to_host", "53.5 GB/s"}, {"launch_overhead_us", 1.5}};
+  const HwProfile p = hw_profile_from_json(j, "probed", "probed.json", no_links);
+  REQUIRE(p.measured);
+  CHECK(p.measured->host_to_device_bytes_per_s.value() == doctest::Approx(55e9));
+  CHECK(p.measured->device_to_host_bytes_per_s.value() == doctest::Approx(53.5e9));
+  CHECK(p.measured->launch_overhead_s.value() == doctest::Approx(1.5e-6));
+  j["measured"]["device_to_hots"] = "1 GB/s";  // a typo is refused, not read as absent
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
+                       doctest::Contains("device_to_hots"), InputError);
+}

@@ -7,6 +7,9 @@
 
 #include "planner/input_error.hpp"
 #include "runtime/backend.hpp"
+#if INFER_PLAN_HAVE_CUDA
+#include "runtime/cuda_backend.hpp"
+#endif
 
 using namespace infer_plan::runtime;
 
@@ -32,5 +35,22 @@ TEST_CASE("allocation accounting per category") {
 
 TEST_CASE("backend names") {
   CHECK(make_backend("cpu")->name() == "cpu");
-  CHECK_THROWS_AS(make_backend("tpu"), infer_plan::InputError);
+  CHECK_THROWS_WITH_AS(make_backend("tpu"), doctest::Contains("unknown backend 'tpu'"), infer_plan::InputError);
+}
+
+// make_backend("cuda") either returns the CUDA backend or says why it cannot, as an InputError
+// (exit code 2 in the CLI, not a crash). Runs everywhere: CI checks the refusal, a GPU the backend.
+TEST_CASE("make_backend cuda: the backend, or an InputError saying why not") {
+#if INFER_PLAN_HAVE_CUDA
+  if (cuda_device_count() == 0) {
+    CHECK_THROWS_WITH_AS(make_backend("cuda"), doctest::Contains("--backend cuda: no CUDA device visible"),
+                         infer_plan::InputError);
+  } else {
+    auto b = make_backend("cuda");
+    CHECK(b->name() == "cuda");
+  }
+#else
+  CHECK_THROWS_WITH_AS(make_backend("cuda"), doctest::Contains("--backend cuda: this build has no CUDA support"),
+                       infer_plan::InputError);
+#endif
 }

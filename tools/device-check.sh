@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The device check (issue 7): on a machine with an NVIDIA GPU, nvcc, CMake and ninja but no package
+# access and no network, build infer-plan with CUDA, run the CUDA tests, probe the GPU, run the
+# GPU reports that exist, and write the planner's H200 figures beside them, all into OUT_DIR.
+#   tools/device-check.sh OUT_DIR
+# Before the tree travels, run tools/vendor-deps.sh on a machine with the Debian packages: it
+# copies the header-only dependencies into third_party/include (ignored by git; carry it along).
+# Ends within DEVICE_CHECK_BUDGET_S seconds (default 450: under 8 minutes); every step has its own
+# timeout as well. Exit 0 when every step that ran passed, 1 otherwise, 2 for a setup problem.
+# Environment: CUDA_ARCH (default 90), DEVICE_CHECK_BUILD (build folder, default build-device),
+# DEVICE_CHECK_JOBS (default: all cores).
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUT_DIR" >&2
+  exit 2
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+mkdir -p "$out/logs" "$out/planner"
+build=${DEVICE_CHECK_BUILD:-$root/build-device}
+budget_s=${DEVICE_CHECK_BUDGET_S:-450}
+arch=${CUDA_ARCH:-90}
+jobs=${DEVICE_CHECK_JOBS:-$(nproc)}
+start_s=$(date +%s)
+summary="$out/summary.txt"
+: >"$summary"
+failures=0
+
+note() { echo "$*" | tee -a "$summary"; }
+seconds_left() { echo $((budget_s - ($(date +%s) - start_s))); }
+
+# step NAME CAP_S COMMAND...: runs COMMAND under `timeout` (its cap, or what is left of the
+# budget), output to logs/NAME.log; records ok / FAILED (rc) / TIMEOUT with the seconds it took.
+step() {
+  local name=$1 cap=$2
+  shift 2
+  local left
+  left=$(seconds_left)
+  if [ "$left" -lt 5 ]; then
+    note "SKIPPED  $name: the ${budget_s} s budget is spent"
+    failures=$((failures + 1))
+    return 1
+  fi
+  [ "$cap" -gt "$left" ] && cap=$left
+  local t0 rc
+  t0=$(date +%s)
+  if timeout --kill-after=10 "$cap" "$@" >"$out/logs/$name.log" 2>&1; then rc=0; else rc=$?; fi
+  local took=$(($(date +%s) - t0))
+  if [ $rc -eq 0 ]; then
+    note "ok       $name (${took} s)"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    note "TIMEOUT  $name after ${took} s (cap ${cap} s); log: logs/$name.log"
+    failures=$((failures + 1))
+  else
+    note "FAILED   $name: exit $rc after ${took} s; log: logs/$name.log"
+    tail -n 15 "$out/logs/$name.log" | sed 's/^/         | /' | tee -a "$summary"
+    failures=$((failures + 1))
+  fi
+  return $rc
+}
+
+finish() {
+  note "---"
+  if [ -f "$out/probe-cuda.txt" ]; then
+    note "probe (profile: probe-cuda.json):"
+    sed 's/^/  /' "$out/probe-cuda.txt" | tee -a "$summary"
+  fi
+  note "device-check: $failures problem(s), $(($(date +%s) - start_s)) s; outputs in $out"
+  [ "$failures" -eq 0 ] && exit 0
+  exit 1
+}
+
+# --- setup: the vendored headers, the tools, the device ------------------------------------------
+for dir in CLI fmt nlohmann doctest eigen3/Eigen; do
+  if [ ! -d "$root/third_party/include/$dir" ]; then
+    echo "device-check: $root/third_party/include/$dir is missing. Run tools/vendor-deps.sh on a machine" >&2
+    echo "  with the Debian packages (libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev doctest-dev)" >&2
+    echo "  before copying the tree here: this machine has no package access." >&2
+    exit 2
+  fi
+done
+for tool in cmake ninja timeout; do
+  command -v "$tool" >/dev/null || { echo "device-check: '$tool' is not on the PATH" >&2; exit 2; }
+done
+nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[ -x "$nvcc" ] || { echo "device-check: nvcc not found (PATH, CUDACXX, /usr/local/cuda/bin)" >&2; exit 2; }
+
+note "device-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), budget ${budget_s} s, sm_${arch}"
+note "nvcc: $("$nvcc" --version | tail -n 1)"
+if command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+     >"$out/nvidia-smi.txt" 2>&1; then
+  note "gpu: $(head -n 1 "$out/nvidia-smi.txt")"
+else
+  note "gpu: none visible (nvidia-smi missing or failing): the CUDA tests will skip and the probe will refuse"
+fi
+(cd "$root" && git rev-parse HEAD 2>/dev/null || echo "not a git checkout") | sed 's/^/commit: /' | tee -a "$summary"
+
+# --- build: vendored header-only dependencies, fmt header-only, CUDA on ----------------------------
+step configure 120 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DINFER_PLAN_VENDORED_DEPS=ON -DINFER_PLAN_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+  -DCMAKE_CUDA_ARCHITECTURES="$arch" -DINFER_PLAN_BENCH=OFF || finish
+# Only what the check runs: the CLI and the CUDA tests (the CPU suite is CI's job).
+step build 300 cmake --build "$build" -j "$jobs" --target infer-plan test_cuda_device test_cuda_runtime || finish
+ip="$build/infer-plan"
+
+# --- the CUDA tests: on a GPU machine a skip (exit 77) is a failure ---------------------------------
+if step cuda-tests 180 ctest --test-dir "$build" -L cuda --output-on-failure; then
+  if grep -q "Not Run\|Skipped" "$out/logs/cuda-tests.log"; then
+    note "FAILED   cuda-tests: reported skipped (no device visible to the tests); log: logs/cuda-tests.log"
+    failures=$((failures + 1))
+  fi
+fi
+cp "$out/logs/cuda-tests.log" "$out/cuda-tests.txt" 2>/dev/null || true
+
+# --- probe: the measured profile every GPU prediction uses -----------------------------------------
+probed=""
+if step probe 120 "$ip" probe --backend cuda --out "$out/probe-cuda.json"; then
+  probed="$out/probe-cuda.json"
+  cp "$out/logs/probe.log" "$out/probe-cuda.txt"
+fi
+
+# --- GPU reports: only when `run --backend cuda` executes (the CUDA decoder) -----------------------
+# The runtime says so itself: run refuses a non-cpu backend with "CUDA decoder is not written".
+if "$ip" run "$root/scenarios/plans/cpu-small.json" --backend cuda --quiet >"$out/logs/run-cuda-support.log" 2>&1; then
+  hw=${probed:-h200}
+  for w in BF16 Q8_0 Q4_0 Q2_K; do
+    for kv in bf16 q8_0 q4_0; do
+      step "report-$w-$kv" 60 "$ip" report --model qwen3-8b --weights "$w" --kv "$kv" --backend cuda --hw "$hw" \
+        --out "$out/report-$w-$kv.md" --svg "$out/svg-$w-$kv" || true
+    done
+  done
+elif grep -q "CUDA decoder is not written" "$out/logs/run-cuda-support.log"; then
+  note "SKIPPED  GPU reports (Qwen3-8B at BF16/Q8_0/Q4_0/Q2_K x KV bf16/q8_0/q4_0, offload, speculative sweep):"
+  note "         this build's 'run --backend cuda' refuses: $(head -n 1 "$out/logs/run-cuda-support.log")"
+else
+  note "FAILED   run --backend cuda (support check): $(head -n 3 "$out/logs/run-cuda-support.log")"
+  failures=$((failures + 1))
+fi
+
+# --- the planner's figures for the H200 (datasheet) and, when probed, for the measured profile ------
+# shellcheck disable=SC2317  # run through `bash -c` (exported) so that `timeout` can bound it
+planner_outputs() {  # HW TAG
+  local hw=$1 tag=$2 w kv
+  for w in BF16 Q8_0 Q4_0 Q2_K; do
+    for kv in bf16 q8_0 q4_0; do
+      "$ip" roofline --model qwen3-8b --hw "$hw" --weights "$w" --kv "$kv" --batch 1 --json \
+        >"$out/planner/roofline-$tag-qwen3-8b-$w-kv-$kv.json"
+    done
+    "$ip" spec --model qwen3-8b --hw "$hw" --weights "$w" --draft-layers 4 --accept 0.8 --json \
+      >"$out/planner/spec-$tag-qwen3-8b-$w.json"
+    "$ip" offload --model qwen3-8b --hw "$hw" --weights "$w" --json >"$out/planner/offload-$tag-qwen3-8b-$w.json"
+  done
+}
+export -f planner_outputs
+export ip out
+# shellcheck disable=SC2016  # $1 and $2 expand in the child shell, as intended
+step planner-h200 60 bash -c 'set -euo pipefail; planner_outputs "$1" "$2"' _ h200 h200 || true
+if [ -n "$probed" ]; then
+  # shellcheck disable=SC2016
+  step planner-probed 60 bash -c 'set -euo pipefail; planner_outputs "$1" "$2"' _ "$probed" probed || true
+fi
+
+finish
