@@ -27,15 +27,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/check.hpp"
+
 namespace infer_plan::kernels::cuda {
 namespace {
-
-void check(cudaError_t e, const char* what, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-#define INFER_PLAN_MATVEC_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
 constexpr int kWarp = 32;
 constexpr int kWarpsPerBlock = 4;  // 128 threads: small blocks keep the last wave short
@@ -334,7 +329,7 @@ void matvec_launch(MatvecWeights weights_type, const void* weights, uint32_t row
     case 8: launch_tokens<8>(weights_type, w, rows, cols, x, y, s); break;
     default: throw std::logic_error("matvec_launch: tokens out of range (matvec() validates it)");
   }
-  INFER_PLAN_MATVEC_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace infer_plan::kernels::cuda

@@ -9,15 +9,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/check.hpp"
+
 namespace infer_plan::kernels::cuda {
 namespace {
-
-void check(cudaError_t e, const char* what, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-#define INFER_PLAN_RMSNORM_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
 constexpr int kWarp = 32;
 constexpr int kThreads = 256;
@@ -51,7 +46,7 @@ void rmsnorm(const float* x, const float* weight, uint32_t rows, uint32_t n, flo
                                 ": expected 1..2^31-1 rows and n >= 1");
   if (!(eps >= 0.0f)) throw std::invalid_argument("rmsnorm: eps must be >= 0");
   rmsnorm_kernel<<<rows, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, weight, n, eps, out);
-  INFER_PLAN_RMSNORM_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace infer_plan::kernels::cuda

@@ -7,15 +7,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/check.hpp"
+
 namespace infer_plan::kernels::cuda {
 namespace {
-
-void check(cudaError_t e, const char* what, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-#define INFER_PLAN_SWIGLU_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
 constexpr int kThreads = 256;
 constexpr uint64_t kBlocksMax = 4096;  // enough to fill an H200 (132 SMs x 2048 threads) with a stride loop
@@ -37,7 +32,7 @@ void swiglu(const float* gate, const float* up, uint64_t n, float* out, void* st
   if (n < 1) throw std::invalid_argument("swiglu: n must be >= 1");
   const uint64_t blocks = (n + kThreads - 1) / kThreads < kBlocksMax ? (n + kThreads - 1) / kThreads : kBlocksMax;
   swiglu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(gate, up, n, out);
-  INFER_PLAN_SWIGLU_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace infer_plan::kernels::cuda
