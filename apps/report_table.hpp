@@ -20,9 +20,15 @@ struct Row {
   std::string note;
   std::optional<bool> rule;     // a verdict by a rule other than the relative bound
   std::string rule_name;        // shown in the bound column: "5% of best"
+  // A law the runtime's own accounting must obey whatever the machine's speed (Little's law over
+  // measured figures); exact rows (bound 0) are speed-independent too.
+  bool law = false;
   double error() const;
   bool bounded() const { return bound || rule; }
   bool holds() const;
+  // Bytes, counts and laws: a failure is a bug on any machine. The rest are timing bounds, whose
+  // verdict depends on how steady the machine was (--check-exact leaves them out of the exit).
+  bool speed_independent() const { return law || (bound && *bound == 0); }
 };
 
 std::string format_value(double v, const std::string& unit);

@@ -25,6 +25,13 @@ infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --sca
 infer_plan_cli_case(report_spec_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
   --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --spec-repeats 1 --quiet
   MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 2 layers draft, temperature 1, 16 tokens x 1 repeats")
+# --check-exact: bytes and laws decide the exit; the tiny plan's timings (meaningless at this size)
+# are printed with their verdict beside it.
+infer_plan_cli_case(report_check_exact_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
+  --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --spec-repeats 1 --quiet --check-exact
+  MATCH "weights_bytes .* exact  ok" "byte counts and laws hold; timing bounds: .* \\(not counted by --check-exact\\)")
+infer_plan_cli_case(bad_report_check_both EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --check --check-exact
+  MATCH "excludes")
 infer_plan_cli_case(bad_report_spec_repeats EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
   --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --quiet --spec-repeats 0 MATCH "--spec-repeats")
 infer_plan_cli_case(spec_draft_layers EXIT 0 ARGS spec --draft-layers 4 --accept 0.8
