@@ -1,0 +1,148 @@
+// GGML rows to F32 or BF16: one thread block per output row, threads strided over its values, one
+// value per thread per step. Each value is decoded on its own from its block (the block's scale is
+// re-read by every thread of the block, served by L1), which keeps the code a transcription of
+// kernels/cpu/quantize.cpp's dequantizers. Used for small gathers (an embedding row per token) and
+// for converting a prefill's weights once per product, where the 2-byte stores dominate anyway.
+//
+// Exactness. Every decoded value is computed as the CPU computes it and lands on the same float:
+// an fp16 scale converts exactly; Q8_0's code * d and Q4_0's (code - 8) * d are products of at most
+// 8 and 11 significant bits, so exact; Q2_K's dl = d * (scale & 15) and ml = dmin * (scale >> 4)
+// are exact (11 x 4 bits), so is dl * code (15 x 2 bits), and only the final subtraction rounds,
+// once, as on the CPU. __fmul_rn keeps nvcc from fusing that product into an FMA (which here would
+// give the same result, the product being exact, but the reason should not depend on that).
+//
+// Loads. Q8_0 (34-byte) and Q4_0 (18-byte) blocks are only 2-byte aligned and Q2_K fields are read
+// one at a time, so codes are byte loads and fp16 fields 16-bit loads: no access is misaligned.
+#include "kernels/cuda/dequantize_rows.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "kernels/cuda/check.hpp"
+
+namespace infer_plan::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// GGML block layouts (ggml-common.h; planner/ggml_type.cpp has the same table).
+constexpr uint32_t kQ8_0Values = 32, kQ8_0Bytes = 34;  // fp16 d; int8 qs[32]
+constexpr uint32_t kQ4_0Values = 32, kQ4_0Bytes = 18;  // fp16 d; uint8 qs[16]: j low nibble, j+16 high
+constexpr uint32_t kQ2KValues = 256, kQ2KBytes = 84;   // uint8 scales[16]; uint8 qs[64]; fp16 d, dmin
+constexpr uint32_t kQ2KQs = 16, kQ2KD = 80, kQ2KDmin = 82;
+
+__device__ __forceinline__ float load_fp16(const uint8_t* p) {
+  return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short*>(p))));
+}
+
+// Value c of a row of type T.
+template <RowType T>
+__device__ __forceinline__ float value_at(const uint8_t* row, uint32_t c);
+
+template <>
+__device__ __forceinline__ float value_at<RowType::f32>(const uint8_t* row, uint32_t c) {
+  return __ldg(reinterpret_cast<const float*>(row) + c);
+}
+
+template <>
+__device__ __forceinline__ float value_at<RowType::f16>(const uint8_t* row, uint32_t c) {
+  return load_fp16(row + 2 * static_cast<uint64_t>(c));
+}
+
+template <>
+__device__ __forceinline__ float value_at<RowType::bf16>(const uint8_t* row, uint32_t c) {
+  // BF16 is the top half of an F32: widening is a shift.
+  return __uint_as_float(static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row) + c)) << 16);
+}
+
+template <>
+__device__ __forceinline__ float value_at<RowType::q8_0>(const uint8_t* row, uint32_t c) {
+  const uint8_t* block = row + static_cast<uint64_t>(c / kQ8_0Values) * kQ8_0Bytes;
+  const auto code = static_cast<int8_t>(__ldg(block + 2 + c % kQ8_0Values));
+  return static_cast<float>(code) * load_fp16(block);
+}
+
+template <>
+__device__ __forceinline__ float value_at<RowType::q4_0>(const uint8_t* row, uint32_t c) {
+  const uint8_t* block = row + static_cast<uint64_t>(c / kQ4_0Values) * kQ4_0Bytes;
+  const uint32_t j = c % kQ4_0Values;
+  const uint32_t byte = __ldg(block + 2 + j % (kQ4_0Values / 2));
+  const uint32_t code = j < kQ4_0Values / 2 ? byte & 0xFu : byte >> 4;
+  return static_cast<float>(static_cast<int>(code) - 8) * load_fp16(block);
+}
+
+// Value v (0..255) of a block: half h = v / 128 (32 code bytes each), shift 2s with s = (v % 128) / 32,
+// part p = (v % 32) / 16 (code bytes 0-15 or 16-31 of the half), position l = v % 16; its scale
+// byte is sub-block 8h + 2s + p, in value order (dequantize_row_q2_k's loop order).
+template <>
+__device__ __forceinline__ float value_at<RowType::q2_k>(const uint8_t* row, uint32_t c) {
+  const uint8_t* block = row + static_cast<uint64_t>(c / kQ2KValues) * kQ2KBytes;
+  const uint32_t v = c % kQ2KValues;
+  const uint32_t h = v / 128, s = (v % 128) / 32, p = (v % 32) / 16, l = v % 16;
+  const uint32_t scale = __ldg(block + 8 * h + 2 * s + p);
+  const float dl = load_fp16(block + kQ2KD) * static_cast<float>(scale & 0xFu);
+  const float ml = load_fp16(block + kQ2KDmin) * static_cast<float>(scale >> 4);
+  const uint32_t code = (__ldg(block + kQ2KQs + 32 * h + 16 * p + l) >> (2 * s)) & 3u;
+  return __fmul_rn(dl, static_cast<float>(code)) - ml;
+}
+
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(uint16_t* p, float v) { *p = __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+
+template <RowType T, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_rows_kernel(const uint8_t* __restrict__ table, uint64_t row_bytes, const uint32_t* __restrict__ ids,
+                           uint32_t cols, Out* __restrict__ out) {
+  const uint32_t i = blockIdx.x;
+  const uint32_t source = ids != nullptr ? __ldg(ids + i) : i;
+  const uint8_t* row = table + static_cast<uint64_t>(source) * row_bytes;
+  Out* out_row = out + static_cast<uint64_t>(i) * cols;
+  for (uint32_t c = threadIdx.x; c < cols; c += kThreads) store(out_row + c, value_at<T>(row, c));
+}
+
+template <typename Out>
+void launch(RowType type, const void* table, uint64_t row_bytes, const uint32_t* ids, uint32_t rows, uint32_t cols,
+            Out* out, void* stream) {
+  const auto* t = static_cast<const uint8_t*>(table);
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case RowType::f32:
+      dequantize_rows_kernel<RowType::f32, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    case RowType::f16:
+      dequantize_rows_kernel<RowType::f16, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    case RowType::bf16:
+      dequantize_rows_kernel<RowType::bf16, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    case RowType::q8_0:
+      dequantize_rows_kernel<RowType::q8_0, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    case RowType::q4_0:
+      dequantize_rows_kernel<RowType::q4_0, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    case RowType::q2_k:
+      dequantize_rows_kernel<RowType::q2_k, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
+      break;
+    default: throw std::logic_error("dequantize_rows: unknown row type");
+  }
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void dequantize_rows_f32(RowType type, const void* table, uint64_t row_bytes, const uint32_t* ids, uint32_t rows,
+                         uint32_t cols, float* out, void* stream) {
+  launch(type, table, row_bytes, ids, rows, cols, out, stream);
+}
+
+void dequantize_rows_bf16(RowType type, const void* table, uint64_t row_bytes, const uint32_t* ids, uint32_t rows,
+                          uint32_t cols, uint16_t* out, void* stream) {
+  launch(type, table, row_bytes, ids, rows, cols, out, stream);
+}
+
+}  // namespace infer_plan::kernels::cuda
