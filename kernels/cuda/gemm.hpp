@@ -27,6 +27,11 @@ class Gemm {
   void multiply(GgmlType type, const void* weights, uint64_t rows, uint64_t cols, const float* x, uint32_t tokens,
                 float* y, void* scratch);
 
+  // multiply's argument checks (std::invalid_argument with the value and the expectation), which it
+  // runs first; static so that tests exercise them without a device (constructing a Gemm needs one).
+  static void check_multiply(GgmlType type, const void* weights, uint64_t rows, uint64_t cols, const float* x,
+                             uint32_t tokens, const float* y, const void* scratch);
+
  private:
   void* handle_ = nullptr;  // cublasHandle_t
   void* stream_ = nullptr;
