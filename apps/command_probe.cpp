@@ -35,8 +35,8 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
              s.max / unit, fraction_of > 0 ? fmt::format("  {:.0f}% of read", 100 * s.median / fraction_of) : "");
 }
 
-// `probe --backend cuda`: device copy, pinned host links, BF16 GEMM, launch overhead
-// (runtime/cuda_probe.hpp), written as a profile like the CPU's.
+// `probe --backend cuda`: device copy, pinned host links, BF16 GEMM, batch-1 matvec per weight
+// type, launch overhead (runtime/cuda_probe.hpp), written as a profile like the CPU's.
 void run_cuda(const ProbeArgs& a) {
 #if INFER_PLAN_HAVE_CUDA
   (void)runtime::make_backend("cuda");  // an InputError saying why when no device is visible
@@ -45,6 +45,7 @@ void run_cuda(const ProbeArgs& a) {
     po.device_copy_bytes = uint64_t{256} << 20;
     po.host_copy_bytes = uint64_t{128} << 20;
     po.gemm_size = 4096;
+    po.matvec_bytes = uint64_t{256} << 20;
     po.repeats = 5;
   }
   const bool tty = !a.runtime.quiet && isatty(fileno(stderr));
@@ -66,7 +67,6 @@ void run_cuda(const ProbeArgs& a) {
   print_rate(fmt::format("BF16 GEMM {}^3 (cuBLAS)", r.gemm_size), r.gemm_bf16_ops_per_s, 1e12, "TFLOPS");
   for (const auto& [type, s] : r.matvec_bytes_per_s)
     print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.device_copy_bytes_per_s.median);
-  if (r.matvec_bytes_per_s.empty()) fmt::print("  matrix-vector per weight type: not measured (no CUDA matvec kernels in this build)\n");
   fmt::print("  {:<30} {:>8.2f} us  (graph node; {:.2f} us launched on a stream)\n", "launch overhead",
              r.launch_overhead_graph_s * 1e6, r.launch_overhead_stream_s * 1e6);
   if (!a.out_path.empty()) fmt::print("profile written to {} (use it with --hw {})\n", a.out_path, a.out_path);
@@ -146,7 +146,8 @@ void add_probe_command(CLI::App& app) {
       ->check(CLI::Range(1, 32))
       ->type_name("N");
   cmd->add_flag("--quick", args->quick, "Smaller buffers and fewer passes (about 4x faster, noisier)");
-  // --backend cuda: device copy, pinned host-to-device and device-to-host, BF16 GEMM (cuBLAS), launch overhead.
+  // --backend cuda: device copy, pinned host-to-device and device-to-host, BF16 GEMM (cuBLAS), batch-1
+  // matvec per weight type (kernels/cuda/matvec), launch overhead.
   args->out.add_to(*cmd);
   cmd->footer("Example:\n  infer-plan probe --backend cpu --out cpu.json\n"
               "  infer-plan probe --backend cuda --out gpu.json   (with CUDA and a GPU)\n"

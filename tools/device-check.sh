@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device check (issue 7): on a machine with an NVIDIA GPU, nvcc, CMake and ninja but no package
 # access and no network, build infer-plan with CUDA, run the CUDA tests, probe the GPU, run the
-# GPU reports that exist, and write the planner's H200 figures beside them, all into OUT_DIR.
+# GPU matrix-vector bench, run the GPU reports that exist, and write the planner's H200 figures
+# beside them, all into OUT_DIR.
 #   tools/device-check.sh OUT_DIR
 # Before the tree travels, run tools/vendor-deps.sh on a machine with the Debian packages: it
 # copies the header-only dependencies into third_party/include (ignored by git; carry it along).
@@ -67,6 +68,10 @@ finish() {
     note "probe (profile: probe-cuda.json):"
     sed 's/^/  /' "$out/probe-cuda.txt" | tee -a "$summary"
   fi
+  if [ -f "$out/bench-cuda-gemv.txt" ]; then
+    note "bench_cuda_gemv (weights read per second against a device copy):"
+    sed 's/^/  /' "$out/bench-cuda-gemv.txt" | tee -a "$summary"
+  fi
   note "device-check: $failures problem(s), $(($(date +%s) - start_s)) s; outputs in $out"
   [ "$failures" -eq 0 ] && exit 0
   exit 1
@@ -100,9 +105,13 @@ fi
 # --- build: vendored header-only dependencies, fmt header-only, CUDA on ----------------------------
 step configure 120 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DINFER_PLAN_VENDORED_DEPS=ON -DINFER_PLAN_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
-  -DCMAKE_CUDA_ARCHITECTURES="$arch" -DINFER_PLAN_BENCH=OFF || finish
-# Only what the check runs: the CLI and the CUDA tests (the CPU suite is CI's job).
-step build 300 cmake --build "$build" -j "$jobs" --target infer-plan test_cuda_device test_cuda_runtime || finish
+  -DCMAKE_CUDA_ARCHITECTURES="$arch" -DINFER_PLAN_BENCH=ON || finish
+# Only what the check runs: the CLI, the CUDA tests and the GPU bench (the CPU suite is CI's job).
+# The CUDA tests are the ctest entries labelled cuda, each named after its executable.
+cuda_tests=$(ctest --test-dir "$build" -L cuda -N 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: *\([A-Za-z0-9_]*\).*/\1/p' | tr '\n' ' ') || cuda_tests=""
+[ -n "$cuda_tests" ] || { note "FAILED   configure: ctest lists no tests labelled cuda"; failures=$((failures + 1)); finish; }
+# shellcheck disable=SC2086  # one target per word
+step build 300 cmake --build "$build" -j "$jobs" --target infer-plan bench_cuda_gemv $cuda_tests || finish
 ip="$build/infer-plan"
 
 # --- the CUDA tests: on a GPU machine a skip (exit 77) is a failure ---------------------------------
@@ -119,6 +128,12 @@ probed=""
 if step probe 120 "$ip" probe --backend cuda --out "$out/probe-cuda.json"; then
   probed="$out/probe-cuda.json"
   cp "$out/logs/probe.log" "$out/probe-cuda.txt"
+fi
+
+# --- bench: the matrix-vector kernels against a device copy, 1 GiB per type (issue 7's targets:
+# >= 85% of the copy for BF16 and Q8_0, >= 70% for Q4_0 and Q2_K; printed, judged by a reader) ---
+if step bench-cuda-gemv 60 "$build/bench/bench_cuda_gemv" 1; then
+  cp "$out/logs/bench-cuda-gemv.log" "$out/bench-cuda-gemv.txt"
 fi
 
 # --- GPU reports: only when `run --backend cuda` executes (the CUDA decoder) -----------------------

@@ -1,7 +1,7 @@
 // The CUDA probe on a device, with small buffers: every figure is positive and finite, the device
-// copy beats the host link (HBM vs PCIe), the BF16 GEMM passed its own element check, and the
-// profile parses. Skipped (77) without a device. Bounds are sanity, not targets: the targets are
-// judged by tools/device-check.sh on the full-size probe.
+// copy beats the host link (HBM vs PCIe), the BF16 GEMM and each matvec type passed their own
+// element checks, and the profile parses. Skipped (77) without a device. Bounds are sanity, not
+// targets: the targets are judged by tools/device-check.sh on the full-size probe.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -20,6 +20,7 @@ TEST_CASE("probe_cuda: small buffers give sane figures and a profile that parses
   o.gemm_size = 2048;  // the element check still runs (|ref| ~ 15)
   o.gemms_per_pass = 4;
   o.launches = 200;
+  o.matvec_bytes = uint64_t{128} << 20;  // still beyond an H200's 50 MiB L2
   o.repeats = 3;
   const CudaProbeResult r = probe_cuda(o);
   MESSAGE("device ", r.device, " sm_", r.sm_major, r.sm_minor, ": copy ", r.device_copy_bytes_per_s.median / 1e9,
@@ -40,6 +41,18 @@ TEST_CASE("probe_cuda: small buffers give sane figures and a profile that parses
   CHECK(r.launch_overhead_graph_s > 0);
   CHECK(r.launch_overhead_graph_s < 100e-6);
   CHECK(r.memory_free_bytes < r.memory_total_bytes);
+  // Every matvec type measured (each passed its own element check), and reading weights from HBM
+  // outruns the host link too.
+  REQUIRE(r.matvec_bytes_per_s.size() == 4);
+  for (const auto& [type, s] : r.matvec_bytes_per_s) {
+    MESSAGE("matvec ", type, ": ", s.median / 1e9, " GB/s (", 100 * s.median / r.device_copy_bytes_per_s.median,
+            "% of the copy)");
+    CHECK(std::isfinite(s.median));
+    CHECK(s.min > 0);
+    CHECK(s.min <= s.median);
+    CHECK(s.median <= s.max);
+    CHECK(s.median > 2 * r.host_to_device_bytes_per_s.median);
+  }
 
   const HwProfile p = hw_profile_from_json(cuda_probe_profile_json(r, "probed"), "probed", "probe", load_link);
   CHECK(p.memory_bandwidth_bytes_per_s == doctest::Approx(r.device_copy_bytes_per_s.median).epsilon(1e-3));
