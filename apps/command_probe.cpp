@@ -35,23 +35,31 @@ void print_rate(const std::string& what, const runtime::RateSample& s, double un
              s.max / unit, fraction_of > 0 ? fmt::format("  {:.0f}% of read", 100 * s.median / fraction_of) : "");
 }
 
-// `probe --backend cuda`: device copy, pinned host links, BF16 GEMM, batch-1 matvec per weight
-// type, launch overhead (runtime/cuda_probe.hpp), written as a profile like the CPU's.
-void run_cuda(const ProbeArgs& a) {
 #if INFER_PLAN_HAVE_CUDA
-  (void)runtime::make_backend("cuda");  // an InputError saying why when no device is visible
+// The CUDA probe with the CLI's options (an InputError saying why when no device is visible).
+runtime::CudaProbeResult probe_cuda_on(const RuntimeOptions& ro, bool quick) {
+  (void)runtime::make_backend("cuda");
   runtime::CudaProbeOptions po;
-  if (a.quick) {  // a quarter of the bytes, half the GEMM edge, fewer passes
+  if (quick) {  // a quarter of the bytes, half the GEMM edge, fewer passes
     po.device_copy_bytes = uint64_t{256} << 20;
     po.host_copy_bytes = uint64_t{128} << 20;
     po.gemm_size = 4096;
     po.matvec_bytes = uint64_t{256} << 20;
     po.repeats = 5;
   }
-  const bool tty = !a.runtime.quiet && isatty(fileno(stderr));
+  const bool tty = !ro.quiet && isatty(fileno(stderr));
   if (tty) po.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[Kprobe: {}", line); };
-  const runtime::CudaProbeResult r = runtime::probe_cuda(po);
+  runtime::CudaProbeResult r = runtime::probe_cuda(po);
   if (tty) fmt::print(stderr, "\r\033[K");
+  return r;
+}
+#endif
+
+// `probe --backend cuda`: device copy, pinned host links, BF16 GEMM, matvec per type, launch
+// overhead (runtime/cuda_probe.hpp), written as a profile like the CPU's.
+void run_cuda(const ProbeArgs& a) {
+#if INFER_PLAN_HAVE_CUDA
+  const runtime::CudaProbeResult r = probe_cuda_on(a.runtime, a.quick);
   const std::string name = a.name == "cpu-probed" ? "cuda-probed" : a.name;
   const Json profile = runtime::cuda_probe_profile_json(r, name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
@@ -107,10 +115,15 @@ void run(const ProbeArgs& a) {
 
 }  // namespace
 
+Json probe_profile(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy, const std::string& name) {
+#if INFER_PLAN_HAVE_CUDA
+  if (ro.backend == "cuda") return runtime::cuda_probe_profile_json(probe_cuda_on(ro, quick), name);
+#endif
+  return runtime::probe_profile_json(probe_on(ro, quick, copy), name);
+}
+
 runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy) {
-  if (ro.backend == "cuda")  // report --probe: its run is on the CPU until the CUDA decoder exists
-    throw InputError("--backend cuda: report --probe measures the cpu runtime only (the CUDA decoder is not written "
-                     "yet, issue 7); `probe --backend cuda` measures the device");
+  if (ro.backend == "cuda") (void)runtime::make_backend("cuda");  // says why not: no CUDA build or no device
   if (ro.backend != "cpu")
     throw InputError(fmt::format("--backend: probe measures cpu or cuda, not '{}'", ro.backend));
   runtime::ProbeOptions po;

@@ -35,8 +35,12 @@ struct ProbeCopy {
   uint64_t tokens = 1;
 };
 
-// Probes the backend (runtime/probe.hpp); `quick` trades precision for time.
+// Probes the CPU backend (runtime/probe.hpp); `quick` trades precision for time.
 runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick, const ProbeCopy& copy = {});
+
+// The profile of options.backend as probed now, named `name`: the CPU probe (with `copy`) or the
+// CUDA probe (runtime/cuda_probe.hpp). report --probe predicts with it.
+Json probe_profile(const RuntimeOptions& options, bool quick, const ProbeCopy& copy, const std::string& name);
 
 // --spec-repeats: generations per block length in a speculative sweep (run, report).
 inline constexpr uint64_t kDefaultSpecRepeats = 4;

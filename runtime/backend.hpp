@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,13 @@ class Backend {
   virtual void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) = 0;
   virtual void synchronize() = 0;
   virtual uint64_t now_ns() const = 0;  // the backend's own clock (CUDA events on the GPU)
+  // True when a buffer of `category` is memory the host can read and write directly (every
+  // buffer on the CPU; on CUDA only offload_host, which is pinned host memory). Otherwise data
+  // goes in and out through copy_to_device / copy_to_host.
+  virtual bool host_addressable(MemoryCategory category) const = 0;
+  // Device memory in use as the driver reports it (cudaMemGetInfo's total - free), to set beside
+  // the accounting; none on the CPU, where the process's heap has no such figure.
+  virtual std::optional<uint64_t> driver_used_bytes() const { return std::nullopt; }
 
   // Bytes currently allocated per category, from the backend's own accounting.
   const std::map<MemoryCategory, uint64_t>& allocated() const { return allocated_; }

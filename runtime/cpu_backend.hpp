@@ -15,6 +15,7 @@ class CpuBackend final : public Backend {
   void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) override;
   void synchronize() override {}
   uint64_t now_ns() const override;
+  bool host_addressable(MemoryCategory) const override { return true; }
 
  private:
   uint64_t live_buffers_ = 0;

@@ -42,12 +42,14 @@ class CudaBackend final : public Backend {
   // work enqueued so far. (cudaEventElapsedTime is a float of milliseconds: 15 minutes from one
   // origin its resolution is 60 us, 1-2% of a decode step; events time intervals, not the clock.)
   uint64_t now_ns() const override;
+  bool host_addressable(MemoryCategory category) const override { return category == MemoryCategory::offload_host; }
 
   // Page-locked host memory for offloaded weight groups: copies from it run at the link's full
   // rate and asynchronously (cudaMemcpyAsync on a copy stream). Accounted as offload_host.
   DeviceBuffer allocate_pinned_host(size_t bytes);
 
   CudaMemoryInfo memory_info() const;
+  std::optional<uint64_t> driver_used_bytes() const override { return memory_info().driver_used_bytes(); }
   int device() const { return device_; }
   void* stream() const { return stream_; }  // a cudaStream_t, for kernels and events
 

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/rope.hpp"
+#include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
@@ -17,13 +18,7 @@
 
 namespace infer_plan::runtime {
 
-struct SequenceChunk {
-  SequenceId seq = 0;
-  std::span<const uint32_t> tokens;  // new tokens, at positions past, past + 1, ...
-  uint64_t past = 0;                 // tokens of this sequence already in the cache
-};
-
-class Decoder {
+class Decoder final : public ForwardPass {
  public:
   // `layers` > 0 runs only the first `layers` blocks before the final norm and the head: a draft
   // made from the target itself (speculative decoding); its cache then holds those layers only.
@@ -33,14 +28,10 @@ class Decoder {
   Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers = 0,
           OffloadPrefetcher* prefetcher = nullptr);
 
-  // Runs the chunks as one batch; logits gets one row of vocab floats per chunk, for its last
-  // token, or with `every_token` one row per token, chunk after chunk (a verify pass needs them
-  // all). The chunks' sequences must have reserved cache pages for past + tokens.
   void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
-               bool every_token = false);
-  uint64_t layers() const { return layers_; }
-
-  const ModelSpec& spec() const { return spec_; }
+               bool every_token = false) override;
+  uint64_t layers() const override { return layers_; }
+  const ModelSpec& spec() const override { return spec_; }
 
  private:
   // y (tokens x w.rows) = W x (tokens x w.cols), rows split across the pool.

@@ -170,7 +170,13 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     else
       w.buffer = backend_.allocate(p.bytes, MemoryCategory::weights);
     bytes_ += p.bytes;
-    fill(w, static_cast<uint8_t*>(w.buffer.data));
+    if (backend_.host_addressable(w.buffer.category)) {
+      fill(w, static_cast<uint8_t*>(w.buffer.data));
+    } else {  // a GPU: written on the host, then copied (one tensor's bytes of host memory at a time)
+      std::vector<uint8_t> staging(p.bytes);
+      fill(w, staging.data());
+      backend_.copy_to_device(w.buffer, staging.data(), p.bytes);
+    }
     tensors_.push_back(std::move(w));
   }
   for (const WeightTensor& w : tensors_) {

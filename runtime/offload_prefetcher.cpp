@@ -1,17 +1,27 @@
 // One copy thread, one mutex, one condition variable: the copy thread blocks only on a slot that
-// compute still holds, compute blocks only on a copy that has not completed. Times are on the
-// backend's clock, taken by the thread that does the work.
+// compute still holds, compute blocks only on a copy that has not completed. Times are the
+// host's steady clock, taken by the thread that does the work (the backend's clock may drain the
+// compute stream).
 #include "runtime/offload_prefetcher.hpp"
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <stdexcept>
 
 namespace infer_plan::runtime {
+namespace {
+
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
 
 OffloadPrefetcher::OffloadPrefetcher(Backend& backend, std::vector<OffloadGroupSource> groups, uint64_t slots,
-                                     uint64_t slot_bytes, OffloadCopyFn copy)
-    : backend_(backend), groups_(std::move(groups)), copy_(std::move(copy)) {
+                                     uint64_t slot_bytes, OffloadCopyFn copy, OffloadSlotFence fence)
+    : backend_(backend), groups_(std::move(groups)), copy_(std::move(copy)), fence_(std::move(fence)) {
   if (groups_.empty() || slots == 0) throw std::logic_error("OffloadPrefetcher: needs at least one group and one slot");
   for (const OffloadGroupSource& g : groups_)
     if (g.bytes > slot_bytes)
@@ -45,8 +55,10 @@ void OffloadPrefetcher::copy_loop() {
       if (stop_) return;
     }
     const OffloadGroupSource& g = groups_[n % G];
-    const uint64_t t0 = backend_.now_ns();
+    uint64_t t0 = 0;
     try {
+      if (fence_.before_copy && n >= S) fence_.before_copy(n % S);  // compute's reads of ticket n - S are done
+      t0 = steady_ns();
       copy_(slots_[n % S].data, g.host, g.bytes);
     } catch (...) {
       std::lock_guard lock(mutex_);
@@ -54,7 +66,7 @@ void OffloadPrefetcher::copy_loop() {
       changed_.notify_all();
       return;
     }
-    const uint64_t t1 = backend_.now_ns();
+    const uint64_t t1 = steady_ns();
     {
       std::lock_guard lock(mutex_);
       OffloadPassRecord& pass = open_passes_[n / G];
@@ -74,10 +86,10 @@ const uint8_t* OffloadPrefetcher::wait(uint64_t group) {
     throw std::logic_error(fmt::format("OffloadPrefetcher: wait for group {}, but group {} is next", group, n % G));
   if (waited_ - released_ >= S)
     throw std::logic_error("OffloadPrefetcher: every slot is held by compute; waiting for another would never end");
-  const uint64_t t0 = backend_.now_ns();
+  const uint64_t t0 = steady_ns();
   changed_.wait(lock, [&] { return copied_ > n || copy_error_; });  // rule 1
   if (copy_error_) std::rethrow_exception(copy_error_);
-  open_passes_[n / G].wait_s += static_cast<double>(backend_.now_ns() - t0) * 1e-9;
+  open_passes_[n / G].wait_s += static_cast<double>(steady_ns() - t0) * 1e-9;
   ++waited_;
   return static_cast<const uint8_t*>(slots_[n % S].data);
 }
@@ -89,6 +101,7 @@ void OffloadPrefetcher::release(uint64_t group) {
     const uint64_t n = released_;
     if (n >= waited_ || n % G != group)
       throw std::logic_error(fmt::format("OffloadPrefetcher: release of group {}, which compute does not hold", group));
+    if (fence_.released) fence_.released(n % slots_.size());  // before the copy thread can see the release
     ++released_;
     if ((n + 1) % G == 0) {  // the pass's last group: its figures are complete
       auto it = open_passes_.find(n / G);

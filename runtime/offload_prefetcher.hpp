@@ -1,8 +1,11 @@
 // Offload's prefetcher (SPEC 4): offloaded weight groups live in a host pool, and compute reads
-// each from one of `slots` device buffers. Here a copy thread (CPU backend) copies group after
-// group into slot after slot, as far ahead as free slots allow; the CUDA backend will put a copy
-// stream and events behind the same two calls (wait = the compute stream waits on the copy's
-// event, release = an event the copy stream waits on before it overwrites the slot).
+// each from one of `slots` device buffers. A copy thread copies group after group into slot
+// after slot, as far ahead as free slots allow. On the CPU backend a copy is a memcpy and
+// compute is synchronous. On the CUDA backend (runtime/cuda_offload) a copy is cudaMemcpyAsync
+// on a copy stream, waited for on the copy thread, and compute is asynchronous: release() only
+// means compute's reads of the slot are enqueued, so a fence (an event recorded on the compute
+// stream at release, which the copy thread waits on before the next copy into that slot) keeps
+// rule 2 on the device.
 //
 // Passes read the groups in order 0..G-1, pass after pass. Ticket n = pass x G + group uses slot
 // n % slots, so the first group of the next pass is copied while the current pass finishes.
@@ -38,12 +41,21 @@ struct OffloadPassRecord {
 // dst, src, bytes: the copy of one group into its slot.
 using OffloadCopyFn = std::function<void(void* dst, const void* src, uint64_t bytes)>;
 
+// For asynchronous compute: `released(slot)` runs inside release() (compute's thread) and marks
+// the point compute's reads of the slot were enqueued; `before_copy(slot)` runs on the copy thread
+// before the next copy into the slot is timed and blocks until those reads are done. Empty on
+// the CPU backend.
+struct OffloadSlotFence {
+  std::function<void(uint64_t slot)> released;
+  std::function<void(uint64_t slot)> before_copy;
+};
+
 class OffloadPrefetcher {
  public:
   // Allocates slots x slot_bytes (MemoryCategory::offload_buffers; slot_bytes >= every group)
   // and starts copying. `copy` replaces memcpy through the backend (tests slow it down).
   OffloadPrefetcher(Backend& backend, std::vector<OffloadGroupSource> groups, uint64_t slots, uint64_t slot_bytes,
-                    OffloadCopyFn copy = {});
+                    OffloadCopyFn copy = {}, OffloadSlotFence fence = {});
   ~OffloadPrefetcher();
   OffloadPrefetcher(const OffloadPrefetcher&) = delete;
   OffloadPrefetcher& operator=(const OffloadPrefetcher&) = delete;
@@ -66,6 +78,7 @@ class OffloadPrefetcher {
   std::vector<OffloadGroupSource> groups_;
   std::vector<DeviceBuffer> slots_;
   OffloadCopyFn copy_;
+  OffloadSlotFence fence_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // a copy completed, a slot was released, or stop

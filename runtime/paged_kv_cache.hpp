@@ -36,6 +36,16 @@ class PagedKvCache {
   void release(SequenceId seq);  // its pages return to the pool
   uint64_t tokens_reserved(SequenceId seq) const;
 
+  // The layout a device decoder needs (runtime/cuda_decoder): page p's layer l holds its K rows
+  // at base + p * page_bytes + l * layer_stride, then its V rows k_rows_bytes() later.
+  uint8_t* base() const { return static_cast<uint8_t*>(buffer_.data); }
+  uint64_t layer_stride() const { return layer_stride_; }
+  uint64_t k_row_bytes() const { return k_row_bytes_; }
+  uint64_t v_row_bytes() const { return v_row_bytes_; }
+  uint64_t v_offset() const { return kKvPageTokens * k_row_bytes_; }
+  const KvTypes& types() const { return types_; }
+  const std::vector<uint64_t>& pages_of(SequenceId seq) const { return owned_.at(seq); }
+
   // Writes token `token`'s K and V rows of `layer` from floats (kv_width values each),
   // converting to the cache types.
   void store(SequenceId seq, uint64_t layer, uint64_t token, const float* k, const float* v);

@@ -14,7 +14,7 @@
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
 #include "planner/serving_sim.hpp"
-#include "runtime/decoder.hpp"
+#include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
@@ -99,6 +99,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   auto clock_s = [&backend](uint64_t t0) { return static_cast<double>(backend.now_ns() - t0) * 1e-9; };
 
   const uint64_t setup0 = backend.now_ns();
+  result.driver_before_bytes = backend.driver_used_bytes();
   if (options.progress) options.progress(fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
   // A .gguf model with its own types ("file") runs the file's tensors; anything else synthetic.
   const bool from_file = is_gguf_path(rp.spec.source) && rp.weights.layout.file_type.starts_with("as stored in");
@@ -108,19 +109,12 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
                                    : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool, offload);
   // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.
   std::unique_ptr<OffloadPrefetcher> prefetcher;
-  if (offload) {
-    std::vector<OffloadGroupSource> sources;
-    uint64_t slot_bytes = 0;
-    for (const OffloadGroup& g : weights.offload_groups()) {
-      sources.push_back({static_cast<const uint8_t*>(g.host.data), g.host.bytes});
-      slot_bytes = std::max(slot_bytes, g.host.bytes);
-    }
-    prefetcher = std::make_unique<OffloadPrefetcher>(backend, std::move(sources), plan.offload->buffers, slot_bytes);
-  }
+  if (offload) prefetcher = make_offload_prefetcher(backend, weights, plan.offload->buffers);
   // The KV pool fit sizes: requests x context, whole pages (planner/memory_fit).
   const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
   PagedKvCache cache(backend, rp.spec, plan.kv, pages);
-  Decoder decoder(weights, cache, pool, 0, prefetcher.get());
+  const std::unique_ptr<ForwardPass> decoder = make_forward_pass(backend, weights, cache, pool, 0, prefetcher.get());
+  result.driver_after_setup_bytes = backend.driver_used_bytes();
   result.weights_bytes = backend.allocated(MemoryCategory::weights);
   result.offload = offload.has_value();
   result.offload_host_bytes = backend.allocated(MemoryCategory::offload_host);
@@ -201,7 +195,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
         const SequenceChunk c{s.id, std::span<const uint32_t>(s.tokens.data() + past, n), past};
         const double step0 = clock_s(t0);
-        decoder.forward(std::span(&c, 1), logits);
+        decoder->forward(std::span(&c, 1), logits);
         backend.synchronize();
         result.steps.push_back({true, 1, n, past + n, step0, clock_s(t0)});
         record_offload(result.steps.back());
@@ -221,7 +215,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         context += s.tokens.size();
       }
       const double step0 = clock_s(t0);
-      decoder.forward(chunks, logits);
+      decoder->forward(chunks, logits);
       backend.synchronize();
       const double step1 = clock_s(t0);
       result.steps.push_back({false, running.size(), running.size(), context, step0, step1});
@@ -339,6 +333,8 @@ Json measured_figures(const RunResult& r) {
               {"completed_late", late},
               {"rejected", rejected_total},
               {"rejected_by_reason", rej}};
+  if (r.driver_before_bytes && r.driver_after_setup_bytes)
+    j["driver_setup_bytes"] = *r.driver_after_setup_bytes - *r.driver_before_bytes;
   if (r.offload) {
     j["offload_host_bytes"] = r.offload_host_bytes;
     j["offload_buffer_bytes"] = r.offload_buffer_bytes;

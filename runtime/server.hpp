@@ -64,6 +64,10 @@ struct RunResult {
   bool offload = false;
   uint64_t offload_host_bytes = 0;
   uint64_t offload_buffer_bytes = 0;
+  // The driver's device memory in use (CUDA) before the weights and after the setup (weights, KV
+  // pool, offload slots; the decoder's working buffers come with the first pass): their difference
+  // is the model's state as the device sees it, allocator rounding included.
+  std::optional<uint64_t> driver_before_bytes, driver_after_setup_bytes;
   std::optional<double> deadline_s;  // the plan's, for counting late completions
   double setup_s = 0;           // allocating and writing the weights
   double span_s = 0;            // t = 0 to the last departure

@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Feeds seq[valid, end) to `d` in one pass; returns the logits of every token fed (or the last).
-std::vector<std::vector<float>> feed(Decoder& d, SequenceId id, const std::vector<uint32_t>& seq, uint64_t valid,
+std::vector<std::vector<float>> feed(ForwardPass& d, SequenceId id, const std::vector<uint32_t>& seq, uint64_t valid,
                                      bool every_token) {
   std::vector<std::vector<float>> logits;
   const SequenceChunk c{id, std::span<const uint32_t>(seq).subspan(valid), valid};
@@ -44,7 +44,7 @@ class Sampler {
 
 }  // namespace
 
-std::vector<uint32_t> generate(Decoder& target, SequenceId seq, std::span<const uint32_t> prompt, uint64_t n,
+std::vector<uint32_t> generate(ForwardPass& target, SequenceId seq, std::span<const uint32_t> prompt, uint64_t n,
                                const GenerateOptions& options, double* decode_s) {
   Sampler sampler(options);
   std::vector<uint32_t> all(prompt.begin(), prompt.end()), out;
@@ -61,7 +61,7 @@ std::vector<uint32_t> generate(Decoder& target, SequenceId seq, std::span<const 
   return out;
 }
 
-std::vector<uint32_t> generate_speculative(Decoder& target, SequenceId target_seq, Decoder& draft,
+std::vector<uint32_t> generate_speculative(ForwardPass& target, SequenceId target_seq, ForwardPass& draft,
                                            SequenceId draft_seq, std::span<const uint32_t> prompt, uint64_t n,
                                            const SpecOptions& options, SpecDecodeStats& stats) {
   const uint64_t block = options.block;

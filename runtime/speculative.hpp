@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/decoder.hpp"
+#include "runtime/forward_pass.hpp"
 
 namespace infer_plan::runtime {
 
@@ -47,12 +47,12 @@ struct SpecOptions : GenerateOptions {
 
 // Plain generation of `n` tokens after `prompt`: one target pass per token. `seq` needs cache
 // pages for prompt + n tokens. `decode_s` (optional) gets the time after the first token.
-std::vector<uint32_t> generate(Decoder& target, SequenceId seq, std::span<const uint32_t> prompt, uint64_t n,
+std::vector<uint32_t> generate(ForwardPass& target, SequenceId seq, std::span<const uint32_t> prompt, uint64_t n,
                                const GenerateOptions& options, double* decode_s = nullptr);
 
 // The same with a draft: `target_seq` needs pages for prompt + n + block tokens in the target's
 // cache, `draft_seq` as many in the draft's. Greedy: equals generate's output token for token.
-std::vector<uint32_t> generate_speculative(Decoder& target, SequenceId target_seq, Decoder& draft,
+std::vector<uint32_t> generate_speculative(ForwardPass& target, SequenceId target_seq, ForwardPass& draft,
                                            SequenceId draft_seq, std::span<const uint32_t> prompt, uint64_t n,
                                            const SpecOptions& options, SpecDecodeStats& stats);
 

@@ -6,7 +6,7 @@
 #include "planner/gguf_reader.hpp"
 #include "planner/input_error.hpp"
 #include "planner/speculative.hpp"
-#include "runtime/decoder.hpp"
+#include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/thread_pool.hpp"
@@ -96,7 +96,9 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
   const uint64_t pages = PagedKvCache::pages_for(tokens);
   PagedKvCache target_cache(backend, rp.spec, plan.kv, pages);
   PagedKvCache draft_cache(backend, first_layers_spec(rp.spec, r.draft_layers), plan.kv, pages);
-  Decoder target(weights, target_cache, pool), draft(weights, draft_cache, pool, r.draft_layers);
+  const std::unique_ptr<ForwardPass> target_pass = make_forward_pass(backend, weights, target_cache, pool);
+  const std::unique_ptr<ForwardPass> draft_pass = make_forward_pass(backend, weights, draft_cache, pool, r.draft_layers);
+  ForwardPass &target = *target_pass, &draft = *draft_pass;
   constexpr SequenceId kSeq = 1;
   if (!target_cache.reserve(kSeq, tokens) || !draft_cache.reserve(kSeq, tokens))
     throw std::logic_error("speculative sweep: a fresh cache refused its one sequence");

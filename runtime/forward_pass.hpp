@@ -1,0 +1,51 @@
+// What the server and speculative decoding ask of a model: one forward pass over a batch of
+// sequences, each bringing one or more new tokens, returning logits on the host. The CPU Decoder
+// (runtime/decoder) and the CUDA decoder (runtime/cuda_decoder) implement it; make_forward_pass
+// picks by backend, so run, report and the speculative sweep are the same code on both.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "planner/model_spec.hpp"
+#include "runtime/paged_kv_cache.hpp"
+
+namespace infer_plan::runtime {
+
+class Backend;
+class ModelWeights;
+class OffloadPrefetcher;
+class ThreadPool;
+
+struct SequenceChunk {
+  SequenceId seq = 0;
+  std::span<const uint32_t> tokens;  // new tokens, at positions past, past + 1, ...
+  uint64_t past = 0;                 // tokens of this sequence already in the cache
+};
+
+class ForwardPass {
+ public:
+  virtual ~ForwardPass() = default;
+  // Runs the chunks as one batch; logits gets one row of vocab floats per chunk, for its last
+  // token, or with `every_token` one row per token, chunk after chunk (a verify pass needs them
+  // all). The chunks' sequences must have reserved cache pages for past + tokens.
+  virtual void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
+                       bool every_token = false) = 0;
+  virtual uint64_t layers() const = 0;  // blocks run before the head (a draft runs the first few)
+  virtual const ModelSpec& spec() const = 0;
+};
+
+// The decoder for `backend` ("cpu": runtime/decoder on `pool`; "cuda": runtime/cuda_decoder).
+// `layers` > 0 runs only the first `layers` blocks (a draft made from the target); `prefetcher`
+// reads offloaded groups from its slots.
+std::unique_ptr<ForwardPass> make_forward_pass(Backend& backend, const ModelWeights& weights, PagedKvCache& cache,
+                                               ThreadPool& pool, uint64_t layers = 0,
+                                               OffloadPrefetcher* prefetcher = nullptr);
+
+// The prefetcher for `weights`' offloaded groups in `slots` slots of the largest group's bytes
+// (the planner's buffer_bytes): a copy thread with memcpy on the CPU, a copy stream on CUDA.
+std::unique_ptr<OffloadPrefetcher> make_offload_prefetcher(Backend& backend, const ModelWeights& weights,
+                                                           uint64_t slots);
+
+}  // namespace infer_plan::runtime
