@@ -1,0 +1,158 @@
+// kernels/cuda/rope against kernels/cpu's double-precision rope_reference, both layouts, positions
+// up to 30000, theta 1e4 (Llama) and 1e6 (Qwen3). The argument checks run everywhere; without a
+// device the test exits 77 (CTest: skipped).
+//
+// Tolerance for each rotated pair (x0, x1) -> (y0, y1), u = 2^-24:
+// |got - ref| <= 4 u (|x0| + |x1|). The kernel's cos and sin come from double (pow and sincos
+// within a few double ulps: ~1e-11 rad at angle 3e4, 1e-4 u) rounded to float (u each); each
+// product then errs by <= 2 u |x| and the float difference adds u (|x0| + |x1|); the reference's
+// cast to float adds 0.5 u |ref| <= 0.5 u (|x0| + |x1|): 3.5 u in all. A pair turned by a wrong
+// angle (a wrong i, head_dim or position) is off by ~|x| times the angle's error, far above.
+// The kernel also does kernels/cpu/rope's float arithmetic (same roundings, no FMA): the count of
+// values bit-identical to it is printed (a double cos/sin that rounds to another float differs).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/rope.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/cuda/rope.hpp"
+
+namespace cuda = infer_plan::kernels::cuda;
+namespace cpu = infer_plan::kernels;
+
+namespace {
+
+void check(cudaError_t e, const char* what, int line) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + what + ": " +
+                             cudaGetErrorString(e));
+}
+#define CHECK_CUDA(call) check((call), #call, __LINE__)
+
+int failures = 0;
+const double kU = std::ldexp(1.0, -24);
+
+void expect_throw(const char* what, const std::string& value, const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).find(value) == std::string::npos) {
+      std::printf("FAILED: %s: message \"%s\" does not name %s\n", what, e.what(), value.c_str());
+      ++failures;
+      return;
+    }
+    std::printf("ok: %s -> %s\n", what, e.what());
+    return;
+  }
+  std::printf("FAILED: %s did not throw std::invalid_argument\n", what);
+  ++failures;
+}
+
+void check_arguments() {
+  alignas(16) static float x[16];  // never dereferenced: each call throws first
+  static const uint32_t positions[1] = {0};
+  const auto normal = cpu::RopeLayout::normal;
+  expect_throw("rope head_dim 7", "7", [&] { cuda::rope(x, 1, 1, 7, positions, 1e4f, normal, nullptr); });
+  expect_throw("rope head_dim 0", "head_dim = 0", [&] { cuda::rope(x, 1, 1, 0, positions, 1e4f, normal, nullptr); });
+  expect_throw("rope tokens 0", "tokens = 0", [&] { cuda::rope(x, 0, 1, 8, positions, 1e4f, normal, nullptr); });
+  expect_throw("rope n_heads 0", "n_heads = 0", [&] { cuda::rope(x, 1, 0, 8, positions, 1e4f, normal, nullptr); });
+  expect_throw("rope null x", "x", [&] { cuda::rope(nullptr, 1, 1, 8, positions, 1e4f, normal, nullptr); });
+  expect_throw("rope null positions", "positions", [&] { cuda::rope(x, 1, 1, 8, nullptr, 1e4f, normal, nullptr); });
+  expect_throw("rope theta 0", "theta_base", [&] { cuda::rope(x, 1, 1, 8, positions, 0.0f, normal, nullptr); });
+}
+
+void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout layout, uint32_t seed) {
+  // Positions: 0 (the identity), small ones, and up to 30000 where the angle needs double.
+  const std::vector<uint32_t> positions = {0, 1, 2, 17, 255, 1000, 4097, 12345, 29999, 30000};
+  const auto tokens = static_cast<uint32_t>(positions.size());
+  const uint64_t per_token = static_cast<uint64_t>(n_heads) * head_dim;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+  std::vector<float> x(tokens * per_token);
+  for (float& v : x) v = uniform(rng);
+
+  std::vector<float> ref = x, fast = x;
+  for (uint32_t t = 0; t < tokens; ++t) {
+    cpu::rope_reference(&ref[t * per_token], n_heads, head_dim, positions[t], theta, layout);
+    cpu::rope(&fast[t * per_token], n_heads, head_dim, positions[t], theta, layout);
+  }
+
+  float* d_x = nullptr;
+  uint32_t* d_positions = nullptr;
+  CHECK_CUDA(cudaMalloc(&d_x, x.size() * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&d_positions, positions.size() * sizeof(uint32_t)));
+  CHECK_CUDA(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_positions, positions.data(), positions.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  cuda::rope(d_x, tokens, n_heads, head_dim, d_positions, theta, layout, nullptr);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<float> got(x.size());
+  CHECK_CUDA(cudaMemcpy(got.data(), d_x, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(d_x));
+  CHECK_CUDA(cudaFree(d_positions));
+
+  const bool neox = layout == cpu::RopeLayout::neox;
+  const std::string name = std::to_string(n_heads) + " x " + std::to_string(head_dim) + ", theta " +
+                           std::to_string(static_cast<double>(theta)) + (neox ? ", neox" : ", normal");
+  int bad = 0;
+  uint64_t identical = 0;
+  for (uint32_t t = 0; t < tokens; ++t)
+    for (uint32_t h = 0; h < n_heads; ++h)
+      for (uint32_t i = 0; i < head_dim / 2; ++i) {
+        const uint64_t head = t * per_token + static_cast<uint64_t>(h) * head_dim;
+        const uint64_t a = head + (neox ? i : 2 * i), b = head + (neox ? i + head_dim / 2 : 2 * i + 1);
+        const double bound = 4 * kU * (std::fabs(static_cast<double>(x[a])) + std::fabs(static_cast<double>(x[b])));
+        for (const uint64_t j : {a, b}) {
+          identical += got[j] == fast[j];
+          const double diff = std::fabs(static_cast<double>(got[j]) - ref[j]);
+          if (!(diff <= bound) && bad++ < 5)
+            std::printf("  mismatch rope %s: position %u head %u pair %u: got %.9g, ref %.9g, |diff| %.3g > %.3g\n",
+                        name.c_str(), positions[t], h, i, static_cast<double>(got[j]), static_cast<double>(ref[j]),
+                        diff, bound);
+        }
+      }
+  if (bad != 0) {
+    std::printf("FAILED: rope %s: %d mismatches\n", name.c_str(), bad);
+    ++failures;
+  } else {
+    std::printf("checked rope %s (%llu of %zu values bit-identical to kernels/cpu/rope)\n", name.c_str(),
+                static_cast<unsigned long long>(identical), got.size());
+  }
+}
+
+}  // namespace
+
+int main() {
+  try {
+    check_arguments();
+    if (failures != 0) return 1;
+    if (cuda::devices().empty()) {
+      std::printf("SKIPPED: no CUDA device visible (argument checks passed)\n");
+      return 77;
+    }
+    uint32_t seed = 31;
+    for (const cpu::RopeLayout layout : {cpu::RopeLayout::normal, cpu::RopeLayout::neox}) {
+      run_case(32, 128, 1e4f, layout, seed++);  // Llama's query heads
+      run_case(8, 128, 1e6f, layout, seed++);   // Qwen3's key heads
+      run_case(5, 64, 1e4f, layout, seed++);    // heads not a multiple of the 8 a block takes
+      run_case(3, 6, 1e4f, layout, seed++);     // 3 pairs: most of the warp idle
+      run_case(2, 600, 1e6f, layout, seed++);   // 300 pairs: more than a block's 256 threads
+    }
+  } catch (const std::exception& e) {
+    std::printf("FAILED: %s\n", e.what());
+    return 1;
+  }
+  if (failures != 0) {
+    std::printf("FAILED: %d checks\n", failures);
+    return 1;
+  }
+  std::printf("PASSED\n");
+  return 0;
+}
