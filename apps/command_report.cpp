@@ -307,6 +307,7 @@ void run(const ReportArgs& a) {
   const auto counted_hold = [&] {
     return std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return !counted(r) || r.holds(); });
   };
+  if (plan.speculative) runtime::check_speculative_sweep(resolve_plan(plan), a.spec_repeats);  // before probing
   measure();
   bool retried = false;
   if (!counted_hold()) {

@@ -69,6 +69,7 @@ void run(const RunArgs& a) {
   const Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
   const ResolvedPlan rp = resolve_plan(plan);
+  if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving
   Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
   if (plan.speculative) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");

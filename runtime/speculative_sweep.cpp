@@ -56,8 +56,7 @@ uint64_t SpecSweepResult::best_block() const {
   return points.empty() ? 0 : points[best].block;
 }
 
-SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, const RunOptions& options,
-                                      uint64_t repeats) {
+void check_speculative_sweep(const ResolvedPlan& rp, uint64_t repeats) {
   const Plan& plan = rp.plan;
   if (!plan.speculative || !plan.speculative->draft_layers)
     throw InputError("run: speculative decoding runs with a draft made of the target's first layers; set "
@@ -76,6 +75,13 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
     throw InputError(fmt::format("plan: output {} must be at least 2 and less than context {} (the prompt is "
                                  "context - output tokens)", plan.output, plan.context));
   if (repeats == 0) throw InputError("speculative sweep: repeats must be at least 1");
+}
+
+SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, const RunOptions& options,
+                                      uint64_t repeats) {
+  check_speculative_sweep(rp, repeats);
+  const Plan& plan = rp.plan;
+  const SpeculativePlan& sp = *plan.speculative;
 
   SpecSweepResult r;
   r.model = rp.spec.name;

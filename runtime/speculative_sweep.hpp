@@ -40,6 +40,10 @@ struct SpecSweepResult {
   uint64_t best_block() const;      // argmin of measured ms per token (the shorter on a tie)
 };
 
+// The sweep's refusals (no draft_layers, too many, offload beside it, group > 1, output outside
+// 2..context-1, repeats 0) as InputErrors, so that run and report refuse before a serving run.
+void check_speculative_sweep(const ResolvedPlan& rp, uint64_t repeats);
+
 // Needs plan.speculative with draft_layers (the synthetic draft); plan.output tokens per run.
 SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, const RunOptions& options,
                                       uint64_t repeats);

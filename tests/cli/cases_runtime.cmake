@@ -43,6 +43,14 @@ infer_plan_cli_case(bad_spec_draft_layers_times EXIT 2 ARGS spec --draft-layers 
 infer_plan_cli_case(run_spec_tiny EXIT 0 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --threads 1
   --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --spec-repeats 1 --quiet
   MATCH "draft first 1 of 2 layers \\(temperature 1\\)" "m = 3 +[0-9.]+ ms/token" "best block [1-3]")
+# A speculative field the sweep refuses is refused before the serving run (here 8 GB of weights:
+# the timeout fails the case if run starts writing them).
+infer_plan_cli_case(run_refuses_spec_first EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_bad_group.json --quiet
+  MATCH "speculative.group: 4; the runtime's draft proposes one token per pass")
+set_tests_properties(cli_run_refuses_spec_first PROPERTIES TIMEOUT 15)
+infer_plan_cli_case(report_refuses_spec_first EXIT 2 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_bad_group.json --quiet
+  --probe MATCH "speculative.group: 4")
+set_tests_properties(cli_report_refuses_spec_first PROPERTIES TIMEOUT 15)
 # Offload (issue 6): a tiny plan runs with its FFN of layer 1 in the host pool; bad fields named.
 infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_bad_offload.json --quiet
   MATCH "offload.every: 0 is out of range; expected 1 \\(every layer\\) to 3")
