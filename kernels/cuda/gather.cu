@@ -25,7 +25,9 @@ __global__ void scatter_add_kernel(float* __restrict__ dst, uint64_t width, cons
                                    const uint32_t* __restrict__ idx, const float* __restrict__ scale) {
   const uint64_t j = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (j >= width) return;
-  dst[static_cast<uint64_t>(idx[blockIdx.y]) * width + j] += scale[blockIdx.y] * src[blockIdx.y * width + j];
+  // Two roundings, as the CPU decoder's x += w * down (nvcc would otherwise fuse them into one FMA).
+  float& d = dst[static_cast<uint64_t>(idx[blockIdx.y]) * width + j];
+  d = __fadd_rn(d, __fmul_rn(scale[blockIdx.y], src[blockIdx.y * width + j]));
 }
 
 void check_rows(const char* what, uint64_t width, uint32_t n) {
