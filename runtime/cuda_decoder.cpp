@@ -78,12 +78,13 @@ struct CudaDecoder::State {
   uint64_t cap_tokens = 0, cap_rows = 0, cap_pages = 0, cap_ctx = 0;
   DeviceBuffer x, xn, q, k, v, att, gate, up, out, router, xe, down;  // tokens x width floats
   DeviceBuffer head_in, logits;                                       // rows x width floats
+  DeviceBuffer picked;                                                // rows uint32: the argmax of each
   DeviceBuffer meta;          // uint32: ids, positions, contexts, page starts (cap_tokens each), head rows, page table
   DeviceBuffer moe_meta;      // uint32 token indices, then float weights (cap_tokens x experts_active each)
   DeviceBuffer attn_scratch;  // floats
   DeviceBuffer gemm_scratch;  // BF16, for passes of more than kMatvecTokensMax tokens
   uint64_t gemm_scratch_tokens = 0;
-  PinnedHost meta_host, logits_host, router_host, moe_host;
+  PinnedHost meta_host, logits_host, router_host, moe_host, picked_host;
   std::unique_ptr<cuk::Gemm> gemm;
   std::vector<WeightTensor> slot_views;
   std::map<std::pair<uint64_t, uint64_t>, cudaGraphExec_t> graphs;  // (tokens, max context)
@@ -97,10 +98,10 @@ struct CudaDecoder::State {
 
   ~State() {
     for (auto& [key, exec] : graphs) (void)cudaGraphExecDestroy(exec);
-    for (DeviceBuffer* b : {&x, &xn, &q, &k, &v, &att, &gate, &up, &out, &router, &xe, &down, &head_in, &logits, &meta,
-                            &moe_meta, &attn_scratch, &gemm_scratch})
+    for (DeviceBuffer* b : {&x, &xn, &q, &k, &v, &att, &gate, &up, &out, &router, &xe, &down, &head_in, &logits, &picked,
+                            &meta, &moe_meta, &attn_scratch, &gemm_scratch})
       backend.free(*b);
-    for (PinnedHost* h : {&meta_host, &logits_host, &router_host, &moe_host}) {
+    for (PinnedHost* h : {&meta_host, &logits_host, &router_host, &moe_host, &picked_host}) {
       if (h->data) (void)cudaFreeHost(h->data);  // a destructor does not throw
       h->data = nullptr;
     }
@@ -157,6 +158,8 @@ struct CudaDecoder::State {
       realloc(head_in, cap_rows * H * sizeof(float));
       realloc(logits, cap_rows * V * sizeof(float));
       logits_host.resize(cap_rows * V * sizeof(float));
+      realloc(picked, cap_rows * sizeof(uint32_t));
+      picked_host.resize(cap_rows * sizeof(uint32_t));
       moved = true;
     }
     if (moved || pages > cap_pages) {
@@ -411,8 +414,7 @@ const ModelSpec& CudaDecoder::spec() const { return state_->spec; }
 uint64_t CudaDecoder::graphs_captured() const { return state_->graphs.size(); }
 uint64_t CudaDecoder::graph_replays() const { return state_->replays; }
 
-void CudaDecoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
-                          bool every_token) {
+uint64_t CudaDecoder::run(std::span<const SequenceChunk> chunks, bool every_token) {
   State& s = *state_;
   uint64_t tokens = 0, pages = 0, max_ctx = 0;
   bool one_each = true;
@@ -454,13 +456,30 @@ void CudaDecoder::forward(std::span<const SequenceChunk> chunks, std::vector<std
     s.launch_graph(tokens);
   else
     s.enqueue(tokens, rows);
+  return rows;
+}
 
+void CudaDecoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
+                          bool every_token) {
+  State& s = *state_;
+  const uint64_t rows = run(chunks, every_token);
   const uint64_t V = s.weights.output().rows;
   CUDA_CHECK(cudaMemcpyAsync(s.logits_host.data, s.logits.data, rows * V * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
   CUDA_CHECK(cudaStreamSynchronize(s.stream));
   const auto* lh = static_cast<const float*>(s.logits_host.data);
   logits.resize(rows);
   for (uint64_t r = 0; r < rows; ++r) logits[r].assign(lh + r * V, lh + (r + 1) * V);
+}
+
+void CudaDecoder::forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens) {
+  State& s = *state_;
+  const uint64_t rows = run(chunks, false);
+  cuk::argmax_rows(s.f(s.logits), static_cast<uint32_t>(rows), s.weights.output().rows,
+                   static_cast<uint32_t*>(s.picked.data), s.stream);
+  CUDA_CHECK(cudaMemcpyAsync(s.picked_host.data, s.picked.data, rows * sizeof(uint32_t), cudaMemcpyDeviceToHost, s.stream));
+  CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  const auto* p = static_cast<const uint32_t*>(s.picked_host.data);
+  tokens.assign(p, p + rows);
 }
 
 }  // namespace infer_plan::runtime

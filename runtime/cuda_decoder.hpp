@@ -38,12 +38,17 @@ class CudaDecoder final : public ForwardPass {
 
   void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
                bool every_token = false) override;
+  // The argmax on the device (kernels/cuda/elementwise's argmax_rows): 4 bytes per row come back.
+  void forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens) override;
   uint64_t layers() const override;
   const ModelSpec& spec() const override;
   uint64_t graphs_captured() const;  // distinct decode shapes captured so far
   uint64_t graph_replays() const;    // forward passes that replayed a captured graph
 
  private:
+  // Enqueues the pass up to the head's logits on the device; returns the number of rows.
+  uint64_t run(std::span<const SequenceChunk> chunks, bool every_token);
+
   struct State;
   std::unique_ptr<State> state_;
 };

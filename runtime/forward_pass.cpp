@@ -1,6 +1,8 @@
 // The one place that picks the decoder and the offload copier by backend.
 #include "runtime/forward_pass.hpp"
 
+#include "kernels/cpu/sampling.hpp"
+
 #include "runtime/decoder.hpp"
 #include "runtime/offload_prefetcher.hpp"
 #if INFER_PLAN_HAVE_CUDA
@@ -10,6 +12,12 @@
 #endif
 
 namespace infer_plan::runtime {
+
+void ForwardPass::forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens) {
+  forward(chunks, argmax_logits_);
+  tokens.resize(argmax_logits_.size());
+  for (size_t r = 0; r < tokens.size(); ++r) tokens[r] = kernels::argmax(argmax_logits_[r]);
+}
 
 std::unique_ptr<ForwardPass> make_forward_pass(Backend& backend, const ModelWeights& weights, PagedKvCache& cache,
                                                ThreadPool& pool, uint64_t layers, OffloadPrefetcher* prefetcher) {

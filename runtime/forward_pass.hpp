@@ -32,8 +32,15 @@ class ForwardPass {
   // all). The chunks' sequences must have reserved cache pages for past + tokens.
   virtual void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
                        bool every_token = false) = 0;
+  // The greedy pick of each row forward() would return (the server decodes greedily). Here: from
+  // forward()'s logits on the host; the CUDA decoder picks on the device and copies back one token
+  // per row instead of a vocabulary of floats.
+  virtual void forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens);
   virtual uint64_t layers() const = 0;  // blocks run before the head (a draft runs the first few)
   virtual const ModelSpec& spec() const = 0;
+
+ private:
+  std::vector<std::vector<float>> argmax_logits_;  // forward_argmax's, reused across passes
 };
 
 // The decoder for `backend` ("cpu": runtime/decoder on `pool`; "cuda": runtime/cuda_decoder).

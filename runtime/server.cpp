@@ -133,7 +133,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   std::deque<Live> waiting;
   std::vector<Live> running;
   size_t next = 0, ended = 0;
-  std::vector<std::vector<float>> logits;
+  std::vector<uint32_t> picked;  // the greedy token of each row of a pass
   std::vector<SequenceChunk> chunks;
   const uint64_t t0 = backend.now_ns();
   double last_progress_s = 0;
@@ -195,12 +195,12 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
         const SequenceChunk c{s.id, std::span<const uint32_t>(s.tokens.data() + past, n), past};
         const double step0 = clock_s(t0);
-        decoder->forward(std::span(&c, 1), logits);
+        decoder->forward_argmax(std::span(&c, 1), picked);
         backend.synchronize();
         result.steps.push_back({true, 1, n, past + n, step0, clock_s(t0)});
         record_offload(result.steps.back());
       }
-      s.tokens.push_back(kernels::argmax(logits[0]));
+      s.tokens.push_back(picked[0]);
       s.emitted = 1;
       rec.first_token_s = clock_s(t0);
       if (s.emitted == rec.output_tokens) finish(s, rec.first_token_s);
@@ -215,7 +215,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         context += s.tokens.size();
       }
       const double step0 = clock_s(t0);
-      decoder->forward(chunks, logits);
+      decoder->forward_argmax(chunks, picked);
       backend.synchronize();
       const double step1 = clock_s(t0);
       result.steps.push_back({false, running.size(), running.size(), context, step0, step1});
@@ -224,7 +224,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       still.reserve(running.size());
       for (size_t i = 0; i < running.size(); ++i) {
         Live& s = running[i];
-        s.tokens.push_back(kernels::argmax(logits[i]));
+        s.tokens.push_back(picked[i]);
         if (++s.emitted == result.requests[s.id].output_tokens) finish(s, step1);
         else still.push_back(std::move(s));
       }

@@ -160,6 +160,26 @@ TEST_CASE("CUDA decoder: graphs replay exactly what the stream runs, and offload
   CHECK(prefetcher->last_pass().bytes > 0);
 }
 
+TEST_CASE("CUDA decoder: the argmax on the device picks what the host picks from the logits") {
+  CudaBackend gpu;
+  ThreadPool pool(2);
+  const ResolvedPlan rp = tiny("qwen3-0.6b", "Q4_0:pure");
+  const ModelWeights w(gpu, rp.spec, rp.weights.layout, 5, pool);
+  PagedKvCache cache(gpu, rp.spec, {}, 16);
+  CudaDecoder d(gpu, w, cache);
+  (void)run_passes(d, cache, 12);
+  // The same step twice (its K/V rows are rewritten with the same values): logits, then the argmax.
+  const std::vector<uint32_t> ta{31}, tb{32};
+  const std::vector<SequenceChunk> both{{1, ta, 16}, {2, tb, 9}};
+  std::vector<std::vector<float>> logits;
+  std::vector<uint32_t> picked;
+  d.forward(both, logits);
+  d.forward_argmax(both, picked);
+  REQUIRE(picked.size() == 2);
+  CHECK(picked[0] == kernels::argmax(logits[0]));
+  CHECK(picked[1] == kernels::argmax(logits[1]));
+}
+
 TEST_CASE("CUDA decoder: MoE routing and a Llama (normal RoPE) agree with the CPU decoder") {
   CpuBackend cpu;
   CudaBackend gpu;
