@@ -164,7 +164,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (j.contains("measured")) {
     const std::string mw = where + ": measured";
     const Json& m = require_object(j, "measured", where);
-    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "device_to_host", "matvec", "matmul", "launch_overhead_us", "source"}, mw);
+    refuse_unknown_keys(m, {"memory_bandwidth", "compute", "host_to_device", "device_to_host", "matvec", "matmul", "launch_overhead_us", "launch_unit", "source"}, mw);
     MeasuredFigures f;
     if (m.contains("memory_bandwidth")) f.memory_bandwidth_bytes_per_s = rate_field(m, "memory_bandwidth", mw);
     if (m.contains("host_to_device")) f.host_to_device_bytes_per_s = rate_field(m, "host_to_device", mw);
@@ -193,6 +193,10 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
         throw InputError(fmt::format("{}: launch_overhead_us is {}; expected microseconds in [0, 1e6]", mw, *us));
       f.launch_overhead_s = *us * 1e-6;
     }
+    f.launch_unit = optional_string(m, "launch_unit", mw).value_or("projection");
+    if (f.launch_unit != "projection" && f.launch_unit != "kernel")
+      throw InputError(fmt::format("{}: launch_unit is \"{}\"; expected \"projection\" (the CPU runtime) or \"kernel\" "
+                                   "(the CUDA runtime)", mw, f.launch_unit));
     f.source = optional_string(m, "source", mw).value_or("probe");
     p.measured = f;
   }

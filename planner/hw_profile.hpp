@@ -38,6 +38,10 @@ struct MeasuredFigures {
   // from a least-squares fit of time = overhead + bytes / rate over projections of several
   // sizes. A decode step pays it once per kernel, which small models feel.
   std::optional<double> launch_overhead_s;
+  // What one launch is in the runtime the probe measured for: "projection" (the CPU runtime: one
+  // parallel product; the small steps run inline) or "kernel" (the CUDA decoder: every kernel of
+  // its pass, norms, RoPE and adds included, each a node of the step's graph).
+  std::string launch_unit = "projection";
   std::string source;                                   // "probe on <device>, <date>"
 };
 

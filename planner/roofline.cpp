@@ -16,8 +16,20 @@ namespace {
 
 constexpr double kActivationBytes = 2.0;  // bf16 activations in the all-reduce
 constexpr int kAllReducesPerLayer = 2;    // after attention and after the FFN (Megatron-style)
+// Launches per layer when a launch is a projection (the CPU runtime; its norms, RoPE and adds run
+// inline on the calling thread).
 constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
 constexpr double kLaunchesPerDenseLayer = kLaunchesPerAttention + 3;  // + gate, up, down
+// When a launch is a kernel (runtime/cuda_decoder, each a node of the decode step's graph): the
+// attention half is RMSNorm, q, k, v, RoPE on q and on k, the KV writer, attention's split and
+// combine passes, the output projection and the residual add (11), plus 2 for Qwen3's q/k norms
+// and 3 for Qwen2's biases; the dense FFN is RMSNorm, gate, up, SwiGLU, down and the add (6); an
+// MoE FFN is RMSNorm and the router, then per active expert gather, gate, up, SwiGLU, down and
+// scatter-add; the pass adds the embedding, the head rows' gather, the final RMSNorm, the head
+// and the argmax (5).
+constexpr double kKernelsPerAttention = 11, kKernelsQkNorm = 2, kKernelsQkvBias = 3;
+constexpr double kKernelsPerDenseFfn = 6, kKernelsMoeFfnFixed = 2, kKernelsPerExpert = 6;
+constexpr double kKernelsPerPass = 5;
 
 }  // namespace
 
@@ -111,8 +123,16 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   // Kernels per forward pass, as the runtime launches them: per layer q, k, v, attention, output,
   // then gate, up, down (dense) or the router and gate, up, down per active expert; the head.
   const double dense_layers = static_cast<double>(spec.layers - moe_layers_);
-  launches_per_step_ = dense_layers * kLaunchesPerDenseLayer +
-                       static_cast<double>(moe_layers_) * (kLaunchesPerAttention + 1 + 3 * static_cast<double>(spec.experts_active)) + 1;
+  const double active = static_cast<double>(spec.experts_active);
+  if (m && m->launch_unit == "kernel") {
+    const double attention = kKernelsPerAttention + (spec.qk_norm ? kKernelsQkNorm : 0) + (spec.qkv_bias ? kKernelsQkvBias : 0);
+    launches_per_step_ = dense_layers * (attention + kKernelsPerDenseFfn) +
+                         static_cast<double>(moe_layers_) * (attention + kKernelsMoeFfnFixed + kKernelsPerExpert * active) +
+                         kKernelsPerPass;
+  } else {
+    launches_per_step_ = dense_layers * kLaunchesPerDenseLayer +
+                         static_cast<double>(moe_layers_) * (kLaunchesPerAttention + 1 + 3 * active) + 1;
+  }
   if (m && m->launch_overhead_s) launch_overhead_s_ = *m->launch_overhead_s;
   kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
 }

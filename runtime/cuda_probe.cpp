@@ -315,6 +315,7 @@ Json cuda_probe_profile_json(const CudaProbeResult& r, const std::string& name) 
                        {"matvec", matvec},
                        {"matmul", {{"BF16", tflops(r.gemm_bf16_ops_per_s.median)}}},
                        {"launch_overhead_us", r.launch_overhead_graph_s * 1e6},
+                       {"launch_unit", "kernel"},  // a graph node: the CUDA decoder's every kernel
                        {"source", source}}},
          {"sources", {source,
                       fmt::format("memory.reserved: total - free from cudaMemGetInfo before the probe's buffers "

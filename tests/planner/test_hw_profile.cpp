@@ -83,6 +83,13 @@ TEST_CASE("measured block: host_to_device and device_to_host") {
   CHECK(p.measured->host_to_device_bytes_per_s.value() == doctest::Approx(55e9));
   CHECK(p.measured->device_to_host_bytes_per_s.value() == doctest::Approx(53.5e9));
   CHECK(p.measured->launch_overhead_s.value() == doctest::Approx(1.5e-6));
+  CHECK(p.measured->launch_unit == "projection");  // the CPU probe's, by default
+  j["measured"]["launch_unit"] = "kernel";
+  CHECK(hw_profile_from_json(j, "probed", "probed.json", no_links).measured->launch_unit == "kernel");
+  j["measured"]["launch_unit"] = "warp";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
+                       doctest::Contains("launch_unit is \"warp\""), InputError);
+  j["measured"].erase("launch_unit");
   j["measured"]["device_to_hots"] = "1 GB/s";  // a typo is refused, not read as absent
   CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
                        doctest::Contains("device_to_hots"), InputError);

@@ -133,3 +133,18 @@ TEST_CASE("rates: measured beats datasheet x efficiency, and says so") {
   CHECK(roofline_rates(hw).compute_ops_per_s == 790e12);
   CHECK(roofline_rates(hw).memory_source.find("measured") == 0);
 }
+
+TEST_CASE("launch overhead: a CPU projection per product, a CUDA kernel per graph node") {
+  const ModelSpec s = load_model("qwen3-8b");  // 36 dense layers, Qwen3: q/k norms, no biases
+  const WeightsLayout bf16 = uniform_weights_layout(s, "BF16");
+  HwProfile hw = device("4800 GB/s", "990 TFLOPS");
+  hw.measured = MeasuredFigures{};
+  hw.measured->launch_overhead_s = 2e-6;
+  // The CPU runtime: q, k, v, attention, output, gate, up, down per layer, and the head:
+  // 36 x 8 + 1 = 289 launches x 2 us = 0.578 ms.
+  CHECK(Roofline(s, bf16, {}, hw).decode_step(1, 100).overhead_s == doctest::Approx(289 * 2e-6));
+  // The CUDA decoder: (11 + 2 q/k norms) attention + 6 FFN kernels per layer, and 5 for the pass:
+  // 36 x 19 + 5 = 689 graph nodes x 2 us = 1.378 ms.
+  hw.measured->launch_unit = "kernel";
+  CHECK(Roofline(s, bf16, {}, hw).decode_step(1, 100).overhead_s == doctest::Approx(689 * 2e-6));
+}
