@@ -19,8 +19,9 @@ void ForwardPass::forward_argmax(std::span<const SequenceChunk> chunks, std::vec
   for (size_t r = 0; r < tokens.size(); ++r) tokens[r] = kernels::argmax(argmax_logits_[r]);
 }
 
-std::unique_ptr<ForwardPass> make_forward_pass(Backend& backend, const ModelWeights& weights, PagedKvCache& cache,
-                                               ThreadPool& pool, uint64_t layers, OffloadPrefetcher* prefetcher) {
+std::unique_ptr<ForwardPass> make_forward_pass([[maybe_unused]] Backend& backend, const ModelWeights& weights,
+                                               PagedKvCache& cache, ThreadPool& pool, uint64_t layers,
+                                               OffloadPrefetcher* prefetcher) {  // backend: read with CUDA only
 #if INFER_PLAN_HAVE_CUDA
   if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
     return std::make_unique<CudaDecoder>(*cuda, weights, cache, layers, prefetcher);
