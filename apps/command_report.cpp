@@ -331,11 +331,13 @@ void run(const ReportArgs& a) {
                                    counted_holds ? "byte counts and laws hold" : "SOME BYTE COUNTS OR LAWS FAIL",
                                    timing_failures ? fmt::format("{} fail", timing_failures) : std::string("all hold"));
   const std::string header = fmt::format(
-      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {} ({} threads); profile {}: {}",
+      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {}; profile {}: {}",
       rp.spec.name, rp.weights.label, kv_types_label(plan.kv), plan.load ? plan.load->requests : plan.requests,
       plan.context, plan.output,
       plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
-      run.backend, run.threads, rp.hw.name, rp.roofline->rates().memory_source);
+      // The CPU's compute threads; on the GPU the host's threads only write the weights.
+      run.backend == "cpu" ? fmt::format("cpu ({} threads)", run.threads) : run.backend, rp.hw.name,
+      rp.roofline->rates().memory_source);
   if (a.out.json) {
     const bool exact_hold = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.speed_independent() || r.holds(); });
     Json j{{"plan", rp.spec.name}, {"holds", holds}, {"holds_speed_independent", exact_hold}, {"retried", retried},

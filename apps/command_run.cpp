@@ -31,7 +31,9 @@ void print_measured(const Json& m) {
                j.at("p50").get<double>() * scale, j.at("p90").get<double>() * scale, j.at("p99").get<double>() * scale,
                j.at("mean").get<double>() * scale, unit, j.at("count").get<uint64_t>());
   };
-  fmt::print("measured on {} ({} threads): {}\n", m.at("backend").get<std::string>(), m.at("threads").get<unsigned>(),
+  const std::string backend = m.at("backend").get<std::string>();
+  fmt::print("measured on {}: {}\n",
+             backend == "cpu" ? fmt::format("cpu ({} threads)", m.at("threads").get<unsigned>()) : backend,
              m.at("model").get<std::string>());
   fmt::print("  weights_bytes          {} B ({})\n", m.at("weights_bytes").get<uint64_t>(),
              format_bytes(m.at("weights_bytes").get<uint64_t>()));
