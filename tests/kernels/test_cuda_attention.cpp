@@ -39,20 +39,16 @@
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/device_query.hpp"
+#include "tests/kernels/cuda_test_support.hpp"
 
 using namespace infer_plan;
 namespace cuda = infer_plan::kernels::cuda;
 
+using infer_plan::cuda_test::failures;
+
 namespace {
 
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorString(e));
-}
-#define CHECK_CUDA(call) check((call), #call, __LINE__)
 
-int failures = 0;
 const double kU = std::ldexp(1.0, -24);
 
 std::string type_name(GgmlType type) { return std::string(ggml_type_info(type).name); }

@@ -15,30 +15,17 @@
 
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/gather.hpp"
+#include "tests/kernels/cuda_test_support.hpp"
 
 namespace cuda = infer_plan::kernels::cuda;
 
+using infer_plan::cuda_test::failures;
+using infer_plan::cuda_test::expect_throw;
+
 namespace {
 
-int failures = 0;
 
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorString(e));
-}
-#define CHECK_CUDA(call) check((call), #call, __LINE__)
 
-void expect_throw(const char* what, const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& e) {
-    std::printf("ok: %s -> %s\n", what, e.what());
-    return;
-  }
-  std::printf("FAILED: %s did not throw std::invalid_argument\n", what);
-  ++failures;
-}
 
 template <typename T>
 struct Device {

@@ -24,20 +24,16 @@
 #include "kernels/cpu/rope.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/rope.hpp"
+#include "tests/kernels/cuda_test_support.hpp"
 
 namespace cuda = infer_plan::kernels::cuda;
 namespace cpu = infer_plan::kernels;
 
+using infer_plan::cuda_test::failures;
+
 namespace {
 
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + what + ": " +
-                             cudaGetErrorString(e));
-}
-#define CHECK_CUDA(call) check((call), #call, __LINE__)
 
-int failures = 0;
 const double kU = std::ldexp(1.0, -24);
 
 void expect_throw(const char* what, const std::string& value, const std::function<void()>& call) {
