@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -98,33 +99,84 @@ INFER_PLAN_AVX2 inline float load_bf16(const uint8_t* p) {
   return f;
 }
 
-// Four accumulators of eight lanes hide the FMA latency; the tail (cols not a multiple of 8)
-// runs scalar. No software prefetch (see kPrefetchBytes).
-template <uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
-INFER_PLAN_AVX2 inline float dot_float_row(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+// The (row, token) loops of a register block unrolled, so the accumulator arrays live in registers
+// (GCC at -O2 otherwise keeps them on the stack: a store and a load around every FMA).
+#define INFER_PLAN_UNROLL _Pragma("GCC unroll 8")
+
+// Float rows against several activation rows at once: one weight row by T tokens (T <= 6). Each
+// (row, token) pair sums in two accumulators of eight lanes, the even and the odd 8-value
+// groups of each 16 in order (a last lone group into the even one), then horizontal_sum of
+// their sum, then the scalar tail (cols not a multiple of 8). That sum is the same whatever
+// tokens a pair is computed beside, so a verify pass over m tokens gives the bits m decode steps
+// would. Each weight vector is loaded once into a register and feeds T FMAs, the activations
+// come from L1: per 16 values 2 + 2T loads for 2T FMAs (one token at a time was 2 loads per
+// FMA), so with 6 tokens the FMA units, not the load ports, set the pace, and a row streams from
+// memory once per 6 tokens while its products run: the weight stream and the arithmetic of a
+// verify or prefill pass overlap. No software prefetch (see kPrefetchBytes).
+constexpr uint64_t kFloatTokens = 6;  // 12 accumulators and 2 weight vectors: 14 of 16 registers
+
+template <int T, uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
+INFER_PLAN_AVX2 inline void dot_float_tokens(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                             float* y, uint64_t y_stride) {
+  constexpr uint64_t kGroup = 8 * kValueBytes;  // bytes of one 8-value group
+  __m256 acc[T][2];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   uint64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    const uint8_t* wi = w + i * kValueBytes;
-    const uint8_t* xi = x + i * kValueBytes;
-    acc0 = _mm256_fmadd_ps(load8(wi), load8(xi), acc0);
-    acc1 = _mm256_fmadd_ps(load8(wi + 8 * kValueBytes), load8(xi + 8 * kValueBytes), acc1);
-    acc2 = _mm256_fmadd_ps(load8(wi + 16 * kValueBytes), load8(xi + 16 * kValueBytes), acc2);
-    acc3 = _mm256_fmadd_ps(load8(wi + 24 * kValueBytes), load8(xi + 24 * kValueBytes), acc3);
+  for (; i + 16 <= cols; i += 16) {
+    INFER_PLAN_UNROLL for (int g = 0; g < 2; ++g) {
+      __m256 wv = load8(w + i * kValueBytes + g * kGroup);
+      asm("" : "+x"(wv));  // one load per weight vector, not one folded into each of T FMAs
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t)
+        acc[t][g] = _mm256_fmadd_ps(wv, load8(x + t * x_stride + i * kValueBytes + g * kGroup), acc[t][g]);
+    }
   }
-  for (; i + 8 <= cols; i += 8)
-    acc0 = _mm256_fmadd_ps(load8(w + i * kValueBytes), load8(x + i * kValueBytes), acc0);
-  float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < cols; ++i) sum += load1(w + i * kValueBytes) * load1(x + i * kValueBytes);
-  return sum;
+  if (i + 8 <= cols) {
+    const __m256 wv = load8(w + i * kValueBytes);
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t)
+      acc[t][0] = _mm256_fmadd_ps(wv, load8(x + t * x_stride + i * kValueBytes), acc[t][0]);
+    i += 8;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = horizontal_sum(_mm256_add_ps(acc[t][0], acc[t][1]));
+    for (uint64_t j = i; j < cols; ++j) sum += load1(w + j * kValueBytes) * load1(x + t * x_stride + j * kValueBytes);
+    y[t * y_stride] = sum;
+  }
+}
+
+// Rows [0, rows) by tokens [0, tokens): groups of up to kFloatTokens tokens, each group over
+// every row in turn (the tile of rows stays in L1 for the next group).
+template <uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
+INFER_PLAN_AVX2 void dot_float_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                    uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y,
+                                    uint64_t y_stride) {
+  using Group = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
+  static constexpr Group kGroups[kFloatTokens] = {
+      dot_float_tokens<1, kValueBytes, load8, load1>, dot_float_tokens<2, kValueBytes, load8, load1>,
+      dot_float_tokens<3, kValueBytes, load8, load1>, dot_float_tokens<4, kValueBytes, load8, load1>,
+      dot_float_tokens<5, kValueBytes, load8, load1>, dot_float_tokens<6, kValueBytes, load8, load1>};
+  for (uint64_t t = 0; t < tokens; t += kFloatTokens) {
+    const Group group = kGroups[std::min(kFloatTokens, tokens - t) - 1];
+    for (uint64_t r = 0; r < rows; ++r) group(w + r * w_stride, x + t * x_stride, x_stride, cols, y + t * y_stride + r, y_stride);
+  }
 }
 
 INFER_PLAN_AVX2 float dot_f32(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  return dot_float_row<4, load8_f32, load_f32>(w, x, cols);
+  float y;
+  dot_float_tokens<1, 4, load8_f32, load_f32>(w, x, 0, cols, &y, 0);
+  return y;
 }
 INFER_PLAN_AVX2 float dot_f16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  return dot_float_row<2, load8_f16, load_fp16>(w, x, cols);
+  float y;
+  dot_float_tokens<1, 2, load8_f16, load_fp16>(w, x, 0, cols, &y, 0);
+  return y;
+}
+INFER_PLAN_AVX2 void dot_f32_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                  uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  dot_float_rows<4, load8_f32, load_f32>(w, w_stride, rows, x, x_stride, tokens, cols, y, y_stride);
+}
+INFER_PLAN_AVX2 void dot_f16_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                  uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  dot_float_rows<2, load8_f16, load_fp16>(w, w_stride, rows, x, x_stride, tokens, cols, y, y_stride);
 }
 // BF16 x BF16 without widening: 16 values in 32 bytes are eight 32-bit words, each an even-index
 // value (low half) and an odd-index one (high half). Shifting left 16 makes the even values
@@ -292,9 +344,7 @@ INFER_PLAN_AVX2 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols
   return horizontal_sum(acc);
 }
 
-}  // namespace
-
-DotFn avx2_dot(GgmlType weight_type) {
+bool cpu_able() {
   // __builtin_cpu_supports also checks that the OS saves the 256-bit registers; clang (14) has no
   // "f16c" name for it, so that bit comes from CPUID leaf 1 directly.
   static const bool able = [] {
@@ -302,7 +352,13 @@ DotFn avx2_dot(GgmlType weight_type) {
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   }();
-  if (!able) return nullptr;
+  return able;
+}
+
+}  // namespace
+
+DotFn avx2_dot(GgmlType weight_type) {
+  if (!cpu_able()) return nullptr;
   switch (weight_type) {
     case GgmlType::F32: return dot_f32;
     case GgmlType::F16: return dot_f16;
@@ -314,9 +370,19 @@ DotFn avx2_dot(GgmlType weight_type) {
   }
 }
 
+RowsDotFn avx2_rows_dot(GgmlType weight_type) {
+  if (!cpu_able()) return nullptr;
+  switch (weight_type) {
+    case GgmlType::F32: return dot_f32_rows;
+    case GgmlType::F16: return dot_f16_rows;
+    default: return nullptr;
+  }
+}
+
 #else
 
 DotFn avx2_dot(GgmlType) { return nullptr; }
+RowsDotFn avx2_rows_dot(GgmlType) { return nullptr; }
 
 #endif
 

@@ -17,4 +17,14 @@ using DotFn = float (*)(const uint8_t* weights, const uint8_t* x, uint64_t cols)
 // this CPU lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none.
 DotFn avx2_dot(GgmlType weight_type);
 
+// Many rows by many activation rows at once: y[t * y_stride + r] = dot(weight row r, x row t) for
+// r < rows, t < tokens, rows `w_stride` and `x_stride` bytes apart. Each weight load feeds up to
+// six tokens' products; every value is bit-identical to avx2_dot's for the same pair.
+using RowsDotFn = void (*)(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                           uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
+
+// The blocked product for `weight_type` (F32 and F16), or nullptr where avx2_dot is, or for the
+// other types (their dots are limited by block decoding, not by loads).
+RowsDotFn avx2_rows_dot(GgmlType weight_type);
+
 }  // namespace infer_plan::kernels

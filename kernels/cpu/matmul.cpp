@@ -148,6 +148,10 @@ DotFn chosen_dot(GgmlType weight_type) {
   return scalar_dot(weight_type);
 }
 
+RowsDotFn chosen_rows_dot(GgmlType weight_type) {
+  return g_force_scalar.load(std::memory_order_relaxed) ? nullptr : avx2_rows_dot(weight_type);
+}
+
 void check_matmul_type(GgmlType weight_type) {
   if (!has_matmul(weight_type))
     throw InputError(fmt::format("weights: no matmul for {}; known: {}", ggml_type_info(weight_type).name,
@@ -189,14 +193,19 @@ void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, co
                  uint64_t row_begin, uint64_t row_end, float* y) {
   assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
   assert(row_begin <= row_end && row_end <= rows);
-  const DotFn dot = chosen_dot(weight_type);
   const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
   // Tiles of weight rows that stay in L1 while every activation row passes over them: each
   // weight byte comes from memory once, and each activation row is read from L2 once per tile
   // rather than once per weight row (a 256-token prompt chunk is ~280 KB of Q8_0 activations).
   const uint64_t tile = std::max<uint64_t>(1, kTileBytes / row_bytes);
+  const RowsDotFn rows_dot = chosen_rows_dot(weight_type);  // float weights: several tokens per load
+  const DotFn dot = chosen_dot(weight_type);
   for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
     const uint64_t t1 = std::min(row_end, t0 + tile);
+    if (rows_dot) {
+      rows_dot(weights + t0 * row_bytes, row_bytes, t1 - t0, x.row(0), x.row_bytes, x.batch, x.cols, y + t0, rows);
+      continue;
+    }
     for (uint64_t b = 0; b < x.batch; ++b)
       for (uint64_t r = t0; r < t1; ++r) y[b * rows + r] = dot(weights + r * row_bytes, x.row(b), x.cols);
   }

@@ -79,7 +79,7 @@ std::vector<double> term_magnitudes(GgmlType type, const std::vector<uint8_t>& w
 // sides read the same bytes, so only the order and precision of the sum differ: the reference
 // adds exact double products; the kernels add float products (exact for F16/BF16 and for the
 // integer block sums) with one float rounding per addition along a chain of at most `cols`
-// additions for the float types (the scalar loop; AVX2 chains are cols/32 long) and cols/block
+// additions for the float types (the scalar loop; AVX2 chains are cols/16 long) and cols/block
 // for the quantized ones (one multiply-add per block). Recursive summation is off by at most
 // (chain) * 2^-24 * sum|terms| (Higham, ch. 4); the + 8 covers the per-block products of scales
 // (d_w * d_x, then times the int sum, Q2_K's subtraction), the 8-lane horizontal sum, the
@@ -215,6 +215,48 @@ TEST_CASE("a row range writes only its rows, and split ranges equal one call") {
   }
   matmul_rows(GgmlType::Q4_0, w.data(), rows, x, 17, rows, split.data());
   CHECK(split == whole);  // the same dot per element, whichever call computes it
+}
+
+TEST_CASE("a product does not depend on the tokens computed beside it: a batch equals its tokens one by one") {
+  // A verify pass over m tokens must give the bits of the m decode steps it replaces (greedy
+  // speculative output equals plain greedy). The float types go through register blocks of up
+  // to six tokens, so 13 tokens are groups of 6, 6 and 1; 1000 columns end in a lone 8-value
+  // group and 77 in a scalar tail.
+  struct Shape {
+    GgmlType type;
+    uint64_t cols;
+  };
+  const Shape shapes[] = {{GgmlType::F32, 1000}, {GgmlType::F32, 77},   {GgmlType::F16, 1000},
+                          {GgmlType::F16, 77},   {GgmlType::BF16, 1000}, {GgmlType::Q8_0, 512},
+                          {GgmlType::Q4_0, 512}, {GgmlType::Q2_K, 512}};
+  constexpr uint64_t rows = 21, batch = 13;
+  uint32_t seed = 90;
+  for (const Shape& shape : shapes) {
+    CAPTURE(ggml_type_info(shape.type).name);
+    CAPTURE(shape.cols);
+    const std::vector<uint8_t> w = quantize_matrix(shape.type, random_values(rows * shape.cols, seed), rows, shape.cols);
+    const std::vector<float> xf = random_values(batch * shape.cols, seed + 1);
+    seed += 2;
+    for (bool scalar : {false, true}) {
+      matmul_force_scalar(scalar);
+      CAPTURE(matmul_implementation());
+      Activations x;
+      convert_activations(shape.type, xf.data(), batch, shape.cols, x);
+      std::vector<float> together(batch * rows);
+      matmul_rows(shape.type, w.data(), rows, x, 0, 5, together.data());  // and in two row ranges
+      matmul_rows(shape.type, w.data(), rows, x, 5, rows, together.data());
+      for (uint64_t b = 0; b < batch; ++b) {
+        Activations one;
+        convert_activations(shape.type, xf.data() + b * shape.cols, 1, shape.cols, one);
+        std::vector<float> alone(rows);
+        matmul_rows(shape.type, w.data(), rows, one, 0, rows, alone.data());
+        CAPTURE(b);
+        CHECK(std::vector<float>(together.begin() + static_cast<std::ptrdiff_t>(b * rows),
+                                 together.begin() + static_cast<std::ptrdiff_t>((b + 1) * rows)) == alone);
+      }
+    }
+  }
+  matmul_force_scalar(false);
 }
 
 TEST_CASE("activations are converted to ggml's vec_dot types") {
