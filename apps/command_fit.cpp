@@ -48,6 +48,14 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   row("- reserved (system)", gib(r.system_reserved_bytes));
   row("= usable", gib(r.usable_bytes));
   row("- weights", gib(r.weights_bytes), r.weights_label);
+  if (r.offload) {
+    row("+ offloaded to host", gib(r.offload->freed_bytes),
+        fmt::format("{} x {}: {} of one layer in every {} (host memory; see `offload` for the time)",
+                    r.offload->layers_offloaded, format_bytes(r.offload->group_bytes),
+                    offload_part_name(r.offload->part), r.offload->every));
+    row("- prefetch slots", gib(r.offload->buffer_bytes),
+        fmt::format("{} x {} on the device", r.offload->buffers, format_bytes(r.offload->group_bytes)));
+  }
   row("= free after weights", gib(r.free_after_weights_bytes));
   if (r.reserves.empty()) row("- runtime reserves", gib(uint64_t{0}), "none (add with --reserve NAME=SIZE)");
   for (const auto& n : r.reserves) row(fmt::format("- reserve {}", n.name), gib(n.bytes));
@@ -74,7 +82,8 @@ void run(const FitArgs& a) {
   const ModelSpec spec = plan_model_spec(plan);
   const HwProfile hw = load_hw_profile(plan.hw);
   const PlanWeights w = plan_weights(spec, plan.weights, plan.weights_bytes);
-  const FitResult r = fit_memory(spec, hw, plan, w.bytes, w.label);
+  const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, spec, w);
+  const FitResult r = fit_memory(spec, hw, plan, w.bytes, w.label, true, offloaded ? &*offloaded : nullptr);
   if (a.out.json) {
     Json j = fit_json(r, spec, hw, plan);
     if (a.out.explain) j["derivation"] = r.derivation;
@@ -98,7 +107,9 @@ void add_fit_command(CLI::App& app) {
   args->out.add_to(*cmd);
   cmd->footer(
       "Example (the seed's M2 Max case):\n"
-      "  infer-plan fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1");
+      "  infer-plan fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1\n"
+      "A plan with an 'offload' section counts the groups it moves to host memory and its prefetch slots:\n"
+      "  infer-plan fit --plan scenarios/plans/h200-offload.json");
   cmd->callback([args] { run(*args); });
 }
 

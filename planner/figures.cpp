@@ -7,7 +7,7 @@ namespace infer_plan {
 Json fit_figures(const FitResult& r) {
   Json reserves = Json::array();
   for (const auto& n : r.reserves) reserves.push_back({{"name", n.name}, {"bytes", n.bytes}});
-  return Json{{"weights", r.weights_label},
+  Json j{{"weights", r.weights_label},
               {"context", r.context},
               {"requests", r.requests},
               {"tp", r.tp},
@@ -26,6 +26,14 @@ Json fit_figures(const FitResult& r) {
               {"max_requests", r.max_requests},
               {"max_context", r.max_context},
               {"warnings", r.warnings}};
+  j["device_weights_bytes"] = r.device_weights_bytes;
+  if (r.offload) {
+    j["offload"] = {{"part", offload_part_name(r.offload->part)}, {"every", r.offload->every},
+                    {"layers_offloaded", r.offload->layers_offloaded}, {"group_bytes", r.offload->group_bytes},
+                    {"freed_bytes", r.offload->freed_bytes}, {"buffers", r.offload->buffers},
+                    {"buffer_bytes", r.offload->buffer_bytes}};
+  }
+  return j;
 }
 
 Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {

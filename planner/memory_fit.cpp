@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "planner/ggml_type.hpp"
 #include "planner/kv_cache.hpp"
 #include "planner/units.hpp"
@@ -44,7 +46,8 @@ std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes typ
 }
 
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
-                     uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation) {
+                     uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
+                     const OffloadMemory* offload) {
   validate_plan(plan, "plan", false);
   check_tensor_parallel(s, plan.tp, "--tp");
   FitResult r;
@@ -56,6 +59,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   r.usable_bytes = hw.usable_bytes();
   r.weights_label = weights_label;
   r.weights_bytes = (weights_bytes_total + plan.tp - 1) / plan.tp;
+  r.device_weights_bytes = r.weights_bytes;
+  if (offload) {
+    OffloadMemory& o = r.offload.emplace(*offload);
+    o.freed_bytes = (o.freed_bytes + plan.tp - 1) / plan.tp;
+    o.group_bytes = (o.group_bytes + plan.tp - 1) / plan.tp;
+    o.buffer_bytes = o.buffers * o.group_bytes;
+    r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
+  }
   r.kv_bytes_per_token = kv_bytes_per_token(s, plan.kv, plan.tp);
   r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(plan.context);
   r.kv_bytes = r.kv_bytes_per_request * plan.requests;
@@ -64,7 +75,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   for (const auto& n : r.reserves) r.reserved_bytes += n.bytes;
 
   const int64_t usable = static_cast<int64_t>(r.usable_bytes);
-  r.free_after_weights_bytes = usable - static_cast<int64_t>(r.weights_bytes);
+  r.free_after_weights_bytes = usable - static_cast<int64_t>(r.device_weights_bytes);
   const int64_t for_kv = r.free_after_weights_bytes - static_cast<int64_t>(r.reserved_bytes);
   r.headroom_bytes = for_kv - static_cast<int64_t>(r.kv_bytes);
   r.fits = r.headroom_bytes >= 0;
@@ -95,14 +106,19 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   else
     d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
                             plan.tp, r.weights_bytes, gib(r.weights_bytes)));
+  if (r.offload)
+    d.push_back(fmt::format("device   = weights - offloaded to host + prefetch slots = {} - {} ({} x {}) + {} ({} x {}) = {}",
+                            gib(r.weights_bytes), gib(r.offload->freed_bytes), r.offload->layers_offloaded,
+                            format_bytes(r.offload->group_bytes), gib(r.offload->buffer_bytes), r.offload->buffers,
+                            format_bytes(r.offload->group_bytes), gib(r.device_weights_bytes)));
   for (auto& line : kv_per_token_derivation(s, plan.kv, plan.tp)) d.push_back(line);
   if (kv_cache_tokens(plan.context) != plan.context)
     d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", plan.context,
                             kKvPageTokens, kv_cache_tokens(plan.context)));
   d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}",
                           r.kv_bytes_per_token, kv_cache_tokens(plan.context), plan.requests, plan.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
-  d.push_back(fmt::format("free     = usable - weights = {} - {} = {}", gib(r.usable_bytes),
-                          gib(r.weights_bytes), gib(r.free_after_weights_bytes)));
+  d.push_back(fmt::format("free     = usable - {} = {} - {} = {}", r.offload ? "device weights" : "weights",
+                          gib(r.usable_bytes), gib(r.device_weights_bytes), gib(r.free_after_weights_bytes)));
   std::string reserve_terms;
   for (const auto& n : r.reserves) reserve_terms += fmt::format(" - {} ({})", gib(n.bytes), n.name);
   d.push_back(fmt::format("headroom = free{} - KV = {}{} - {} = {} -> {}", r.reserves.empty() ? "" : " - reserves",

@@ -58,29 +58,45 @@ uint64_t offload_group_bytes(const WeightsLayout& layout, OffloadPart part, uint
   return bytes;
 }
 
+std::string OffloadMemory::label() const {
+  return fmt::format("{} of {} of {} layers, {} slot{} of {}", offload_part_name(part), layers_offloaded, layers,
+                     buffers, buffers == 1 ? "" : "s", mib(group_bytes));
+}
+
+OffloadMemory offload_memory(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,
+                             OffloadPart part, uint64_t every, uint64_t buffers) {
+  if (every == 0 || every > spec.layers)
+    throw InputError(fmt::format("--every: {} is out of range; expected 1 (every layer) to {} (one layer of {})",
+                                 every, spec.layers, spec.name));
+  if (buffers == 0 || buffers > spec.layers)
+    throw InputError(fmt::format("--buffers: {} is out of range; expected 1 to {} (2 overlap copy and compute)",
+                                 buffers, spec.layers));
+  OffloadMemory m{part, every, buffers, spec.layers};
+  for (uint64_t l = 0; l < spec.layers; ++l) {
+    if (!offload_layer_selected(l, every)) continue;
+    const auto group = static_cast<uint64_t>(std::llround(
+        static_cast<double>(offload_group_bytes(layout, part, l)) * weights_scale));
+    ++m.layers_offloaded;
+    m.freed_bytes += group;
+    m.group_bytes = std::max(m.group_bytes, group);
+  }
+  m.buffer_bytes = buffers * m.group_bytes;
+  return m;
+}
+
 OffloadResult plan_offload(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,
                            KvTypes kv, const OffloadInput& in, const Roofline* roofline, uint64_t max_batch) {
-  if (in.every == 0 || in.every > spec.layers)
-    throw InputError(fmt::format("--every: {} is out of range; expected 1 (every layer) to {} (one layer of {})",
-                                 in.every, spec.layers, spec.name));
-  if (in.buffers == 0 || in.buffers > spec.layers)
-    throw InputError(fmt::format("--buffers: {} is out of range; expected 1 to {} (2 overlap copy and compute)",
-                                 in.buffers, spec.layers));
+  const OffloadMemory memory = offload_memory(spec, layout, weights_scale, in.part, in.every, in.buffers);
   if (!(in.link_bytes_per_s > 0)) throw InputError("--link: the link bandwidth must be positive");
   if (!(in.iteration_s > 0)) throw InputError("--decode-ms: the decode iteration must be positive");
   if (in.requests == 0) throw InputError("--requests: expected at least 1");
 
   OffloadResult r;
-  for (uint64_t l = 0; l < spec.layers; ++l) {
-    if (!offload_layer_selected(l, in.every)) continue;
-    const auto group = static_cast<uint64_t>(std::llround(
-        static_cast<double>(offload_group_bytes(layout, in.part, l)) * weights_scale));
-    ++r.layers_offloaded;
-    r.freed_bytes += group;
-    r.group_bytes = std::max(r.group_bytes, group);
-  }
-  r.buffer_bytes = in.buffers * r.group_bytes;
-  r.net_saving_bytes = static_cast<int64_t>(r.freed_bytes) - static_cast<int64_t>(r.buffer_bytes);
+  r.layers_offloaded = memory.layers_offloaded;
+  r.freed_bytes = memory.freed_bytes;
+  r.group_bytes = memory.group_bytes;
+  r.buffer_bytes = memory.buffer_bytes;
+  r.net_saving_bytes = memory.net_saving_bytes();
   const uint64_t kv_token = kv_bytes_per_token(spec, kv);
   r.kv_bytes_per_request = kv_token * in.prompt_tokens;
   r.kv_bytes_per_request_reserved = kv_token * (in.prompt_tokens + in.output_tokens);

@@ -71,6 +71,24 @@ bool offload_layer_selected(uint64_t layer, uint64_t every);
 // Bytes of `part` in layer `layer` of `layout`.
 uint64_t offload_group_bytes(const WeightsLayout& layout, OffloadPart part, uint64_t layer);
 
+// The memory side of an offload, which needs no link: what leaves the device for the host pool
+// and what its prefetch slots take back. `fit` counts these; plan_offload starts from them.
+struct OffloadMemory {
+  OffloadPart part = OffloadPart::ffn;
+  uint64_t every = 4;
+  uint64_t buffers = 2;
+  uint64_t layers = 0;              // of the model
+  uint64_t layers_offloaded = 0;
+  uint64_t group_bytes = 0;         // the part of one layer (the largest, if they differ)
+  uint64_t freed_bytes = 0;         // all offloaded groups, now in host memory
+  uint64_t buffer_bytes = 0;        // buffers x group_bytes, on the device
+  int64_t net_saving_bytes() const { return static_cast<int64_t>(freed_bytes) - static_cast<int64_t>(buffer_bytes); }
+  std::string label() const;        // "ffn of 9 of 36 layers, 2 slots of 288 MiB"
+};
+// InputError for `every` outside 1..layers or `buffers` outside 1..layers (named --every, --buffers).
+OffloadMemory offload_memory(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,
+                             OffloadPart part, uint64_t every, uint64_t buffers);
+
 // `weights_scale` rescales layout bytes to a given file size; `roofline` (optional) answers the
 // batch from which the transfer hides, searched up to `max_batch`.
 OffloadResult plan_offload(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,

@@ -193,6 +193,12 @@ Json serving_section(const ResolvedPlan& rp, const FitResult& fit) {
 
 }  // namespace
 
+std::optional<OffloadMemory> plan_offload_memory(const Plan& plan, const ModelSpec& spec, const PlanWeights& weights) {
+  if (!plan.offload) return std::nullopt;
+  return offload_memory(spec, weights.layout, weights.scale, parse_offload_part(plan.offload->part, "offload.part"),
+                        plan.offload->every, plan.offload->buffers);
+}
+
 OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used) {
   const Plan& plan = rp.plan;
   if (!plan.offload) throw InputError("plan: no 'offload' section");
@@ -220,7 +226,9 @@ Json predict(const Plan& plan) {
   Json figures;
   figures["model"] = rp.spec.name;
   figures["hw"] = rp.hw.name;
-  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label);
+  const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
+  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true,
+                                   offloaded ? &*offloaded : nullptr);
   figures["fit"] = fit_figures(fit);
   if (plan.load) {
     const LoadPlan& lp = *plan.load;

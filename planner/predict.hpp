@@ -37,6 +37,10 @@ ModelSpec plan_model_spec(const Plan& plan);
 // batch (requests) and context; `source` says which.
 double plan_iteration_s(const ResolvedPlan& rp, std::string* source);
 
+// What the plan's offload section moves off the device and its slots take (offload_memory), for
+// fit; nullopt without an offload section.
+std::optional<OffloadMemory> plan_offload_memory(const Plan& plan, const ModelSpec& spec, const PlanWeights& weights);
+
 // The offload planner's inputs from a plan with an offload section: the link (named, or the
 // profile's first host link), the batch and lengths, and plan_iteration_s.
 OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used = nullptr);

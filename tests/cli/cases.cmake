@@ -41,6 +41,15 @@ infer_plan_cli_case(fit_m2_json EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB -
         "\"max_requests\": 1" "\"free_after_weights_bytes\": 1714730435" "\"headroom_bytes\": 137672131")
 infer_plan_cli_case(fit_plan_file EXIT 0 ARGS fit --plan tests/data/plan_m2_seed.json
   MATCH "FITS with 0.13 GiB to spare")
+# An offload plan: 9 FFN groups of 288 MiB in host memory, 2 slots on the device; 2016 MiB more for
+# KV = 28 more requests of 72 MiB at 512 tokens (the offload command's "+28 at 512 tokens").
+infer_plan_cli_case(fit_offload_plan EXIT 0 ARGS fit --plan scenarios/plans/h200-offload.json
+  MATCH "offloaded to host +2.53 GiB +9 x 288 MiB: ffn of one layer in every 4" "prefetch slots +0.56 GiB +2 x 288 MiB"
+        "most requests at 512 tokens: 1807")
+infer_plan_cli_case(fit_offload_plan_without EXIT 0 ARGS fit --model qwen3-8b --ctx 512 --requests 1
+  MATCH "most requests at 512 tokens: 1779")
+infer_plan_cli_case(fit_offload_json EXIT 0 ARGS fit --plan scenarios/plans/h200-offload.json --json
+  MATCH "\"freed_bytes\": 2717908992" "\"buffer_bytes\": 603979776")
 infer_plan_cli_case(fit_explain EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K --explain
   MATCH "KV/token = 2 \\(K, V\\) x 94 layers x 4 KV heads" "usable += capacity - reserved = 96000000000 B - 8589934592 B")
 infer_plan_cli_case(fit_config_path EXIT 0 ARGS fit --model tests/data/tiny_config.json --hw rtx-4090 --ctx 1K --json

@@ -4,6 +4,8 @@
 #include "planner/catalog.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/offload.hpp"
+#include "planner/weights_size.hpp"
 #include "planner/units.hpp"
 
 using namespace infer_plan;
@@ -101,4 +103,50 @@ TEST_CASE("exactly full is a fit with zero headroom") {
   r = fit_memory(s, hw, plan, w + 1, "w");
   CHECK_FALSE(r.fits);
   CHECK(r.headroom_bytes == -1);
+}
+
+TEST_CASE("SPEC 4 through fit: offloaded groups leave the device, prefetch slots join it") {
+  // Qwen3-8B BF16 on an H200 at 8K: the FFN of one layer in every 4 is 9 x 288 MiB = 2592 MiB in
+  // host memory; one slot of 288 MiB nets 2304 MiB = exactly 2 more requests of 1152 MiB (8192 x
+  // 144 KiB); two slots net 2016 MiB.
+  const ModelSpec spec = load_model("qwen3-8b");
+  Plan plan;
+  plan.model = "qwen3-8b";
+  plan.hw = "h200";
+  plan.context = 8192;
+  plan.requests = 1;
+  const WeightsLayout layout = uniform_weights_layout(spec, "BF16");
+  const HwProfile hw = load_hw_profile(plan.hw);
+  const FitResult none = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16");
+  CHECK_FALSE(none.offload);
+  CHECK(none.device_weights_bytes == none.weights_bytes);
+
+  const OffloadMemory one_slot = offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 1);
+  CHECK(one_slot.label() == "ffn of 9 of 36 layers, 1 slot of 288 MiB");
+  const FitResult one = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", true, &one_slot);
+  REQUIRE(one.offload);
+  CHECK(one.weights_bytes == none.weights_bytes);  // the model's size does not change
+  CHECK(one.device_weights_bytes == none.weights_bytes - 2592 * MiB + 288 * MiB);
+  CHECK(one.free_after_weights_bytes - none.free_after_weights_bytes == 2304 * static_cast<int64_t>(MiB));
+  CHECK(one.kv_bytes_per_request == 1152 * MiB);
+  CHECK(one.max_requests == none.max_requests + 2);
+
+  const OffloadMemory two_slots = offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 2);
+  const FitResult two = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", true, &two_slots);
+  CHECK(two.free_after_weights_bytes - none.free_after_weights_bytes == 2016 * static_cast<int64_t>(MiB));
+  bool explained = false;
+  for (const std::string& line : two.derivation)
+    explained = explained || line.find("device   = weights - offloaded to host + prefetch slots") == 0;
+  CHECK(explained);
+
+  // Over 2 devices each holds half of every group (tensor parallel splits each matrix).
+  plan.tp = 2;
+  const FitResult split = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", false, &one_slot);
+  CHECK(split.offload->freed_bytes == 1296 * MiB);
+  CHECK(split.offload->buffer_bytes == 144 * MiB);
+
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 0, 1), doctest::Contains("--every: 0 is out of range"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 37), doctest::Contains("--buffers: 37 is out of range"),
+                       InputError);
 }
