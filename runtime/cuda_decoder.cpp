@@ -261,9 +261,11 @@ struct CudaDecoder::State {
       cuk::rmsnorm(f(k), L.attn_k_norm->floats(), static_cast<uint32_t>(tokens * spec.kv_heads),
                    static_cast<uint32_t>(D), eps, f(k), stream);
     const float theta = static_cast<float>(spec.rope_theta);
-    cuk::rope(f(q), T, static_cast<uint32_t>(spec.heads), static_cast<uint32_t>(D), positions(), theta, rope_layout, stream);
+    const float* freq_factors = weights.rope_freqs() ? weights.rope_freqs()->floats() : nullptr;  // on the device
+    cuk::rope(f(q), T, static_cast<uint32_t>(spec.heads), static_cast<uint32_t>(D), positions(), theta, rope_layout, stream,
+              freq_factors);
     cuk::rope(f(k), T, static_cast<uint32_t>(spec.kv_heads), static_cast<uint32_t>(D), positions(), theta, rope_layout,
-              stream);
+              stream, freq_factors);
     const cuk::PagedKvLayer kv = kv_layer(l);
     cuk::kv_store(kv, static_cast<uint32_t>(KW), f(k), f(v), T, positions(), page_starts(), page_table(), stream);
     cuk::attention(attention_shape(), kv, {contexts(), page_starts(), page_table()}, f(q), T,

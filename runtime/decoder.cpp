@@ -123,6 +123,7 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   add_bias(k_.data(), L.attn_k_bias, tokens, KW);
   add_bias(v_.data(), L.attn_v_bias, tokens, KW);
   const float eps = static_cast<float>(spec_.rms_norm_eps), theta = static_cast<float>(spec_.rope_theta);
+  const float* freq_factors = weights_.rope_freqs() ? weights_.rope_freqs()->floats() : nullptr;
   for (uint64_t t = 0; t < tokens; ++t) {
     float* q = &q_[t * QW];
     float* k = &k_[t * KW];
@@ -130,8 +131,8 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       for (uint64_t h = 0; h < spec_.heads; ++h) kernels::rmsnorm(q + h * D, L.attn_q_norm->floats(), D, eps, q + h * D);
     if (L.attn_k_norm)
       for (uint64_t h = 0; h < spec_.kv_heads; ++h) kernels::rmsnorm(k + h * D, L.attn_k_norm->floats(), D, eps, k + h * D);
-    kernels::rope(q, spec_.heads, D, positions_[t], theta, rope_layout_);
-    kernels::rope(k, spec_.kv_heads, D, positions_[t], theta, rope_layout_);
+    kernels::rope(q, spec_.heads, D, positions_[t], theta, rope_layout_, freq_factors);
+    kernels::rope(k, spec_.kv_heads, D, positions_[t], theta, rope_layout_, freq_factors);
     cache_.store(chunks[chunk_of_token_[t]].seq, l, positions_[t], k, &v_[t * KW]);
   }
   // Page tables per chunk, then each token attends to its sequence's positions [0, its own].

@@ -83,7 +83,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
                          t.role == TensorRole::attn_k_norm ||
-                         t.role == TensorRole::rope_freqs;  // allocated as the layout says; factors 1, not applied
+                         t.role == TensorRole::rope_freqs;  // synthetic factors 1 (a GGUF's own are read and applied)
     if (is_norm) {
       std::vector<float> ones(w.cols, 1.0f);
       std::memcpy(data, ones.data(), w.placement.bytes);
@@ -184,6 +184,7 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     if (t.layer < 0) {
       if (t.role == TensorRole::token_embd) token_embd_ = &w;
       else if (t.role == TensorRole::output_norm) output_norm_ = &w;
+      else if (t.role == TensorRole::rope_freqs) rope_freqs_ = &w;
       else if (t.role == TensorRole::output) output_ = &w;
       continue;
     }
@@ -214,6 +215,9 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     for (size_t i : group_members[g]) groups_[g].tensors.push_back(&tensors_[i]);
   if (!output_) output_ = token_embd_;  // tied embeddings
   if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec_.name));
+  if (rope_freqs_ && (rope_freqs_->type() != GgmlType::F32 || rope_freqs_->cols != spec_.head_dim / 2))
+    throw InputError(fmt::format("weights: {}'s rope_freqs.weight is {} x {}; expected F32 x {} (head_dim / 2)", spec_.name,
+                                 ggml_type_info(rope_freqs_->type()).name, rope_freqs_->cols, spec_.head_dim / 2));
 }
 
 ModelWeights::~ModelWeights() {

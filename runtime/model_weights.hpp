@@ -78,6 +78,8 @@ class ModelWeights {
   const WeightTensor& token_embd() const { return *token_embd_; }
   const std::vector<WeightTensor>& tensors() const { return tensors_; }
   const WeightTensor& output_norm() const { return *output_norm_; }
+  // Llama 3.1's rope_freqs (head_dim / 2 F32 factors that divide each pair's angle), or nullptr.
+  const WeightTensor* rope_freqs() const { return rope_freqs_; }
   const WeightTensor& output() const { return *output_; }  // token_embd when tied
   const LayerWeights& layer(uint64_t l) const { return layers_[l]; }
   uint64_t bytes() const { return bytes_; }  // all tensors, wherever they live
@@ -100,7 +102,7 @@ class ModelWeights {
   std::vector<LayerWeights> layers_;
   std::optional<WeightsOffload> offload_;
   std::vector<OffloadGroup> groups_;
-  const WeightTensor *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
+  const WeightTensor *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr, *rope_freqs_ = nullptr;
   uint64_t bytes_ = 0;
 };
 

@@ -23,7 +23,7 @@ constexpr uint32_t kGridYMax = 65535;
 
 __global__ void __launch_bounds__(kThreadsMax)
     rope_kernel(float* x, uint32_t n_heads, uint32_t head_dim, const uint32_t* __restrict__ positions,
-                float theta_base, bool neox) {
+                float theta_base, bool neox, const float* __restrict__ freq_factors) {
   const uint32_t t = blockIdx.x;
   const uint32_t head0 = blockIdx.y * kHeadsPerBlock;
   const uint32_t head_end = min(n_heads, head0 + kHeadsPerBlock);
@@ -31,7 +31,8 @@ __global__ void __launch_bounds__(kThreadsMax)
   const double position = positions[t];
   for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
     const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(head_dim);
-    const double angle = position * pow(static_cast<double>(theta_base), exponent);
+    double angle = position * pow(static_cast<double>(theta_base), exponent);
+    if (freq_factors) angle /= static_cast<double>(freq_factors[i]);
     double sin_angle = 0.0, cos_angle = 0.0;
     sincos(angle, &sin_angle, &cos_angle);
     const float c = static_cast<float>(cos_angle), s = static_cast<float>(sin_angle);
@@ -49,7 +50,7 @@ __global__ void __launch_bounds__(kThreadsMax)
 }  // namespace
 
 void rope(float* x, uint32_t tokens, uint32_t n_heads, uint32_t head_dim, const uint32_t* positions,
-          float theta_base, RopeLayout layout, void* stream) {
+          float theta_base, RopeLayout layout, void* stream, const float* freq_factors) {
   if (x == nullptr || positions == nullptr)
     throw std::invalid_argument("rope: x and positions must be device pointers, not null");
   if (tokens < 1 || tokens > 0x7FFFFFFFu)
@@ -68,7 +69,7 @@ void rope(float* x, uint32_t tokens, uint32_t n_heads, uint32_t head_dim, const 
   const uint32_t half = head_dim / 2;
   const uint32_t threads = half >= kThreadsMax ? kThreadsMax : (half + 31) / 32 * 32;
   rope_kernel<<<dim3(tokens, static_cast<uint32_t>(head_blocks)), threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      x, n_heads, head_dim, positions, theta_base, layout == RopeLayout::neox);
+      x, n_heads, head_dim, positions, theta_base, layout == RopeLayout::neox, freq_factors);
   CUDA_CHECK(cudaGetLastError());
 }
 

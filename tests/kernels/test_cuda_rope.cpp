@@ -65,7 +65,10 @@ void check_arguments() {
   expect_throw("rope theta 0", "theta_base", [&] { cuda::rope(x, 1, 1, 8, positions, 0.0f, normal, nullptr); });
 }
 
-void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout layout, uint32_t seed) {
+// `llama3`: Llama 3.1's rope_freqs shape (1 for the high frequencies, 8 for the low, a ramp
+// between), applied on both sides; otherwise none.
+void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout layout, uint32_t seed,
+              bool llama3 = false) {
   // Positions: 0 (the identity), small ones, and up to 30000 where the angle needs double.
   const std::vector<uint32_t> positions = {0, 1, 2, 17, 255, 1000, 4097, 12345, 29999, 30000};
   const auto tokens = static_cast<uint32_t>(positions.size());
@@ -75,28 +78,37 @@ void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout 
   std::vector<float> x(tokens * per_token);
   for (float& v : x) v = uniform(rng);
 
+  std::vector<float> factors(head_dim / 2, 1.0f);
+  for (uint32_t i = 0; i < head_dim / 2; ++i)
+    factors[i] = 4 * i < head_dim / 2 ? 1.0f : 2 * i < head_dim / 2 ? 1.0f + 7.0f * (4.0f * i / head_dim - 0.5f) : 8.0f;
+  const float* host_factors = llama3 ? factors.data() : nullptr;
   std::vector<float> ref = x, fast = x;
   for (uint32_t t = 0; t < tokens; ++t) {
-    cpu::rope_reference(&ref[t * per_token], n_heads, head_dim, positions[t], theta, layout);
-    cpu::rope(&fast[t * per_token], n_heads, head_dim, positions[t], theta, layout);
+    cpu::rope_reference(&ref[t * per_token], n_heads, head_dim, positions[t], theta, layout, host_factors);
+    cpu::rope(&fast[t * per_token], n_heads, head_dim, positions[t], theta, layout, host_factors);
   }
 
   float* d_x = nullptr;
   uint32_t* d_positions = nullptr;
+  float* d_factors = nullptr;
+  CHECK_CUDA(cudaMalloc(&d_factors, factors.size() * sizeof(float)));
+  CHECK_CUDA(cudaMemcpy(d_factors, factors.data(), factors.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMalloc(&d_x, x.size() * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&d_positions, positions.size() * sizeof(uint32_t)));
   CHECK_CUDA(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_positions, positions.data(), positions.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
-  cuda::rope(d_x, tokens, n_heads, head_dim, d_positions, theta, layout, nullptr);
+  cuda::rope(d_x, tokens, n_heads, head_dim, d_positions, theta, layout, nullptr, llama3 ? d_factors : nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<float> got(x.size());
   CHECK_CUDA(cudaMemcpy(got.data(), d_x, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaFree(d_x));
   CHECK_CUDA(cudaFree(d_positions));
+  CHECK_CUDA(cudaFree(d_factors));
 
   const bool neox = layout == cpu::RopeLayout::neox;
   const std::string name = std::to_string(n_heads) + " x " + std::to_string(head_dim) + ", theta " +
-                           std::to_string(static_cast<double>(theta)) + (neox ? ", neox" : ", normal");
+                           std::to_string(static_cast<double>(theta)) + (neox ? ", neox" : ", normal") +
+                           (llama3 ? ", llama3 factors" : "");
   int bad = 0;
   uint64_t identical = 0;
   for (uint32_t t = 0; t < tokens; ++t)
@@ -140,6 +152,7 @@ int main() {
       run_case(5, 64, 1e4f, layout, seed++);    // heads not a multiple of the 8 a block takes
       run_case(3, 6, 1e4f, layout, seed++);     // 3 pairs: most of the warp idle
       run_case(2, 600, 1e6f, layout, seed++);   // 300 pairs: more than a block's 256 threads
+      run_case(32, 128, 5e5f, layout, seed++, true);  // Llama 3.1: rope_freqs divide the angles
     }
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());

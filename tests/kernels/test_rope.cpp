@@ -100,3 +100,34 @@ TEST_CASE("rope preserves each head's norm and matches the double reference") {
       CHECK(mismatches == 0);
     }
 }
+
+TEST_CASE("rope_freqs divide each pair's angle, as llama.cpp applies Llama 3.1's factors") {
+  // Factor f on pair i turns it by pos * base^(-2i/d) / f. So factors of 2 at position 2p turn
+  // every pair by exactly the angle of position p without factors (scaling by 2 is exact in
+  // double, so the angles, and then every float, are bit-identical); factors of 1 change nothing.
+  // A Llama-3.1-like ramp of factors against the double reference (values within [-1.5, 1.5]:
+  // the float rotation's rounding stays under 2e-6, as in the cases above).
+  const uint64_t d = 64, heads = 3;
+  const std::vector<float> x = random_heads(heads * d, 5);
+  for (const RopeLayout layout : {RopeLayout::normal, RopeLayout::neox}) {
+    const std::vector<float> twos(d / 2, 2.0f), ones(d / 2, 1.0f);
+    std::vector<float> scaled = x, plain = x, unit = x, none = x;
+    rope(scaled.data(), heads, d, 2 * 1234, 500000.0f, layout, twos.data());
+    rope(plain.data(), heads, d, 1234, 500000.0f, layout);
+    CHECK(scaled == plain);
+    rope(unit.data(), heads, d, 777, 500000.0f, layout, ones.data());
+    rope(none.data(), heads, d, 777, 500000.0f, layout);
+    CHECK(unit == none);
+
+    // Llama 3.1's shape: high frequencies kept (1), low ones slowed (8), a ramp between.
+    std::vector<float> llama3(d / 2);
+    for (uint64_t i = 0; i < d / 2; ++i) llama3[i] = i < 8 ? 1.0f : i < 20 ? 1.0f + 0.5f * static_cast<float>(i - 8) : 8.0f;
+    std::vector<float> fast = x, ref = x;
+    rope(fast.data(), heads, d, 100000, 500000.0f, layout, llama3.data());
+    rope_reference(ref.data(), heads, d, 100000, 500000.0f, layout, llama3.data());
+    for (size_t i = 0; i < x.size(); ++i) REQUIRE(std::fabs(fast[i] - ref[i]) <= 2e-6);
+    std::vector<float> unscaled = x;
+    rope(unscaled.data(), heads, d, 100000, 500000.0f, layout);
+    CHECK(unscaled != fast);  // the factors are applied
+  }
+}

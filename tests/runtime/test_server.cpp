@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <cmath>
 #include <vector>
@@ -239,6 +240,55 @@ TEST_CASE("GGUF: the runtime runs a file's own tensors, byte for byte") {
   // A .gguf runs at its own size.
   plan.scale = 0.5;
   CHECK_THROWS_AS(run_plan(resolve_plan(plan), backend, {}), InputError);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("GGUF: a Llama 3.1 file's rope_freqs are applied") {
+  // The synthetic weights hold factors of 1. A file whose rope_freqs.weight holds 2s must give the
+  // same logits for a token at position 0 (an angle of 0 is 0 whatever divides it) and different
+  // ones once positions > 0 are rotated.
+  CpuBackend backend;
+  Plan plan = tiny_plan();
+  plan.model = "llama-3.1-8b";
+  plan.scale = 0.03;
+  plan.weights = "F32";
+  const ResolvedPlan rp = resolve_plan(plan);
+  REQUIRE(rp.spec.rope_freqs_tensor);
+  ThreadPool pool(2);
+  const ModelWeights synthetic(backend, rp.spec, rp.weights.layout, 9, pool);
+  REQUIRE(synthetic.rope_freqs());
+  CHECK(synthetic.rope_freqs()->floats()[0] == 1.0f);
+  std::vector<GgufTensorData> tensors;
+  for (const WeightTensor& w : synthetic.tensors()) {
+    std::vector<uint8_t> bytes(w.data(), w.data() + w.placement.bytes);
+    if (w.placement.tensor.role == TensorRole::rope_freqs) {
+      const std::vector<float> twos(w.cols, 2.0f);
+      std::memcpy(bytes.data(), twos.data(), bytes.size());
+    }
+    tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(), std::move(bytes)});
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / "infer-plan-runtime-llama3.gguf").string();
+  write_gguf(path, gguf_metadata_for(rp.spec), tensors);
+  Plan file_plan = plan;
+  file_plan.model = path;
+  file_plan.scale = 1;
+  file_plan.weights = "file";
+  const ResolvedPlan from_file = resolve_plan(file_plan);
+  const ModelWeights loaded(backend, from_file.spec, from_file.weights.layout, path, pool);
+  REQUIRE(loaded.rope_freqs());
+  CHECK(loaded.rope_freqs()->floats()[0] == 2.0f);
+
+  auto logits_of = [&](const ModelWeights& w, const ModelSpec& spec, const std::vector<uint32_t>& prompt) {
+    PagedKvCache cache(backend, spec, plan.kv, 4);
+    REQUIRE(cache.reserve(1, 16));
+    Decoder d(w, cache, pool);
+    std::vector<std::vector<float>> logits;
+    const SequenceChunk c{1, prompt, 0};
+    d.forward(std::span(&c, 1), logits);
+    return logits.back();
+  };
+  CHECK(logits_of(loaded, from_file.spec, {5}) == logits_of(synthetic, rp.spec, {5}));
+  CHECK(logits_of(loaded, from_file.spec, {5, 6, 7}) != logits_of(synthetic, rp.spec, {5, 6, 7}));
   std::filesystem::remove(path);
 }
 
