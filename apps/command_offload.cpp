@@ -3,6 +3,7 @@
 // iteration; and the inverse questions: most layers hidden under compute, batch from which it hides.
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
@@ -18,8 +19,9 @@ namespace {
 struct OffloadArgs {
   PlanOptions plan;
   OutputOptions out;
-  std::string part = "ffn", link;
-  uint64_t every = 4, buffers = 2;
+  // Given on the command line: each overrides the plan's offload section (else OffloadPlan's defaults).
+  std::optional<std::string> part, link;
+  std::optional<uint64_t> every, buffers;
   uint64_t max_batch = 4096;
 };
 
@@ -27,7 +29,11 @@ std::string mib(double b) { return fmt::format("{:.0f} MiB", b / MiB); }
 
 void run(const OffloadArgs& a) {
   Plan plan = a.plan.resolve();
-  plan.offload = OffloadPlan{a.part, a.every, a.buffers, a.link};
+  OffloadPlan& o = plan.offload ? *plan.offload : plan.offload.emplace();
+  if (a.part) o.part = *a.part;
+  if (a.every) o.every = *a.every;
+  if (a.buffers) o.buffers = *a.buffers;
+  if (a.link) o.link = *a.link;
   const ResolvedPlan rp = resolve_plan(plan);
   LinkProfile link;
   const OffloadInput in = plan_offload_input(rp, &link);
@@ -38,16 +44,16 @@ void run(const OffloadArgs& a) {
     j["link"] = link.name;
     j["model"] = rp.spec.name;
     j["hw"] = rp.hw.name;
-    j["part"] = a.part;
-    j["every"] = a.every;
-    j["buffers"] = a.buffers;
+    j["part"] = o.part;
+    j["every"] = o.every;
+    j["buffers"] = o.buffers;
     if (a.out.explain) j["derivation"] = r.derivation;
     fmt::print("{}\n", j.dump(2));
     return;
   }
 
-  fmt::print("offload: {} of one layer in every {} of {} ({}), {} buffer{}, over {} ({})\n", a.part, a.every,
-             rp.spec.name, rp.weights.label, a.buffers, a.buffers == 1 ? "" : "s", link.name,
+  fmt::print("offload: {} of one layer in every {} of {} ({}), {} buffer{}, over {} ({})\n", o.part, o.every,
+             rp.spec.name, rp.weights.label, o.buffers, o.buffers == 1 ? "" : "s", link.name,
              format_rate(link.bandwidth_bytes_per_s));
   fmt::print("  {} requests x {} prompt + {} output tokens\n\n", plan.requests, plan.context, plan.output);
   fmt::print("  memory\n");
@@ -95,17 +101,17 @@ void add_offload_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "offload", "Offload part of one layer in every k to host memory: memory freed vs time per round");
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
-  cmd->add_option("--part", args->part, "What of each offloaded layer: ffn, attn or layer (default ffn)")
+  cmd->add_option("--part", args->part, "What of each offloaded layer: ffn, attn or layer (default: the plan's, else ffn)")
       ->check(CLI::IsMember({"ffn", "attn", "layer"}));
-  cmd->add_option("--every", args->every, "Offload one layer in every K (default 4: layers 3, 7, 11, ...)")
+  cmd->add_option("--every", args->every, "Offload one layer in every K (default: the plan's, else 4: layers 3, 7, 11, ...)")
       ->check(kNonNegativeCount)
       ->type_name("K");
   cmd->add_option("--buffers", args->buffers,
-                  "Device prefetch slots of one group each; 2 let the copy overlap compute (default 2)")
+                  "Device prefetch slots of one group each; 2 let the copy overlap compute (default: the plan's, else 2)")
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--link", args->link,
-                  "Host link name (pcie-gen4-x16, pcie-gen5-x16, nvlink-c2c) or path (default: the profile's)")
+                  "Host link name (pcie-gen4-x16, pcie-gen5-x16, nvlink-c2c) or path (default: the plan's, else the profile's)")
       ->type_name("NAME|PATH");
   cmd->add_option("--max-batch", args->max_batch, "Largest batch searched for the hiding batch (default 4096)")
       ->check(kNonNegativeCount)

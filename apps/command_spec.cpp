@@ -37,7 +37,33 @@ struct SpecArgs {
   std::optional<uint64_t> draft_layers;  // a draft of the target's first layers (the runtime's)
   uint64_t batch = 1;
   std::string derived_from;  // filled by run(): what the times came from
+  const CLI::App* cmd = nullptr;  // to ask which flags were given
 };
+
+// A --plan file's speculative section fills every field its flag did not give: the rates, the
+// block range and group, and the times (its draft_layers or draft model, else its verify_ms and
+// draft_ms). Without a section (or without --plan) the flags and their seed defaults stand.
+void apply_plan_section(SpecArgs& a) {
+  const Plan plan = a.target.resolve();
+  if (!plan.speculative) return;
+  const SpeculativePlan& sp = *plan.speculative;
+  auto given = [&](const char* flag) { return a.cmd->count(flag) > 0; };
+  if (!given("--accept")) {
+    a.accept.clear();
+    for (double r : sp.accept) a.accept += (a.accept.empty() ? "" : ",") + fmt::format("{}", r);
+  }
+  if (!given("--max-block")) a.max_block = sp.max_block;
+  if (!given("--group")) a.group = sp.group;
+  if (given("--verify-ms") || given("--draft-ms") || given("--draft") || given("--draft-layers")) return;
+  if (sp.draft_layers) {
+    a.draft_layers = sp.draft_layers;
+  } else if (!sp.draft.empty()) {
+    a.draft = sp.draft;
+  } else {
+    if (sp.verify_ms) a.verify_ms = *sp.verify_ms;
+    if (sp.draft_ms) a.draft_ms = *sp.draft_ms;
+  }
+}
 
 // "0.75" -> {0.75}; "0.9,0.8,0.7" -> per-position rates. Range checks are the planner's.
 std::vector<double> parse_accept_list(const std::string& text) {
@@ -129,13 +155,13 @@ Json spec_json(const SpecInputs& in, const SpecResult& r, const SpecArgs& a, dou
                 {"block_max", rule.block_max}}}};
 }
 
-void run(const SpecArgs& a) {
+void run(SpecArgs a) {
+  apply_plan_section(a);
   SpecInputs in;
   in.accept_rates = parse_accept_list(a.accept);
   in.verify_ms = constant_verify_ms(a.verify_ms);
   in.draft_ms = a.draft_ms;
   in.plain_ms_per_token = a.decode_ms.value_or(a.verify_ms);
-  SpecArgs& args = const_cast<SpecArgs&>(a);
   if (a.draft_layers) {
     Plan plan = a.target.resolve();
     if (a.batch == 0) throw InputError("--batch: expected at least 1 sequence");
@@ -153,9 +179,9 @@ void run(const SpecArgs& a) {
     in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
     in.draft_ms = roofline_draft_ms(*draft, a.batch, plan.context);
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
-    args.verify_ms = in.verify_ms(0);
-    args.draft_ms = in.draft_ms;
-    args.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layers and head, batch {}, "
+    a.verify_ms = in.verify_ms(0);
+    a.draft_ms = in.draft_ms;
+    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layers and head, batch {}, "
                                     "context {}; verify grows with m once compute-bound", target.hw.name,
                                     target.spec.name, target.weights.label, *a.draft_layers, a.batch, plan.context);
   } else if (!a.draft.empty()) {
@@ -175,9 +201,9 @@ void run(const SpecArgs& a) {
     in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
     in.draft_ms = roofline_draft_ms(*draft.roofline, a.batch, plan.context);
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
-    args.verify_ms = in.verify_ms(0);
-    args.draft_ms = in.draft_ms;
-    args.derived_from = fmt::format("roofline on {}: target {} ({}), draft {} ({}), batch {}, context {}; verify "
+    a.verify_ms = in.verify_ms(0);
+    a.draft_ms = in.draft_ms;
+    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft {} ({}), batch {}, context {}; verify "
                                     "grows with m once compute-bound", target.hw.name, target.spec.name,
                                     target.weights.label, draft.spec.name, draft.weights.label, a.batch, plan.context);
   }
@@ -252,7 +278,10 @@ void add_spec_command(CLI::App& app) {
       "spec", "Speculative decoding: expected tokens, round time and ms/token per block length, the optimum");
   cmd->footer(
       "Model (SPEC 5): E_m = 1 + sum_(i=1..m) a_1...a_i tokens per round; T_m = verify + drafts x draft;\n"
-      "ms/token = T_m / E_m. Defaults are the seed's figures (a = 0.75, 26.3 ms, 3.6 ms).");
+      "ms/token = T_m / E_m. Defaults are the seed's figures (a = 0.75, 26.3 ms, 3.6 ms); a --plan file's\n"
+      "'speculative' section replaces them (its rates, block range, group, draft_layers or draft, or times),\n"
+      "and a flag given here overrides its field:\n"
+      "  infer-plan spec --plan scenarios/plans/cpu-spec.json --hw cpu.json");
   cmd->add_option("--accept", args->accept,
                   "Acceptance rate in [0, 1]: one rate for every position (i.i.d.), or a comma list, one per "
                   "position (0.9,0.8,0.7: a_i = P(draft i accepted | drafts before it were)); default 0.75")
@@ -291,6 +320,7 @@ void add_spec_command(CLI::App& app) {
   cmd->get_option("--draft-ms")->excludes(draft)->excludes(draft_layers);
   draft->excludes(draft_layers);
   args->out.add_to(*cmd);
+  args->cmd = cmd;
   cmd->callback([args] { run(*args); });
 }
 

@@ -66,10 +66,10 @@ std::string OffloadMemory::label() const {
 OffloadMemory offload_memory(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,
                              OffloadPart part, uint64_t every, uint64_t buffers) {
   if (every == 0 || every > spec.layers)
-    throw InputError(fmt::format("--every: {} is out of range; expected 1 (every layer) to {} (one layer of {})",
+    throw InputError(fmt::format("offload.every (--every): {} is out of range; expected 1 (every layer) to {} (one layer of {})",
                                  every, spec.layers, spec.name));
   if (buffers == 0 || buffers > spec.layers)
-    throw InputError(fmt::format("--buffers: {} is out of range; expected 1 to {} (2 overlap copy and compute)",
+    throw InputError(fmt::format("offload.buffers (--buffers): {} is out of range; expected 1 to {} (2 overlap copy and compute)",
                                  buffers, spec.layers));
   OffloadMemory m{part, every, buffers, spec.layers};
   for (uint64_t l = 0; l < spec.layers; ++l) {

@@ -85,7 +85,7 @@ struct OffloadMemory {
   int64_t net_saving_bytes() const { return static_cast<int64_t>(freed_bytes) - static_cast<int64_t>(buffer_bytes); }
   std::string label() const;        // "ffn of 9 of 36 layers, 2 slots of 288 MiB"
 };
-// InputError for `every` outside 1..layers or `buffers` outside 1..layers (named --every, --buffers).
+// InputError for `every` or `buffers` outside 1..layers (named as the plan field and the flag).
 OffloadMemory offload_memory(const ModelSpec& spec, const WeightsLayout& layout, double weights_scale,
                              OffloadPart part, uint64_t every, uint64_t buffers);
 

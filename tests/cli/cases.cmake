@@ -143,6 +143,14 @@ infer_plan_cli_case(spec_explain_group EXIT 0 ARGS spec --group 4 --explain
 infer_plan_cli_case(spec_per_position EXIT 0 ARGS spec --accept 0.9,0.8,0.7 --explain
   MATCH "acceptance per position 0.9, 0.8, 0.7" " 3 +3.12 +3 +37.1 +11.88 " "optimum: block 3"
         "acceptance 0.8 \\(mean of positions 1..3\\) is above 70% -> block 6-8" "m=3: E = 1 \\+ 0.9 \\+ 0.72 \\+ 0.504 = 3.12")
+# spec --plan reads the plan's speculative section; a flag overrides one field of it.
+infer_plan_cli_case(spec_plan_section EXIT 0 ARGS spec --plan tests/data/plan_spec_seed_positions.json
+  MATCH "acceptance per position 0.9, 0.8, 0.7" "verify 26.3 ms/round, draft 3.6 ms/position" " 3 +3.12 +3 +37.1 +11.88 "
+        "optimum: block 3")
+infer_plan_cli_case(spec_plan_flag_overrides EXIT 0 ARGS spec --plan tests/data/plan_spec_seed_positions.json --accept 0.75
+  MATCH "acceptance 0.75 at every position" " 3 +2.73 +3 +37.1 ")
+infer_plan_cli_case(spec_plan_draft_layers EXIT 0 ARGS spec --plan scenarios/plans/h200-spec.json
+  MATCH "acceptance 0.6 at every position" "draft its first 4 layers and head, batch 1, context 640")
 infer_plan_cli_case(spec_no_gain EXIT 0 ARGS spec --accept 0.1 --draft-ms 10
   MATCH "verdict: no block 1..8 beats plain decoding \\(26.30 ms/token\\)" "block 1, costs 33.00 ms/token \\(0.80x\\)"
         "acceptance 0.1 is below 40% -> block 2-3")
@@ -208,7 +216,14 @@ infer_plan_cli_case(offload_explain EXIT 0 ARGS offload --model qwen3-8b --link 
   MATCH "hidden under compute" "round += 2717908992 B / 450 GB/s")
 infer_plan_cli_case(spec_from_roofline EXIT 0 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 64 --ctx 4K
   MATCH "times from the roofline on h200" "optimum: block 1")
-infer_plan_cli_case(bad_offload_every EXIT 2 ARGS offload --every 0 MATCH "--every: 0 is out of range")
+infer_plan_cli_case(bad_offload_every EXIT 2 ARGS offload --every 0 MATCH "offload.every \\(--every\\): 0 is out of range")
+# offload --plan reads the plan's offload section; a flag overrides one field of it.
+infer_plan_cli_case(offload_plan_section EXIT 0 ARGS offload --plan tests/data/plan_offload_every2.json
+  MATCH "ffn of one layer in every 2 of qwen3-8b \\(BF16\\), 1 buffer," "offloaded layers +18 of 36")
+infer_plan_cli_case(offload_plan_flag_overrides EXIT 0 ARGS offload --plan tests/data/plan_offload_every2.json --every 3
+  MATCH "ffn of one layer in every 3 of qwen3-8b \\(BF16\\), 1 buffer,")
+infer_plan_cli_case(fit_offload_plan_every2 EXIT 0 ARGS fit --plan tests/data/plan_offload_every2.json
+  MATCH "offloaded to host +5.06 GiB +18 x 288 MiB" "prefetch slots +0.28 GiB +1 x 288 MiB")
 infer_plan_cli_case(bad_offload_part EXIT 2 ARGS offload --part mlp MATCH "--part")
 infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH "unknown link 'pcie-gen9'")
 infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--batch")

@@ -145,8 +145,8 @@ TEST_CASE("SPEC 4 through fit: offloaded groups leave the device, prefetch slots
   CHECK(split.offload->freed_bytes == 1296 * MiB);
   CHECK(split.offload->buffer_bytes == 144 * MiB);
 
-  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 0, 1), doctest::Contains("--every: 0 is out of range"),
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 0, 1), doctest::Contains("offload.every (--every): 0 is out of range"),
                        InputError);
-  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 37), doctest::Contains("--buffers: 37 is out of range"),
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 37), doctest::Contains("offload.buffers (--buffers): 37 is out of range"),
                        InputError);
 }
