@@ -181,9 +181,10 @@ void run(SpecArgs a) {
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
     a.verify_ms = in.verify_ms(0);
     a.draft_ms = in.draft_ms;
-    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layers and head, batch {}, "
+    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layer{} and head, batch {}, "
                                     "context {}; verify grows with m once compute-bound", target.hw.name,
-                                    target.spec.name, target.weights.label, *a.draft_layers, a.batch, plan.context);
+                                    target.spec.name, target.weights.label, *a.draft_layers,
+                                    *a.draft_layers == 1 ? "" : "s", a.batch, plan.context);
   } else if (!a.draft.empty()) {
     // Both models run on the same device with the same KV type and context.
     Plan plan = a.target.resolve();
