@@ -45,9 +45,9 @@ using namespace infer_plan;
 namespace cuda = infer_plan::kernels::cuda;
 
 using infer_plan::cuda_test::failures;
+using infer_plan::cuda_test::DeviceArray;
 
 namespace {
-
 
 const double kU = std::ldexp(1.0, -24);
 
@@ -234,26 +234,6 @@ std::vector<uint8_t> fill_cache(const Layout& layout, uint32_t pages, std::mt199
       }
   return bytes;
 }
-
-// A device copy of a host vector, freed on scope exit.
-template <class T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t size = 0;
-  explicit DeviceArray(const std::vector<T>& host) : size(host.size()) {
-    CHECK_CUDA(cudaMalloc(&data, size * sizeof(T)));
-    CHECK_CUDA(cudaMemcpy(data, host.data(), size * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceArray() { (void)cudaFree(data); }  // a destructor must not throw; a failure shows in later calls
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  void fill_bytes(uint8_t byte) { CHECK_CUDA(cudaMemset(data, byte, size * sizeof(T))); }
-  std::vector<T> to_host() const {
-    std::vector<T> out(size);
-    CHECK_CUDA(cudaMemcpy(out.data(), data, size * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
 
 // --- attention ------------------------------------------------------------------------------------
 

@@ -35,14 +35,12 @@ using namespace infer_plan;
 namespace cuda = infer_plan::kernels::cuda;
 
 using infer_plan::cuda_test::failures;
+using infer_plan::cuda_test::DeviceArray;
 using infer_plan::cuda_test::expect_throw;
 
 namespace {
 
-
-
 // --- argument checks (no device needed) ---------------------------------------------------------
-
 
 void check_arguments() {
   // Fake, aligned, never dereferenced: every call below must throw before reaching CUDA.
@@ -82,25 +80,6 @@ void check_arguments() {
 }
 
 // --- device helpers ------------------------------------------------------------------------------
-
-// A device buffer of T, copied from and back to the host; freed on every path.
-template <typename T>
-struct DeviceBuffer {
-  T* data = nullptr;
-  size_t size = 0;
-  explicit DeviceBuffer(size_t n) : size(n) { CHECK_CUDA(cudaMalloc(&data, n * sizeof(T))); }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
-    CHECK_CUDA(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { (void)cudaFree(data); }  // a destructor must not throw; a failure shows in later calls
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<T> to_host() const {
-    std::vector<T> out(size);
-    CHECK_CUDA(cudaMemcpy(out.data(), data, size * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
 
 uint32_t bits_of(float v) {
   uint32_t b = 0;
@@ -170,10 +149,10 @@ void check_embed(GgmlType type, const std::vector<uint8_t>& table, uint64_t row_
     kernels::dequantize_row(type, {table.data() + ids[t] * row_bytes, data_bytes}, {ref.data() + t * cols, cols},
                             "test row");
 
-  DeviceBuffer<uint8_t> d_table(table.size() + table_offset);
+  DeviceArray<uint8_t> d_table(table.size() + table_offset);
   CHECK_CUDA(cudaMemcpy(d_table.data + table_offset, table.data(), table.size(), cudaMemcpyHostToDevice));
-  DeviceBuffer<uint32_t> d_ids(ids);
-  DeviceBuffer<float> d_out(ref.size() + kGuard);
+  DeviceArray<uint32_t> d_ids(ids);
+  DeviceArray<float> d_out(ref.size() + kGuard);
   // 0xFF bytes are NaNs: an unwritten value shows as a mismatch, a stray write as a changed guard.
   CHECK_CUDA(cudaMemset(d_out.data, 0xFF, d_out.size * sizeof(float)));
   cuda::embed_rows(type, d_table.data + table_offset, row_bytes, cols, d_ids.data, static_cast<uint32_t>(ids.size()),
@@ -235,7 +214,7 @@ void check_add(uint64_t n, bool aliased, uint32_t seed) {
   for (uint64_t i = 0; i < n; ++i) ref[i] = x[i] + y[i];
   x.resize(n + kGuard);
   std::memset(x.data() + n, 0xFF, kGuard * sizeof(float));
-  DeviceBuffer<float> d_x(x), d_y(y);
+  DeviceArray<float> d_x(x), d_y(y);
   cuda::add(d_x.data, aliased ? d_x.data : d_y.data, n, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
   compare_bits("add n=" + std::to_string(n) + (aliased ? " (x += x)" : ""), d_x.to_host(), ref);
@@ -249,7 +228,7 @@ void check_add_bias(uint32_t rows, uint64_t n, uint32_t seed) {
     for (uint64_t i = 0; i < n; ++i) ref[r * n + i] = x[r * n + i] + bias[i];
   x.resize(x.size() + kGuard);
   std::memset(x.data() + ref.size(), 0xFF, kGuard * sizeof(float));
-  DeviceBuffer<float> d_x(x), d_bias(bias);
+  DeviceArray<float> d_x(x), d_bias(bias);
   cuda::add_bias(d_x.data, d_bias.data, rows, n, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
   compare_bits("add_bias " + std::to_string(rows) + "x" + std::to_string(n), d_x.to_host(), ref);
@@ -275,8 +254,8 @@ void check_argmax(const std::string& what, uint32_t rows, uint64_t n,
       ++failures;
     }
   }
-  DeviceBuffer<float> d_x(x);
-  DeviceBuffer<uint32_t> d_out(rows + 16);
+  DeviceArray<float> d_x(x);
+  DeviceArray<uint32_t> d_out(rows + 16);
   CHECK_CUDA(cudaMemset(d_out.data, 0xFF, d_out.size * sizeof(uint32_t)));
   cuda::argmax_rows(d_x.data, rows, n, d_out.data, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());

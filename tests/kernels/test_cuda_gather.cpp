@@ -20,29 +20,10 @@
 namespace cuda = infer_plan::kernels::cuda;
 
 using infer_plan::cuda_test::failures;
+using infer_plan::cuda_test::DeviceArray;
 using infer_plan::cuda_test::expect_throw;
 
 namespace {
-
-
-
-
-template <typename T>
-struct Device {
-  T* data = nullptr;
-  explicit Device(const std::vector<T>& host) {
-    CHECK_CUDA(cudaMalloc(&data, host.size() * sizeof(T)));
-    CHECK_CUDA(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~Device() { (void)cudaFree(data); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  std::vector<T> to_host(size_t n) const {
-    std::vector<T> out(n);
-    CHECK_CUDA(cudaMemcpy(out.data(), data, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
 
 void compare_exact(const std::string& what, const std::vector<float>& got, const std::vector<float>& ref) {
   int bad = 0;
@@ -68,8 +49,8 @@ void check_rows(uint64_t width, uint32_t src_rows, std::vector<uint32_t> idx, ui
   std::vector<float> gathered(n * width);
   for (uint32_t i = 0; i < n; ++i)
     for (uint64_t j = 0; j < width; ++j) gathered[i * width + j] = src[idx[i] * width + j];
-  Device<float> d_src(src), d_dst(std::vector<float>(n * width + 7, NAN)), d_scale(scale), d_rows(rows);
-  Device<uint32_t> d_idx(idx);
+  DeviceArray<float> d_src(src), d_dst(std::vector<float>(n * width + 7, NAN)), d_scale(scale), d_rows(rows);
+  DeviceArray<uint32_t> d_idx(idx);
   cuda::gather_rows(d_src.data, width, d_idx.data, n, d_dst.data, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<float> got = d_dst.to_host(n * width + 7);

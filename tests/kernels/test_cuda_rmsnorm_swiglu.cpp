@@ -32,31 +32,15 @@ namespace cuda = infer_plan::kernels::cuda;
 namespace cpu = infer_plan::kernels;
 
 using infer_plan::cuda_test::failures;
+using infer_plan::cuda_test::DeviceArray;
 using infer_plan::cuda_test::expect_throw;
 
 namespace {
 
-
 constexpr double kU = 1.0 / (1 << 24);
 constexpr double kAtol = 1e-30;
 
-
 // Device buffer of floats, copied from and back to the host.
-struct DeviceFloats {
-  float* data = nullptr;
-  explicit DeviceFloats(const std::vector<float>& host) {
-    CHECK_CUDA(cudaMalloc(&data, host.size() * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  ~DeviceFloats() { (void)cudaFree(data); }  // a destructor must not throw; a failure shows in later calls
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  std::vector<float> to_host(size_t n) const {
-    std::vector<float> out(n);
-    CHECK_CUDA(cudaMemcpy(out.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
 
 void compare(const std::string& what, const std::vector<float>& got, const std::vector<float>& ref, double rtol) {
   int bad = 0;
@@ -84,7 +68,7 @@ void check_rmsnorm(uint32_t rows, uint32_t n, bool in_place, uint32_t seed) {
   for (uint32_t r = 0; r < rows; ++r)
     cpu::rmsnorm_reference(x.data() + static_cast<size_t>(r) * n, weight.data(), n, 1e-6f,
                            ref.data() + static_cast<size_t>(r) * n);
-  DeviceFloats d_x(x), d_weight(weight), d_out(std::vector<float>(x.size(), NAN));
+  DeviceArray<float> d_x(x), d_weight(weight), d_out(std::vector<float>(x.size(), NAN));
   float* out = in_place ? d_x.data : d_out.data;
   cuda::rmsnorm(d_x.data, d_weight.data, rows, n, 1e-6f, out, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
@@ -103,7 +87,7 @@ void check_swiglu(uint64_t n, bool in_place, uint32_t seed) {
   gate[n - 1] = 0.0f;
   std::vector<float> ref(n);
   cpu::swiglu_reference(gate.data(), up.data(), n, ref.data());
-  DeviceFloats d_gate(gate), d_up(up), d_out(std::vector<float>(n, NAN));
+  DeviceArray<float> d_gate(gate), d_up(up), d_out(std::vector<float>(n, NAN));
   float* out = in_place ? d_gate.data : d_out.data;
   cuda::swiglu(d_gate.data, d_up.data, n, out, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
