@@ -22,7 +22,16 @@ TEST_CASE("built-in profiles and links") {
     CHECK(p.memory_capacity_bytes > 0);
     CHECK(p.memory_bandwidth_bytes_per_s > 0);
   }
-  CHECK(builtin_hw_names().size() == 7);
+  // a100-40gb, a100-80gb, a100-80gb-pcie, gh200, h100-pcie, h100-sxm, h200, l40s, m2-max-96gb,
+  // m2-ultra, rtx-3090, rtx-4090 (hwprofiles/calibrations/ holds data, not profiles)
+  CHECK(builtin_hw_names().size() == 12);
+  // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
+  // 936 GB/s, M2 Ultra 800 GB/s
+  CHECK(load_hw_profile("a100-80gb-pcie").memory_bandwidth_bytes_per_s == 1.935e12);
+  CHECK(load_hw_profile("h100-pcie").memory_bandwidth_bytes_per_s == 2e12);
+  CHECK(load_hw_profile("l40s").memory_bandwidth_bytes_per_s == 864e9);
+  CHECK(load_hw_profile("rtx-3090").memory_bandwidth_bytes_per_s == 936e9);
+  CHECK(load_hw_profile("m2-ultra").memory_bandwidth_bytes_per_s == 800e9);
   CHECK(load_link("pcie-gen4-x16").bandwidth_bytes_per_s == 32e9);
   CHECK(load_link("pcie-gen5-x16").bandwidth_bytes_per_s == 64e9);
   CHECK(load_link("nvlink-c2c").bandwidth_bytes_per_s == 450e9);

@@ -46,7 +46,8 @@ TEST_CASE("published parameter counts of every built-in model") {
       {"qwen3-0.6b", 0.6, 0.01},      {"qwen3-4b", 4.0, 0.02},       {"qwen3-8b", 8.2, 0.01},
       {"llama-3.1-8b", 8.030261248, 1e-9}, {"llama-3.1-70b", 70.553706496, 1e-9},
       {"qwen2.5-7b", 7.61, 0.002},    {"mistral-7b-v0.1", 7.241732096, 1e-9},
-      {"llama-2-7b", 6.738415616, 1e-9}};
+      {"llama-2-7b", 6.738415616, 1e-9},  {"llama-2-13b", 13.015864320, 1e-9},
+      {"llama-2-70b", 68.976648192, 1e-9}};
   for (const auto& e : expected) {
     CAPTURE(e.name);
     const ParameterCount p = parameter_count(load_model(e.name));
