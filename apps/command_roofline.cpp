@@ -6,6 +6,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
+#include "planner/calibration.hpp"
 #include "planner/figures.hpp"
 #include "planner/input_error.hpp"
 #include "planner/predict.hpp"
@@ -21,6 +22,17 @@ struct RooflineArgs {
 };
 
 void print_step(std::string_view label, const StepCost& c) {
+  if (c.calibrated) {  // the step model, then the ceiling it never undercuts
+    fmt::print("  {:<26} {:>9.3f} ms ({:.3f}-{:.3f})  = {:.3f} ms fixed + {:.3f} ms reads{}{}\n", label, c.time_s * 1e3,
+               c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.fixed_s * 1e3, c.read_s * 1e3,
+               c.extra_tokens_s > 0 ? fmt::format(" + {:.3f} ms extra tokens", c.extra_tokens_s * 1e3) : "",
+               c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "");
+    fmt::print("  {:<26} {:>9.3f} ms ceiling = max({:.3f} ms memory, {:.3f} ms compute)  {}-bound\n", "",
+               c.ceiling_s * 1e3, c.memory_s * 1e3, c.compute_s * 1e3, c.compute_bound ? "compute" : "memory");
+    fmt::print("  {:<26} {:>9.3f} GB weights + {:.3f} GB KV, {:.3f} TFLOP\n", "", c.weight_bytes / 1e9,
+               c.kv_bytes / 1e9, c.flops / 1e12);
+    return;
+  }
   fmt::print("  {:<26} {:>9.3f} ms  = max({:.3f} ms memory, {:.3f} ms compute){}  {}-bound\n", label,
              c.time_s * 1e3, c.memory_s * 1e3, c.compute_s * 1e3,
              c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "",
@@ -49,13 +61,19 @@ void run(const RooflineArgs& a) {
   fmt::print("roofline: {} on {}, weights {}, batch {}, context {}, output {}{}\n", rp.spec.name, rp.hw.name,
              rp.weights.label, plan.requests, plan.context, plan.output,
              plan.tp > 1 ? fmt::format(", tensor parallel {} (per device)", plan.tp) : "");
-  fmt::print("  rates: memory {}; compute {}\n\n", r.memory_source, r.compute_source);
+  fmt::print("  rates: memory {}; compute {}\n", r.memory_source, r.compute_source);
+  fmt::print("  step model: {}\n\n", r.step_source);
   print_step("decode iteration", e.decode);
   print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);
   print_step(fmt::format("prefill ({} tokens)", plan.context), e.prefill);
   fmt::print("\n  TTFT {:.3f} s (prefill only, no queueing), TPOT {:.3f} ms, {:.1f} tokens/s for the batch "
              "({:.1f} per sequence)\n", e.ttft_s, e.tpot_ms, e.tokens_per_s, e.tokens_per_s / static_cast<double>(plan.requests));
-  fmt::print("  these are ceilings: a real engine reaches a fraction of the bandwidth (measure it with `probe`)\n");
+  if (!e.decode.calibrated)
+    fmt::print("  these are ceilings: a real engine adds a fixed time per step and reaches a fraction of the bandwidth "
+               "(--engine llama.cpp on {}; `calibrate` your own measurements; `probe` this machine)\n",
+               fmt::join(builtin_calibration_names(), ", "));
+  else
+    fmt::print("  (lo-hi): the calibration's leave-one-out errors; the ceiling is the speed of light, never the prediction\n");
   if (rp.spec.is_moe())
     fmt::print("  MoE: {:.1f} of {} experts per layer touched by {} token(s) (uniform routing)\n",
                rp.roofline->distinct_experts(static_cast<double>(plan.requests)), rp.spec.experts, plan.requests);
@@ -75,8 +93,9 @@ void add_roofline_command(CLI::App& app) {
   cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")
       ->check(kNonNegativeCount)->type_name("N");
   args->out.add_to(*cmd);
-  cmd->footer("Example (seed 002: a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token):\n"
-              "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1");
+  cmd->footer("Examples (a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token; llama.cpp adds its fixed time):\n"
+              "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1\n"
+              "  infer-plan roofline --model llama-2-7b --weights Q4_0 --hw rtx-4090 --engine llama.cpp --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });
 }
 

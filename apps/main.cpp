@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   infer_plan::apps::add_run_command(app);
   infer_plan::apps::add_probe_command(app);
   infer_plan::apps::add_report_command(app);
+  infer_plan::apps::add_calibrate_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

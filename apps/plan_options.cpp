@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/calibration.hpp"
 #include "planner/catalog.hpp"
 #include "planner/input_error.hpp"
 #include "planner/units.hpp"
@@ -58,6 +59,12 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  fmt::format("Hardware profile: a built-in name ({}), or a profile JSON path "
                              "(default {})", fmt::join(builtin_hw_names(), ", "), d.hw))
       ->type_name("NAME|PATH");
+  cmd.add_option("--engine", engine,
+                 fmt::format("Predict for this engine's measured step model: the built-in calibration of the "
+                             "--hw device, fitted from published llama-bench runs (llama.cpp on {}); a profile "
+                             "written by `calibrate` carries its own (default: the profile's; without one, "
+                             "the datasheet ceiling)", fmt::join(builtin_calibration_names(), ", ")))
+      ->type_name("NAME");
   cmd.add_option("--weights,-w", weights,
                  "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, Q4_0, Q2_K, "
                  "BF16, ...), a GGML type stored throughout with :pure (Q4_0:pure; norms stay F32), "
@@ -77,6 +84,7 @@ Plan PlanOptions::resolve() const {
   if (!plan_file.empty()) p = plan_from_json(read_json_file(plan_file), plan_file);
   if (!model.empty()) p.model = model;
   if (!hw.empty()) p.hw = hw;
+  if (!engine.empty()) p.engine = engine;
   if (scale) p.scale = *scale;
   if (!weights.empty()) {
     p.weights = weights;

@@ -21,14 +21,14 @@ inline const CLI::Validator kNonNegativeCount(
 
 struct PlanOptions {
   std::string plan_file;
-  std::string model, hw, weights, weights_size, kv, kv_k, kv_v, ctx;
+  std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx;
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).
   static constexpr unsigned kModel = 1;      // --model --scale --kv --ctx --requests --tp --plan
-  static constexpr unsigned kMemory = 2;     // --hw --weights --weights-size --reserve
+  static constexpr unsigned kMemory = 2;     // --hw --engine --weights --weights-size --reserve
   static constexpr unsigned kGeneration = 4; // --output --decode-ms --deadline
   void add_to(CLI::App& cmd, unsigned groups);
   Plan resolve() const;  // throws InputError with the flag's name

@@ -77,6 +77,10 @@ LinkProfile load_link(std::string_view arg) {
   return link_profile_from_json(l.json, l.name, l.where);
 }
 
+Json hw_profile_json(std::string_view arg) {
+  return load(arg, kHwDir, "hardware profile", builtin_hw_names(), "a profile JSON file").json;
+}
+
 HwProfile load_hw_profile(std::string_view arg) {
   Loaded l = load(arg, kHwDir, "hardware profile", builtin_hw_names(), "a profile JSON file");
   return hw_profile_from_json(l.json, l.name, l.where,

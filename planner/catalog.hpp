@@ -12,6 +12,8 @@ namespace infer_plan {
 
 ModelSpec load_model(std::string_view name_or_path);
 HwProfile load_hw_profile(std::string_view name_or_path);
+// The profile's JSON as written (for `calibrate`, which writes it back with a calibration).
+Json hw_profile_json(std::string_view name_or_path);
 LinkProfile load_link(std::string_view name_or_path);
 
 std::vector<std::string> builtin_model_names();

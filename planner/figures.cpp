@@ -37,7 +37,7 @@ Json fit_figures(const FitResult& r) {
 }
 
 Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
-  return Json{{"batch", e.batch},
+  Json j{{"batch", e.batch},
               {"context", e.context},
               {"output", e.output},
               {"decode_iteration_ms", e.decode_iteration_ms},
@@ -57,7 +57,25 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
               {"memory_bandwidth_bytes_per_s", rates.memory_bytes_per_s},
               {"memory_source", rates.memory_source},
               {"compute_ops_per_s", rates.compute_ops_per_s},
-              {"compute_source", rates.compute_source}};
+              {"compute_source", rates.compute_source},
+              {"step_model", rates.step_source},
+              {"calibrated", e.decode.calibrated},
+              {"ceiling_ms", e.decode.ceiling_s * 1e3},
+              {"prefill_ceiling_ms", e.prefill.ceiling_s * 1e3}};
+  if (e.decode.calibrated) {  // the step model's terms and its leave-one-out band
+    j["decode_iteration_ms_lo"] = e.decode.time_lo_s * 1e3;
+    j["decode_iteration_ms_hi"] = e.decode.time_hi_s * 1e3;
+    j["tpot_ms_lo"] = e.generation.time_lo_s * 1e3;
+    j["tpot_ms_hi"] = e.generation.time_hi_s * 1e3;
+    j["decode_fixed_ms"] = e.decode.fixed_s * 1e3;
+    j["decode_read_ms"] = e.decode.read_s * 1e3;
+    j["decode_extra_tokens_ms"] = e.decode.extra_tokens_s * 1e3;
+  }
+  if (e.prefill.calibrated) {
+    j["prefill_ms_lo"] = e.prefill.time_lo_s * 1e3;
+    j["prefill_ms_hi"] = e.prefill.time_hi_s * 1e3;
+  }
+  return j;
 }
 
 Json offload_figures(const OffloadResult& r) {

@@ -86,7 +86,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
                                const LinkResolver& resolve_link) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links",
-                          "device_link", "reserves", "sources", "efficiency", "measured"}, where);
+                          "device_link", "reserves", "sources", "efficiency", "measured", "calibration"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -200,6 +200,8 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
     f.source = optional_string(m, "source", mw).value_or("probe");
     p.measured = f;
   }
+  if (j.contains("calibration"))
+    p.calibration = step_calibration_from_json(require_object(j, "calibration", where), where + ": calibration");
   if (j.contains("sources")) {
     const Json& s = j.at("sources");
     if (!s.is_array()) throw InputError(fmt::format("{}: field 'sources' must be an array of strings", where));

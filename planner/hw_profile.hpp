@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/json_fields.hpp"
+#include "planner/step_model.hpp"
 
 namespace infer_plan {
 
@@ -61,6 +62,9 @@ struct HwProfile {
   double memory_efficiency = 1.0;
   double compute_efficiency = 1.0;
   std::optional<MeasuredFigures> measured;
+  // An engine's step model fitted to measurements (`calibrate`): the roofline then predicts
+  // fixed time + achieved reads + extra tokens, and keeps its ceiling beside (planner/step_model).
+  std::optional<StepCalibration> calibration;
 
   uint64_t usable_bytes() const { return memory_capacity_bytes - memory_reserved_bytes; }
 };

@@ -49,14 +49,16 @@ Json parse_json_text(std::string_view text, std::string_view origin) {
   }
 }
 
-Json read_json_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open file", path));
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) throw InputError(fmt::format("{}: cannot read file", path));
-  return parse_json_text(buf.str(), path);
+  return buf.str();
 }
+
+Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }
 
 std::optional<uint64_t> optional_uint(const Json& obj, std::string_view key, std::string_view where) {
   const Json* v = find(obj, key, where);

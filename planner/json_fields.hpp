@@ -13,6 +13,8 @@ using Json = nlohmann::json;
 
 // Parses `text`; `origin` names it in errors ("hwprofiles/h200.json"), which give line and column.
 Json parse_json_text(std::string_view text, std::string_view origin);
+// A whole file as text; a missing or unreadable file is an InputError.
+std::string read_text_file(const std::string& path);
 // Reads and parses a file; a missing or unreadable file is an InputError.
 Json read_json_file(const std::string& path);
 

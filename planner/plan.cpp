@@ -13,7 +13,7 @@ namespace infer_plan {
 
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
-  static const std::set<std::string> allowed{"model", "scale", "hw", "weights", "weights_size", "kv",
+  static const std::set<std::string> allowed{"model", "scale", "hw", "engine", "weights", "weights_size", "kv",
                                              "context", "output", "requests", "tp", "reserves",
                                              "decode_ms", "deadline_s", "offload", "speculative", "load"};
   for (const auto& [key, value] : j.items())
@@ -29,6 +29,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   } else {
     p.hw = optional_string(j, "hw", where).value_or(p.hw);
   }
+  p.engine = optional_string(j, "engine", where).value_or(p.engine);
   p.weights = optional_string(j, "weights", where).value_or(p.weights);
   if (auto size = optional_string(j, "weights_size", where))
     p.weights_bytes = parse_bytes(*size, where + ": field 'weights_size'");

@@ -51,6 +51,8 @@ struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   double scale = 1.0;                      // shrink the model for a CPU run (planner/model_scale)
   std::string hw = "h200";                 // built-in name or profile path
+  std::string engine;                      // "llama.cpp": the profile's built-in calibration for
+                                           // that engine (planner/calibration); empty: the profile's own
   std::string weights;                     // llama.cpp file type or GGML type; empty = the default:
                                            // "file" for a .gguf model, BF16 otherwise
   std::optional<uint64_t> weights_bytes;   // a known file size overrides `weights`

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <fmt/format.h>
 
+#include "planner/calibration.hpp"
 #include "planner/figures.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
@@ -24,6 +25,13 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   rp.hw = plan.hw_inline ? hw_profile_from_json(*plan.hw_inline, "inline", "plan: field 'hw'",
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
+  if (!plan.engine.empty() && !(rp.hw.calibration && rp.hw.calibration->engine == plan.engine)) {
+    rp.hw.calibration = builtin_calibration(rp.hw, plan.engine);
+    if (!rp.hw.calibration)
+      throw InputError(fmt::format("--engine {}: no {} calibration for {}; built-in calibrations (llama.cpp): {}; or "
+                                   "fit one from your own llama-bench output with `infer-plan calibrate`",
+                                   plan.engine, plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", ")));
+  }
   rp.weights = plan_weights(rp.spec, plan.weights, plan.weights_bytes);
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
   return rp;

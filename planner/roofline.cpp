@@ -65,12 +65,17 @@ RooflineRates roofline_rates(const HwProfile& hw) {
                            : fmt::format("datasheet {} {} x {} efficiency", r.precision, format_flops(datasheet_flops), hw.compute_efficiency);
   }
   if (hw.device_link) r.device_link_bytes_per_s = hw.device_link->bandwidth_bytes_per_s;
+  if (hw.calibration)
+    r.step_source = fmt::format("calibrated: {}{}", hw.calibration->engine,
+                                hw.calibration->source.empty() ? "" : " (" + hw.calibration->source + ")");
+  else
+    r.step_source = hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated";
   return r;
 }
 
 Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes kv, const HwProfile& hw,
                    uint64_t tp, double weights_scale)
-    : spec_(spec), rates_(roofline_rates(hw)), tp_(tp) {
+    : spec_(spec), rates_(roofline_rates(hw)), tp_(tp), calibration_(hw.calibration) {
   check_tensor_parallel(spec, tp, "--tp");
   if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
     throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' for the all-reduce", tp, hw.name));
@@ -90,6 +95,13 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     const double params = static_cast<double>(t.elements()) / static_cast<double>(tp);
     const double read_s = bytes / read_rate(p.type);
     const double multiply_s = 2.0 * params / ops_rate(p.type);
+    const std::string type_name(ggml_type_info(p.type).name);
+    if (t.is_expert()) read_s_by_type_[type_name].experts += read_s;
+    else if (t.role != TensorRole::token_embd || spec.tied_embeddings) read_s_by_type_[type_name].dense += read_s;
+    if (t.is_expert())
+      token_bytes_by_type_[type_name] += bytes * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+    else if ((t.role != TensorRole::token_embd || spec.tied_embeddings) && !t.is_vector() && t.role != TensorRole::rope_freqs)
+      token_bytes_by_type_[type_name] += bytes;
     if (t.role == TensorRole::token_embd) {
       embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
       if (spec.tied_embeddings) {  // the same matrix is the output head: read whole every step
@@ -144,7 +156,7 @@ double Roofline::distinct_experts(double tokens) const {
   return e * (1.0 - std::pow(1.0 - k / e, tokens));
 }
 
-StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops) const {
+StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const {
   c.memory_s = weight_read_s(tokens) + c.kv_bytes / rates_.memory_bytes_per_s;
   c.compute_s = matmul_s(tokens, head_tokens) + attention_flops / rates_.compute_ops_per_s;
   if (tp_ > 1) {
@@ -155,8 +167,61 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
   }
   c.compute_bound = c.compute_s > c.memory_s;
   c.overhead_s = launches_per_step_ * launch_overhead_s_;
-  c.time_s = std::max(c.memory_s, c.compute_s) + c.comm_s + c.overhead_s;
+  c.ceiling_s = std::max(c.memory_s, c.compute_s) + c.comm_s + c.overhead_s;
+  c.time_s = c.time_lo_s = c.time_hi_s = c.ceiling_s;
+  apply_calibration(c, tokens, prefill);
   return c;
+}
+
+// Decode: fixed + memory / read efficiency + extra tokens (+ the all-reduce); prefill: its fixed
+// time + the slower of compute / prefill efficiency and memory / read efficiency. The launch
+// overhead a probe measured is part of the fixed time the fit found, so it is not added again.
+// A sum below the ceiling is raised to it: no engine beats the speed of light.
+void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const {
+  if (!calibration_) return;
+  const StepCalibration& cal = *calibration_;
+  double read_s = c.memory_s / cal.decode.read_efficiency;
+  for (const auto& [type, e] : cal.decode.read_efficiency_by_type)  // a type's own rate replaces the shared one
+    read_s += weight_read_s_of_type(type, tokens) * (1.0 / e - 1.0 / cal.decode.read_efficiency);
+  const ErrorBand* band = &cal.decode.error;
+  if (!prefill) {
+    c.fixed_s = cal.decode.fixed_s;
+    c.read_s = read_s;
+    c.extra_tokens_s = extra_token_s(std::max(tokens - 1.0, 0.0));
+  } else if (cal.prefill) {
+    c.fixed_s = cal.prefill->fixed_s;
+    c.read_s = std::max(c.compute_s / cal.prefill->compute_efficiency, read_s);
+    band = &cal.prefill->error;
+  } else {
+    return;  // no prefill terms: the ceiling stays the prediction
+  }
+  c.calibrated = true;
+  c.time_s = std::max(c.fixed_s + c.read_s + c.extra_tokens_s + c.comm_s, c.ceiling_s);
+  c.time_lo_s = c.time_s * (1.0 + band->lo);
+  c.time_hi_s = c.time_s * (1.0 + band->hi);
+}
+
+double Roofline::extra_token_s(double extra_tokens) const {
+  if (!calibration_ || extra_tokens <= 0) return 0;
+  double s_per_token = 0;
+  for (const auto& [type, s_per_byte] : calibration_->decode.extra_token_s_per_byte)
+    if (const auto it = token_bytes_by_type_.find(type); it != token_bytes_by_type_.end())
+      s_per_token += it->second * s_per_byte;
+  return s_per_token * extra_tokens;
+}
+
+std::vector<std::string> Roofline::weight_types() const {
+  std::vector<std::string> types;
+  for (const auto& [type, s] : read_s_by_type_) types.push_back(type);
+  return types;
+}
+
+double Roofline::weight_read_s_of_type(const std::string& type, double tokens) const {
+  const auto it = read_s_by_type_.find(type);
+  if (it == read_s_by_type_.end()) return 0;
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return it->second.dense + it->second.experts * expert_fraction;
 }
 
 double Roofline::weight_read_s(double tokens) const {
@@ -185,7 +250,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
                                  static_cast<double>(tp_) * static_cast<double>(context) * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
-  return finish(c, tokens, tokens, attention_flops);
+  return finish(c, tokens, tokens, attention_flops, false);
 }
 
 StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
@@ -199,7 +264,7 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
-  return finish(c, tokens, heads, attention_flops);
+  return finish(c, tokens, heads, attention_flops, true);
 }
 
 }  // namespace infer_plan
@@ -208,6 +273,15 @@ namespace infer_plan {
 namespace {
 
 std::string step_line(std::string_view what, const StepCost& c, const RooflineRates& r) {
+  if (c.calibrated)
+    return fmt::format("{}: fixed {:.3f} ms + reads {:.3f} ms ({:.4g} GB weights + {:.4g} GB KV at {:.4g} GB/s, "
+                       "over the achieved efficiency{}){} {}-> {:.3f} ms ({:.3f}-{:.3f}); ceiling {:.3f} ms ({})",
+                       what, c.fixed_s * 1e3, c.read_s * 1e3, c.weight_bytes / 1e9, c.kv_bytes / 1e9,
+                       r.memory_bytes_per_s / 1e9, c.read_s > c.memory_s * 1.0001 && c.compute_s > c.memory_s ? "; or compute" : "",
+                       c.extra_tokens_s > 0 ? fmt::format(" + extra tokens {:.3f} ms", c.extra_tokens_s * 1e3) : "",
+                       c.comm_s > 0 ? fmt::format("+ all-reduce {:.3f} ms ", c.comm_s * 1e3) : "", c.time_s * 1e3,
+                       c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.ceiling_s * 1e3,
+                       c.compute_bound ? "compute-bound" : "memory-bound");
   return fmt::format("{}: ({:.4g} GB weights + {:.4g} GB KV) / {:.4g} GB/s = {:.3f} ms; {:.4g} TFLOP / {:.4g} "
                      "TFLOPS = {:.3f} ms{} -> {:.3f} ms ({})",
                      what, c.weight_bytes / 1e9, c.kv_bytes / 1e9, r.memory_bytes_per_s / 1e9, c.memory_s * 1e3,
@@ -235,6 +309,7 @@ LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t co
   e.tokens_per_s = static_cast<double>(batch) / e.generation.time_s;
   const RooflineRates& r = rl.rates();
   e.derivation.push_back(fmt::format("rates: memory {}; compute {}", r.memory_source, r.compute_source));
+  e.derivation.push_back(fmt::format("step model: {}", r.step_source));
   e.derivation.push_back(step_line(fmt::format("decode  (batch {}, context {})", batch, context), e.decode, r));
   e.derivation.push_back(step_line(fmt::format("TPOT    (batch {}, mean context {})", batch, context + output / 2),
                                    e.generation, r));

@@ -4,6 +4,7 @@
 // the KV of every sequence; prefill reads the weights once for the whole prompt.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct RooflineRates {
   std::string memory_source;     // "datasheet 4.8 TB/s", "measured (probe ...)", "datasheet x 0.9"
   std::string compute_source;
   double device_link_bytes_per_s = 0;  // 0 when the profile has none
+  // What time_s is: "calibrated: llama.cpp (...)", or "datasheet ceiling, uncalibrated" (or
+  // "probe ceiling, uncalibrated" with a measured block).
+  std::string step_source;
 };
 RooflineRates roofline_rates(const HwProfile& hw);
 
@@ -35,7 +39,16 @@ struct StepCost {
   double compute_s = 0;
   double comm_s = 0;
   double overhead_s = 0;    // kernel launches x the measured launch overhead
-  double time_s = 0;        // max(memory_s, compute_s) + comm_s + overhead_s
+  double ceiling_s = 0;     // the roofline: max(memory_s, compute_s) + comm_s + overhead_s
+  // The calibrated step model's terms (planner/step_model), all 0 without a calibration:
+  double fixed_s = 0;         // the engine's fixed time per step (or per prefill)
+  double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
+  double extra_tokens_s = 0;  // tokens beyond the first x their weight types' cost per byte
+  bool calibrated = false;
+  // The prediction: the calibrated terms' sum (never below the ceiling), else the ceiling; and
+  // its error band from the calibration's leave-one-out residuals (== time_s uncalibrated).
+  double time_s = 0;
+  double time_lo_s = 0, time_hi_s = 0;
   bool compute_bound = false;
   double bytes() const { return weight_bytes + kv_bytes; }
 };
@@ -53,18 +66,28 @@ class Roofline {
   StepCost prefill(uint64_t prompt_tokens, uint64_t sequences = 1) const;
 
   const RooflineRates& rates() const { return rates_; }
+  const std::optional<StepCalibration>& calibration() const { return calibration_; }
   const ModelSpec& spec() const { return spec_; }
   uint64_t tp() const { return tp_; }
   double dense_weight_bytes() const { return dense_bytes_; }    // per device
   double expert_weight_bytes() const { return expert_bytes_; }  // all experts, per device
   double kv_bytes_per_token() const { return static_cast<double>(kv_per_token_); }
+  // The GGML types of the weights, and the seconds a step over `tokens` tokens spends reading
+  // one type's weights at the profile's rates (the calibration's per-type terms).
+  std::vector<std::string> weight_types() const;
+  double weight_read_s_of_type(const std::string& type, double tokens) const;
   // Expected distinct experts per MoE layer touched by `tokens` routed tokens (uniform routing).
   double distinct_experts(double tokens) const;
 
  private:
   // `head_tokens`: tokens whose logits are computed (all of a decode or verify step's; one per
   // sequence in a prefill, as engines compute only the last prompt token's logits).
-  StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops) const;
+  StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const;
+  // The calibrated terms on top of finish()'s ceiling (planner/step_model).
+  void apply_calibration(StepCost& c, double tokens, bool prefill) const;
+  // Weight bytes one more token multiplies, per GGML type: dense tensors and the active share of
+  // the experts (the extra-token term's weights).
+  double extra_token_s(double extra_tokens) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
   // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the
@@ -89,6 +112,12 @@ class Roofline {
   double head_matmul_s_ = 0;        // ... and of matmul_s_per_token_
   double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
+  std::map<std::string, double> token_bytes_by_type_;  // per GGML type, bytes one token multiplies
+  struct TypeReadS {
+    double dense = 0, experts = 0;  // seconds to read the type's dense weights, all its experts
+  };
+  std::map<std::string, TypeReadS> read_s_by_type_;
+  std::optional<StepCalibration> calibration_;
 };
 
 }  // namespace infer_plan

@@ -308,3 +308,14 @@ infer_plan_cli_case(bad_quant_type EXIT 2 ARGS quant Q4_K --quantize ${_qd}/inpu
 infer_plan_cli_case(bad_quant_no_type EXIT 2 ARGS quant --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.f32
   MATCH "TYPE: --quantize and --dequantize need a type")
 infer_plan_cli_case(bad_negative_count EXIT 2 ARGS offload --buffers -1 MATCH "--buffers: '-1' is negative")
+
+# --- calibrate: llama-bench measurements -> a profile the roofline predicts with (issue 13) ---
+infer_plan_cli_case(calibrate_3090_json EXIT 0 ARGS calibrate hwprofiles/calibrations/rtx-3090.json --hw rtx-3090 --json
+  MATCH "\"measured_ms\": " "\"predicted_ms\": " "\"residual\": " "\"loo_median_abs_error\": " "\"terms\": {" "\"fixed_ms\": ")
+infer_plan_cli_case(roofline_engine EXIT 0 ARGS roofline --model llama-2-7b --weights Q4_0 --hw rtx-4090 --engine llama.cpp --batch 1 --ctx 512 --json
+  MATCH "\"decode_iteration_ms_lo\": " "\"decode_iteration_ms_hi\": " "\"ceiling_ms\": " "\"calibrated\": true" "calibrated: llama.cpp")
+infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --json
+  MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated")
+infer_plan_cli_case(bad_engine_h200 EXIT 2 ARGS roofline --hw h200 --engine llama.cpp MATCH "no llama.cpp calibration for h200" "rtx-4090")
+infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
+infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")

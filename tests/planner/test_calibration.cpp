@@ -1,0 +1,239 @@
+// The calibrated step model: llama-bench's four formats, the fit recovering terms it was given
+// (and ignoring one outlier), the roofline adding the terms by hand, and the published data
+// (hwprofiles/calibrations) predicted with each point left out better than the ceiling does.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "planner/calibration.hpp"
+#include "planner/catalog.hpp"
+#include "planner/input_error.hpp"
+#include "planner/llama_bench.hpp"
+#include "planner/roofline.hpp"
+#include "planner/weights_size.hpp"
+
+using namespace infer_plan;
+
+TEST_CASE("llama-bench's markdown table, with its build line") {
+  const char* md =
+      "| model                          |       size |     params | backend    | ngl |          test |                  t/s |\n"
+      "| ------------------------------ | ---------: | ---------: | ---------- | --: | ------------: | -------------------: |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |         pp512 |      4956.03 ± 19.49 |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |         tg128 |        154.69 ± 0.27 |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |  tg128 @ d512 |        150.00 ± 0.30 |\n"
+      "\n"
+      "build: 8e672efe (2095)\n";
+  const std::vector<BenchRow> rows = parse_bench_text(md, "t.md");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].model_type == "llama 7B Q4_0");
+  CHECK(rows[0].model_bytes == uint64_t(3.56 * 1024 * 1024 * 1024));  // 3822520893 B
+  CHECK(*rows[0].params == doctest::Approx(6.74e9));
+  CHECK(rows[0].is_prefill());
+  CHECK(rows[0].n_prompt == 512);
+  CHECK(rows[0].measured_s() == doctest::Approx(512 / 4956.03));
+  CHECK(rows[1].is_decode());
+  CHECK(rows[1].n_gen == 128);
+  CHECK(rows[1].tokens_per_s == 154.69);
+  CHECK(*rows[1].stddev_tokens_per_s == 0.27);
+  CHECK(rows[1].measured_s() == doctest::Approx(1 / 154.69));
+  CHECK(rows[1].build == "8e672efe (2095)");
+  CHECK(rows[1].origin == "t.md:4");
+  CHECK(rows[2].n_depth == 512);
+  CHECK(rows[2].test_name() == "tg128 @ d512");
+}
+
+TEST_CASE("llama-bench -o json, jsonl and csv give the same row") {
+  const char* json =
+      R"([{"build_commit": "abc", "model_type": "llama 8B Q8_0", "model_size": 8540770304, "model_n_params": 8030261248,
+          "n_prompt": 0, "n_gen": 128, "type_k": "q8_0", "type_v": "f16", "avg_ts": 90.5, "stddev_ts": 0.5,
+          "gpu_info": "NVIDIA GeForce RTX 4090", "backends": "CUDA"}])";
+  const char* jsonl =
+      R"({"build_commit": "abc", "model_type": "llama 8B Q8_0", "model_size": 8540770304, "model_n_params": 8030261248, "n_prompt": 0, "n_gen": 128, "type_k": "q8_0", "type_v": "f16", "avg_ts": 90.5, "stddev_ts": 0.5})"
+      "\n";
+  const char* csv =
+      "build_commit,model_type,model_size,model_n_params,n_prompt,n_gen,type_k,type_v,avg_ts,stddev_ts\n"
+      "\"abc\",\"llama 8B Q8_0\",\"8540770304\",\"8030261248\",\"0\",\"128\",\"q8_0\",\"f16\",\"90.5\",\"0.5\"\n";
+  for (const auto& [text, name] : {std::pair{json, "json"}, std::pair{jsonl, "jsonl"}, std::pair{csv, "csv"}}) {
+    CAPTURE(name);
+    const std::vector<BenchRow> rows = parse_bench_text(text, name);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].model_type == "llama 8B Q8_0");
+    CHECK(*rows[0].model_bytes == 8540770304u);
+    CHECK(*rows[0].params == 8030261248.0);
+    CHECK(rows[0].is_decode());
+    CHECK(rows[0].tokens_per_s == 90.5);
+    CHECK(rows[0].kv_k == "q8_0");
+    CHECK(rows[0].build == "abc");
+  }
+}
+
+TEST_CASE("bad llama-bench input names the line and what was expected") {
+  CHECK_THROWS_WITH_AS(parse_bench_text("hello\nworld\n", "x.txt"),
+                       doctest::Contains("not llama-bench output"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text("| model | test | t/s |\n|---|---|---|\n| llama 7B Q4_0 | tg128 | fast |\n", "x.md"),
+                       doctest::Contains("x.md:3: t/s: 'fast' is not a number"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text("| model | test | t/s |\n|---|---|---|\n| llama 7B Q4_0 | xx128 | 5 |\n", "x.md"),
+                       doctest::Contains("not a llama-bench test"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_gen": 128}])", "x.json"),
+                       doctest::Contains("avg_ts"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_gen": 128, "avg_ts": 0}])", "x.json"),
+                       doctest::Contains("tokens/s > 0"), InputError);
+}
+
+TEST_CASE("model_type names map to llama.cpp file types") {
+  auto ftype = [](const char* t) { return parse_bench_model_type(t, "t").file_type; };
+  CHECK(ftype("llama 7B Q4_0") == "Q4_0");
+  CHECK(ftype("llama 7B mostly Q4_0") == "Q4_0");
+  CHECK(ftype("llama 7B Q4_K - Medium") == "Q4_K_M");
+  CHECK(ftype("llama 7B Q3_K - Large") == "Q3_K_L");
+  CHECK(ftype("llama 7B Q2_K - Medium") == "Q2_K");  // llama.cpp prints Q2_K so
+  CHECK(ftype("llama 7B Q2_K - Small") == "Q2_K_S");
+  CHECK(ftype("llama 7B all F32") == "F32");
+  CHECK(ftype("llama 7B IQ2_XXS - 2.0625 bpw") == "IQ2_XXS");
+  CHECK(parse_bench_model_type("qwen2 7B Q8_0", "t").arch == "qwen2");
+  CHECK(parse_bench_model_type("qwen2 7B Q8_0", "t").size_label == "7B");
+  CHECK_THROWS_AS(parse_bench_model_type("llama", "t"), InputError);
+}
+
+namespace {
+
+// Rows as an engine with exactly these terms would print them: t/s = 1 / (fixed + memory / e).
+std::vector<BenchRow> synthetic_rows(const HwProfile& hw, double fixed_s, double efficiency) {
+  struct Case { const char* model; const char* weights; double params; };
+  const Case cases[] = {{"llama-2-7b", "F16", 6.74e9}, {"llama-2-7b", "Q8_0", 6.74e9},
+                        {"llama-2-7b", "Q4_0", 6.74e9}, {"llama-2-13b", "Q4_0", 13.0e9},
+                        {"llama-2-13b", "F16", 13.0e9}, {"llama-2-70b", "Q4_0", 69.0e9}};
+  std::vector<BenchRow> rows;
+  for (const Case& c : cases) {
+    const ModelSpec spec = load_model(c.model);
+    const PlanWeights w = plan_weights(spec, c.weights, std::nullopt);
+    const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+    BenchRow r;
+    r.model_type = fmt::format("llama 7B {}", c.weights);
+    r.model = c.model;
+    r.n_gen = 128;
+    r.tokens_per_s = 1.0 / (fixed_s + rl.decode_step(1, 64).memory_s / efficiency);
+    r.origin = fmt::format("{} {}", c.model, c.weights);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers the terms the measurements were made with, and ignores one outlier") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  std::vector<BenchRow> rows = synthetic_rows(hw, 0.002, 0.8);
+  const CalibrationResult clean = calibrate_step_model(rows, hw, {});
+  CHECK(clean.points.size() == 6);
+  CHECK(clean.calibration.decode.fixed_s == doctest::Approx(0.002).epsilon(1e-6));
+  CHECK(clean.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(1e-6));
+  for (const auto& [type, e] : clean.calibration.decode.read_efficiency_by_type) {
+    CAPTURE(type);
+    CHECK(e == doctest::Approx(0.8).epsilon(1e-6));  // no type departs from the shared rate
+  }
+  for (const CalibrationPoint& p : clean.points) CHECK(std::abs(p.loo_residual()) < 1e-6);
+  CHECK(clean.calibration.decode.error.points == 6);
+
+  rows[3].tokens_per_s /= 1.5;  // one run 50% slow (a throttled GPU, a busy machine)
+  const CalibrationResult dirty = calibrate_step_model(rows, hw, {});
+  CHECK(dirty.calibration.decode.fixed_s == doctest::Approx(0.002).epsilon(0.03));
+  CHECK(dirty.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(0.03));
+  CHECK(dirty.points[3].weight < 0.2);  // the outlier is down-weighted, not the others
+  CHECK(dirty.points[0].weight == 1.0);
+}
+
+TEST_CASE("a calibrated roofline adds the fixed time and the achieved reads, and keeps the ceiling") {
+  HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+  const StepCost plain = Roofline(spec, w.layout, {}, hw).decode_step(1, 512);
+  CHECK_FALSE(plain.calibrated);
+  CHECK(plain.time_s == plain.ceiling_s);
+
+  hw.calibration = step_calibration_from_json(
+      Json::parse(R"({"engine": "llama.cpp", "decode": {"fixed_ms": 2.0, "read_efficiency": 0.5,
+                      "error": [-0.1, 0.2], "extra_token_ms_per_gb": {"Q4_0": 1.0}}})"), "test");
+  const Roofline rl(spec, w.layout, {}, hw);
+  const StepCost c = rl.decode_step(1, 512);
+  CHECK(c.calibrated);
+  CHECK(c.ceiling_s == plain.ceiling_s);
+  CHECK(c.fixed_s == 0.002);
+  CHECK(c.read_s == doctest::Approx(plain.memory_s / 0.5));
+  CHECK(c.time_s == doctest::Approx(0.002 + plain.memory_s * 2));
+  CHECK(c.time_lo_s == doctest::Approx(c.time_s * 0.9));
+  CHECK(c.time_hi_s == doctest::Approx(c.time_s * 1.2));
+  CHECK(c.extra_tokens_s == 0);  // one token: nothing beyond the first
+  // 4 sequences: 3 extra tokens x 1 ms/GB x the Q4_0 matrices one token multiplies (all but the
+  // Q6_K head and the F32 norms; the embedding is a lookup)
+  double q4_bytes = 0;
+  for (const TensorPlacement& p : w.layout.tensors)
+    if (p.type == GgmlType::Q4_0 && p.tensor.role != TensorRole::token_embd) q4_bytes += static_cast<double>(p.bytes);
+  const StepCost b4 = rl.decode_step(4, 512);
+  CHECK(b4.extra_tokens_s == doctest::Approx(3 * q4_bytes * 1e-12));
+
+  // a calibration that would beat the speed of light is held at the ceiling
+  hw.calibration->decode = DecodeTerms{};
+  hw.calibration->decode.read_efficiency = 2.0;
+  const StepCost fast = Roofline(spec, w.layout, {}, hw).decode_step(1, 512);
+  CHECK(fast.time_s == fast.ceiling_s);
+}
+
+TEST_CASE("the calibration block round-trips through JSON and refuses nonsense") {
+  StepCalibration c;
+  c.engine = "llama.cpp";
+  c.decode.fixed_s = 0.0025;
+  c.decode.read_efficiency = 0.85;
+  c.decode.read_efficiency_by_type["Q4_K"] = 0.7;
+  c.decode.extra_token_s_per_byte["Q8_0"] = 2e-12;
+  c.decode.error = {-0.05, 0.08, 7, 0.03};
+  c.prefill = PrefillTerms{0.01, 0.6, {-0.2, 0.1, 5, 0.1}};
+  const StepCalibration back = step_calibration_from_json(step_calibration_to_json(c), "t");
+  CHECK(back.decode.fixed_s == doctest::Approx(0.0025));
+  CHECK(back.decode.read_efficiency == 0.85);
+  CHECK(back.decode.read_efficiency_by_type.at("Q4_K") == 0.7);
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0") == doctest::Approx(2e-12));
+  CHECK(back.decode.error.lo == -0.05);
+  CHECK(back.decode.error.points == 7);
+  CHECK(back.prefill->compute_efficiency == 0.6);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"read_efficiency": 0}})"), "p"),
+                       doctest::Contains("read_efficiency"), InputError);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"error": [0.1, 0.2]}})"), "p"),
+                       doctest::Contains("lo <= 0 <= hi"), InputError);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"fixed": 1}})"), "p"),
+                       doctest::Contains("unknown field 'fixed'"), InputError);
+}
+
+// Published llama.cpp runs (hwprofiles/calibrations, each point with its source URL): every
+// point predicted by a fit on the others, against the uncalibrated datasheet ceiling.
+TEST_CASE("published llama.cpp decode runs: each left out, the calibrated model beats the ceiling") {
+  const std::vector<std::string> devices = builtin_calibration_names();
+  CHECK(devices.size() >= 6);
+  for (const std::string& device : devices) {
+    CAPTURE(device);
+    const HwProfile hw = load_hw_profile(device);
+    const std::optional<StepCalibration> cal = builtin_calibration(hw, "llama.cpp");
+    REQUIRE(cal);
+    std::vector<double> ceiling;
+    CalibrationOptions o;
+    const std::string path = "hwprofiles/calibrations/" + device + ".json";
+    const CalibrationResult r = calibrate_step_model(read_bench_file(path), hw, o);
+    for (const CalibrationPoint& p : r.points)
+      if (p.decode) ceiling.push_back(p.ceiling_residual());
+    const ErrorBand& e = r.calibration.decode.error;
+    MESSAGE(fmt::format("{}: {} decode points, leave-one-out median |error| {:.1f}% (band {:+.1f}%..{:+.1f}%), "
+                        "ceiling {:.1f}%", device, e.points, e.loo_median_abs * 100, e.lo * 100, e.hi * 100,
+                        median_abs(ceiling) * 100));
+    CHECK(e.points >= 3);
+    CHECK(e.loo_median_abs < median_abs(ceiling) / 2);  // at least twice as close as the ceiling
+    if (e.points >= 4) CHECK(e.loo_median_abs < 0.15);
+    CHECK(cal->decode.fixed_s == doctest::Approx(r.calibration.decode.fixed_s));
+  }
+}
+
+TEST_CASE("--engine without a calibration for the device is refused, naming the ones there are") {
+  const HwProfile h200 = load_hw_profile("h200");
+  CHECK_FALSE(builtin_calibration(h200, "llama.cpp"));
+  CHECK_FALSE(builtin_calibration(load_hw_profile("rtx-4090"), "vllm"));
+}
