@@ -54,9 +54,10 @@ TEST_CASE("llama-bench -o json, jsonl and csv give the same row") {
   const char* csv =
       "build_commit,model_type,model_size,model_n_params,n_prompt,n_gen,type_k,type_v,avg_ts,stddev_ts\n"
       "\"abc\",\"llama 8B Q8_0\",\"8540770304\",\"8030261248\",\"0\",\"128\",\"q8_0\",\"f16\",\"90.5\",\"0.5\"\n";
-  for (const auto& [text, name] : {std::pair{json, "json"}, std::pair{jsonl, "jsonl"}, std::pair{csv, "csv"}}) {
+  for (const auto& format : {std::pair{json, "json"}, std::pair{jsonl, "jsonl"}, std::pair{csv, "csv"}}) {
+    const std::string name = format.second;
     CAPTURE(name);
-    const std::vector<BenchRow> rows = parse_bench_text(text, name);
+    const std::vector<BenchRow> rows = parse_bench_text(format.first, name);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].model_type == "llama 8B Q8_0");
     CHECK(*rows[0].model_bytes == 8540770304u);
@@ -129,9 +130,10 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
   CHECK(clean.points.size() == 6);
   CHECK(clean.calibration.decode.fixed_s == doctest::Approx(0.002).epsilon(1e-6));
   CHECK(clean.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(1e-6));
-  for (const auto& [type, e] : clean.calibration.decode.read_efficiency_by_type) {
+  for (const auto& entry : clean.calibration.decode.read_efficiency_by_type) {
+    const std::string type = entry.first;
     CAPTURE(type);
-    CHECK(e == doctest::Approx(0.8).epsilon(1e-6));  // no type departs from the shared rate
+    CHECK(entry.second == doctest::Approx(0.8).epsilon(1e-6));  // no type departs from the shared rate
   }
   for (const CalibrationPoint& p : clean.points) CHECK(std::abs(p.loo_residual()) < 1e-6);
   CHECK(clean.calibration.decode.error.points == 6);
