@@ -109,6 +109,13 @@ void run(const ProbeArgs& a) {
     print_rate(fmt::format("products {} (x{} tokens)", type, runtime::kProbeMatmulBatch), s, 1e9, "GFLOPS");
   fmt::print("  {:<30} {:>8.2f} us  (fit: time = overhead + bytes / {:.2f} GB/s)\n", "launch overhead",
              r.launch_overhead_s * 1e6, r.launch_fit_rate / 1e9);
+  fmt::print("  products of T tokens beyond one token's, ms per GB of weights ({} columns over {} MiB):\n",
+             r.product_cols, r.product_bytes >> 20);
+  for (const auto& [type, points] : r.extra_product_s_per_byte) {
+    std::string line;
+    for (const auto& [tokens, s_per_byte] : points) line += fmt::format("  T={}: {:7.2f}", tokens, s_per_byte * 1e12);
+    fmt::print("    {:<6}{}\n", type, line);
+  }
   if (!a.out_path.empty()) fmt::print("profile written to {} (use it with --hw {})\n", a.out_path, a.out_path);
   else fmt::print("(write the profile with --out FILE, then pass --hw FILE)\n");
 }
@@ -131,10 +138,12 @@ runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeC
   po.copy_chunk_bytes = copy.chunk_bytes;
   po.copy_beside_type = copy.type;
   po.copy_beside_tokens = copy.tokens;
+  po.product_cols = copy.product_cols;
   if (quick) {  // CI: smaller buffers, fewer passes (still beyond the 32 MiB L3 of the machines we run on)
     po.stream_bytes = uint64_t{256} << 20;
     po.matvec_bytes = uint64_t{128} << 20;
     po.repeats = 5;
+    po.product_point_s = 0.2;
   }
   const bool tty = !ro.quiet && isatty(fileno(stderr));
   if (tty) po.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[Kprobe: {}", line); };
@@ -157,6 +166,10 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--copy-beside-tokens", args->copy.tokens,
                   "The copy thread runs beside Q8_0 products of this many tokens, a decode batch (1 to 32, default 1)")
       ->check(CLI::Range(1, 32))
+      ->type_name("N");
+  cmd->add_option("--product-cols", args->copy.product_cols,
+                  "Row width of the several-token products (a plan's hidden size; default 4096)")
+      ->check(CLI::Range(uint64_t{32}, uint64_t{65536}))
       ->type_name("N");
   cmd->add_flag("--quick", args->quick, "Smaller buffers and fewer passes (about 4x faster, noisier)");
   // --backend cuda: device copy, pinned host-to-device and device-to-host, BF16 GEMM (cuBLAS), batch-1

@@ -76,6 +76,7 @@ double offload_stall_ms(const ResolvedPlan& rp, double iteration_s) {
 // plan's batch); the defaults without offload.
 ProbeCopy offload_probe_copy(const Plan& plan) {
   ProbeCopy copy;
+  copy.product_cols = plan_model_spec(plan).hidden;  // the several-token products in the plan's row width
   if (!plan.offload) return copy;
   if (const GgmlTypeInfo* t = find_ggml_type(plan.weights)) copy.type = t->type;
   copy.tokens = plan.requests;
@@ -165,25 +166,40 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const ru
                     "weights + KV pool + offload slots vs cudaMemGetInfo's growth over the setup"});
   }
   std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill;
+  std::vector<double> decode_lo, decode_hi, prefill_lo, prefill_hi;  // a calibration's bands
   for (const runtime::StepRecord& s : run.steps) {
     if (s.prefill) {
-      pred_prefill.push_back(rl.prefill(s.tokens).time_s * 1e3);
+      const StepCost c = rl.prefill(s.tokens);
+      pred_prefill.push_back(c.time_s * 1e3);
+      prefill_lo.push_back(c.time_lo_s * 1e3);
+      prefill_hi.push_back(c.time_hi_s * 1e3);
       meas_prefill.push_back((s.end_s - s.start_s) * 1e3);
     } else {
       // With offload, plus the stall the offload planner expects at this step's iteration.
-      const double step_s = rl.decode_step(s.batch, s.context_tokens / s.batch).time_s;
-      pred_decode.push_back(step_s * 1e3 + offload_stall_ms(rp, step_s));
+      const StepCost c = rl.decode_step(s.batch, s.context_tokens / s.batch);
+      const double stall_ms = offload_stall_ms(rp, c.time_s);
+      pred_decode.push_back(c.time_s * 1e3 + stall_ms);
+      decode_lo.push_back(c.time_lo_s * 1e3 + stall_ms);
+      decode_hi.push_back(c.time_hi_s * 1e3 + stall_ms);
       meas_decode.push_back((s.end_s - s.start_s) * 1e3);
     }
   }
+  // The band where the calibration has one (its leave-one-out errors; a probe's has none).
+  const auto with_band = [](Row r, const std::vector<double>& lo, const std::vector<double>& hi) {
+    if (median(hi) > median(lo)) r.band = std::pair{median(lo), median(hi)};
+    return r;
+  };
   if (!meas_decode.empty())
-    rows.push_back({"decode_iteration_ms p50", "ms", median(pred_decode), median(meas_decode), kDecodeBound,
-                    fmt::format("roofline at each of the {} steps' batch and context{}", meas_decode.size(),
-                                rp.plan.offload ? ", plus offload's predicted stall" : "")});
+    rows.push_back(with_band({"decode_iteration_ms p50", "ms", median(pred_decode), median(meas_decode), kDecodeBound,
+                              fmt::format("{} at each of the {} steps' batch and context{}",
+                                          rl.calibration() ? "step model" : "roofline", meas_decode.size(),
+                                          rp.plan.offload ? ", plus offload's predicted stall" : "")},
+                             decode_lo, decode_hi));
   if (const std::optional<Row> bw = decode_bandwidth_row(rp, run)) rows.push_back(*bw);
   if (!meas_prefill.empty())
-    rows.push_back({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
-                    fmt::format("{} prefill passes", meas_prefill.size())});
+    rows.push_back(with_band({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
+                              fmt::format("{} prefill passes", meas_prefill.size())},
+                             prefill_lo, prefill_hi));
   if (predicted.contains("serving") && !predicted.at("serving").at("mean_sojourn_s").is_null()) {
     const Json& s = predicted.at("serving");
     rows.push_back({"mean_sojourn_s", "s", s.at("mean_sojourn_s").get<double>(), m.at("mean_sojourn_s").get<double>(),
@@ -348,6 +364,12 @@ void run(const ReportArgs& a) {
                            {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
                            {"bound", r.bound ? Json(*r.bound) : r.rule ? Json(r.rule_name) : Json(nullptr)},
                            {"holds", r.holds()}, {"speed_independent", r.speed_independent()}});
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].band) {
+        j["rows"][i]["predicted_lo"] = rows[i].band->first;
+        j["rows"][i]["predicted_hi"] = rows[i].band->second;
+        j["rows"][i]["inside_band"] = rows[i].inside_band();
+      }
     if (spec) j["speculative"] = spec_comparison_json(*spec);
     fmt::print("{}\n", j.dump(2));
   } else {

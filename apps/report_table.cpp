@@ -28,13 +28,17 @@ std::string table(const std::vector<Row>& rows, bool markdown) {
     const std::string err = std::isfinite(r.error()) ? fmt::format("{:+.1f}%", 100 * r.error()) : "-";
     const std::string bound = r.rule ? r.rule_name : !r.bound ? "" : *r.bound == 0 ? "exact" : fmt::format("{:.0f}%", 100 * *r.bound);
     const std::string verdict = !r.bounded() ? "" : r.holds() ? "ok" : "FAILS";
+    const std::string note =
+        !r.band ? r.note
+                : fmt::format("{}{}band {}-{}: measured {}", r.note, r.note.empty() ? "" : "; ", format_value(r.band->first, r.unit),
+                              format_value(r.band->second, r.unit), r.inside_band() ? "inside" : "OUTSIDE");
     if (markdown)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.figure, r.unit, format_value(r.predicted, r.unit),
-                         format_value(r.measured, r.unit), err, bound, verdict, r.note);
+                         format_value(r.measured, r.unit), err, bound, verdict, note);
     else
       out += fmt::format("  {:<30} {:>14} {:>14} {:>9} {:>10}  {}{}\n", r.figure + (r.unit.empty() ? "" : " (" + r.unit + ")"),
                          format_value(r.predicted, r.unit), format_value(r.measured, r.unit), err, bound, verdict,
-                         r.note.empty() ? "" : "  " + r.note);
+                         note.empty() ? "" : "  " + note);
   }
   return out;
 }

@@ -18,6 +18,10 @@ struct Row {
   double predicted = 0, measured = 0;
   std::optional<double> bound;  // relative; 0 = must be equal
   std::string note;
+  // A calibrated profile's leave-one-out band around `predicted` (lo, hi), shown with whether
+  // the measurement fell inside it; not a verdict.
+  std::optional<std::pair<double, double>> band;
+  bool inside_band() const { return band && measured >= band->first && measured <= band->second; }
   std::optional<bool> rule;     // a verdict by a rule other than the relative bound
   std::string rule_name;        // shown in the bound column: "5% of best"
   // A law the runtime's own accounting must obey whatever the machine's speed (Little's law over

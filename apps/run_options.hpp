@@ -33,6 +33,7 @@ struct ProbeCopy {
   uint64_t chunk_bytes = 0;
   GgmlType type = GgmlType::Q8_0;
   uint64_t tokens = 1;
+  uint64_t product_cols = 0;  // the several-token products' row width (a plan's hidden; 0: 4096)
 };
 
 // Probes the CPU backend (runtime/probe.hpp); `quick` trades precision for time.

@@ -33,7 +33,9 @@ constexpr double kMinTermSpread = 1.15;       // largest / smallest term needed 
 // time = fixed + slope x term + sum over types of delta_t x term_t, on relative residuals; the
 // deltas (a weight type's own read cost beyond the shared one) are pulled toward 0 by a ridge
 // penalty, so a type seen once moves only part of the way and a type never seen keeps the shared
-// rate. `fit_fixed` false: fixed = 0.
+// rate. `fit_fixed` false: fixed = 0. One fixed time for all the engine builds in the data: a
+// fixed time per build was tried and lost on leave-one-out (a100-80gb-pcie 8.1% -> 16.0%,
+// h100-pcie 8.8% -> 17.6%, rtx-3090 13.3% -> 15.9%; only rtx-4090 gained, 3.1% -> 1.8%).
 constexpr double kTypeRidge = 0.1;  // in units of (term / measured)^2, which is ~0.3-0.8 per point
 
 struct Sample {
@@ -231,11 +233,13 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     const StepCost c = rl.decode_step(1, row.n_depth + row.n_gen / 2);  // the test's mean context
     p.term_s = c.memory_s;
     p.ceiling_s = c.ceiling_s;
+    p.known_s = c.overhead_s;
     for (const std::string& type : rl.weight_types()) p.type_terms_s[type] = rl.weight_read_s_of_type(type, 1);
   } else {
     const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
     p.term_s = c.compute_s;
     p.ceiling_s = c.ceiling_s;
+    p.known_s = c.overhead_s;
   }
   return p;
 }
@@ -315,12 +319,12 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       continue;
     }
     std::vector<Sample> xs;
-    for (const CalibrationPoint* p : pts) xs.push_back({p->term_s, p->type_terms_s, p->measured_s});
+    for (const CalibrationPoint* p : pts) xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s});
     const KindFit f = fit_kind(xs);
     std::vector<double> loo_r;
     for (size_t i = 0; i < pts.size(); ++i) {
-      pts[i]->fitted_s = f.line.predict(xs[i]);
-      pts[i]->loo_s = f.loo[i];
+      pts[i]->fitted_s = pts[i]->known_s + f.line.predict(xs[i]);
+      pts[i]->loo_s = pts[i]->known_s + f.loo[i];
       pts[i]->weight = f.line.weights[i];
       loo_r.push_back(pts[i]->loo_residual());
     }

@@ -30,6 +30,7 @@ struct CalibrationPoint {
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
   double ceiling_s = 0;      // the uncalibrated roofline
+  double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
   double fitted_s = 0;       // the calibrated model fitted on every point
   double loo_s = 0;          // ... fitted without this point
   double weight = 1;         // the robust fit's final weight (< 1: down-weighted as an outlier)

@@ -173,9 +173,10 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
   return c;
 }
 
-// Decode: fixed + memory / read efficiency + extra tokens (+ the all-reduce); prefill: its fixed
-// time + the slower of compute / prefill efficiency and memory / read efficiency. The launch
-// overhead a probe measured is part of the fixed time the fit found, so it is not added again.
+// Decode: fixed + launches + memory / read efficiency + extra tokens (+ the all-reduce); prefill:
+// its fixed time + launches + the slower of compute / prefill efficiency and memory / read
+// efficiency. The launches are the probe's measured overhead (0 without one); a fit subtracts
+// them from what it fits, so the fixed time is what the engine adds beyond them.
 // A sum below the ceiling is raised to it: no engine beats the speed of light.
 void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const {
   if (!calibration_) return;
@@ -187,27 +188,32 @@ void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const
   if (!prefill) {
     c.fixed_s = cal.decode.fixed_s;
     c.read_s = read_s;
-    c.extra_tokens_s = extra_token_s(std::max(tokens - 1.0, 0.0));
+    c.extra_tokens_s = extra_token_s(tokens);
   } else if (cal.prefill) {
     c.fixed_s = cal.prefill->fixed_s;
     c.read_s = std::max(c.compute_s / cal.prefill->compute_efficiency, read_s);
     band = &cal.prefill->error;
+  } else if (!cal.decode.extra_token_s_per_byte.empty()) {
+    // no prefill terms, but measured several-token products (the CPU probe): a prefill is one
+    // product of the whole prompt, as a verify pass is
+    c.read_s = read_s;
+    c.extra_tokens_s = extra_token_s(tokens);
   } else {
     return;  // no prefill terms: the ceiling stays the prediction
   }
   c.calibrated = true;
-  c.time_s = std::max(c.fixed_s + c.read_s + c.extra_tokens_s + c.comm_s, c.ceiling_s);
+  c.time_s = std::max(c.fixed_s + c.overhead_s + c.read_s + c.extra_tokens_s + c.comm_s, c.ceiling_s);
   c.time_lo_s = c.time_s * (1.0 + band->lo);
   c.time_hi_s = c.time_s * (1.0 + band->hi);
 }
 
-double Roofline::extra_token_s(double extra_tokens) const {
-  if (!calibration_ || extra_tokens <= 0) return 0;
-  double s_per_token = 0;
-  for (const auto& [type, s_per_byte] : calibration_->decode.extra_token_s_per_byte)
+double Roofline::extra_token_s(double tokens) const {
+  if (!calibration_ || tokens <= 1) return 0;
+  double s = 0;
+  for (const auto& [type, curve] : calibration_->decode.extra_token_s_per_byte)
     if (const auto it = token_bytes_by_type_.find(type); it != token_bytes_by_type_.end())
-      s_per_token += it->second * s_per_byte;
-  return s_per_token * extra_tokens;
+      s += it->second * extra_token_s_per_byte(curve, tokens);
+  return s;
 }
 
 std::vector<std::string> Roofline::weight_types() const {

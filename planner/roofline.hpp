@@ -43,7 +43,7 @@ struct StepCost {
   // The calibrated step model's terms (planner/step_model), all 0 without a calibration:
   double fixed_s = 0;         // the engine's fixed time per step (or per prefill)
   double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
-  double extra_tokens_s = 0;  // tokens beyond the first x their weight types' cost per byte
+  double extra_tokens_s = 0;  // the step's product of all its tokens beyond one token's (per weight type)
   bool calibrated = false;
   // The prediction: the calibrated terms' sum (never below the ceiling), else the ceiling; and
   // its error band from the calibration's leave-one-out residuals (== time_s uncalibrated).
@@ -85,9 +85,9 @@ class Roofline {
   StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const;
   // The calibrated terms on top of finish()'s ceiling (planner/step_model).
   void apply_calibration(StepCost& c, double tokens, bool prefill) const;
-  // Weight bytes one more token multiplies, per GGML type: dense tensors and the active share of
-  // the experts (the extra-token term's weights).
-  double extra_token_s(double extra_tokens) const;
+  // What a product of `tokens` tokens costs beyond one token's: each type's weights one token
+  // multiplies (dense tensors, the active share of the experts) x the calibration's curve.
+  double extra_token_s(double tokens) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
   // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the

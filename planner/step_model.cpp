@@ -2,7 +2,9 @@
 // units a reader checks against a benchmark table; unknown keys are refused as in every profile.
 #include "planner/step_model.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <set>
 
@@ -50,6 +52,20 @@ Json band_to_json(const ErrorBand& b) {
 
 }  // namespace
 
+double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens) {
+  if (curve.empty() || tokens <= 1) return 0;
+  double t0 = 1, s0 = 0;  // one token costs nothing extra
+  for (const auto& [t1, s1] : curve) {
+    if (tokens <= t1) return s0 + (s1 - s0) * (tokens - t0) / (t1 - t0);
+    t0 = t1;
+    s0 = s1;
+  }
+  // past the last point: the last segment's slope
+  const double tp = curve.size() >= 2 ? curve[curve.size() - 2].first : 1.0;
+  const double sp = curve.size() >= 2 ? curve[curve.size() - 2].second : 0.0;
+  return s0 + (s0 - sp) / (t0 - tp) * (tokens - t0);
+}
+
 StepCalibration step_calibration_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object", where));
   refuse_unknown(j, {"engine", "source", "decode", "prefill"}, where);
@@ -75,7 +91,20 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
     for (const auto& [type, value] : x.items()) {
       const std::string xw = fmt::format("{}: extra_token_ms_per_gb", dw);
       const GgmlTypeInfo& t = ggml_type_by_name(type, fmt::format("{}.{}", xw, type));
-      c.decode.extra_token_s_per_byte[std::string(t.name)] = bounded(x, type, xw, 0, 1e6, 0, "ms per GB") / 1e3 / 1e9;
+      ExtraTokenCurve curve;
+      if (value.is_object()) {  // {"T": ms per GB of the whole T-token product beyond one token}
+        const std::string tw = fmt::format("{}.{}", xw, type);
+        for (const auto& [tokens, ms] : value.items()) {
+          const double tk = std::atof(tokens.c_str());
+          if (!(tk >= 2 && tk <= 1e6) || tk != std::floor(tk))
+            throw InputError(fmt::format("{}: key '{}' is not a token count >= 2", tw, tokens));
+          curve.emplace_back(tk, bounded(value, tokens, tw, 0, 1e9, 0, "ms per GB") / 1e3 / 1e9);
+        }
+        std::sort(curve.begin(), curve.end());
+      } else {  // one figure per extra token: the point at T = 2
+        curve.emplace_back(2.0, bounded(x, type, xw, 0, 1e6, 0, "ms per GB") / 1e3 / 1e9);
+      }
+      c.decode.extra_token_s_per_byte[std::string(t.name)] = curve;
     }
   }
   c.decode.error = band_from_json(d, dw);
@@ -97,7 +126,11 @@ Json step_calibration_to_json(const StepCalibration& c) {
   if (!c.decode.read_efficiency_by_type.empty()) d["read_efficiency_by_type"] = c.decode.read_efficiency_by_type;
   if (!c.decode.extra_token_s_per_byte.empty()) {
     Json x = Json::object();
-    for (const auto& [type, s_per_byte] : c.decode.extra_token_s_per_byte) x[type] = s_per_byte * 1e3 * 1e9;
+    for (const auto& [type, curve] : c.decode.extra_token_s_per_byte) {
+      Json points = Json::object();
+      for (const auto& [tokens, s_per_byte] : curve) points[fmt::format("{:g}", tokens)] = s_per_byte * 1e3 * 1e9;
+      x[type] = points;
+    }
     d["extra_token_ms_per_gb"] = x;
   }
   d.update(band_to_json(c.decode.error));

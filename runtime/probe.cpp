@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -84,6 +85,42 @@ RateSample copy_beside(int repeats, const uint64_t* src, uint64_t* dst, uint64_t
   return {rates[rates.size() / 2], rates.front(), rates.back()};
 }
 
+// The last-level cache (sysfs; 32 MiB, this project's CI machines, when it cannot be read).
+uint64_t last_level_cache_bytes() {
+  uint64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+    std::string text;
+    if (!(in >> text) || text.empty()) continue;
+    uint64_t v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') v <<= 10;
+    else if (text.back() == 'M') v <<= 20;
+    best = std::max(best, v);
+  }
+  return best ? best : uint64_t{32} << 20;
+}
+
+// Median of (T-token pass - 1-token pass), the two passes alternating, for at least `min_s`
+// (and 5 pairs): each pair sees the same moment of a drifting machine.
+double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, uint64_t tokens) {
+  pass(1);
+  pass(tokens);
+  std::vector<double> diffs;
+  double spent = 0;
+  while (diffs.size() < 5 || spent < min_s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pass(1);
+    const double one = seconds_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
+    pass(tokens);
+    const double many = seconds_since(t1);
+    diffs.push_back(many - one);
+    spent += one + many;
+  }
+  std::sort(diffs.begin(), diffs.end());
+  return std::max(0.0, diffs[diffs.size() / 2]);
+}
+
 }  // namespace
 
 ProbeResult probe_cpu(const ProbeOptions& options) {
@@ -152,6 +189,40 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     });
   }
   {
+    // Several-token products over a matrix far beyond the caches, in the plan's row width: the
+    // step model's extra-token curve per type (a decode batch, a verify pass, a prompt).
+    r.last_level_cache_bytes = last_level_cache_bytes();
+    r.product_cols = o.product_cols ? o.product_cols : kMatvecCols;
+    const uint64_t max_tokens = kProbeProductTokens[std::size(kProbeProductTokens) - 1];
+    std::vector<float> xs(max_tokens * r.product_cols);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 7919) % 201) / 100.0f - 1.0f;
+    for (GgmlType type : kProbedTypes) {
+      const std::string name(ggml_type_info(type).name);
+      const uint64_t row_bytes = ggml_row_bytes(type, r.product_cols, "probe");
+      const uint64_t rows = std::max(4 * r.last_level_cache_bytes, o.matvec_bytes) / row_bytes;
+      r.product_bytes = rows * row_bytes;
+      std::vector<uint8_t> w(rows * row_bytes);
+      pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
+        for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, r.product_cols, 0.05f, i + 1, &w[i * row_bytes]);
+      });
+      std::vector<float> out(rows * max_tokens);
+      // One projection at a time, each `product_cols` rows (a square projection of the plan's
+      // width), as a decode step dispatches them: per call, its activations are converted and
+      // its rows split between the threads.
+      const uint64_t call_rows = std::min(rows, r.product_cols);
+      const auto pass = [&](uint64_t tokens) {
+        for (uint64_t at = 0; at + call_rows <= rows; at += call_rows)
+          project(pool, type, &w[at * row_bytes], call_rows, r.product_cols, xs.data(), tokens, out.data(), act);
+      };
+      for (uint64_t tokens : kProbeProductTokens) {
+        say(fmt::format("{} products of {} tokens against one, {} columns over {} MiB", name, tokens, r.product_cols,
+                        w.size() >> 20));
+        r.extra_product_s_per_byte[name][tokens] =
+            extra_product_s(o.product_point_s, pass, tokens) / static_cast<double>(w.size());
+      }
+    }
+  }
+  {
     // Launch overhead: projections of several sizes, each over fresh memory (many copies of the
     // matrix, cycled), least squares of time against bytes: the intercept is the fixed cost.
     say("launch overhead (projections of 64 to 4096 rows)");
@@ -185,6 +256,24 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
   return r;
 }
 
+namespace {
+// The CPU runtime's step model: reads at the probed matrix-vector rates (efficiency 1), the
+// probed launch overhead, and each type's several-token curve; no fixed time of its own.
+Json product_calibration_json(const ProbeResult& r, const std::string& source) {
+  Json curves = Json::object();
+  for (const auto& [type, points] : r.extra_product_s_per_byte) {
+    Json c = Json::object();
+    for (const auto& [tokens, s_per_byte] : points) c[std::to_string(tokens)] = s_per_byte * 1e3 * 1e9;
+    curves[type] = c;
+  }
+  return Json{{"engine", "infer-plan cpu"},
+              {"source", fmt::format("{}: products of 1 against 2, 4, 8, 32 tokens, {} columns over {} MiB "
+                                     "(last-level cache {} MiB)", source, r.product_cols, r.product_bytes >> 20,
+                                     r.last_level_cache_bytes >> 20)},
+              {"decode", {{"fixed_ms", 0.0}, {"read_efficiency", 1.0}, {"extra_token_ms_per_gb", curves}}}};
+}
+}  // namespace
+
 Json probe_profile_json(const ProbeResult& r, const std::string& name) {
   auto gbs = [](double v) { return fmt::format("{:.3f} GB/s", v / 1e9); };
   auto gflops = [](double v) { return fmt::format("{:.3f} TFLOPS", v / 1e12); };
@@ -210,6 +299,7 @@ Json probe_profile_json(const ProbeResult& r, const std::string& name) {
                        {"matmul", matmul},
                        {"launch_overhead_us", r.launch_overhead_s * 1e6},
                        {"source", source}}},
+         {"calibration", product_calibration_json(r, source)},
          {"sources", {source, "memory.reserved: 10% of physical memory held back for the OS (a convention, not measured)",
                       fmt::format("read bandwidth median {:.2f} GB/s (min {:.2f}, max {:.2f}) over the timed passes",
                                   r.read_bytes_per_s.median / 1e9, r.read_bytes_per_s.min / 1e9, r.read_bytes_per_s.max / 1e9)}}};

@@ -2,7 +2,9 @@
 // runtime's own code paths: memory read and copy bandwidth (STREAM-like, all threads), each
 // weight type's batch-1 matrix-vector rate over a matrix far larger than the caches (bytes/s of
 // weights), and each type's batched product rate on a cache-resident matrix (ops/s). Written as
-// a hardware profile whose `measured` block the roofline prefers to datasheet figures.
+// a hardware profile whose `measured` block the roofline prefers to datasheet figures; and what
+// products of 2, 4, 8 and 32 tokens cost beyond one token's, per type, over a DRAM-sized matrix,
+// written as the profile's calibration (planner/step_model: the CPU runtime's step model).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,6 +24,10 @@ struct ProbeOptions {
   uint64_t copy_chunk_bytes = 0;               // the copy thread's memcpy size (an offload group); 0: whole buffer
   GgmlType copy_beside_type = GgmlType::Q8_0;  // the compute the copy runs beside: this type's (a
   uint64_t copy_beside_tokens = 1;             // probed one, else Q8_0) products of 1..32 tokens
+  // The several-token products (the step model's extra-token curve): rows of this many columns
+  // (a plan's projection width; 0: 4096), over a matrix of at least 4x the last-level cache.
+  uint64_t product_cols = 0;
+  double product_point_s = 0.5;                // each T's pairs are timed for at least this long
   std::function<void(const std::string&)> progress;
 };
 
@@ -48,10 +54,17 @@ struct ProbeResult {
   // 4096 rows (each streamed from memory, as a decode step's are).
   double launch_overhead_s = 0;
   double launch_fit_rate = 0;
+  // Per type, per T in kProbeProductTokens: what a product of T tokens costs beyond one token's,
+  // in seconds per weight byte: the median of (T-token pass - 1-token pass) over interleaved
+  // pairs, so the machine's drift cancels. Over `product_bytes` of `product_cols`-wide rows.
+  std::map<std::string, std::map<uint64_t, double>> extra_product_s_per_byte;
+  uint64_t product_cols = 0, product_bytes = 0, last_level_cache_bytes = 0;
   std::string date;
 };
 
 inline constexpr uint64_t kProbeMatmulBatch = 32;  // tokens per product when measuring ops/s (a prompt chunk)
+// The batch sizes and verify passes of a decode (2..8) and a prompt chunk (32).
+inline constexpr uint64_t kProbeProductTokens[] = {2, 4, 8, 32};
 
 ProbeResult probe_cpu(const ProbeOptions& options);
 

@@ -188,14 +188,16 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   c.decode.fixed_s = 0.0025;
   c.decode.read_efficiency = 0.85;
   c.decode.read_efficiency_by_type["Q4_K"] = 0.7;
-  c.decode.extra_token_s_per_byte["Q8_0"] = 2e-12;
+  c.decode.extra_token_s_per_byte["Q8_0"] = {{2, 2e-12}, {8, 9e-12}};
   c.decode.error = {-0.05, 0.08, 7, 0.03};
   c.prefill = PrefillTerms{0.01, 0.6, {-0.2, 0.1, 5, 0.1}};
   const StepCalibration back = step_calibration_from_json(step_calibration_to_json(c), "t");
   CHECK(back.decode.fixed_s == doctest::Approx(0.0025));
   CHECK(back.decode.read_efficiency == 0.85);
   CHECK(back.decode.read_efficiency_by_type.at("Q4_K") == 0.7);
-  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0") == doctest::Approx(2e-12));
+  REQUIRE(back.decode.extra_token_s_per_byte.at("Q8_0").size() == 2);
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].first == 8);
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].second == doctest::Approx(9e-12));
   CHECK(back.decode.error.lo == -0.05);
   CHECK(back.decode.error.points == 7);
   CHECK(back.prefill->compute_efficiency == 0.6);
@@ -238,4 +240,16 @@ TEST_CASE("--engine without a calibration for the device is refused, naming the 
   const HwProfile h200 = load_hw_profile("h200");
   CHECK_FALSE(builtin_calibration(h200, "llama.cpp"));
   CHECK_FALSE(builtin_calibration(load_hw_profile("rtx-4090"), "vllm"));
+}
+
+TEST_CASE("the extra-token curve: linear between measured points, the last slope beyond") {
+  const ExtraTokenCurve curve{{2, 10.0}, {4, 25.0}, {8, 45.0}};
+  CHECK(extra_token_s_per_byte(curve, 1) == 0);
+  CHECK(extra_token_s_per_byte(curve, 1.5) == doctest::Approx(5.0));   // halfway from (1, 0) to (2, 10)
+  CHECK(extra_token_s_per_byte(curve, 3) == doctest::Approx(17.5));    // halfway from (2, 10) to (4, 25)
+  CHECK(extra_token_s_per_byte(curve, 8) == doctest::Approx(45.0));
+  CHECK(extra_token_s_per_byte(curve, 12) == doctest::Approx(65.0));   // 45 + 4 x (45 - 25) / 4
+  const ExtraTokenCurve per_token{{2, 3.0}};                            // one figure per extra token
+  CHECK(extra_token_s_per_byte(per_token, 5) == doctest::Approx(12.0));  // 4 extra tokens x 3
+  CHECK(extra_token_s_per_byte({}, 5) == 0);
 }
