@@ -75,6 +75,7 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   fmt::print("  longest context for {} request{}: {} tokens\n", r.requests, r.requests == 1 ? "" : "s",
              r.max_context);
   for (const auto& w : r.warnings) fmt::print("  note: {}\n", w);
+  fmt::print("  engine: {}\n", r.engine_assumption);
 }
 
 void run(const FitArgs& a) {

@@ -8,6 +8,7 @@ Json fit_figures(const FitResult& r) {
   Json reserves = Json::array();
   for (const auto& n : r.reserves) reserves.push_back({{"name", n.name}, {"bytes", n.bytes}});
   Json j{{"weights", r.weights_label},
+              {"engine_assumption", r.engine_assumption},
               {"context", r.context},
               {"requests", r.requests},
               {"tp", r.tp},

@@ -65,6 +65,7 @@ struct HwProfile {
   // An engine's step model fitted to measurements (`calibrate`): the roofline then predicts
   // fixed time + achieved reads + extra tokens, and keeps its ceiling beside (planner/step_model).
   std::optional<StepCalibration> calibration;
+  std::string uncalibrated_note;  // why an engine asked for has no calibration here (shown with the ceiling)
 
   uint64_t usable_bytes() const { return memory_capacity_bytes - memory_reserved_bytes; }
 };

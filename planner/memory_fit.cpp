@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "planner/engine_memory.hpp"
 #include "planner/ggml_type.hpp"
 #include "planner/kv_cache.hpp"
 #include "planner/units.hpp"
@@ -72,6 +73,11 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   r.kv_bytes = r.kv_bytes_per_request * plan.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), plan.reserves.begin(), plan.reserves.end());
+  const EngineMemory engine = engine_memory(plan.engine, s, hw, plan.context, plan.requests);
+  r.engine_assumption = engine.assumption;
+  r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
+  if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
+    r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes) * engine.usable_fraction));
   for (const auto& n : r.reserves) r.reserved_bytes += n.bytes;
 
   const int64_t usable = static_cast<int64_t>(r.usable_bytes);
@@ -92,15 +98,23 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   if (s.max_context && r.max_context > s.max_context)
     r.warnings.push_back(fmt::format("memory allows {} tokens per request, but {} was trained for {}",
                                      r.max_context, s.name, s.max_context));
+  if (plan.engine == "llama.cpp")
+    r.warnings.push_back("the most requests and the longest context keep llama.cpp's compute buffer at this plan's "
+                         "n_ctx; its attention term grows with n_ctx, so near those limits it is larger");
   if (s.sliding_window)
     r.warnings.push_back(fmt::format("{} declares a {}-token sliding window; llama.cpp's llama "
                                      "architecture ignores it, so the KV is sized for the whole context",
                                      s.name, s.sliding_window));
 
   auto& d = r.derivation;
-  d.push_back(fmt::format("usable   = capacity - reserved = {} B - {} B = {} - {} = {}",
-                          r.capacity_bytes, r.system_reserved_bytes, gib(r.capacity_bytes),
-                          gib(r.system_reserved_bytes), gib(r.usable_bytes)));
+  d.push_back(fmt::format("engine   = {}", r.engine_assumption));
+  if (engine.usable_fraction < 1.0)
+    d.push_back(fmt::format("usable   = min(capacity - reserved, {} x capacity) = {}", engine.usable_fraction,
+                            gib(r.usable_bytes)));
+  else
+    d.push_back(fmt::format("usable   = capacity - reserved = {} B - {} B = {} - {} = {}",
+                            r.capacity_bytes, r.system_reserved_bytes, gib(r.capacity_bytes),
+                            gib(r.system_reserved_bytes), gib(r.usable_bytes)));
   if (plan.tp == 1)
     d.push_back(fmt::format("weights  = {} = {} B = {}", weights_label, r.weights_bytes, gib(r.weights_bytes)));
   else

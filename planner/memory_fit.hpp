@@ -36,6 +36,7 @@ struct FitResult {
   bool fits = false;
   uint64_t max_requests = 0;   // at `context`
   uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only
+  std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
   std::vector<std::string> warnings;
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
 };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/calibration.hpp"
+#include "planner/engine_memory.hpp"
 #include "planner/figures.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
@@ -26,11 +27,14 @@ ResolvedPlan resolve_plan(const Plan& plan) {
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
   if (!plan.engine.empty() && !(rp.hw.calibration && rp.hw.calibration->engine == plan.engine)) {
+    // The engine's step model where published runs were fitted; else the ceiling, saying why
+    // (fit still counts the engine's memory).
+    (void)engine_memory(plan.engine, rp.spec, rp.hw, plan.context, plan.requests);  // a known engine
     rp.hw.calibration = builtin_calibration(rp.hw, plan.engine);
     if (!rp.hw.calibration)
-      throw InputError(fmt::format("--engine {}: no {} calibration for {}; built-in calibrations (llama.cpp): {}; or "
-                                   "fit one from your own llama-bench output with `infer-plan calibrate`",
-                                   plan.engine, plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", ")));
+      rp.hw.uncalibrated_note = fmt::format("no {} calibration for {}; built-in ones (llama.cpp): {}; fit one from your "
+                                            "own llama-bench output with `infer-plan calibrate`",
+                                            plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", "));
   }
   rp.weights = plan_weights(rp.spec, plan.weights, plan.weights_bytes);
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);

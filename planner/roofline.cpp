@@ -69,7 +69,8 @@ RooflineRates roofline_rates(const HwProfile& hw) {
     r.step_source = fmt::format("calibrated: {}{}", hw.calibration->engine,
                                 hw.calibration->source.empty() ? "" : " (" + hw.calibration->source + ")");
   else
-    r.step_source = hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated";
+    r.step_source = fmt::format("{}{}", hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated",
+                                hw.uncalibrated_note.empty() ? "" : " (" + hw.uncalibrated_note + ")");
   return r;
 }
 

@@ -316,6 +316,13 @@ infer_plan_cli_case(roofline_engine EXIT 0 ARGS roofline --model llama-2-7b --we
   MATCH "\"decode_iteration_ms_lo\": " "\"decode_iteration_ms_hi\": " "\"ceiling_ms\": " "\"calibrated\": true" "calibrated: llama.cpp")
 infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --json
   MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated")
-infer_plan_cli_case(bad_engine_h200 EXIT 2 ARGS roofline --hw h200 --engine llama.cpp MATCH "no llama.cpp calibration for h200" "rtx-4090")
+infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
+  MATCH "datasheet ceiling, uncalibrated .no llama.cpp calibration for h200" "rtx-4090" "\"calibrated\": false")
+infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp or vllm")
+# engine memory (planner/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
+# "CUDA0 compute buffer size = 164.00 MiB" (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)
+infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp --json
+  MATCH "\"name\": \"llama.cpp compute buffer\"" "\"bytes\": 171968512" "\"name\": \"CUDA context\"" "\"bytes\": 471859200")
+infer_plan_cli_case(fit_engine_none EXIT 0 ARGS fit MATCH "engine: no engine: weights, KV")
 infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
 infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")
