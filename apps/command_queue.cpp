@@ -37,7 +37,7 @@ struct QueueArgs {
   double rate_tolerance = 0.01;
   std::vector<CLI::Option*> simulation_options;  // given without --simulate: an error
   // Roofline mode: iteration and prefill times from a model on a profile, KV capacity from fit.
-  std::string model = "qwen3-8b", hw, weights = "BF16", kv;
+  std::string model = "qwen3-8b", hw, weights = "BF16", kv, engine;
 };
 
 // Seconds for people: 4 significant digits ("6.956", "0.044", "0.0035").
@@ -112,6 +112,7 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.model = a.model;
     plan.hw = a.hw;
     plan.weights = a.weights;
+    plan.engine = a.engine;
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
     const Roofline* rl = s.plan->roofline.get();
@@ -127,8 +128,9 @@ Simulation build_simulation(const QueueArgs& a) {
                                    s.plan->weights.label));
     s.server.kv_capacity_tokens = static_cast<uint64_t>(for_kv) / fit.kv_bytes_per_token;
     s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
-                                "from bytes and FLOPs; KV capacity from fit", s.plan->spec.name, s.plan->weights.label,
-                                ggml_type_info(plan.kv.k).name, s.plan->hw.name);
+                                "from bytes and FLOPs ({}); KV capacity from fit ({})", s.plan->spec.name,
+                                s.plan->weights.label, ggml_type_info(plan.kv.k).name, s.plan->hw.name,
+                                s.plan->roofline->rates().step_source, fit.engine_assumption);
   } else {
     const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
     s.server.decode_iteration_s = [=](uint64_t batch, uint64_t context) {
@@ -433,6 +435,10 @@ void add_queue_command(CLI::App& app) {
   sim(cmd->add_option("--model", a->model, "Model for --hw (default qwen3-8b)")->type_name("NAME|PATH"));
   sim(cmd->add_option("--weights", a->weights, "Weight type for --hw (default BF16)")->type_name("TYPE"));
   sim(cmd->add_option("--kv", a->kv, "KV cache type for --hw (default bf16)")->type_name("TYPE"));
+  sim(cmd->add_option("--engine", a->engine,
+                      "For --hw: the engine's step model (llama.cpp: the device's built-in calibration) and its memory "
+                      "beside weights and KV (llama.cpp, vllm)")
+          ->type_name("NAME"));
   sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->type_name("MS"));
   sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")

@@ -326,3 +326,5 @@ infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 
 infer_plan_cli_case(fit_engine_none EXIT 0 ARGS fit MATCH "engine: no engine: weights, KV")
 infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
 infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")
+infer_plan_cli_case(queue_engine EXIT 0 ARGS queue --simulate --hw rtx-4090 --engine llama.cpp --model llama-2-7b --weights Q4_0 --rate 2 --prompt 512 --output 128 --requests 50
+  MATCH "calibrated: llama.cpp" "llama.cpp: compute buffer")
