@@ -105,6 +105,8 @@ void run(const ProbeArgs& a) {
   fmt::print("    ({})\n", r.copy_beside);
   for (const auto& [type, s] : r.matvec_bytes_per_s)
     print_rate(fmt::format("matrix-vector {} (weights)", type), s, 1e9, "GB/s", r.read_bytes_per_s.median);
+  for (const auto& [type, s] : r.projection_bytes_per_s)
+    print_rate(fmt::format("projections {} ({} wide)", type, r.product_cols), s, 1e9, "GB/s", r.read_bytes_per_s.median);
   for (const auto& [type, s] : r.matmul_ops_per_s)
     print_rate(fmt::format("products {} (x{} tokens)", type, runtime::kProbeMatmulBatch), s, 1e9, "GFLOPS");
   fmt::print("  {:<30} {:>8.2f} us  (fit: time = overhead + bytes / {:.2f} GB/s)\n", "launch overhead",

@@ -102,7 +102,8 @@ uint64_t last_level_cache_bytes() {
 
 // Median of (T-token pass - 1-token pass), the two passes alternating, for at least `min_s`
 // (and 5 pairs): each pair sees the same moment of a drifting machine.
-double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, uint64_t tokens) {
+double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, uint64_t tokens,
+                       std::vector<double>* one_token_s) {
   pass(1);
   pass(tokens);
   std::vector<double> diffs;
@@ -115,6 +116,7 @@ double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, 
     pass(tokens);
     const double many = seconds_since(t1);
     diffs.push_back(many - one);
+    one_token_s->push_back(one);
     spent += one + many;
   }
   std::sort(diffs.begin(), diffs.end());
@@ -214,12 +216,17 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
         for (uint64_t at = 0; at + call_rows <= rows; at += call_rows)
           project(pool, type, &w[at * row_bytes], call_rows, r.product_cols, xs.data(), tokens, out.data(), act);
       };
+      std::vector<double> one_token_s;  // every 1-token pass of the pairs: the read rate in the plan's shape
       for (uint64_t tokens : kProbeProductTokens) {
         say(fmt::format("{} products of {} tokens against one, {} columns over {} MiB", name, tokens, r.product_cols,
                         w.size() >> 20));
         r.extra_product_s_per_byte[name][tokens] =
-            extra_product_s(o.product_point_s, pass, tokens) / static_cast<double>(w.size());
+            extra_product_s(o.product_point_s, pass, tokens, &one_token_s) / static_cast<double>(w.size());
       }
+      std::sort(one_token_s.begin(), one_token_s.end());
+      r.projection_bytes_per_s[name] = {static_cast<double>(w.size()) / one_token_s[one_token_s.size() / 2],
+                                        static_cast<double>(w.size()) / one_token_s.back(),
+                                        static_cast<double>(w.size()) / one_token_s.front()};
     }
   }
   {
@@ -257,8 +264,9 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
 }
 
 namespace {
-// The CPU runtime's step model: reads at the probed matrix-vector rates (efficiency 1), the
-// probed launch overhead, and each type's several-token curve; no fixed time of its own.
+// The CPU runtime's step model: reads at the probed matrix-vector rates times each type's
+// plan-shaped fraction, the probed launch overhead, and each type's several-token curve; no fixed
+// time of its own.
 Json product_calibration_json(const ProbeResult& r, const std::string& source) {
   Json curves = Json::object();
   for (const auto& [type, points] : r.extra_product_s_per_byte) {
@@ -266,11 +274,18 @@ Json product_calibration_json(const ProbeResult& r, const std::string& source) {
     for (const auto& [tokens, s_per_byte] : points) c[std::to_string(tokens)] = s_per_byte * 1e3 * 1e9;
     curves[type] = c;
   }
+  // Each type's reads in the plan's shape (projection after projection) against the one big
+  // matrix-vector product the profile's matvec rate is: the step model reads at that fraction.
+  Json efficiency = Json::object();
+  for (const auto& [type, s] : r.projection_bytes_per_s)
+    if (const auto mv = r.matvec_bytes_per_s.find(type); mv != r.matvec_bytes_per_s.end() && mv->second.median > 0)
+      efficiency[type] = s.median / mv->second.median;
   return Json{{"engine", "infer-plan cpu"},
               {"source", fmt::format("{}: products of 1 against 2, 4, 8, 32 tokens, {} columns over {} MiB "
                                      "(last-level cache {} MiB)", source, r.product_cols, r.product_bytes >> 20,
                                      r.last_level_cache_bytes >> 20)},
-              {"decode", {{"fixed_ms", 0.0}, {"read_efficiency", 1.0}, {"extra_token_ms_per_gb", curves}}}};
+              {"decode", {{"fixed_ms", 0.0}, {"read_efficiency", 1.0}, {"read_efficiency_by_type", efficiency},
+                          {"extra_token_ms_per_gb", curves}}}};
 }
 }  // namespace
 

@@ -59,6 +59,9 @@ struct ProbeResult {
   // pairs, so the machine's drift cancels. Over `product_bytes` of `product_cols`-wide rows.
   std::map<std::string, std::map<uint64_t, double>> extra_product_s_per_byte;
   uint64_t product_cols = 0, product_bytes = 0, last_level_cache_bytes = 0;
+  // The same matrix read one token at a time, one projection of product_cols rows after another
+  // (the 1-token halves of those pairs): the read rate in the plan's shape.
+  std::map<std::string, RateSample> projection_bytes_per_s;
   std::string date;
 };
 

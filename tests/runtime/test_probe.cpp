@@ -19,6 +19,7 @@ TEST_CASE("the probe's several-token curves are the profile's step model") {
   r.copy_beside_compute_bytes_per_s = {6e9, 5e9, 7e9};
   r.matmul_ops_per_s["F32"] = {50e9, 45e9, 55e9};
   r.matvec_bytes_per_s["Q8_0"] = {18e9, 17e9, 19e9};
+  r.projection_bytes_per_s["Q8_0"] = {13.5e9, 12e9, 15e9};  // the plan's projections read slower
   r.launch_overhead_s = 15e-6;
   // Q8_0: 2 tokens cost 36 ms per GB beyond one, 8 tokens 287 (this machine's order of size)
   r.extra_product_s_per_byte["Q8_0"] = {{2, 36e-12}, {8, 287e-12}};
@@ -32,6 +33,7 @@ TEST_CASE("the probe's several-token curves are the profile's step model") {
   CHECK(hw.calibration->engine == "infer-plan cpu");
   CHECK(hw.calibration->decode.fixed_s == 0);
   CHECK(hw.calibration->decode.read_efficiency == 1);
+  CHECK(hw.calibration->decode.read_efficiency_by_type.at("Q8_0") == doctest::Approx(0.75));  // 13.5 / 18
   const ExtraTokenCurve& q8 = hw.calibration->decode.extra_token_s_per_byte.at("Q8_0");
   REQUIRE(q8.size() == 2);
   CHECK(q8[0].first == 2);
