@@ -287,18 +287,25 @@ void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
-  // With --probe the profile is measured moments before the run, so both see the same machine.
+  // With --probe the profile is measured moments before the run, so both see the same machine;
+  // on the CPU once more after it, and the prediction uses the means of the two (the VM's speed
+  // drifts by tens of percent within minutes).
   const ProbeCopy probe_copy = offload_probe_copy(plan);
+  RuntimeOptions probe_options = a.runtime;
+  // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
+  // thread's core); its copy thread runs beside their products, a group at a time, as offload's does.
+  probe_options.threads = runtime::compute_threads(plan, a.runtime.threads);
+  const bool probe_cpu_twice = a.probe && a.runtime.backend == "cpu";
+  std::optional<runtime::ProbeResult> before;
   auto probed = [&] {
     if (a.probe) {
       plan.hw = "inline";
-      // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
-      // thread's core); its copy thread runs beside their products, a group at a time, as
-      // offload's does.
-      RuntimeOptions probe_options = a.runtime;
-      probe_options.threads = runtime::compute_threads(plan, a.runtime.threads);
-      plan.hw_inline = probe_profile(probe_options, a.quick_probe, probe_copy,
-                                     a.runtime.backend == "cuda" ? "cuda-probed" : "cpu-probed");
+      if (probe_cpu_twice) {
+        before = probe_on(probe_options, a.quick_probe, probe_copy);
+        plan.hw_inline = runtime::probe_profile_json(*before, "cpu-probed");
+      } else {
+        plan.hw_inline = probe_profile(probe_options, a.quick_probe, probe_copy, "cuda-probed");
+      }
     }
     return resolve_plan(plan);
   };
@@ -310,11 +317,18 @@ void run(const ReportArgs& a) {
   std::vector<Row> rows;
   const auto measure = [&] {
     rp = probed();
-    predicted = predict(plan);
     run = execute_plan(rp, a.runtime);
+    std::optional<runtime::SpecSweepResult> sweep;
+    if (plan.speculative) sweep = execute_speculative_sweep(rp, a.runtime, a.spec_repeats);
+    if (probe_cpu_twice) {  // the same machine after the runs; predict with the means
+      const runtime::ProbeResult after = probe_on(probe_options, a.quick_probe, probe_copy);
+      plan.hw_inline = runtime::probe_profile_json(runtime::average_probes(*before, after), "cpu-probed");
+      rp = resolve_plan(plan);
+    }
+    predicted = predict(plan);
     rows = compare(rp, predicted, run);
-    if (plan.speculative) {
-      spec = compare_speculative(rp, execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
+    if (sweep) {
+      spec = compare_speculative(rp, *sweep);
       rows.insert(rows.end(), spec->rows.begin(), spec->rows.end());
     }
   };

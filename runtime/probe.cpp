@@ -264,6 +264,41 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
 }
 
 namespace {
+
+RateSample mean_of(const RateSample& a, const RateSample& b) {
+  return {(a.median + b.median) / 2, std::min(a.min, b.min), std::max(a.max, b.max)};
+}
+
+template <class Map, class Mean>
+Map mean_of_maps(const Map& a, const Map& b, const Mean& mean) {
+  Map out;
+  for (const auto& [key, va] : a)
+    if (const auto it = b.find(key); it != b.end()) out[key] = mean(va, it->second);
+  return out;
+}
+
+}  // namespace
+
+ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after) {
+  ProbeResult r = before;
+  r.read_bytes_per_s = mean_of(before.read_bytes_per_s, after.read_bytes_per_s);
+  r.copy_bytes_per_s = mean_of(before.copy_bytes_per_s, after.copy_bytes_per_s);
+  r.copy_beside_compute_bytes_per_s = mean_of(before.copy_beside_compute_bytes_per_s, after.copy_beside_compute_bytes_per_s);
+  r.matvec_bytes_per_s = mean_of_maps(before.matvec_bytes_per_s, after.matvec_bytes_per_s, mean_of);
+  r.matmul_ops_per_s = mean_of_maps(before.matmul_ops_per_s, after.matmul_ops_per_s, mean_of);
+  r.projection_bytes_per_s = mean_of_maps(before.projection_bytes_per_s, after.projection_bytes_per_s, mean_of);
+  r.extra_product_s_per_byte = mean_of_maps(
+      before.extra_product_s_per_byte, after.extra_product_s_per_byte,
+      [](const std::map<uint64_t, double>& a, const std::map<uint64_t, double>& b) {
+        return mean_of_maps(a, b, [](double x, double y) { return (x + y) / 2; });
+      });
+  r.launch_overhead_s = (before.launch_overhead_s + after.launch_overhead_s) / 2;
+  r.launch_fit_rate = (before.launch_fit_rate + after.launch_fit_rate) / 2;
+  r.averaged = true;
+  return r;
+}
+
+namespace {
 // The CPU runtime's step model: reads at the probed matrix-vector rates times each type's
 // plan-shaped fraction, the probed launch overhead, and each type's several-token curve; no fixed
 // time of its own.
@@ -295,7 +330,8 @@ Json probe_profile_json(const ProbeResult& r, const std::string& name) {
   Json matvec = Json::object(), matmul = Json::object(), spread = Json::object();
   for (const auto& [type, s] : r.matvec_bytes_per_s) matvec[type] = gbs(s.median);
   for (const auto& [type, s] : r.matmul_ops_per_s) matmul[type] = gflops(s.median);
-  const std::string source = fmt::format("probe on {}, {} threads, {}", r.device, r.threads, r.date);
+  const std::string source = fmt::format("probe on {}, {} threads, {}{}", r.device, r.threads, r.date,
+                                         r.averaged ? ", before and after the run (means)" : "");
   const double f32_ops = r.matmul_ops_per_s.count("F32") ? r.matmul_ops_per_s.at("F32").median : 1e9;
   Json j{{"name", name},
          {"kind", "device"},

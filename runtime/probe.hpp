@@ -62,6 +62,7 @@ struct ProbeResult {
   // The same matrix read one token at a time, one projection of product_cols rows after another
   // (the 1-token halves of those pairs): the read rate in the plan's shape.
   std::map<std::string, RateSample> projection_bytes_per_s;
+  bool averaged = false;  // average_probes of a probe before and one after a run
   std::string date;
 };
 
@@ -70,6 +71,12 @@ inline constexpr uint64_t kProbeMatmulBatch = 32;  // tokens per product when me
 inline constexpr uint64_t kProbeProductTokens[] = {2, 4, 8, 32};
 
 ProbeResult probe_cpu(const ProbeOptions& options);
+
+// Two probes of one machine, one before and one after a run, as one: each rate's median is the
+// mean of the two (min and max span both), each curve point the mean. A shared machine's speed
+// drifts by tens of percent within minutes; the run sits between the probes, so the mean is what
+// it saw on average, where one probe before it is what it saw at its start.
+ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after);
 
 // A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
 // the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = the copy
