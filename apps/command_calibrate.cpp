@@ -95,7 +95,7 @@ void run(const CalibrateArgs& a) {
   t.headers = {"point", "test", "model", "weights", "measured", "fitted", "resid", "left out", "resid", "ceiling", "error"};
   t.right_aligned = {false, false, false, false, true, true, true, true, true, true, true};
   for (const CalibrationPoint& p : r.points) {
-    const double unit = p.decode ? 1e3 : 1e3;
+    constexpr double unit = 1e3;  // ms, for decode steps and whole prompts alike
     t.rows.push_back({fmt::format("{}{}", p.row.origin, p.weight < 0.999 ? " (outlier)" : ""), p.row.test_name(), p.model,
                       p.weights, fmt::format("{:.2f} ms", p.measured_s * unit), fmt::format("{:.2f}", p.fitted_s * unit),
                       pct(p.residual()), fmt::format("{:.2f}", p.loo_s * unit), pct(p.loo_residual()),

@@ -101,7 +101,9 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     else if (t.role != TensorRole::token_embd || spec.tied_embeddings) read_s_by_type_[type_name].dense += read_s;
     if (t.is_expert())
       token_bytes_by_type_[type_name] += bytes * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
-    else if ((t.role != TensorRole::token_embd || spec.tied_embeddings) && !t.is_vector() && t.role != TensorRole::rope_freqs)
+    else if (t.role == TensorRole::output || (t.role == TensorRole::token_embd && spec.tied_embeddings))
+      head_bytes_by_type_[type_name] += bytes;  // multiplied only for the tokens whose logits a step computes
+    else if (t.role != TensorRole::token_embd && !t.is_vector() && t.role != TensorRole::rope_freqs)
       token_bytes_by_type_[type_name] += bytes;
     if (t.role == TensorRole::token_embd) {
       embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
@@ -170,7 +172,7 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
   c.overhead_s = launches_per_step_ * launch_overhead_s_;
   c.ceiling_s = std::max(c.memory_s, c.compute_s) + c.comm_s + c.overhead_s;
   c.time_s = c.time_lo_s = c.time_hi_s = c.ceiling_s;
-  apply_calibration(c, tokens, prefill);
+  apply_calibration(c, tokens, head_tokens, prefill);
   return c;
 }
 
@@ -179,7 +181,7 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
 // efficiency. The launches are the probe's measured overhead (0 without one); a fit subtracts
 // them from what it fits, so the fixed time is what the engine adds beyond them.
 // A sum below the ceiling is raised to it: no engine beats the speed of light.
-void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const {
+void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const {
   if (!calibration_) return;
   const StepCalibration& cal = *calibration_;
   double read_s = c.memory_s / cal.decode.read_efficiency;
@@ -189,7 +191,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const
   if (!prefill) {
     c.fixed_s = cal.decode.fixed_s;
     c.read_s = read_s;
-    c.extra_tokens_s = extra_token_s(tokens);
+    c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else if (cal.prefill) {
     c.fixed_s = cal.prefill->fixed_s;
     c.read_s = std::max(c.compute_s / cal.prefill->compute_efficiency, read_s);
@@ -198,7 +200,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const
     // no prefill terms, but measured several-token products (the CPU probe): a prefill is one
     // product of the whole prompt, as a verify pass is
     c.read_s = read_s;
-    c.extra_tokens_s = extra_token_s(tokens);
+    c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else {
     return;  // no prefill terms: the ceiling stays the prediction
   }
@@ -208,12 +210,15 @@ void Roofline::apply_calibration(StepCost& c, double tokens, bool prefill) const
   c.time_hi_s = c.time_s * (1.0 + band->hi);
 }
 
-double Roofline::extra_token_s(double tokens) const {
+double Roofline::extra_token_s(double tokens, double head_tokens) const {
   if (!calibration_ || tokens <= 1) return 0;
   double s = 0;
-  for (const auto& [type, curve] : calibration_->decode.extra_token_s_per_byte)
+  for (const auto& [type, curve] : calibration_->decode.extra_token_s_per_byte) {
     if (const auto it = token_bytes_by_type_.find(type); it != token_bytes_by_type_.end())
       s += it->second * extra_token_s_per_byte(curve, tokens);
+    if (const auto it = head_bytes_by_type_.find(type); it != head_bytes_by_type_.end())
+      s += it->second * extra_token_s_per_byte(curve, head_tokens);
+  }
   return s;
 }
 

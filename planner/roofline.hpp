@@ -84,10 +84,11 @@ class Roofline {
   // sequence in a prefill, as engines compute only the last prompt token's logits).
   StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const;
   // The calibrated terms on top of finish()'s ceiling (planner/step_model).
-  void apply_calibration(StepCost& c, double tokens, bool prefill) const;
+  void apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const;
   // What a product of `tokens` tokens costs beyond one token's: each type's weights one token
-  // multiplies (dense tensors, the active share of the experts) x the calibration's curve.
-  double extra_token_s(double tokens) const;
+  // multiplies (dense tensors, the active share of the experts) x the calibration's curve; the
+  // head's at `head_tokens` (a prefill computes one prompt's last logits only).
+  double extra_token_s(double tokens, double head_tokens) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
   // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the
@@ -113,6 +114,7 @@ class Roofline {
   double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
   std::map<std::string, double> token_bytes_by_type_;  // per GGML type, bytes one token multiplies
+  std::map<std::string, double> head_bytes_by_type_;   // ... of the output head (one token per prompt in a prefill)
   struct TypeReadS {
     double dense = 0, experts = 0;  // seconds to read the type's dense weights, all its experts
   };

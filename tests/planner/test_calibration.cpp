@@ -253,3 +253,23 @@ TEST_CASE("the extra-token curve: linear between measured points, the last slope
   CHECK(extra_token_s_per_byte(per_token, 5) == doctest::Approx(12.0));  // 4 extra tokens x 3
   CHECK(extra_token_s_per_byte({}, 5) == 0);
 }
+
+TEST_CASE("a prefill multiplies the output head for one token per prompt, not for every prompt token") {
+  HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);  // llama.cpp's Q4_0 recipe: the head in Q6_K
+  double q6_bytes = 0, q6_head_bytes = 0;
+  for (const TensorPlacement& p : w.layout.tensors)
+    if (p.type == GgmlType::Q6_K) {
+      q6_bytes += static_cast<double>(p.bytes);
+      if (p.tensor.role == TensorRole::output) q6_head_bytes += static_cast<double>(p.bytes);
+    }
+  REQUIRE(q6_head_bytes > 0);
+  hw.calibration = step_calibration_from_json(
+      Json::parse(R"({"engine": "t", "decode": {"extra_token_ms_per_gb": {"Q6_K": 1.0}}})"), "test");
+  const Roofline rl(spec, w.layout, {}, hw);
+  // decode of 4 sequences: every token's logits, so 3 extra tokens x every Q6_K byte x 1 ms/GB
+  CHECK(rl.decode_step(4, 64).extra_tokens_s == doctest::Approx(3 * q6_bytes * 1e-12));
+  // a 32-token prompt: 31 extra tokens over the Q6_K matrices that are not the head, none for the head
+  CHECK(rl.prefill(32).extra_tokens_s == doctest::Approx(31 * (q6_bytes - q6_head_bytes) * 1e-12));
+}
