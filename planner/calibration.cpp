@@ -219,6 +219,9 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
   double scale = 1.0;
   if (row.model_bytes) {
     scale = static_cast<double>(*row.model_bytes) / static_cast<double>(w.bytes);
+    if (!(scale > 0.5 && scale < 2.0))  // another model or type than the row names
+      throw InputError(fmt::format("{}: model_size {} is not near {}'s {} recipe, {}; expected within 2x (give --model)",
+                                   row.origin, format_bytes(*row.model_bytes), p.model, w.label, format_bytes(w.bytes)));
     if (std::abs(scale - 1.0) > kSizeNoteTolerance)
       p.size_note = fmt::format("file {} vs {} recipe {} ({:+.1f}%)", format_gib(static_cast<double>(*row.model_bytes)),
                                 w.label, format_gib(static_cast<double>(w.bytes)), (scale - 1.0) * 100);

@@ -3,6 +3,7 @@
 #include "planner/json_fields.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,8 @@
 
 namespace infer_plan {
 namespace {
+
+constexpr uint64_t kMaxTextFileBytes = uint64_t{64} << 20;
 
 std::string describe(const Json& v) {
   std::string dumped = v.dump();
@@ -50,6 +53,14 @@ Json parse_json_text(std::string_view text, std::string_view origin) {
 }
 
 std::string read_text_file(const std::string& path) {
+  // A FIFO with no writer would block forever and /dev/zero never ends: regular files only, and
+  // no text input of ours comes near the cap.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError(fmt::format("{}: not a regular file; expected a JSON or text file", path));
+  if (!ec && std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) > kMaxTextFileBytes)
+    throw InputError(fmt::format("{}: larger than {} MiB; expected a JSON or text file", path, kMaxTextFileBytes >> 20));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open file", path));
   std::ostringstream buf;

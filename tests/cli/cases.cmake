@@ -328,3 +328,5 @@ infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-
 infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")
 infer_plan_cli_case(queue_engine EXIT 0 ARGS queue --simulate --hw rtx-4090 --engine llama.cpp --model llama-2-7b --weights Q4_0 --rate 2 --prompt 512 --output 128 --requests 50
   MATCH "calibrated: llama.cpp" "llama.cpp: compute buffer")
+# text inputs: regular files only (a FIFO with no writer would block, /dev/zero never ends)
+infer_plan_cli_case(bad_calibrate_dev_zero EXIT 2 ARGS calibrate /dev/zero --hw rtx-4090 MATCH "/dev/zero: not a regular file")

@@ -273,3 +273,15 @@ TEST_CASE("a prefill multiplies the output head for one token per prompt, not fo
   // a 32-token prompt: 31 extra tokens over the Q6_K matrices that are not the head, none for the head
   CHECK(rl.prefill(32).extra_tokens_s == doctest::Approx(31 * (q6_bytes - q6_head_bytes) * 1e-12));
 }
+
+TEST_CASE("a printed model size far from the named model's recipe is skipped with the reason, not rescaled") {
+  const char* md =
+      "| model | size | params | backend | ngl | test | t/s |\n|---|--:|--:|---|--:|--:|--:|\n"
+      "| llama 7B Q4_0 | 8388608 TiB | 6.74 B | CUDA | 99 | tg128 | 100.00 |\n"
+      "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 150.00 |\n"
+      "| llama 7B F16 | 12.55 GiB | 6.74 B | CUDA | 99 | tg128 | 60.00 |\n";
+  const CalibrationResult r = calibrate_step_model(parse_bench_text(md, "t.md"), load_hw_profile("rtx-4090"), {});
+  CHECK(r.points.size() == 2);
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].reason.find("not near llama-2-7b's Q4_0 recipe") != std::string::npos);
+}
