@@ -36,7 +36,12 @@ constexpr double kMinTermSpread = 1.15;       // largest / smallest term needed 
 // rate. `fit_fixed` false: fixed = 0. One fixed time for all the engine builds in the data: a
 // fixed time per build was tried and lost on leave-one-out (a100-80gb-pcie 8.1% -> 16.0%,
 // h100-pcie 8.8% -> 17.6%, rtx-3090 13.3% -> 15.9%; only rtx-4090 gained, 3.1% -> 1.8%).
-constexpr double kTypeRidge = 0.1;  // in units of (term / measured)^2, which is ~0.3-0.8 per point
+// The penalty is in units of (a type's term / measured)^2, which is 0.01-0.8 per point; leave-one-out
+// medians over the published data (a100-80gb-pcie, h100-pcie, rtx-3090, rtx-4090) at 0.1: 8.1%,
+// 8.8%, 13.1%, 3.1%; at 0.03: 9.1%, 8.7%, 7.0%, 2.9%; at 0.01: 10.3%, 9.8%, 4.5%, 2.8%. A penalty
+// scaled by the type's own points (a fixed shrink fraction) was tried: 3.9% on the rtx-3090 but
+// 10.2% and 9.4% on the A100 and H100.
+constexpr double kTypeRidge = 0.03;
 
 struct Sample {
   double term = 0;                           // memory_s or compute_s
@@ -57,55 +62,41 @@ struct Line {
   }
 };
 
-Line fit_line_joint(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types);
-
 // A read cost below the profile's rate / kMaxReadEfficiency is not physical (the profile's rate is
-// a datasheet or probed ceiling); the joint fit can get there when types trade against the fixed
-// time. Then: the shared line alone (slope held at the bound if it crosses it), and each type's
-// delta from that line's relative residuals (ridge-shrunk, clamped to the bound).
+// a datasheet or probed ceiling); the free fit can get there when types trade against the fixed
+// time (an old build's slow K-quants beside its fast Q4_0). Such a rate is held at the bound and
+// the rest fitted again (an active set): first the shared rate, then the worst type, one at a time.
 constexpr double kMaxReadEfficiency = 1.1;
+constexpr double kMinSlope = 1.0 / kMaxReadEfficiency;
 
-bool physical(const Line& line) {
-  const double min_slope = 1.0 / kMaxReadEfficiency;
-  if (line.slope < min_slope) return false;
-  for (const auto& [type, d] : line.delta)
-    if (line.slope + d < min_slope) return false;
-  return true;
-}
+// The rates held at the bound: the shared one, and types read at exactly the bound.
+struct Pinned {
+  bool shared = false;
+  std::set<std::string> types;
+};
 
-Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types) {
-  Line line = fit_line_joint(xs, fit_fixed, types);
-  if (physical(line)) return line;
-  const double min_slope = 1.0 / kMaxReadEfficiency;
-  line = fit_line_joint(xs, fit_fixed, {});
-  if (line.slope < min_slope) {  // hold the slope at the bound; fixed = the weighted mean remainder
-    line.slope = min_slope;
-    double num = 0, den = 0;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const double w = line.weights[i] / (xs[i].measured * xs[i].measured);
-      num += w * (xs[i].measured - min_slope * xs[i].term);
-      den += w;
-    }
-    line.fixed = fit_fixed ? std::max(0.0, num / den) : 0.0;
-  }
-  for (const std::string& type : types) {
-    double num = 0, den = kTypeRidge;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const auto it = xs[i].type_terms.find(type);
-      if (it == xs[i].type_terms.end()) continue;
-      const double x = it->second / xs[i].measured;
-      num += line.weights[i] * x * (xs[i].measured - line.predict(xs[i])) / xs[i].measured;
-      den += line.weights[i] * x * x;
-    }
-    line.delta[type] = std::max(num / den, min_slope - line.slope);
-  }
-  return line;
-}
-
-Line fit_line_joint(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types) {
+// One robust least-squares fit with `pinned` held: time = fixed + slope x (term - pinned types'
+// terms) + kMinSlope x pinned types' terms + sum of the free types' deltas x their terms, on
+// relative residuals with Huber weights; `fit_fixed` false: fixed = 0 (also when it comes out < 0).
+Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& all_types,
+                     const Pinned& pinned) {
+  std::vector<std::string> types;
+  for (const std::string& t : all_types)
+    if (!pinned.types.contains(t)) types.push_back(t);
   const size_t n = xs.size();
   const size_t k = types.size();
-  const Eigen::Index cols = static_cast<Eigen::Index>(1 + (fit_fixed ? 1 : 0) + k);
+  // columns: [slope unless pinned] [fixed if fitted] [one delta per free type]
+  const Eigen::Index c_slope = pinned.shared ? -1 : 0;
+  const Eigen::Index c_fixed = fit_fixed ? (pinned.shared ? 0 : 1) : -1;
+  const Eigen::Index c_types = (pinned.shared ? 0 : 1) + (fit_fixed ? 1 : 0);
+  const Eigen::Index cols = c_types + static_cast<Eigen::Index>(k);
+  std::vector<double> known(n, 0.0), free_term(n);
+  for (size_t i = 0; i < n; ++i) {
+    free_term[i] = xs[i].term;
+    for (const auto& [type, v] : xs[i].type_terms)
+      if (pinned.types.contains(type)) known[i] += kMinSlope * v, free_term[i] -= v;
+    if (pinned.shared) known[i] += kMinSlope * free_term[i];
+  }
   Line line;
   line.weights.assign(n, 1.0);
   for (int it = 0; it < kIterations; ++it) {
@@ -115,21 +106,25 @@ Line fit_line_joint(const std::vector<Sample>& xs, bool fit_fixed, const std::ve
     for (size_t i = 0; i < n; ++i) {
       const auto r = static_cast<Eigen::Index>(i);
       const double s = std::sqrt(line.weights[i]) / xs[i].measured;
-      a(r, 0) = xs[i].term * s;
-      if (fit_fixed) a(r, 1) = s;
+      if (c_slope >= 0) a(r, c_slope) = free_term[i] * s;
+      if (c_fixed >= 0) a(r, c_fixed) = s;
       for (size_t t = 0; t < k; ++t) {
         const auto f = xs[i].type_terms.find(types[t]);
-        if (f != xs[i].type_terms.end()) a(r, cols - static_cast<Eigen::Index>(k - t)) = f->second * s;
+        if (f != xs[i].type_terms.end()) a(r, c_types + static_cast<Eigen::Index>(t)) = f->second * s;
       }
-      b(r) = xs[i].measured * s;
+      b(r) = (xs[i].measured - known[i]) * s;
     }
-    for (size_t t = 0; t < k; ++t)
-      a(static_cast<Eigen::Index>(n + t), cols - static_cast<Eigen::Index>(k - t)) = std::sqrt(kTypeRidge);
-    const Eigen::VectorXd x = a.colPivHouseholderQr().solve(b);
-    line.slope = x(0);
-    line.fixed = fit_fixed ? x(1) : 0.0;
-    for (size_t t = 0; t < k; ++t) line.delta[types[t]] = x(cols - static_cast<Eigen::Index>(k - t));
-    if (fit_fixed && line.fixed < 0) return fit_line_joint(xs, false, types);  // fixed >= 0
+    for (size_t t = 0; t < k; ++t) {  // the penalty in proportion to what the type's points say
+      const Eigen::Index c = c_types + static_cast<Eigen::Index>(t);
+      a(static_cast<Eigen::Index>(n + t), c) = std::sqrt(kTypeRidge);
+    }
+    const Eigen::VectorXd x = cols > 0 ? Eigen::VectorXd(a.colPivHouseholderQr().solve(b)) : Eigen::VectorXd();
+    line.slope = c_slope >= 0 ? x(c_slope) : kMinSlope;
+    line.fixed = c_fixed >= 0 ? x(c_fixed) : 0.0;
+    line.delta.clear();
+    for (size_t t = 0; t < k; ++t) line.delta[types[t]] = x(c_types + static_cast<Eigen::Index>(t));
+    for (const std::string& t : pinned.types) line.delta[t] = kMinSlope - line.slope;
+    if (fit_fixed && line.fixed < 0) return fit_line_pinned(xs, false, all_types, pinned);  // fixed >= 0
     std::vector<double> r(n);
     for (size_t i = 0; i < n; ++i) r[i] = (xs[i].measured - line.predict(xs[i])) / xs[i].measured;
     if (n < 4) break;  // too few points to tell an outlier from the line
@@ -141,6 +136,25 @@ Line fit_line_joint(const std::vector<Sample>& xs, bool fit_fixed, const std::ve
     line.weights = next;
   }
   return line;
+}
+
+// The fit with every read rate physical: pin the shared rate if it crosses the bound, else the
+// type that crosses it most, and fit again, until none does (at most 1 + types rounds).
+Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types) {
+  Pinned pinned;
+  for (;;) {
+    Line line = fit_line_pinned(xs, fit_fixed, types, pinned);
+    if (!pinned.shared && line.slope < kMinSlope) {
+      pinned.shared = true;
+      continue;
+    }
+    std::string worst;
+    double worst_slope = kMinSlope;
+    for (const auto& [type, d] : line.delta)
+      if (!pinned.types.contains(type) && line.slope + d < worst_slope) worst = type, worst_slope = line.slope + d;
+    if (worst.empty()) return line;
+    pinned.types.insert(worst);
+  }
 }
 
 struct KindFit {

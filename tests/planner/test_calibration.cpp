@@ -146,6 +146,43 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
   CHECK(dirty.points[0].weight == 1.0);
 }
 
+// An old build's pattern (llama.cpp 2023 on an RTX 3090): Q4_0 read at the bound of what the
+// profile's rate allows, the K-quants at half the rate of F16. A free fit trades the K-quants'
+// slowness against the fixed time and lands Q4_0 faster than the bound; holding Q4_0 at the bound
+// and fitting again must give back the fixed time the rows were made with.
+TEST_CASE("a type read at the bound is held there and the fixed time stays what the rows were made with") {
+  const HwProfile hw = load_hw_profile("rtx-3090");
+  const double fixed = 0.003;
+  std::vector<BenchRow> rows;
+  for (const char* weights : {"F16", "Q4_0", "Q2_K", "Q3_K_S"})
+    for (const char* model : {"llama-2-7b", "llama-2-13b"}) {
+      const ModelSpec spec = load_model(model);
+      const PlanWeights w = plan_weights(spec, weights, std::nullopt);
+      const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+      // per type: F16 at 0.8 of the rate, Q4_0 at the bound 1.1, every K type at 0.4; the rest
+      // (norms, the KV cache) at 0.8
+      double t = fixed + rl.decode_step(1, 64).memory_s / 0.8;
+      for (const std::string& type : rl.weight_types()) {
+        const double e = type == "Q4_0" ? 1.1 : type.ends_with("_K") ? 0.4 : 0.8;
+        t += rl.weight_read_s_of_type(type, 1) * (1 / e - 1 / 0.8);
+      }
+      BenchRow r;
+      r.model_type = fmt::format("llama 7B {}", weights);
+      r.model = model;
+      r.n_gen = 128;
+      r.tokens_per_s = 1 / t;
+      r.origin = fmt::format("{} {}", model, weights);
+      rows.push_back(r);
+    }
+  const CalibrationResult r = calibrate_step_model(rows, hw, {});
+  const DecodeTerms& d = r.calibration.decode;
+  CHECK(d.fixed_s == doctest::Approx(fixed).epsilon(0.05));
+  CHECK(d.read_efficiency_by_type.at("Q4_0") == doctest::Approx(1.1));
+  CHECK(d.read_efficiency_by_type.at("F16") == doctest::Approx(0.8).epsilon(0.05));
+  CHECK(d.read_efficiency_by_type.at("Q2_K") == doctest::Approx(0.4).epsilon(0.1));
+  CHECK(d.error.loo_median_abs < 0.05);  // the ridge pulls a type toward the shared rate
+}
+
 TEST_CASE("a calibrated roofline adds the fixed time and the achieved reads, and keeps the ceiling") {
   HwProfile hw = load_hw_profile("rtx-4090");
   const ModelSpec spec = load_model("llama-2-7b");
@@ -231,7 +268,7 @@ TEST_CASE("published llama.cpp decode runs: each left out, the calibrated model 
                         median_abs(ceiling) * 100));
     CHECK(e.points >= 3);
     CHECK(e.loo_median_abs < median_abs(ceiling) / 2);  // at least twice as close as the ceiling
-    if (e.points >= 4) CHECK(e.loo_median_abs < 0.15);
+    if (e.points >= 4) CHECK(e.loo_median_abs < 0.10);  // held-out published runs: within 10% median
     CHECK(cal->decode.fixed_s == doctest::Approx(r.calibration.decode.fixed_s));
   }
 }
