@@ -3,6 +3,7 @@
 // residual, its leave-one-out error and the uncalibrated ceiling's error, and writes the profile
 // with a "calibration" block that `--hw OUT.json` then uses everywhere.
 #include <fmt/format.h>
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -50,14 +51,13 @@ Json point_json(const CalibrationPoint& p) {
 
 void run(const CalibrateArgs& a) {
   std::vector<BenchRow> rows;
-  std::string engine = a.engine;
   for (const std::string& f : a.files) {
     std::vector<BenchRow> r = read_bench_file(f);
     rows.insert(rows.end(), r.begin(), r.end());
   }
   const HwProfile hw = load_hw_profile(a.hw);
   CalibrationOptions o;
-  o.engine = engine.empty() ? "llama.cpp" : engine;
+  o.engine = a.engine;
   o.model = a.model;
   o.source = fmt::format("calibrate {}", fmt::join(a.files, " "));
   const CalibrationResult r = calibrate_step_model(rows, hw, o);
@@ -65,7 +65,9 @@ void run(const CalibrateArgs& a) {
 
   if (!a.out.empty()) {
     Json profile = hw_profile_json(a.hw);
-    profile["name"] = fmt::format("{}-{}", hw.name, cal.engine);
+    std::string engine = cal.engine;  // "infer-plan cuda" -> "infer-plan-cuda"
+    std::replace(engine.begin(), engine.end(), ' ', '-');
+    profile["name"] = fmt::format("{}-{}", hw.name, engine);
     profile["calibration"] = step_calibration_to_json(cal);
     std::ofstream out(a.out);
     if (!out) throw InputError(fmt::format("--out {}: cannot write the file", a.out));
@@ -123,17 +125,22 @@ void run(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "calibrate", "Fit the step model (fixed time per step, achieved read rate, prefill efficiency) to llama-bench output");
+      "calibrate", "Fit the step model (fixed time per step, achieved read rate, prefill efficiency) to measured runs");
   cmd->add_option("files", args->files,
-                  "llama-bench output: -o json, -o jsonl, -o csv or its markdown table; or a data file of "
-                  "hwprofiles/calibrations/")
+                  "llama-bench output (-o json, -o jsonl, -o csv or its markdown table), a data file of "
+                  "hwprofiles/calibrations/, `vllm bench serve --save-result` JSON (one decode point: the median "
+                  "inter-token latency at the mean requests in flight), or infer-plan report --json (a point per "
+                  "batch size the run held)")
       ->required()
       ->check(CLI::ExistingFile)
       ->type_name("FILE...");
   cmd->add_option("--hw", args->hw, "The device the measurements ran on: a built-in name or a profile JSON path")
       ->required()
       ->type_name("NAME|PATH");
-  cmd->add_option("--engine", args->engine, "The engine that measured (default llama.cpp)")->type_name("NAME");
+  cmd->add_option("--engine", args->engine,
+                  "The engine that measured (default: the files' own: llama.cpp for llama-bench, vllm for vllm bench "
+                  "serve, 'infer-plan cpu' or 'infer-plan cuda' for report --json)")
+      ->type_name("NAME");
   cmd->add_option("--model,-m", args->model,
                   "The model every row ran (a built-in name or a config.json); default: the built-in with the "
                   "row's architecture and parameter count")

@@ -283,6 +283,41 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
                         "mean sojourn (s)", {sim, point});
 }
 
+// The run's decode steps by batch size (median ms, mean context per sequence), with what
+// `calibrate` needs to count their bytes: infer-plan's own engine as calibration input (the CUDA
+// device check writes these). Runs with offload are left out: their steps hold the copy stalls.
+Json decode_steps_json(const Plan& plan, const runtime::RunResult& run) {
+  std::map<uint64_t, std::vector<const runtime::StepRecord*>> by_batch;
+  for (const runtime::StepRecord& s : run.steps)
+    if (!s.prefill && s.batch > 0) by_batch[s.batch].push_back(&s);
+  Json groups = Json::array();
+  for (const auto& [batch, steps] : by_batch) {
+    std::vector<double> ms;
+    double context = 0;
+    for (const runtime::StepRecord* s : steps) {
+      ms.push_back((s->end_s - s->start_s) * 1e3);
+      context += static_cast<double>(s->context_tokens) / static_cast<double>(batch);
+    }
+    groups.push_back({{"batch", batch},
+                      {"count", steps.size()},
+                      {"context", static_cast<uint64_t>(std::llround(context / static_cast<double>(steps.size())))},
+                      {"p50_ms", median(ms)}});
+  }
+  auto lower = [](std::string_view name) {
+    std::string out(name);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  return Json{{"model", plan.model},
+              {"scale", plan.scale},
+              {"weights", plan.weights.empty() ? (plan.model.ends_with(".gguf") ? "file" : "BF16") : plan.weights},
+              {"kv_k", lower(ggml_type_info(plan.kv.k).name)},
+              {"kv_v", lower(ggml_type_info(plan.kv.v).name)},
+              {"backend", run.backend},
+              {"threads", run.threads},
+              {"by_batch", groups}};
+}
+
 void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
@@ -385,6 +420,7 @@ void run(const ReportArgs& a) {
         j["rows"][i]["inside_band"] = rows[i].inside_band();
       }
     if (spec) j["speculative"] = spec_comparison_json(*spec);
+    if (!plan.offload) j["decode_steps"] = decode_steps_json(plan, run);  // `calibrate` reads these
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}\n\n{}", header, table(rows, false));

@@ -15,6 +15,7 @@
 #include "planner/embedded_data.hpp"
 #include "planner/input_error.hpp"
 #include "planner/kv_cache.hpp"
+#include "planner/model_scale.hpp"
 #include "planner/roofline.hpp"
 #include "planner/units.hpp"
 #include "planner/weights_size.hpp"
@@ -220,15 +221,37 @@ std::string match_model(const BenchRow& row, const BenchModelType& mt) {
   return best;
 }
 
+// A served run's model by its name ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b): the
+// longest built-in name the id contains, case aside.
+std::string match_model_name(const BenchRow& row) {
+  std::string id = row.model_type;
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string best;
+  for (const std::string& name : builtin_model_names())
+    if (id.find(name) != std::string::npos && name.size() > best.size()) best = name;
+  if (best.empty())
+    throw InputError(fmt::format("{}: no built-in model is named in '{}'; give --model (a name or a config.json)",
+                                 row.origin, row.model_type));
+  return best;
+}
+
 CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const CalibrationOptions& o) {
-  const BenchModelType mt = parse_bench_model_type(row.model_type, row.origin);
   CalibrationPoint p;
   p.row = row;
-  p.model = !o.model.empty() ? o.model : !row.model.empty() ? row.model : match_model(row, mt);
-  const ModelSpec spec = load_model(p.model);
-  if (!has_prefix_ci(spec.gguf_arch, mt.arch) && o.model.empty())
-    throw InputError(fmt::format("{}: model {} is a {} model, the row's is {}", row.origin, p.model, spec.gguf_arch, mt.arch));
-  PlanWeights w = plan_weights(spec, mt.file_type, std::nullopt);
+  std::string file_type = row.file_type;
+  if (file_type.empty()) {  // llama-bench: "llama 7B Q4_0" names the architecture and the file type
+    const BenchModelType mt = parse_bench_model_type(row.model_type, row.origin);
+    p.model = !o.model.empty() ? o.model : !row.model.empty() ? row.model : match_model(row, mt);
+    const std::string arch = load_model(p.model).gguf_arch;
+    if (!has_prefix_ci(arch, mt.arch) && o.model.empty())
+      throw InputError(fmt::format("{}: model {} is a {} model, the row's is {}", row.origin, p.model, arch, mt.arch));
+    file_type = mt.file_type;
+  } else {
+    p.model = !o.model.empty() ? o.model : !row.model.empty() ? row.model : match_model_name(row);
+  }
+  ModelSpec spec = load_model(p.model);
+  if (row.model_scale != 1) spec = scale_model_spec(spec, row.model_scale, row.origin + ": scale");
+  PlanWeights w = plan_weights(spec, file_type, std::nullopt);
   p.weights = w.label;
   double scale = 1.0;
   if (row.model_bytes) {
@@ -247,11 +270,14 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
   p.decode = row.is_decode();
   p.measured_s = row.measured_s();
   if (p.decode) {
-    const StepCost c = rl.decode_step(1, row.n_depth + row.n_gen / 2);  // the test's mean context
+    // llama-bench: one sequence at the test's mean context; a served run: its batch and context
+    const uint64_t context = row.context ? row.context : row.n_depth + row.n_gen / 2;
+    const StepCost c = rl.decode_step(row.batch, context);
     p.term_s = c.memory_s;
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
-    for (const std::string& type : rl.weight_types()) p.type_terms_s[type] = rl.weight_read_s_of_type(type, 1);
+    for (const std::string& type : rl.weight_types())
+      p.type_terms_s[type] = rl.weight_read_s_of_type(type, static_cast<double>(row.batch));
   } else {
     const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
     p.term_s = c.compute_s;
@@ -322,6 +348,14 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
   }
   StepCalibration& cal = res.calibration;
   cal.engine = o.engine;
+  if (cal.engine.empty()) {  // the rows': llama-bench's are llama.cpp's
+    std::set<std::string> engines;
+    for (const BenchRow& row : rows) engines.insert(row.engine.empty() ? "llama.cpp" : row.engine);
+    if (engines.size() > 1)
+      throw InputError(fmt::format("calibrate: the files hold runs of {} engines ({}); a profile is one engine's: "
+                                   "calibrate them apart, or give --engine", engines.size(), fmt::join(engines, ", ")));
+    cal.engine = engines.empty() ? "llama.cpp" : *engines.begin();
+  }
   for (const bool decode : {true, false}) {
     std::vector<CalibrationPoint*> pts;
     for (CalibrationPoint& p : res.points)
@@ -329,8 +363,8 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
     const char* kind = decode ? "decode" : "prefill";
     if (pts.size() < 2) {
       if (decode)
-        throw InputError(fmt::format("calibrate: {} decode (tg) measurement(s) mapped to a model and weights; at least "
-                                     "2 are needed{}", pts.size(),
+        throw InputError(fmt::format("calibrate: {} decode measurement(s) (llama-bench tg tests, served runs' steps) mapped "
+                                     "to a model and weights; at least 2 are needed{}", pts.size(),
                                      res.skipped.empty() ? "" : fmt::format(" (first skipped: {}: {})", res.skipped[0].row.origin, res.skipped[0].reason)));
       if (!pts.empty()) res.notes.push_back("one prefill (pp) measurement: too few to fit; prefill stays the ceiling");
       continue;

@@ -45,7 +45,7 @@ struct SkippedRow {
 };
 
 struct CalibrationOptions {
-  std::string engine = "llama.cpp";
+  std::string engine;          // empty: the rows' engine (llama-bench: llama.cpp)
   std::string model;           // a model name or config.json for every row; empty: by the row
   std::string source;          // what the fitted profile says it came from
 };

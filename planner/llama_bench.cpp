@@ -12,6 +12,7 @@
 
 #include "planner/input_error.hpp"
 #include "planner/json_fields.hpp"
+#include "planner/serving_bench.hpp"
 #include "planner/units.hpp"
 
 namespace infer_plan {
@@ -278,10 +279,12 @@ std::vector<BenchRow> parse_markdown(const std::vector<std::string>& lines, cons
 }  // namespace
 
 double BenchRow::measured_s() const {
+  if (step_s > 0) return step_s;
   return n_gen > 0 && n_prompt == 0 ? 1.0 / tokens_per_s : static_cast<double>(n_prompt + n_gen) / tokens_per_s;
 }
 
 std::string BenchRow::test_name() const {
+  if (!test.empty()) return test;
   const std::string depth = n_depth ? fmt::format(" @ d{}", n_depth) : "";
   if (n_prompt && n_gen) return fmt::format("pp{}+tg{}{}", n_prompt, n_gen, depth);
   return (n_gen ? fmt::format("tg{}", n_gen) : fmt::format("pp{}", n_prompt)) + depth;
@@ -296,6 +299,7 @@ std::vector<BenchRow> parse_bench_text(std::string_view text, const std::string&
   std::vector<BenchRow> rows;
   if (head.starts_with('[') || (head.starts_with('{') && !head.ends_with('}'))) {
     const Json j = parse_json_text(text, origin);
+    if (std::optional<std::vector<BenchRow>> served = served_rows(j, origin)) return *served;
     const Json* list = &j;
     if (j.is_object()) {
       if (!j.contains("points") || !j.at("points").is_array())
@@ -309,7 +313,9 @@ std::vector<BenchRow> parse_bench_text(std::string_view text, const std::string&
     for (size_t k = first; k < lines.size(); ++k) {
       if (trim(lines[k]).empty()) continue;
       const std::string where = fmt::format("{}:{}", origin, k + 1);
-      rows.push_back(row_from_json(parse_json_text(lines[k], where), where));
+      const Json j = parse_json_text(lines[k], where);
+      if (std::optional<std::vector<BenchRow>> served = served_rows(j, where)) rows.insert(rows.end(), served->begin(), served->end());
+      else rows.push_back(row_from_json(j, where));
     }
   } else if (std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return trim(l).starts_with('|'); })) {
     rows = parse_markdown(lines, origin);
@@ -318,7 +324,8 @@ std::vector<BenchRow> parse_bench_text(std::string_view text, const std::string&
   } else {
     throw InputError(fmt::format("{}: not llama-bench output; expected -o json (an array), -o jsonl, -o csv "
                                  "(a header with model_type and avg_ts) or its markdown table "
-                                 "(| model | size | params | backend | ngl | test | t/s |)", origin));
+                                 "(| model | size | params | backend | ngl | test | t/s |), `vllm bench serve "
+                                 "--save-result` JSON, or infer-plan report --json", origin));
   }
   if (rows.empty())
     throw InputError(fmt::format("{}: no results found; a markdown table needs model, test and t/s columns", origin));

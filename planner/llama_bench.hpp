@@ -2,6 +2,8 @@
 // `-o jsonl`, `-o csv` and the markdown table it prints by default, plus the project's own data
 // files (an object whose "points" are llama-bench objects with a "source" URL each). One row is
 // one test of one model file: "tg128" (n_gen 128, decode) or "pp512" (n_prompt 512, prefill).
+// Served runs (planner/serving_bench: `vllm bench serve --save-result`, infer-plan's own
+// `report --json`) give decode steps at a batch and context: `step_s`, `batch`, `context`.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -26,6 +28,16 @@ struct BenchRow {
   std::string model;                     // data files: the infer-plan model the source names
   std::string exclude;                   // data files: why this row is kept out of fits
   std::string origin;                    // "file.md:7", for messages and the point table
+  // Served runs: a decode step measured directly, at `batch` sequences of `context` tokens each
+  // (0: the test's n_depth + n_gen / 2); the weights type when model_type is not llama-bench's
+  // (vLLM's "BF16"); the model's shrink factor (infer-plan's CPU runs); the engine that measured.
+  double step_s = 0;
+  uint64_t batch = 1;
+  uint64_t context = 0;
+  std::string file_type;
+  double model_scale = 1;
+  std::string engine;
+  std::string test;                      // the test's name when not tg/pp ("served, 12 in flight")
 
   bool is_decode() const { return n_gen > 0 && n_prompt == 0; }
   bool is_prefill() const { return n_prompt > 0 && n_gen == 0; }

@@ -25,6 +25,10 @@ infer_plan_cli_case(bad_report_profile EXIT 2 ARGS report --model qwen3-8b --sca
 infer_plan_cli_case(report_spec_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu
   --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json --threads 1 --spec-repeats 1 --quiet
   MATCH "spec_best_block " "spec_tokens_per_round m=[1-3]" "first 1 of 2 layers draft, temperature 1, 16 tokens x 1 repeats")
+# report --json carries the decode steps by batch size, which `calibrate` reads (issue 13).
+infer_plan_cli_case(report_json_decode_steps EXIT 0 ARGS report --model ${PROJECT_SOURCE_DIR}/tests/data/tiny_config.json
+  --weights Q8_0 --ctx 40 --output 16 --requests 3 --backend cpu --threads 1 --json --quiet
+  MATCH "\"decode_steps\": {" "\"by_batch\": ." "\"backend\": \"cpu\"" "\"weights\": \"Q8_0\"")
 # --check-exact: bytes and laws decide the exit; the tiny plan's timings (meaningless at this size)
 # are printed with their verdict beside it.
 infer_plan_cli_case(report_check_exact_tiny EXIT 0 ARGS report ${PROJECT_SOURCE_DIR}/tests/data/plan_spec_tiny.json --backend cpu

@@ -10,6 +10,7 @@
 #include "planner/catalog.hpp"
 #include "planner/input_error.hpp"
 #include "planner/llama_bench.hpp"
+#include "planner/model_scale.hpp"
 #include "planner/roofline.hpp"
 #include "planner/weights_size.hpp"
 
@@ -321,4 +322,91 @@ TEST_CASE("a printed model size far from the named model's recipe is skipped wit
   CHECK(r.points.size() == 2);
   REQUIRE(r.skipped.size() == 1);
   CHECK(r.skipped[0].reason.find("not near llama-2-7b's Q4_0 recipe") != std::string::npos);
+}
+
+namespace {
+
+// A `vllm bench serve --save-result` object for `concurrency` requests in flight, each of 512
+// prompt and 256 output tokens, whose steps take `itl_ms`: request_throughput is set so that
+// Little's law gives the concurrency back (throughput x (TTFT + TPOT x 255)).
+Json vllm_result(double concurrency, double itl_ms) {
+  const double ttft_ms = 40, e2e_ms = ttft_ms + itl_ms * 255;
+  return Json{{"date", "20251101-120000"},        {"backend", "vllm"},
+              {"model_id", "meta-llama/Llama-3.1-8B-Instruct"},
+              {"completed", 100},                  {"total_input_tokens", 100 * 512},
+              {"total_output_tokens", 100 * 256},  {"request_throughput", concurrency / (e2e_ms / 1e3)},
+              {"mean_ttft_ms", ttft_ms},           {"mean_tpot_ms", itl_ms},
+              {"median_itl_ms", itl_ms},           {"mean_itl_ms", itl_ms + 0.5}};
+}
+
+}  // namespace
+
+TEST_CASE("vllm bench serve results: the median ITL at the requests in flight (Little) and the mean context") {
+  const std::vector<BenchRow> rows = parse_bench_text(vllm_result(16, 7.5).dump(2), "serve.json");
+  REQUIRE(rows.size() == 1);
+  const BenchRow& r = rows[0];
+  CHECK(r.engine == "vllm");
+  CHECK(r.is_decode());
+  CHECK(r.measured_s() == doctest::Approx(0.0075));  // median_itl_ms, not the mean
+  CHECK(r.batch == 16);
+  CHECK(r.context == 512 + 128);  // prompt + half the output
+  CHECK(r.file_type == "BF16");
+  CHECK(r.kv_k == "bf16");
+  // one line per result (--append-result) reads the same
+  const std::string lines = vllm_result(4, 6.0).dump() + "\n" + vllm_result(32, 9.0).dump() + "\n";
+  const std::vector<BenchRow> appended = parse_bench_text(lines, "serve.jsonl");
+  REQUIRE(appended.size() == 2);
+  CHECK(appended[1].batch == 32);
+
+  Json no_latency = vllm_result(4, 6.0);
+  for (const char* k : {"median_itl_ms", "mean_itl_ms", "mean_tpot_ms"}) no_latency.erase(k);
+  no_latency["median_tpot_ms"] = 0.0;
+  CHECK_THROWS_WITH_AS(parse_bench_text(no_latency.dump(2), "s.json"), doctest::Contains("s.json: no inter-token latency"),
+                       InputError);
+}
+
+TEST_CASE("served runs fit the same terms: steps made with a fixed time and a read rate give them back") {
+  const HwProfile hw = load_hw_profile("h100-sxm");
+  const ModelSpec spec = load_model("llama-3.1-8b");
+  const PlanWeights w = plan_weights(spec, "BF16", std::nullopt);
+  const Roofline rl(spec, w.layout, {GgmlType::BF16, GgmlType::BF16}, hw);
+  std::vector<BenchRow> rows;
+  for (const double c : {1.0, 8.0, 32.0, 128.0}) {
+    // 1.5 ms + bytes / (0.75 x 3.35 TB/s) at c sequences of 640 tokens
+    const double step_ms = (0.0015 + rl.decode_step(static_cast<uint64_t>(c), 640).memory_s / 0.75) * 1e3;
+    for (const BenchRow& r : parse_bench_text(vllm_result(c, step_ms).dump(2), fmt::format("c{}.json", c))) rows.push_back(r);
+  }
+  const CalibrationResult r = calibrate_step_model(rows, hw, {});
+  CHECK(r.calibration.engine == "vllm");
+  CHECK(r.points.size() == 4);
+  CHECK(r.calibration.decode.fixed_s == doctest::Approx(0.0015).epsilon(1e-3));
+  CHECK(r.calibration.decode.read_efficiency == doctest::Approx(0.75).epsilon(1e-3));
+
+  // runs of two engines make two profiles, not one
+  std::vector<BenchRow> mixed = rows;
+  mixed.push_back(parse_bench_text("| model | size | params | backend | ngl | test | t/s |\n|-|-|-|-|-|-|-|\n"
+                                   "| llama 8B F16 | 14.96 GiB | 8.03 B | CUDA | 99 | tg128 | 60.00 |\n", "b.md")[0]);
+  CHECK_THROWS_WITH_AS(calibrate_step_model(mixed, hw, {}), doctest::Contains("2 engines (llama.cpp, vllm)"), InputError);
+}
+
+TEST_CASE("infer-plan's own report --json: a point per batch size held for 3 steps or more") {
+  const Json report = Json::parse(R"({"measured": {}, "decode_steps": {"model": "qwen3-8b", "scale": 0.25,
+      "weights": "Q8_0", "kv_k": "q8_0", "kv_v": "q8_0", "backend": "cpu", "threads": 2, "by_batch": [
+        {"batch": 1, "count": 40, "context": 48, "p50_ms": 18.0},
+        {"batch": 2, "count": 2, "context": 50, "p50_ms": 22.0},
+        {"batch": 4, "count": 25, "context": 52, "p50_ms": 35.0}]}})");
+  const std::vector<BenchRow> rows = parse_bench_text(report.dump(2), "report.json");
+  REQUIRE(rows.size() == 2);  // batch 2 held for 2 steps only
+  CHECK(rows[1].batch == 4);
+  CHECK(rows[1].context == 52);
+  CHECK(rows[1].measured_s() == doctest::Approx(0.035));
+  CHECK(rows[1].engine == "infer-plan cpu");
+  // mapped to the shrunk model the run executed: its weights are a quarter-size Qwen3-8B's
+  const CalibrationResult r = calibrate_step_model(rows, load_hw_profile("h200"), {});
+  REQUIRE(r.points.size() == 2);
+  CHECK(r.points[0].model == "qwen3-8b");
+  const ModelSpec shrunk = scale_model_spec(load_model("qwen3-8b"), 0.25, "t");
+  const Roofline rl(shrunk, plan_weights(shrunk, "Q8_0", std::nullopt).layout, {GgmlType::Q8_0, GgmlType::Q8_0},
+                    load_hw_profile("h200"));
+  CHECK(r.points[1].term_s == doctest::Approx(rl.decode_step(4, 52).memory_s));
 }
