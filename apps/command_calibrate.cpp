@@ -4,6 +4,7 @@
 // with a "calibration" block that `--hw OUT.json` then uses everywhere.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -24,6 +25,7 @@ struct CalibrateArgs {
 };
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", x * 100); }
+Json finite_or_null(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
 
 std::string band(const ErrorBand& b) {
   return fmt::format("leave-one-out median |error| {:.1f}%, band {}..{} ({} points)", b.loo_median_abs * 100,
@@ -44,7 +46,7 @@ Json point_json(const CalibrationPoint& p) {
               {"gpu_info", p.row.gpu_info},   {"build", p.row.build},
               {"source", p.row.source},       {"measured_ms", p.measured_s * 1e3},
               {"predicted_ms", p.fitted_s * 1e3}, {"residual", p.residual()},
-              {"loo_predicted_ms", p.loo_s * 1e3}, {"loo_residual", p.loo_residual()},
+              {"loo_predicted_ms", finite_or_null(p.loo_s * 1e3)}, {"loo_residual", finite_or_null(p.loo_residual())},
               {"ceiling_ms", p.ceiling_s * 1e3},   {"ceiling_residual", p.ceiling_residual()},
               {"weight", p.weight}};
 }
@@ -100,12 +102,13 @@ void run(const CalibrateArgs& a) {
     constexpr double unit = 1e3;  // ms, for decode steps and whole prompts alike
     t.rows.push_back({fmt::format("{}{}", p.row.origin, p.weight < 0.999 ? " (outlier)" : ""), p.row.test_name(), p.model,
                       p.weights, fmt::format("{:.2f} ms", p.measured_s * unit), fmt::format("{:.2f}", p.fitted_s * unit),
-                      pct(p.residual()), fmt::format("{:.2f}", p.loo_s * unit), pct(p.loo_residual()),
+                      pct(p.residual()), std::isfinite(p.loo_s) ? fmt::format("{:.2f}", p.loo_s * unit) : "-",
+                      std::isfinite(p.loo_s) ? pct(p.loo_residual()) : "-",
                       fmt::format("{:.2f}", p.ceiling_s * unit), pct(p.ceiling_residual())});
   }
   fmt::print("{}", t.render("  "));
   fmt::print("  (decode: ms per token = 1 / t/s; prefill: ms per prompt = n_prompt / t/s; resid = measured / "
-             "predicted - 1; 'left out': fitted without that point)\n\n");
+             "predicted - 1; 'left out': fitted without that point's model file in its run)\n\n");
   fmt::print("decode:  {:.3f} ms fixed + bytes read / ({:.3f} x the profile's read rate)\n", cal.decode.fixed_s * 1e3,
              cal.decode.read_efficiency);
   fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.decode.error), median_ceiling_error(r, true) * 100);

@@ -48,6 +48,7 @@ struct Sample {
   double term = 0;                           // memory_s or compute_s
   std::map<std::string, double> type_terms;  // per GGML type: its weights' share of `term`
   double measured = 0;
+  std::string group;                         // one model file in one run: left out together
 };
 
 struct Line {
@@ -115,10 +116,8 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
       }
       b(r) = (xs[i].measured - known[i]) * s;
     }
-    for (size_t t = 0; t < k; ++t) {  // the penalty in proportion to what the type's points say
-      const Eigen::Index c = c_types + static_cast<Eigen::Index>(t);
-      a(static_cast<Eigen::Index>(n + t), c) = std::sqrt(kTypeRidge);
-    }
+    for (size_t t = 0; t < k; ++t)  // the ridge rows: each type's delta pulled toward 0
+      a(static_cast<Eigen::Index>(n + t), c_types + static_cast<Eigen::Index>(t)) = std::sqrt(kTypeRidge);
     const Eigen::VectorXd x = cols > 0 ? Eigen::VectorXd(a.colPivHouseholderQr().solve(b)) : Eigen::VectorXd();
     line.slope = c_slope >= 0 ? x(c_slope) : kMinSlope;
     line.fixed = c_fixed >= 0 ? x(c_fixed) : 0.0;
@@ -186,9 +185,15 @@ KindFit fit_kind(const std::vector<Sample>& xs) {
   k.fixed_fitted = terms_spread(xs);
   k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs));
   for (size_t i = 0; i < xs.size(); ++i) {
+    // Left out with every point of its group: a file's tg512 and tg4096 predict each other too
+    // well for either to count as held out.
     std::vector<Sample> rest;
     for (size_t j = 0; j < xs.size(); ++j)
-      if (j != i) rest.push_back(xs[j]);
+      if (xs[j].group != xs[i].group) rest.push_back(xs[j]);
+    if (rest.size() < 2) {  // one group only: nothing to predict it from
+      k.loo.push_back(std::nan(""));
+      continue;
+    }
     k.loo.push_back(fit_line(rest, k.fixed_fitted && terms_spread(rest), fitted_types(rest)).predict(xs[i]));
   }
   return k;
@@ -370,14 +375,18 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       continue;
     }
     std::vector<Sample> xs;
-    for (const CalibrationPoint* p : pts) xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s});
+    for (CalibrationPoint* p : pts) {
+      p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
+                             p->row.batch);
+      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group});
+    }
     const KindFit f = fit_kind(xs);
     std::vector<double> loo_r;
     for (size_t i = 0; i < pts.size(); ++i) {
       pts[i]->fitted_s = pts[i]->known_s + f.line.predict(xs[i]);
       pts[i]->loo_s = pts[i]->known_s + f.loo[i];
       pts[i]->weight = f.line.weights[i];
-      loo_r.push_back(pts[i]->loo_residual());
+      if (std::isfinite(f.loo[i])) loo_r.push_back(pts[i]->loo_residual());
     }
     if (!f.fixed_fitted)
       res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs (one model size), so the "

@@ -25,6 +25,8 @@ struct CalibrationPoint {
   std::string model;         // the infer-plan model it maps to ("llama-2-7b")
   std::string weights;       // the file type ("Q4_K_M")
   std::string size_note;     // the printed file size against the recipe's, when they differ
+  std::string group;         // one model file in one run (model, weights, build, source, device,
+                             // batch): left out together
   bool decode = true;        // else prefill
   double measured_s = 0;     // a decode step, or a whole prompt
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
@@ -32,7 +34,8 @@ struct CalibrationPoint {
   double ceiling_s = 0;      // the uncalibrated roofline
   double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
   double fitted_s = 0;       // the calibrated model fitted on every point
-  double loo_s = 0;          // ... fitted without this point
+  double loo_s = 0;          // ... fitted without this point's model file in its run (its tg512
+                             // and tg4096 go together); NaN when no other file is left to fit
   double weight = 1;         // the robust fit's final weight (< 1: down-weighted as an outlier)
   double residual() const { return measured_s / fitted_s - 1; }
   double loo_residual() const { return measured_s / loo_s - 1; }
