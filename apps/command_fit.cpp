@@ -10,6 +10,7 @@
 #include "planner/predict.hpp"
 #include "planner/figures.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/units.hpp"
 #include "planner/weights_size.hpp"
 

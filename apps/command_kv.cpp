@@ -10,6 +10,7 @@
 #include "planner/predict.hpp"
 #include "planner/kv_cache.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/units.hpp"
 
 namespace infer_plan::apps {

@@ -9,6 +9,7 @@
 #include "apps/plan_options.hpp"
 #include "planner/figures.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/offload.hpp"
 #include "planner/predict.hpp"
 #include "planner/units.hpp"

@@ -14,6 +14,7 @@
 #include "planner/json_fields.hpp"
 #include "planner/littles_law.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/predict.hpp"
 #include "planner/serving_sim.hpp"
 #include "planner/units.hpp"

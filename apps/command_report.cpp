@@ -24,6 +24,7 @@
 #include "apps/svg_plot.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/predict.hpp"
 #include "planner/serving_sim.hpp"
 #include "runtime/server.hpp"

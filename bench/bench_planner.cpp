@@ -9,6 +9,7 @@
 
 #include "planner/catalog.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/roofline.hpp"
 #include "planner/weights_size.hpp"
 

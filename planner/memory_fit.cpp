@@ -46,34 +46,33 @@ std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes typ
   return out;
 }
 
-FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
+FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
                      const OffloadMemory* offload) {
-  validate_plan(plan, "plan", false);
-  check_tensor_parallel(s, plan.tp, "--tp");
+  check_tensor_parallel(s, request.tp, "--tp");
   FitResult r;
-  r.tp = plan.tp;
-  r.context = plan.context;
-  r.requests = plan.requests;
+  r.tp = request.tp;
+  r.context = request.context;
+  r.requests = request.requests;
   r.capacity_bytes = hw.memory_capacity_bytes;
   r.system_reserved_bytes = hw.memory_reserved_bytes;
   r.usable_bytes = hw.usable_bytes();
   r.weights_label = weights_label;
-  r.weights_bytes = (weights_bytes_total + plan.tp - 1) / plan.tp;
+  r.weights_bytes = (weights_bytes_total + request.tp - 1) / request.tp;
   r.device_weights_bytes = r.weights_bytes;
   if (offload) {
     OffloadMemory& o = r.offload.emplace(*offload);
-    o.freed_bytes = (o.freed_bytes + plan.tp - 1) / plan.tp;
-    o.group_bytes = (o.group_bytes + plan.tp - 1) / plan.tp;
+    o.freed_bytes = (o.freed_bytes + request.tp - 1) / request.tp;
+    o.group_bytes = (o.group_bytes + request.tp - 1) / request.tp;
     o.buffer_bytes = o.buffers * o.group_bytes;
     r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
   }
-  r.kv_bytes_per_token = kv_bytes_per_token(s, plan.kv, plan.tp);
-  r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(plan.context);
-  r.kv_bytes = r.kv_bytes_per_request * plan.requests;
+  r.kv_bytes_per_token = kv_bytes_per_token(s, request.kv, request.tp);
+  r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(request.context);
+  r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
-  r.reserves.insert(r.reserves.end(), plan.reserves.begin(), plan.reserves.end());
-  const EngineMemory engine = engine_memory(plan.engine, s, hw, plan.context, plan.requests);
+  r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
+  const EngineMemory engine = engine_memory(request.engine, s, hw, request.context, request.requests);
   r.engine_assumption = engine.assumption;
   r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
   if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
@@ -88,17 +87,17 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
   if (for_kv > 0) {
     r.max_requests = static_cast<uint64_t>(for_kv) / r.kv_bytes_per_request;
     // Whole pages only: a context that needs a page more than fits does not fit.
-    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * plan.requests) / kKvPageTokens * kKvPageTokens;
+    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * request.requests) / kKvPageTokens * kKvPageTokens;
   }
 
   if (!with_derivation) return r;
-  if (s.max_context && plan.context > s.max_context)
-    r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", plan.context,
+  if (s.max_context && request.context > s.max_context)
+    r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", request.context,
                                      s.name, s.max_context));
   if (s.max_context && r.max_context > s.max_context)
     r.warnings.push_back(fmt::format("memory allows {} tokens per request, but {} was trained for {}",
                                      r.max_context, s.name, s.max_context));
-  if (plan.engine == "llama.cpp")
+  if (request.engine == "llama.cpp")
     r.warnings.push_back("the most requests and the longest context keep llama.cpp's compute buffer at this plan's "
                          "n_ctx; its attention term grows with n_ctx, so near those limits it is larger");
   if (s.sliding_window)
@@ -115,22 +114,22 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
     d.push_back(fmt::format("usable   = capacity - reserved = {} B - {} B = {} - {} = {}",
                             r.capacity_bytes, r.system_reserved_bytes, gib(r.capacity_bytes),
                             gib(r.system_reserved_bytes), gib(r.usable_bytes)));
-  if (plan.tp == 1)
+  if (request.tp == 1)
     d.push_back(fmt::format("weights  = {} = {} B = {}", weights_label, r.weights_bytes, gib(r.weights_bytes)));
   else
     d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
-                            plan.tp, r.weights_bytes, gib(r.weights_bytes)));
+                            request.tp, r.weights_bytes, gib(r.weights_bytes)));
   if (r.offload)
     d.push_back(fmt::format("device   = weights - offloaded to host + prefetch slots = {} - {} ({} x {}) + {} ({} x {}) = {}",
                             gib(r.weights_bytes), gib(r.offload->freed_bytes), r.offload->layers_offloaded,
                             format_bytes(r.offload->group_bytes), gib(r.offload->buffer_bytes), r.offload->buffers,
                             format_bytes(r.offload->group_bytes), gib(r.device_weights_bytes)));
-  for (auto& line : kv_per_token_derivation(s, plan.kv, plan.tp)) d.push_back(line);
-  if (kv_cache_tokens(plan.context) != plan.context)
-    d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", plan.context,
-                            kKvPageTokens, kv_cache_tokens(plan.context)));
+  for (auto& line : kv_per_token_derivation(s, request.kv, request.tp)) d.push_back(line);
+  if (kv_cache_tokens(request.context) != request.context)
+    d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,
+                            kKvPageTokens, kv_cache_tokens(request.context)));
   d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}",
-                          r.kv_bytes_per_token, kv_cache_tokens(plan.context), plan.requests, plan.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+                          r.kv_bytes_per_token, kv_cache_tokens(request.context), request.requests, request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
   d.push_back(fmt::format("free     = usable - {} = {} - {} = {}", r.offload ? "device weights" : "weights",
                           gib(r.usable_bytes), gib(r.device_weights_bytes), gib(r.free_after_weights_bytes)));
   std::string reserve_terms;
@@ -139,10 +138,10 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const Plan& plan,
                           gib(r.free_after_weights_bytes), reserve_terms, gib(r.kv_bytes),
                           gib(r.headroom_bytes), r.fits ? "fits" : "does not fit"));
   if (for_kv > 0) {
-    d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", plan.context,
+    d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", request.context,
                             for_kv, r.kv_bytes_per_request, r.max_requests));
     d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
-                            plan.requests, plan.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token, plan.requests, r.max_context));
+                            request.requests, request.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token, request.requests, r.max_context));
   } else {
     d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");
   }

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "planner/hw_profile.hpp"
+#include "planner/kv_cache.hpp"
 #include "planner/model_spec.hpp"
 #include "planner/offload.hpp"
-#include "planner/plan.hpp"
 
 namespace infer_plan {
 
@@ -41,10 +41,20 @@ struct FitResult {
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
 };
 
-// `weights_bytes` is for the whole model (split evenly across plan.tp devices), and so is
+// What the fit reads of a deployment (a Plan gives it: plan/plan's fit_request).
+struct FitRequest {
+  uint64_t tp = 1;                    // tensor-parallel devices
+  uint64_t context = 0;               // tokens per request
+  uint64_t requests = 0;              // concurrent requests
+  KvTypes kv;                         // K and V cache types
+  std::vector<NamedBytes> reserves;   // runtime reserves on top of the profile's
+  std::string engine;                 // "llama.cpp", "vllm": what the engine allocates; empty: none
+};
+
+// `weights_bytes` is for the whole model (split evenly across request.tp devices), and so is
 // `offload` (offload_memory of the plan's offload section; nullptr: none).
 // `with_derivation` = false skips the --explain lines and the warnings (sweeps evaluate millions).
-FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan,
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes, const std::string& weights_label, bool with_derivation = true,
                      const OffloadMemory* offload = nullptr);
 

@@ -156,4 +156,14 @@ void validate_plan(const Plan& p, std::string_view where, bool from_flags) {
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to 64 devices", name("tp", "--tp"), p.tp));
 }
 
+FitRequest fit_request(const Plan& plan) {
+  return FitRequest{plan.tp, plan.context, plan.requests, plan.kv, plan.reserves, plan.engine};
+}
+
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
+                     const std::string& weights_label, bool with_derivation, const OffloadMemory* offload) {
+  validate_plan(plan, "plan", false);
+  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload);
+}
+
 }  // namespace infer_plan

@@ -10,6 +10,7 @@
 #include "planner/hw_profile.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/kv_cache.hpp"
+#include "planner/memory_fit.hpp"
 
 namespace infer_plan {
 
@@ -79,5 +80,12 @@ Plan plan_from_json(const Json& j, const std::string& where);
 // Checks ranges (context, requests, output, tp); the InputError names the field in `where`, or
 // the CLI flag when the values came from flags.
 void validate_plan(const Plan& plan, std::string_view where, bool from_flags);
+
+// What the memory fit reads of the plan.
+FitRequest fit_request(const Plan& plan);
+// The plan's ranges checked (validate_plan), then fit_memory of what it asks.
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
+                     const std::string& weights_label, bool with_derivation = true,
+                     const OffloadMemory* offload = nullptr);
 
 }  // namespace infer_plan

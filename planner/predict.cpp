@@ -10,6 +10,7 @@
 #include "planner/figures.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/offload.hpp"
 #include "planner/littles_law.hpp"
 #include "planner/serving_sim.hpp"

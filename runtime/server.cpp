@@ -13,6 +13,7 @@
 #include "planner/gguf_reader.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/serving_sim.hpp"
 #include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"

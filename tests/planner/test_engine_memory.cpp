@@ -5,6 +5,7 @@
 #include "planner/engine_memory.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 
 using namespace infer_plan;
 

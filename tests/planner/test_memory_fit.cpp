@@ -4,6 +4,7 @@
 #include "planner/catalog.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/offload.hpp"
 #include "planner/weights_size.hpp"
 #include "planner/units.hpp"

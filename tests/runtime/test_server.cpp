@@ -12,6 +12,7 @@
 #include "planner/gguf_writer.hpp"
 #include "planner/input_error.hpp"
 #include "planner/memory_fit.hpp"
+#include "planner/plan.hpp"
 #include "planner/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "kernels/cpu/sampling.hpp"
