@@ -6,9 +6,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/admission.hpp"
-#include "planner/input_error.hpp"
-#include "planner/json_fields.hpp"
+#include "planner/serving/admission.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
 
 namespace infer_plan::apps {
 namespace {

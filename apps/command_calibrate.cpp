@@ -1,5 +1,5 @@
 // `infer-plan calibrate FILE... --hw PROFILE --out OUT.json`: fits the step model's terms to an
-// engine's measurements on one device (planner/calibration), prints every point with its
+// engine's measurements on one device (planner/calibration/calibration), prints every point with its
 // residual, its leave-one-out error and the uncalibrated ceiling's error, and writes the profile
 // with a "calibration" block that `--hw OUT.json` then uses everywhere.
 #include <fmt/format.h>
@@ -10,10 +10,10 @@
 
 #include "apps/commands.hpp"
 #include "apps/text_table.hpp"
-#include "planner/calibration.hpp"
-#include "planner/catalog.hpp"
-#include "planner/input_error.hpp"
-#include "planner/units.hpp"
+#include "planner/calibration/calibration.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

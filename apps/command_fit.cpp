@@ -6,13 +6,13 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/catalog.hpp"
-#include "planner/predict.hpp"
-#include "planner/figures.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/units.hpp"
-#include "planner/weights_size.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/plan/figures.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/core/units.hpp"
+#include "planner/weights/weights_size.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -7,12 +7,12 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
-#include "planner/catalog.hpp"
-#include "planner/gguf_reader.hpp"
-#include "planner/gguf_size.hpp"
-#include "planner/input_error.hpp"
-#include "planner/json_fields.hpp"
-#include "planner/units.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/weights/gguf_size.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -5,8 +5,8 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
-#include "planner/catalog.hpp"
-#include "planner/units.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -6,12 +6,12 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
-#include "planner/catalog.hpp"
-#include "planner/predict.hpp"
-#include "planner/kv_cache.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/units.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -6,8 +6,8 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
-#include "planner/catalog.hpp"
-#include "planner/tensor_inventory.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/tensor_inventory.hpp"
 
 namespace infer_plan::apps {
 namespace {

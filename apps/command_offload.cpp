@@ -7,12 +7,12 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/figures.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/offload.hpp"
-#include "planner/predict.hpp"
-#include "planner/units.hpp"
+#include "planner/plan/figures.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/cost/offload.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

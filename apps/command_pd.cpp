@@ -8,12 +8,12 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/input_error.hpp"
-#include "planner/predict.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/plan/predict.hpp"
 #include "apps/text_table.hpp"
-#include "planner/catalog.hpp"
-#include "planner/pd_disaggregation.hpp"
-#include "planner/units.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/cost/pd_disaggregation.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

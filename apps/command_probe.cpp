@@ -10,7 +10,7 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/probe.hpp"
 #if INFER_PLAN_HAVE_CUDA

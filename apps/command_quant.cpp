@@ -13,9 +13,9 @@
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
 #include "kernels/cpu/quantize.hpp"
-#include "planner/ggml_type.hpp"
-#include "planner/input_error.hpp"
-#include "planner/json_fields.hpp"
+#include "planner/core/ggml_type.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -10,14 +10,14 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
-#include "planner/input_error.hpp"
-#include "planner/json_fields.hpp"
-#include "planner/littles_law.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/predict.hpp"
-#include "planner/serving_sim.hpp"
-#include "planner/units.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/serving/littles_law.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/serving/serving_sim.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

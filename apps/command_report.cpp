@@ -22,11 +22,11 @@
 #include "apps/report_table.hpp"
 #include "apps/run_options.hpp"
 #include "apps/svg_plot.hpp"
-#include "planner/input_error.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/predict.hpp"
-#include "planner/serving_sim.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/serving/serving_sim.hpp"
 #include "runtime/server.hpp"
 
 namespace infer_plan::apps {
@@ -58,7 +58,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// ---- Offload (issue 6): the plan's offload section predicted by planner/offload and executed by
+// ---- Offload (issue 6): the plan's offload section predicted by planner/cost/offload and executed by
 // runtime/offload_prefetcher. The link is the profile's first host link: with --probe, the probed
 // copy thread beside the compute threads' products (runtime/probe.hpp).
 

@@ -6,11 +6,11 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/calibration.hpp"
-#include "planner/figures.hpp"
-#include "planner/input_error.hpp"
-#include "planner/predict.hpp"
-#include "planner/units.hpp"
+#include "planner/calibration/calibration.hpp"
+#include "planner/plan/figures.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 namespace {

@@ -7,9 +7,9 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
-#include "planner/input_error.hpp"
-#include "planner/predict.hpp"
-#include "planner/units.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/core/units.hpp"
 #include "runtime/server.hpp"
 
 namespace infer_plan::apps {

@@ -8,12 +8,12 @@
 
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/gguf_reader.hpp"
-#include "planner/predict.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/plan/predict.hpp"
 #include "apps/text_table.hpp"
-#include "planner/input_error.hpp"
-#include "planner/json_fields.hpp"
-#include "planner/speculative.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/cost/speculative.hpp"
 
 namespace infer_plan::apps {
 namespace {

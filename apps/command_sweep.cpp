@@ -8,8 +8,8 @@
 
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
-#include "planner/input_error.hpp"
-#include "planner/scenario.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/plan/scenario.hpp"
 
 namespace infer_plan::apps {
 namespace {

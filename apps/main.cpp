@@ -6,7 +6,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "planner/calibration.hpp"
-#include "planner/catalog.hpp"
-#include "planner/input_error.hpp"
-#include "planner/units.hpp"
+#include "planner/calibration/calibration.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
 

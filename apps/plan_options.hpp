@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/plan.hpp"
+#include "planner/plan/plan.hpp"
 
 namespace infer_plan::apps {
 

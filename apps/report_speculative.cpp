@@ -5,7 +5,7 @@
 
 #include "apps/svg_plot.hpp"
 #include "apps/text_table.hpp"
-#include "planner/roofline.hpp"
+#include "planner/cost/roofline.hpp"
 
 namespace infer_plan::apps {
 namespace {

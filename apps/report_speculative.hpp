@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "apps/report_table.hpp"
-#include "planner/json_fields.hpp"
-#include "planner/predict.hpp"
-#include "planner/speculative.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/cost/speculative.hpp"
 #include "runtime/speculative_sweep.hpp"
 
 namespace infer_plan::apps {

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "apps/plan_options.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/server.hpp"
 

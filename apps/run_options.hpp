@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "planner/json_fields.hpp"
-#include "planner/predict.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/probe.hpp"
 #include "runtime/server.hpp"
 #include "runtime/speculative_sweep.hpp"

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "planner/catalog.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/roofline.hpp"
-#include "planner/weights_size.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/cost/roofline.hpp"
+#include "planner/weights/weights_size.hpp"
 
 using namespace infer_plan;
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "planner/serving_sim.hpp"
+#include "planner/serving/serving_sim.hpp"
 
 using namespace infer_plan;
 

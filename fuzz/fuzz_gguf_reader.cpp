@@ -6,8 +6,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "planner/gguf_reader.hpp"
-#include "planner/input_error.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/core/input_error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/infer-plan-fuzz-" + std::to_string(getpid()) + ".gguf";

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <new>
 
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 #if INFER_PLAN_HAVE_CUDA
 #include "runtime/cuda_backend.hpp"
 #endif

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "kernels/cuda/check.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 namespace infer_plan::runtime {
 

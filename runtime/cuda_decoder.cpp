@@ -23,7 +23,7 @@
 #include "kernels/cuda/rmsnorm.hpp"
 #include "kernels/cuda/rope.hpp"
 #include "kernels/cuda/swiglu.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/offload_prefetcher.hpp"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "planner/json_fields.hpp"
+#include "planner/core/json_fields.hpp"
 #include "runtime/probe.hpp"
 
 namespace infer_plan::runtime {

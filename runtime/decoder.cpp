@@ -77,7 +77,7 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
   for (uint64_t l = 0; l < layers_; ++l) {
     // An offloaded part is waited for just before its first tensor is read and released right
     // after its last (attn: after attention; ffn: before the FFN; layer: around both), so the
-    // copy of the next group overlaps as much compute as the slots allow (planner/offload.cpp).
+    // copy of the next group overlaps as much compute as the slots allow (planner/cost/offload.cpp).
     const std::optional<uint64_t> group = prefetcher_ ? weights_.offload_group_of(l) : std::nullopt;
     const OffloadPart part = group ? *weights_.offload_part() : OffloadPart::ffn;
     LayerWeights L = weights_.layer(l);

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "planner/model_spec.hpp"
+#include "planner/model/model_spec.hpp"
 #include "runtime/paged_kv_cache.hpp"
 
 namespace infer_plan::runtime {

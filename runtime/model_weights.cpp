@@ -11,8 +11,8 @@
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/sampling.hpp"
-#include "planner/gguf_reader.hpp"
-#include "planner/input_error.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/core/input_error.hpp"
 
 namespace infer_plan::runtime {
 namespace {

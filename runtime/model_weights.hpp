@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/model_spec.hpp"
-#include "planner/offload.hpp"
-#include "planner/weights_size.hpp"
+#include "planner/model/model_spec.hpp"
+#include "planner/cost/offload.hpp"
+#include "planner/weights/weights_size.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -37,7 +37,7 @@ struct LayerWeights {
                      *ffn_down_exps = nullptr;
 };
 
-// Which tensors live in the host pool (planner/offload.hpp): `part` of layers k-1, 2k-1, ...
+// Which tensors live in the host pool (planner/cost/offload.hpp): `part` of layers k-1, 2k-1, ...
 struct WeightsOffload {
   OffloadPart part = OffloadPart::ffn;
   uint64_t every = 4;

@@ -6,7 +6,7 @@
 #include <span>
 
 #include "kernels/cpu/quantize.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 namespace infer_plan::runtime {
 

@@ -1,4 +1,4 @@
-// The KV cache as a pool of pages (kKvPageTokens tokens each, planner/kv_cache.hpp): one
+// The KV cache as a pool of pages (kKvPageTokens tokens each, planner/cost/kv_cache.hpp): one
 // backend buffer of exactly the bytes fit predicts (pages x page bytes), pages handed to a
 // request when it is admitted and returned when it leaves. A page holds, for every layer, the
 // K rows then the V rows of its tokens, each row in its cache type (quantized rows carry their
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
-#include "planner/kv_cache.hpp"
-#include "planner/model_spec.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/model/model_spec.hpp"
 #include "runtime/backend.hpp"
 
 namespace infer_plan::runtime {

@@ -15,7 +15,7 @@
 
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/stream_read.hpp"
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/projection.hpp"
 #include "runtime/thread_pool.hpp"

@@ -4,15 +4,15 @@
 // weights), and each type's batched product rate on a cache-resident matrix (ops/s). Written as
 // a hardware profile whose `measured` block the roofline prefers to datasheet figures; and what
 // products of 2, 4, 8 and 32 tokens cost beyond one token's, per type, over a DRAM-sized matrix,
-// written as the profile's calibration (planner/step_model: the CPU runtime's step model).
+// written as the profile's calibration (planner/model/step_model: the CPU runtime's step model).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 
-#include "planner/ggml_type.hpp"
-#include "planner/json_fields.hpp"
+#include "planner/core/ggml_type.hpp"
+#include "planner/core/json_fields.hpp"
 
 namespace infer_plan::runtime {
 

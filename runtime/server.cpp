@@ -10,11 +10,11 @@
 #include <thread>
 
 #include "kernels/cpu/sampling.hpp"
-#include "planner/gguf_reader.hpp"
-#include "planner/input_error.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/serving_sim.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/serving/serving_sim.hpp"
 #include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/offload_prefetcher.hpp"
@@ -43,7 +43,7 @@ std::vector<ServingRequest> plan_requests(const Plan& plan) {
   return closed;
 }
 
-// The planner's admission rule on the server as it stands (planner/serving_sim.hpp).
+// The planner's admission rule on the server as it stands (planner/serving/serving_sim.hpp).
 bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingRequest>& arrivals,
                           const std::vector<Live>& running, const std::deque<Live>& waiting, double now,
                           const ServingRequest& candidate, double due_s) {
@@ -55,7 +55,7 @@ bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingReq
 }
 
 // The plan's offload section as the runtime executes it; InputError naming the field when out of
-// the planner's range (planner/offload.cpp checks the same).
+// the planner's range (planner/cost/offload.cpp checks the same).
 std::optional<WeightsOffload> plan_weights_offload(const Plan& plan, const ModelSpec& spec) {
   if (!plan.offload) return std::nullopt;
   const OffloadPlan& o = *plan.offload;
@@ -111,7 +111,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.
   std::unique_ptr<OffloadPrefetcher> prefetcher;
   if (offload) prefetcher = make_offload_prefetcher(backend, weights, plan.offload->buffers);
-  // The KV pool fit sizes: requests x context, whole pages (planner/memory_fit).
+  // The KV pool fit sizes: requests x context, whole pages (planner/cost/memory_fit).
   const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
   PagedKvCache cache(backend, rp.spec, plan.kv, pages);
   const std::unique_ptr<ForwardPass> decoder = make_forward_pass(backend, weights, cache, pool, 0, prefetcher.get());

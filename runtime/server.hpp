@@ -1,5 +1,5 @@
 // Executes a Plan on a backend and measures it in the planner's terms: the serving loop
-// (continuous batching with the same rules as planner/serving_sim.hpp, so the two can be
+// (continuous batching with the same rules as planner/serving/serving_sim.hpp, so the two can be
 // compared step for step), a timeline of every step on the backend's clock, and the measured
 // Figures built from it.
 //
@@ -11,7 +11,7 @@
 // queue until pages are free, and one larger than the whole pool is rejected on arrival
 // (reason "exceeds_kv_capacity"). With a deadline, each arrival is admitted or rejected (reason
 // "deadline") by the planner's own rule: the serving simulation run forward from the server's
-// state (planner/serving_sim.hpp, admission_finish_s). Every request ends completed or
+// state (planner/serving/serving_sim.hpp, admission_finish_s). Every request ends completed or
 // rejected; none is lost.
 #pragma once
 #include <cstdint>
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/json_fields.hpp"
-#include "planner/predict.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/backend.hpp"
 
 namespace infer_plan::runtime {

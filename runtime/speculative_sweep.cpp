@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/sampling.hpp"
-#include "planner/gguf_reader.hpp"
-#include "planner/input_error.hpp"
-#include "planner/speculative.hpp"
+#include "planner/weights/gguf_reader.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/speculative.hpp"
 #include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/predict.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/server.hpp"
 #include "runtime/speculative.hpp"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels {
 

@@ -15,7 +15,7 @@
 #include "kernels/cpu/dot_avx2.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 namespace infer_plan::kernels {
 namespace {

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels {
 

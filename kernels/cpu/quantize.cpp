@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/half.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 namespace infer_plan::kernels {
 namespace {

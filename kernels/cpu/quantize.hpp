@@ -1,12 +1,12 @@
 // Quantize and dequantize rows of Q8_0, Q4_0, Q2_K and Q8_K blocks (and convert F32/F16/BF16 rows), bit-identical to ggml's reference
 // quantizers (quantize_row_*_ref) and dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
 // packed byte arrays with no padding, laid out as ggml-common.h's block structs; block sizes come
-// from planner/ggml_type (the one table of layouts).
+// from planner/core/ggml_type (the one table of layouts).
 #pragma once
 #include <cstdint>
 #include <span>
 
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels {
 

@@ -39,7 +39,7 @@ constexpr uint32_t kHeadsPerBlock = 8;                // query heads of one grou
 static_assert(kHeadsPerBlock <= kWarps, "step 2 gives each head a warp");
 static_assert(kHeadDimMax <= kThreads, "step 3 gives each value of the head a thread");
 
-// GGML block layouts (ggml-common.h; planner/ggml_type.cpp has the same table).
+// GGML block layouts (ggml-common.h; planner/core/ggml_type.cpp has the same table).
 constexpr uint32_t kQValues = 32;       // Q8_0 and Q4_0 values per block
 constexpr uint32_t kQ8_0Bytes = 34;     // fp16 d; int8 qs[32]
 constexpr uint32_t kQ4_0Bytes = 18;     // fp16 d; uint8 qs[16]: value j in the low nibble of byte j, j+16 high

@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// GGML block layouts (ggml-common.h; planner/ggml_type.cpp has the same table).
+// GGML block layouts (ggml-common.h; planner/core/ggml_type.cpp has the same table).
 constexpr uint32_t kQ8_0Values = 32, kQ8_0Bytes = 34;  // fp16 d; int8 qs[32]
 constexpr uint32_t kQ4_0Values = 32, kQ4_0Bytes = 18;  // fp16 d; uint8 qs[16]: j low nibble, j+16 high
 constexpr uint32_t kQ2KValues = 256, kQ2KBytes = 84;   // uint8 scales[16]; uint8 qs[64]; fp16 d, dmin

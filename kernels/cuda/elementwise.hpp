@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels::cuda {
 

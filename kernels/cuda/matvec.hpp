@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "planner/ggml_type.hpp"
+#include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels::cuda {
 

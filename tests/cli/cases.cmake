@@ -319,7 +319,7 @@ infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7
 infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
   MATCH "datasheet ceiling, uncalibrated .no llama.cpp calibration for h200" "rtx-4090" "\"calibrated\": false")
 infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp or vllm")
-# engine memory (planner/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
+# engine memory (planner/cost/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
 # "CUDA0 compute buffer size = 164.00 MiB" (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)
 infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp --json
   MATCH "\"name\": \"llama.cpp compute buffer\"" "\"bytes\": 171968512" "\"name\": \"CUDA context\"" "\"bytes\": 471859200")

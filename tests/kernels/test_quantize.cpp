@@ -13,7 +13,7 @@
 
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;

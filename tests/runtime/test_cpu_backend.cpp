@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "planner/input_error.hpp"
+#include "planner/core/input_error.hpp"
 #include "runtime/backend.hpp"
 #if INFER_PLAN_HAVE_CUDA
 #include "runtime/cuda_backend.hpp"

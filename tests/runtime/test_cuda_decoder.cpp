@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/cpu/sampling.hpp"
-#include "planner/predict.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_decoder.hpp"

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "planner/catalog.hpp"
-#include "planner/hw_profile.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/hw_profile.hpp"
 #include "runtime/cuda_probe.hpp"
 
 using namespace infer_plan;

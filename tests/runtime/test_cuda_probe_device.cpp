@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "planner/catalog.hpp"
-#include "planner/hw_profile.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/hw_profile.hpp"
 #include "runtime/cuda_probe.hpp"
 
 using namespace infer_plan;

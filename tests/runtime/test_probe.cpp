@@ -2,9 +2,9 @@
 // which the planner reads back (hand-made ProbeResult: no timing in a unit test).
 #include <doctest/doctest.h>
 
-#include "planner/catalog.hpp"
-#include "planner/hw_profile.hpp"
-#include "planner/step_model.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/hw_profile.hpp"
+#include "planner/model/step_model.hpp"
 #include "runtime/probe.hpp"
 
 using namespace infer_plan;

@@ -9,11 +9,11 @@
 #include <cmath>
 #include <vector>
 
-#include "planner/gguf_writer.hpp"
-#include "planner/input_error.hpp"
-#include "planner/memory_fit.hpp"
-#include "planner/plan.hpp"
-#include "planner/predict.hpp"
+#include "planner/weights/gguf_writer.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "kernels/cpu/sampling.hpp"
 #include "runtime/decoder.hpp"

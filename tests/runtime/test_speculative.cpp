@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "planner/model_scale.hpp"
-#include "planner/predict.hpp"
+#include "planner/model/model_scale.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/model_weights.hpp"

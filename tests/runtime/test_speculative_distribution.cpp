@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/sampling.hpp"
-#include "planner/predict.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/model_weights.hpp"

@@ -2,8 +2,8 @@
 // acceptance, and the exact figures when the draft is the whole target (every draft kept).
 #include <doctest/doctest.h>
 
-#include "planner/input_error.hpp"
-#include "planner/predict.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/speculative_sweep.hpp"
 

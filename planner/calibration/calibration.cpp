@@ -1,0 +1,437 @@
+// The least squares run on Eigen (a two-column QR per iteration); the Huber constant 1.345 x the
+// residuals' robust scale (1.4826 x their median absolute deviation) keeps 95% efficiency on
+// clean data while capping an outlier's pull.
+#include "planner/calibration/calibration.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "planner/catalog/catalog.hpp"
+#include "planner/catalog/embedded_data.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/model/model_scale.hpp"
+#include "planner/cost/roofline.hpp"
+#include "planner/core/units.hpp"
+#include "planner/weights/weights_size.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr double kHuberK = 1.345;
+constexpr double kMadToSigma = 1.4826;
+constexpr double kMinScale = 0.01;            // residual scale floor: 1% (measurement noise)
+constexpr int kIterations = 20;
+constexpr double kParamsTolerance = 0.04;     // a row's parameter count vs a built-in model's
+constexpr double kSizeNoteTolerance = 0.03;   // file size vs recipe size worth a note
+constexpr double kMinTermSpread = 1.15;       // largest / smallest term needed to fit two terms
+
+// time = fixed + slope x term + sum over types of delta_t x term_t, on relative residuals; the
+// deltas (a weight type's own read cost beyond the shared one) are pulled toward 0 by a ridge
+// penalty, so a type seen once moves only part of the way and a type never seen keeps the shared
+// rate. `fit_fixed` false: fixed = 0. One fixed time for all the engine builds in the data: a
+// fixed time per build was tried and lost on leave-one-out (a100-80gb-pcie 8.1% -> 16.0%,
+// h100-pcie 8.8% -> 17.6%, rtx-3090 13.3% -> 15.9%; only rtx-4090 gained, 3.1% -> 1.8%).
+// The penalty is in units of (a type's term / measured)^2, which is 0.01-0.8 per point; leave-one-out
+// medians over the published data (a100-80gb-pcie, h100-pcie, rtx-3090, rtx-4090) at 0.1: 8.1%,
+// 8.8%, 13.1%, 3.1%; at 0.03: 9.1%, 8.7%, 7.0%, 2.9%; at 0.01: 10.3%, 9.8%, 4.5%, 2.8%. A penalty
+// scaled by the type's own points (a fixed shrink fraction) was tried: 3.9% on the rtx-3090 but
+// 10.2% and 9.4% on the A100 and H100.
+constexpr double kTypeRidge = 0.03;
+
+struct Sample {
+  double term = 0;                           // memory_s or compute_s
+  std::map<std::string, double> type_terms;  // per GGML type: its weights' share of `term`
+  double measured = 0;
+  std::string group;                         // one model file in one run: left out together
+};
+
+struct Line {
+  double fixed = 0;
+  double slope = 1;
+  std::map<std::string, double> delta;  // per type, added to `slope` for that type's term
+  std::vector<double> weights;
+  double predict(const Sample& x) const {
+    double t = fixed + slope * x.term;
+    for (const auto& [type, v] : x.type_terms)
+      if (const auto it = delta.find(type); it != delta.end()) t += it->second * v;
+    return t;
+  }
+};
+
+// A read cost below the profile's rate / kMaxReadEfficiency is not physical (the profile's rate is
+// a datasheet or probed ceiling); the free fit can get there when types trade against the fixed
+// time (an old build's slow K-quants beside its fast Q4_0). Such a rate is held at the bound and
+// the rest fitted again (an active set): first the shared rate, then the worst type, one at a time.
+constexpr double kMaxReadEfficiency = 1.1;
+constexpr double kMinSlope = 1.0 / kMaxReadEfficiency;
+
+// The rates held at the bound: the shared one, and types read at exactly the bound.
+struct Pinned {
+  bool shared = false;
+  std::set<std::string> types;
+};
+
+// One robust least-squares fit with `pinned` held: time = fixed + slope x (term - pinned types'
+// terms) + kMinSlope x pinned types' terms + sum of the free types' deltas x their terms, on
+// relative residuals with Huber weights; `fit_fixed` false: fixed = 0 (also when it comes out < 0).
+Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& all_types,
+                     const Pinned& pinned) {
+  std::vector<std::string> types;
+  for (const std::string& t : all_types)
+    if (!pinned.types.contains(t)) types.push_back(t);
+  const size_t n = xs.size();
+  const size_t k = types.size();
+  // columns: [slope unless pinned] [fixed if fitted] [one delta per free type]
+  const Eigen::Index c_slope = pinned.shared ? -1 : 0;
+  const Eigen::Index c_fixed = fit_fixed ? (pinned.shared ? 0 : 1) : -1;
+  const Eigen::Index c_types = (pinned.shared ? 0 : 1) + (fit_fixed ? 1 : 0);
+  const Eigen::Index cols = c_types + static_cast<Eigen::Index>(k);
+  std::vector<double> known(n, 0.0), free_term(n);
+  for (size_t i = 0; i < n; ++i) {
+    free_term[i] = xs[i].term;
+    for (const auto& [type, v] : xs[i].type_terms)
+      if (pinned.types.contains(type)) known[i] += kMinSlope * v, free_term[i] -= v;
+    if (pinned.shared) known[i] += kMinSlope * free_term[i];
+  }
+  Line line;
+  line.weights.assign(n, 1.0);
+  for (int it = 0; it < kIterations; ++it) {
+    // data rows scaled by sqrt(w) / measured: row i's residual is sqrt(w) (measured - predicted) / measured
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n + k), cols);
+    Eigen::VectorXd b = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n + k));
+    for (size_t i = 0; i < n; ++i) {
+      const auto r = static_cast<Eigen::Index>(i);
+      const double s = std::sqrt(line.weights[i]) / xs[i].measured;
+      if (c_slope >= 0) a(r, c_slope) = free_term[i] * s;
+      if (c_fixed >= 0) a(r, c_fixed) = s;
+      for (size_t t = 0; t < k; ++t) {
+        const auto f = xs[i].type_terms.find(types[t]);
+        if (f != xs[i].type_terms.end()) a(r, c_types + static_cast<Eigen::Index>(t)) = f->second * s;
+      }
+      b(r) = (xs[i].measured - known[i]) * s;
+    }
+    for (size_t t = 0; t < k; ++t)  // the ridge rows: each type's delta pulled toward 0
+      a(static_cast<Eigen::Index>(n + t), c_types + static_cast<Eigen::Index>(t)) = std::sqrt(kTypeRidge);
+    const Eigen::VectorXd x = cols > 0 ? Eigen::VectorXd(a.colPivHouseholderQr().solve(b)) : Eigen::VectorXd();
+    line.slope = c_slope >= 0 ? x(c_slope) : kMinSlope;
+    line.fixed = c_fixed >= 0 ? x(c_fixed) : 0.0;
+    line.delta.clear();
+    for (size_t t = 0; t < k; ++t) line.delta[types[t]] = x(c_types + static_cast<Eigen::Index>(t));
+    for (const std::string& t : pinned.types) line.delta[t] = kMinSlope - line.slope;
+    if (fit_fixed && line.fixed < 0) return fit_line_pinned(xs, false, all_types, pinned);  // fixed >= 0
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n; ++i) r[i] = (xs[i].measured - line.predict(xs[i])) / xs[i].measured;
+    if (n < 4) break;  // too few points to tell an outlier from the line
+    const double scale = std::max(kMinScale, kMadToSigma * median_abs(r));
+    std::vector<double> next(n);
+    for (size_t i = 0; i < n; ++i)
+      next[i] = std::abs(r[i]) <= kHuberK * scale ? 1.0 : kHuberK * scale / std::abs(r[i]);
+    if (next == line.weights) break;
+    line.weights = next;
+  }
+  return line;
+}
+
+// The fit with every read rate physical: pin the shared rate if it crosses the bound, else the
+// type that crosses it most, and fit again, until none does (at most 1 + types rounds).
+Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types) {
+  Pinned pinned;
+  for (;;) {
+    Line line = fit_line_pinned(xs, fit_fixed, types, pinned);
+    if (!pinned.shared && line.slope < kMinSlope) {
+      pinned.shared = true;
+      continue;
+    }
+    std::string worst;
+    double worst_slope = kMinSlope;
+    for (const auto& [type, d] : line.delta)
+      if (!pinned.types.contains(type) && line.slope + d < worst_slope) worst = type, worst_slope = line.slope + d;
+    if (worst.empty()) return line;
+    pinned.types.insert(worst);
+  }
+}
+
+struct KindFit {
+  Line line;
+  bool fixed_fitted = true;
+  std::vector<double> loo;  // predictions with each point left out
+};
+
+bool terms_spread(const std::vector<Sample>& xs) {
+  if (xs.size() < 2) return false;
+  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end(), [](const Sample& a, const Sample& b) { return a.term < b.term; });
+  return hi->term / lo->term >= kMinTermSpread;
+}
+
+// The types some point reads a real share of its weights in (>= 10% of its term): each gets its
+// own (shrunk) read cost. Prefill samples carry no type terms.
+std::vector<std::string> fitted_types(const std::vector<Sample>& xs) {
+  std::set<std::string> types;
+  for (const Sample& x : xs)
+    for (const auto& [type, v] : x.type_terms)
+      if (v >= 0.1 * x.term) types.insert(type);
+  return {types.begin(), types.end()};
+}
+
+// Fits one kind (decode or prefill); the fixed time only when the terms spread.
+KindFit fit_kind(const std::vector<Sample>& xs) {
+  KindFit k;
+  k.fixed_fitted = terms_spread(xs);
+  k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // Left out with every point of its group: a file's tg512 and tg4096 predict each other too
+    // well for either to count as held out.
+    std::vector<Sample> rest;
+    for (size_t j = 0; j < xs.size(); ++j)
+      if (xs[j].group != xs[i].group) rest.push_back(xs[j]);
+    if (rest.size() < 2) {  // one group only: nothing to predict it from
+      k.loo.push_back(std::nan(""));
+      continue;
+    }
+    k.loo.push_back(fit_line(rest, k.fixed_fitted && terms_spread(rest), fitted_types(rest)).predict(xs[i]));
+  }
+  return k;
+}
+
+bool has_prefix_ci(std::string_view s, std::string_view p) {
+  if (s.size() < p.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(p[i]))) return false;
+  return true;
+}
+
+// The built-in model a row names: its architecture and the closest parameter count.
+std::string match_model(const BenchRow& row, const BenchModelType& mt) {
+  if (!row.params)
+    throw InputError(fmt::format("{}: '{}' prints no parameter count to find the model by; give --model",
+                                 row.origin, row.model_type));
+  std::string best;
+  double best_gap = kParamsTolerance;
+  for (const std::string& name : builtin_model_names()) {
+    const ModelSpec spec = load_model(name);
+    if (spec.gguf_arch != mt.arch) continue;
+    const double params = static_cast<double>(parameter_count(spec).total);
+    const double gap = std::abs(params / *row.params - 1.0);
+    if (gap < best_gap) best = name, best_gap = gap;
+  }
+  if (best.empty())
+    throw InputError(fmt::format("{}: no built-in '{}' model has {:.3g} B parameters; give --model (a name or "
+                                 "a config.json)", row.origin, mt.arch, *row.params / 1e9));
+  return best;
+}
+
+// A served run's model by its name ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b): the
+// longest built-in name the id contains, case aside.
+std::string match_model_name(const BenchRow& row) {
+  std::string id = row.model_type;
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string best;
+  for (const std::string& name : builtin_model_names())
+    if (id.find(name) != std::string::npos && name.size() > best.size()) best = name;
+  if (best.empty())
+    throw InputError(fmt::format("{}: no built-in model is named in '{}'; give --model (a name or a config.json)",
+                                 row.origin, row.model_type));
+  return best;
+}
+
+CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const CalibrationOptions& o) {
+  CalibrationPoint p;
+  p.row = row;
+  std::string file_type = row.file_type;
+  if (file_type.empty()) {  // llama-bench: "llama 7B Q4_0" names the architecture and the file type
+    const BenchModelType mt = parse_bench_model_type(row.model_type, row.origin);
+    p.model = !o.model.empty() ? o.model : !row.model.empty() ? row.model : match_model(row, mt);
+    const std::string arch = load_model(p.model).gguf_arch;
+    if (!has_prefix_ci(arch, mt.arch) && o.model.empty())
+      throw InputError(fmt::format("{}: model {} is a {} model, the row's is {}", row.origin, p.model, arch, mt.arch));
+    file_type = mt.file_type;
+  } else {
+    p.model = !o.model.empty() ? o.model : !row.model.empty() ? row.model : match_model_name(row);
+  }
+  ModelSpec spec = load_model(p.model);
+  if (row.model_scale != 1) spec = scale_model_spec(spec, row.model_scale, row.origin + ": scale");
+  PlanWeights w = plan_weights(spec, file_type, std::nullopt);
+  p.weights = w.label;
+  double scale = 1.0;
+  if (row.model_bytes) {
+    scale = static_cast<double>(*row.model_bytes) / static_cast<double>(w.bytes);
+    if (!(scale > 0.5 && scale < 2.0))  // another model or type than the row names
+      throw InputError(fmt::format("{}: model_size {} is not near {}'s {} recipe, {}; expected within 2x (give --model)",
+                                   row.origin, format_bytes(*row.model_bytes), p.model, w.label, format_bytes(w.bytes)));
+    if (std::abs(scale - 1.0) > kSizeNoteTolerance)
+      p.size_note = fmt::format("file {} vs {} recipe {} ({:+.1f}%)", format_gib(static_cast<double>(*row.model_bytes)),
+                                w.label, format_gib(static_cast<double>(w.bytes)), (scale - 1.0) * 100);
+  }
+  KvTypes kv;
+  kv.k = kv_cache_type(row.kv_k.empty() ? "f16" : row.kv_k, row.origin + ": type_k").type;
+  kv.v = kv_cache_type(row.kv_v.empty() ? "f16" : row.kv_v, row.origin + ": type_v").type;
+  const Roofline rl(spec, w.layout, kv, base, 1, scale);
+  p.decode = row.is_decode();
+  p.measured_s = row.measured_s();
+  if (p.decode) {
+    // llama-bench: one sequence at the test's mean context; a served run: its batch and context
+    const uint64_t context = row.context ? row.context : row.n_depth + row.n_gen / 2;
+    const StepCost c = rl.decode_step(row.batch, context);
+    p.term_s = c.memory_s;
+    p.ceiling_s = c.ceiling_s;
+    p.known_s = c.overhead_s;
+    for (const std::string& type : rl.weight_types())
+      p.type_terms_s[type] = rl.weight_read_s_of_type(type, static_cast<double>(row.batch));
+  } else {
+    const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
+    p.term_s = c.compute_s;
+    p.ceiling_s = c.ceiling_s;
+    p.known_s = c.overhead_s;
+  }
+  return p;
+}
+
+std::string joined_builds(const std::vector<CalibrationPoint>& points) {
+  std::set<std::string> builds;
+  for (const auto& p : points)
+    if (!p.row.build.empty()) builds.insert(p.row.build.substr(0, std::min<size_t>(p.row.build.size(), 24)));
+  return builds.empty() ? "build not stated" : fmt::format("builds {}", fmt::join(builds, "; "));
+}
+
+}  // namespace
+
+double median_abs(std::vector<double> xs) {
+  if (xs.empty()) return 0;
+  for (double& x : xs) x = std::abs(x);
+  std::sort(xs.begin(), xs.end());
+  const size_t n = xs.size();
+  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
+ErrorBand error_band(const std::vector<double>& r) {
+  ErrorBand b;
+  b.points = r.size();
+  if (r.empty()) return b;
+  std::vector<double> s = r;
+  std::sort(s.begin(), s.end());
+  auto quantile = [&](double q) {
+    const double pos = q * static_cast<double>(s.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < s.size() ? s[i] * (1 - f) + s[i + 1] * f : s[i];
+  };
+  const bool few = s.size() < 10;
+  b.lo = std::min(0.0, few ? s.front() : quantile(0.1));
+  b.hi = std::max(0.0, few ? s.back() : quantile(0.9));
+  b.lo = std::max(b.lo, -0.95);
+  b.loo_median_abs = median_abs(r);
+  return b;
+}
+
+CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const HwProfile& hw,
+                                       const CalibrationOptions& o) {
+  HwProfile base = hw;
+  base.calibration.reset();  // fit against the roofline's own counts, not a previous fit
+  CalibrationResult res;
+  for (const BenchRow& row : rows) {
+    if (!row.is_decode() && !row.is_prefill()) {
+      res.skipped.push_back({row, fmt::format("{} mixes prompt and generation; give tg and pp tests apart", row.test_name())});
+      continue;
+    }
+    if (!row.exclude.empty()) {
+      res.skipped.push_back({row, "excluded by its data file: " + row.exclude});
+      continue;
+    }
+    try {
+      res.points.push_back(map_row(row, base, o));
+    } catch (const InputError& e) {
+      std::string reason = e.what();  // drop the origin the message repeats
+      if (reason.starts_with(row.origin + ": ")) reason.erase(0, row.origin.size() + 2);
+      res.skipped.push_back({row, reason});
+    }
+  }
+  StepCalibration& cal = res.calibration;
+  cal.engine = o.engine;
+  if (cal.engine.empty()) {  // the rows': llama-bench's are llama.cpp's
+    std::set<std::string> engines;
+    for (const BenchRow& row : rows) engines.insert(row.engine.empty() ? "llama.cpp" : row.engine);
+    if (engines.size() > 1)
+      throw InputError(fmt::format("calibrate: the files hold runs of {} engines ({}); a profile is one engine's: "
+                                   "calibrate them apart, or give --engine", engines.size(), fmt::join(engines, ", ")));
+    cal.engine = engines.empty() ? "llama.cpp" : *engines.begin();
+  }
+  for (const bool decode : {true, false}) {
+    std::vector<CalibrationPoint*> pts;
+    for (CalibrationPoint& p : res.points)
+      if (p.decode == decode) pts.push_back(&p);
+    const char* kind = decode ? "decode" : "prefill";
+    if (pts.size() < 2) {
+      if (decode)
+        throw InputError(fmt::format("calibrate: {} decode measurement(s) (llama-bench tg tests, served runs' steps) mapped "
+                                     "to a model and weights; at least 2 are needed{}", pts.size(),
+                                     res.skipped.empty() ? "" : fmt::format(" (first skipped: {}: {})", res.skipped[0].row.origin, res.skipped[0].reason)));
+      if (!pts.empty()) res.notes.push_back("one prefill (pp) measurement: too few to fit; prefill stays the ceiling");
+      continue;
+    }
+    std::vector<Sample> xs;
+    for (CalibrationPoint* p : pts) {
+      p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
+                             p->row.batch);
+      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group});
+    }
+    const KindFit f = fit_kind(xs);
+    std::vector<double> loo_r;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      pts[i]->fitted_s = pts[i]->known_s + f.line.predict(xs[i]);
+      pts[i]->loo_s = pts[i]->known_s + f.loo[i];
+      pts[i]->weight = f.line.weights[i];
+      if (std::isfinite(f.loo[i])) loo_r.push_back(pts[i]->loo_residual());
+    }
+    if (!f.fixed_fitted)
+      res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs (one model size), so the "
+                                      "fixed time cannot be told from the rate: fixed time 0, efficiency only", kind));
+    if (decode) {
+      cal.decode.fixed_s = f.line.fixed;
+      cal.decode.read_efficiency = 1.0 / f.line.slope;
+      for (const auto& [type, delta] : f.line.delta)
+        cal.decode.read_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
+      cal.decode.error = error_band(loo_r);
+    } else {
+      PrefillTerms t;
+      t.fixed_s = f.line.fixed;
+      t.compute_efficiency = 1.0 / f.line.slope;
+      t.error = error_band(loo_r);
+      cal.prefill = t;
+    }
+  }
+  cal.source = fmt::format("{}{} points on {}, {}", o.source.empty() ? "" : o.source + ": ", res.points.size(), hw.name,
+                           joined_builds(res.points));
+  return res;
+}
+
+std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine) {
+  const std::string path = fmt::format("hwprofiles/calibrations/{}.json", hw.name);
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (f.path != path) continue;
+    const std::string where = "built-in " + path;
+    const Json j = parse_json_text(f.content, where);
+    if (optional_string(j, "engine", where).value_or("") != engine) return std::nullopt;
+    CalibrationOptions o;
+    o.engine = engine;
+    o.source = path;
+    return calibrate_step_model(parse_bench_text(f.content, where), hw, o).calibration;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> builtin_calibration_names() {
+  constexpr std::string_view dir = "hwprofiles/calibrations/";
+  std::vector<std::string> out;
+  for (const EmbeddedFile& f : embedded_files())
+    if (f.path.starts_with(dir) && f.path.ends_with(".json"))
+      out.emplace_back(f.path.substr(dir.size(), f.path.size() - dir.size() - 5));
+  return out;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,77 @@
+// Fits the step model's terms (planner/model/step_model) to an engine's measurements on one device:
+// each llama-bench row is mapped to a model (--model, else the built-in with its architecture
+// and parameter count), its weights (the file type in model_type, rescaled to the printed file
+// size) and its KV types, and the uncalibrated roofline counts what its step moves. Then
+//   decode:  1 / (t/s)        = fixed + memory_s / read_efficiency (+ each weight type's own
+//                               read cost, shrunk toward the shared one)
+//   prefill: n_prompt / (t/s) = fixed + compute_s / compute_efficiency
+// by least squares on relative residuals (a 4 ms and a 40 ms step weigh alike), with Huber
+// weights so that one outlier does not pull the line, and fixed >= 0. Every point is predicted
+// again with itself left out; those residuals give the error band.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/model/hw_profile.hpp"
+#include "planner/calibration/llama_bench.hpp"
+#include "planner/model/step_model.hpp"
+
+namespace infer_plan {
+
+struct CalibrationPoint {
+  BenchRow row;
+  std::string model;         // the infer-plan model it maps to ("llama-2-7b")
+  std::string weights;       // the file type ("Q4_K_M")
+  std::string size_note;     // the printed file size against the recipe's, when they differ
+  std::string group;         // one model file in one run (model, weights, build, source, device,
+                             // batch): left out together
+  bool decode = true;        // else prefill
+  double measured_s = 0;     // a decode step, or a whole prompt
+  double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
+  std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
+  double ceiling_s = 0;      // the uncalibrated roofline
+  double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
+  double fitted_s = 0;       // the calibrated model fitted on every point
+  double loo_s = 0;          // ... fitted without this point's model file in its run (its tg512
+                             // and tg4096 go together); NaN when no other file is left to fit
+  double weight = 1;         // the robust fit's final weight (< 1: down-weighted as an outlier)
+  double residual() const { return measured_s / fitted_s - 1; }
+  double loo_residual() const { return measured_s / loo_s - 1; }
+  double ceiling_residual() const { return measured_s / ceiling_s - 1; }
+};
+
+struct SkippedRow {
+  BenchRow row;
+  std::string reason;
+};
+
+struct CalibrationOptions {
+  std::string engine;          // empty: the rows' engine (llama-bench: llama.cpp)
+  std::string model;           // a model name or config.json for every row; empty: by the row
+  std::string source;          // what the fitted profile says it came from
+};
+
+struct CalibrationResult {
+  std::vector<CalibrationPoint> points;
+  std::vector<SkippedRow> skipped;
+  StepCalibration calibration;
+  std::vector<std::string> notes;  // fallbacks taken (one model size, too few prefill points)
+};
+
+// InputError when fewer than two decode rows map to a model and weights.
+CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const HwProfile& hw,
+                                       const CalibrationOptions& options);
+
+// Median of |x|, and the band [min(0, lo), max(0, hi)] of relative residuals: the extremes
+// below 10 points, the 10th and 90th percentiles from 10 on.
+double median_abs(std::vector<double> xs);
+ErrorBand error_band(const std::vector<double>& residuals);
+
+// The built-in calibration of a device for an engine, fitted from the embedded data file
+// hwprofiles/calibrations/<hw.name>.json when it exists and names that engine.
+std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine);
+std::vector<std::string> builtin_calibration_names();  // devices with a data file
+
+}  // namespace infer_plan

@@ -1,0 +1,26 @@
+// Finds models, hardware profiles and links by built-in name ("qwen3-8b", "h200",
+// "pcie-gen5-x16") or by path to a JSON file. Unknown names list what is known.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/model/hw_profile.hpp"
+#include "planner/model/model_spec.hpp"
+
+namespace infer_plan {
+
+ModelSpec load_model(std::string_view name_or_path);
+HwProfile load_hw_profile(std::string_view name_or_path);
+// The profile's JSON as written (for `calibrate`, which writes it back with a calibration).
+Json hw_profile_json(std::string_view name_or_path);
+LinkProfile load_link(std::string_view name_or_path);
+
+std::vector<std::string> builtin_model_names();
+std::vector<std::string> builtin_hw_names();
+std::vector<std::string> builtin_link_names();
+
+// True when the argument is meant as a file path rather than a built-in name.
+bool looks_like_path(std::string_view arg);
+
+}  // namespace infer_plan

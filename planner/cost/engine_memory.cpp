@@ -1,0 +1,73 @@
+// Sources of the constants: llama.cpp src/llama-context.cpp (the worst-case graph of
+// min(n_ctx, n_ubatch) tokens, every output kept) and ggml-alloc (a peak, not a sum, over one
+// layer); Ollama fs/ggml/ggml.go GraphSize; vLLM vllm/v1/worker/gpu_worker.py
+// determine_available_memory and its "model weights take ... activation peak memory takes ..." logs
+// (vllm PR #10511: Llama-3-8B on an H100); pytorch issues #107667 and #20532 for the CUDA context.
+#include "planner/cost/engine_memory.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr uint64_t kLlamaCppUbatch = 512;            // llama.cpp's default n_ubatch
+constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
+constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
+constexpr uint64_t kVllmMaxBatchedTokens = 8192;     // vLLM V1's default max_num_batched_tokens
+constexpr uint64_t kVllmMaxSeqs = 256;               // its default max_num_seqs
+constexpr uint64_t kF32 = 4, kBf16 = 2;
+
+bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != std::string::npos; }
+
+}  // namespace
+
+const std::vector<std::string>& known_engines() {
+  static const std::vector<std::string> engines{"llama.cpp", "vllm"};
+  return engines;
+}
+
+EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const HwProfile& hw,
+                           uint64_t context_tokens, uint64_t requests) {
+  EngineMemory m;
+  if (engine.empty()) {
+    m.assumption = "no engine: weights, KV and the reserves given only (--engine llama.cpp|vllm counts what the "
+                   "engine allocates beside them)";
+    return m;
+  }
+  if (std::find(known_engines().begin(), known_engines().end(), engine) == known_engines().end())
+    throw InputError(fmt::format("--engine: '{}' is not an engine infer-plan knows; expected {}", engine,
+                                 fmt::join(known_engines(), " or ")));
+  const uint64_t cuda = is_nvidia(hw) ? kCudaContextBytes : 0;
+  if (engine == "llama.cpp") {
+    const uint64_t n_ctx = context_tokens * requests;  // one unified cache over every slot
+    const uint64_t n_ub = std::min(n_ctx, kLlamaCppUbatch);
+    const uint64_t attention = kF32 * n_ub * (1 + 4 * s.hidden + n_ctx * (1 + s.heads));
+    const uint64_t output = kF32 * n_ub * (s.hidden + s.vocab);
+    m.reserves.push_back({"llama.cpp compute buffer", std::max(attention, output)});
+    if (cuda) m.reserves.push_back({"CUDA context", cuda});
+    m.assumption = fmt::format(
+        "llama.cpp: compute buffer = max(attention 4 x {} x (1 + 4 x {} + {} x (1 + {})), output 4 x {} x ({} + {})) "
+        "B = {} (n_ubatch {}, n_ctx {}, flash attention off){}",
+        n_ub, s.hidden, n_ctx, s.heads, n_ub, s.hidden, s.vocab, format_bytes(std::max(attention, output)), n_ub,
+        n_ctx, cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
+    return m;
+  }
+  // vllm
+  m.usable_fraction = kVllmGpuMemoryUtilization;
+  const uint64_t activations = kVllmMaxBatchedTokens * (3 * s.intermediate + 4 * s.hidden) * kBf16 +
+                               kVllmMaxSeqs * s.vocab * kF32;
+  m.reserves.push_back({"vLLM activation peak", activations});
+  if (cuda) m.reserves.push_back({"CUDA context", cuda});
+  m.assumption = fmt::format(
+      "vLLM: KV gets gpu_memory_utilization {} of the capacity; activation peak = {} tokens x (3 x {} + 4 x {}) x 2 B "
+      "+ {} sequences x {} x 4 B = {} (max_num_batched_tokens, max_num_seqs: vLLM's defaults){}",
+      kVllmGpuMemoryUtilization, kVllmMaxBatchedTokens, s.intermediate, s.hidden, kVllmMaxSeqs, s.vocab,
+      format_bytes(activations), cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
+  return m;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,44 @@
+// KV cache size: 2 (K and V) x layers x kv_heads x head_dim values per token, each row stored
+// in its own GGML type (llama.cpp's --cache-type-k / --cache-type-v). Quantized caches use
+// dynamic per-block scales (q8_0: 34 B per 32 values), never a static calibration.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "planner/core/ggml_type.hpp"
+#include "planner/model/model_spec.hpp"
+
+namespace infer_plan {
+
+struct KvTypes {
+  GgmlType k = GgmlType::BF16;
+  GgmlType v = GgmlType::BF16;
+};
+
+// The types llama.cpp accepts for its KV cache: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1.
+const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what);
+
+// "BF16", or "K Q8_0 / V Q4_0" when the two differ.
+std::string kv_types_label(KvTypes types);
+
+// KV heads held by one device under tensor parallelism: heads split across `tp` devices, and
+// replicated (one per device) when there are fewer KV heads than devices.
+uint64_t kv_heads_per_device(const ModelSpec& spec, uint64_t tp);
+
+// The KV cache is held in pages of this many tokens (vLLM's default block size); a request's
+// cache is a whole number of pages, so its context is rounded up to one (llama.cpp pads its cache
+// likewise, to 32 or 256 tokens). The runtime allocates exactly these pages.
+inline constexpr uint64_t kKvPageTokens = 16;
+uint64_t kv_cache_tokens(uint64_t context);  // context rounded up to whole pages
+
+// Bytes of K and V for one token, all layers, on one device (tp = 1: the whole cache).
+uint64_t kv_bytes_per_token(const ModelSpec& spec, KvTypes types, uint64_t tp = 1);
+uint64_t kv_k_bytes_per_token(const ModelSpec& spec, GgmlType k, uint64_t tp = 1);
+uint64_t kv_v_bytes_per_token(const ModelSpec& spec, GgmlType v, uint64_t tp = 1);
+
+// Checks that `tp` devices can split the model's heads (the query heads and KV heads divide
+// evenly, or the KV heads are replicated); throws InputError naming `what` otherwise.
+void check_tensor_parallel(const ModelSpec& spec, uint64_t tp, std::string_view what);
+
+}  // namespace infer_plan

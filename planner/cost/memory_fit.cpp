@@ -1,0 +1,151 @@
+// The seed's M2 Max case reads: 96 GB - 8 GiB = 81.41 GiB usable; 79.81 GiB of weights leave
+// 1.60 GiB; one 8K request of Qwen3-235B-A22B needs 1.47 GiB of KV: fits with 0.13 GiB spare.
+#include "planner/cost/memory_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "planner/cost/engine_memory.hpp"
+#include "planner/core/ggml_type.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/core/units.hpp"
+
+namespace infer_plan {
+namespace {
+
+std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+
+std::string row_text(const ModelSpec& s, GgmlType type) {
+  const GgmlTypeInfo& t = ggml_type_info(type);
+  const uint64_t row = ggml_row_bytes(type, s.head_dim, "KV row");
+  if (!t.quantized()) return fmt::format("{} B per head row ({} x {} B, {})", row, s.head_dim, t.block_bytes, t.name);
+  return fmt::format("{} B per head row ({} / {} blocks x {} B, {})", row, s.head_dim,
+                     t.block_values, t.block_bytes, t.name);
+}
+
+}  // namespace
+
+std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes types, uint64_t tp) {
+  std::vector<std::string> out;
+  const uint64_t heads = kv_heads_per_device(s, tp);
+  const std::string heads_text =
+      tp == 1 ? fmt::format("{} KV heads", heads)
+              : fmt::format("{} KV heads per device ({} over {} devices)", heads, s.kv_heads, tp);
+  const uint64_t total = kv_bytes_per_token(s, types, tp);
+  if (types.k == types.v) {
+    out.push_back(fmt::format("KV/token = 2 (K, V) x {} layers x {} x {} = {} B = {}", s.layers,
+                              heads_text, row_text(s, types.k), total, format_bytes(total)));
+  } else {
+    const uint64_t k = kv_k_bytes_per_token(s, types.k, tp), v = kv_v_bytes_per_token(s, types.v, tp);
+    out.push_back(fmt::format("K/token  = {} layers x {} x {} = {} B", s.layers, heads_text, row_text(s, types.k), k));
+    out.push_back(fmt::format("V/token  = {} layers x {} x {} = {} B", s.layers, heads_text, row_text(s, types.v), v));
+    out.push_back(fmt::format("KV/token = {} + {} = {} B = {}", k, v, total, format_bytes(total)));
+  }
+  return out;
+}
+
+FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
+                     uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
+                     const OffloadMemory* offload) {
+  check_tensor_parallel(s, request.tp, "--tp");
+  FitResult r;
+  r.tp = request.tp;
+  r.context = request.context;
+  r.requests = request.requests;
+  r.capacity_bytes = hw.memory_capacity_bytes;
+  r.system_reserved_bytes = hw.memory_reserved_bytes;
+  r.usable_bytes = hw.usable_bytes();
+  r.weights_label = weights_label;
+  r.weights_bytes = (weights_bytes_total + request.tp - 1) / request.tp;
+  r.device_weights_bytes = r.weights_bytes;
+  if (offload) {
+    OffloadMemory& o = r.offload.emplace(*offload);
+    o.freed_bytes = (o.freed_bytes + request.tp - 1) / request.tp;
+    o.group_bytes = (o.group_bytes + request.tp - 1) / request.tp;
+    o.buffer_bytes = o.buffers * o.group_bytes;
+    r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
+  }
+  r.kv_bytes_per_token = kv_bytes_per_token(s, request.kv, request.tp);
+  r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(request.context);
+  r.kv_bytes = r.kv_bytes_per_request * request.requests;
+  r.reserves = hw.reserves;
+  r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
+  const EngineMemory engine = engine_memory(request.engine, s, hw, request.context, request.requests);
+  r.engine_assumption = engine.assumption;
+  r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
+  if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
+    r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes) * engine.usable_fraction));
+  for (const auto& n : r.reserves) r.reserved_bytes += n.bytes;
+
+  const int64_t usable = static_cast<int64_t>(r.usable_bytes);
+  r.free_after_weights_bytes = usable - static_cast<int64_t>(r.device_weights_bytes);
+  const int64_t for_kv = r.free_after_weights_bytes - static_cast<int64_t>(r.reserved_bytes);
+  r.headroom_bytes = for_kv - static_cast<int64_t>(r.kv_bytes);
+  r.fits = r.headroom_bytes >= 0;
+  if (for_kv > 0) {
+    r.max_requests = static_cast<uint64_t>(for_kv) / r.kv_bytes_per_request;
+    // Whole pages only: a context that needs a page more than fits does not fit.
+    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * request.requests) / kKvPageTokens * kKvPageTokens;
+  }
+
+  if (!with_derivation) return r;
+  if (s.max_context && request.context > s.max_context)
+    r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", request.context,
+                                     s.name, s.max_context));
+  if (s.max_context && r.max_context > s.max_context)
+    r.warnings.push_back(fmt::format("memory allows {} tokens per request, but {} was trained for {}",
+                                     r.max_context, s.name, s.max_context));
+  if (request.engine == "llama.cpp")
+    r.warnings.push_back("the most requests and the longest context keep llama.cpp's compute buffer at this plan's "
+                         "n_ctx; its attention term grows with n_ctx, so near those limits it is larger");
+  if (s.sliding_window)
+    r.warnings.push_back(fmt::format("{} declares a {}-token sliding window; llama.cpp's llama "
+                                     "architecture ignores it, so the KV is sized for the whole context",
+                                     s.name, s.sliding_window));
+
+  auto& d = r.derivation;
+  d.push_back(fmt::format("engine   = {}", r.engine_assumption));
+  if (engine.usable_fraction < 1.0)
+    d.push_back(fmt::format("usable   = min(capacity - reserved, {} x capacity) = {}", engine.usable_fraction,
+                            gib(r.usable_bytes)));
+  else
+    d.push_back(fmt::format("usable   = capacity - reserved = {} B - {} B = {} - {} = {}",
+                            r.capacity_bytes, r.system_reserved_bytes, gib(r.capacity_bytes),
+                            gib(r.system_reserved_bytes), gib(r.usable_bytes)));
+  if (request.tp == 1)
+    d.push_back(fmt::format("weights  = {} = {} B = {}", weights_label, r.weights_bytes, gib(r.weights_bytes)));
+  else
+    d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
+                            request.tp, r.weights_bytes, gib(r.weights_bytes)));
+  if (r.offload)
+    d.push_back(fmt::format("device   = weights - offloaded to host + prefetch slots = {} - {} ({} x {}) + {} ({} x {}) = {}",
+                            gib(r.weights_bytes), gib(r.offload->freed_bytes), r.offload->layers_offloaded,
+                            format_bytes(r.offload->group_bytes), gib(r.offload->buffer_bytes), r.offload->buffers,
+                            format_bytes(r.offload->group_bytes), gib(r.device_weights_bytes)));
+  for (auto& line : kv_per_token_derivation(s, request.kv, request.tp)) d.push_back(line);
+  if (kv_cache_tokens(request.context) != request.context)
+    d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,
+                            kKvPageTokens, kv_cache_tokens(request.context)));
+  d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}",
+                          r.kv_bytes_per_token, kv_cache_tokens(request.context), request.requests, request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+  d.push_back(fmt::format("free     = usable - {} = {} - {} = {}", r.offload ? "device weights" : "weights",
+                          gib(r.usable_bytes), gib(r.device_weights_bytes), gib(r.free_after_weights_bytes)));
+  std::string reserve_terms;
+  for (const auto& n : r.reserves) reserve_terms += fmt::format(" - {} ({})", gib(n.bytes), n.name);
+  d.push_back(fmt::format("headroom = free{} - KV = {}{} - {} = {} -> {}", r.reserves.empty() ? "" : " - reserves",
+                          gib(r.free_after_weights_bytes), reserve_terms, gib(r.kv_bytes),
+                          gib(r.headroom_bytes), r.fits ? "fits" : "does not fit"));
+  if (for_kv > 0) {
+    d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", request.context,
+                            for_kv, r.kv_bytes_per_request, r.max_requests));
+    d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
+                            request.requests, request.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token, request.requests, r.max_context));
+  } else {
+    d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");
+  }
+  return r;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,64 @@
+// Does it fit? usable = capacity - reserved; need = weights + runtime reserves + KV for every
+// request at its context. With an offload (SPEC 4) the device holds the weights less the groups
+// moved to host memory, plus the prefetch slots. Also: the margin, what is left after weights, the most requests at
+// this context and the longest context at this request count. All figures are per device.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/model/hw_profile.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/model/model_spec.hpp"
+#include "planner/cost/offload.hpp"
+
+namespace infer_plan {
+
+struct FitResult {
+  uint64_t tp = 1;
+  uint64_t context = 0;
+  uint64_t requests = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t system_reserved_bytes = 0;  // the profile's memory.reserved
+  uint64_t usable_bytes = 0;           // capacity - system reserved
+  std::string weights_label;           // "79.81 GiB (given)", "BF16 (uniform)"
+  uint64_t weights_bytes = 0;          // the model's, per device (before any offload)
+  std::optional<OffloadMemory> offload;  // per device, when the plan offloads
+  uint64_t device_weights_bytes = 0;   // weights - offloaded + prefetch slots (= weights without offload)
+  uint64_t kv_bytes_per_token = 0;     // K + V, all layers, on this device
+  uint64_t kv_bytes_per_request = 0;   // at `context`
+  uint64_t kv_bytes = 0;               // all requests
+  std::vector<NamedBytes> reserves;    // runtime reserves (profile + plan)
+  uint64_t reserved_bytes = 0;         // their sum
+  int64_t free_after_weights_bytes = 0;  // usable - device weights (negative: short before any KV)
+  int64_t headroom_bytes = 0;            // usable - weights - reserves - KV (the margin)
+  bool fits = false;
+  uint64_t max_requests = 0;   // at `context`
+  uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only
+  std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
+  std::vector<std::string> warnings;
+  std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
+};
+
+// What the fit reads of a deployment (a Plan gives it: plan/plan's fit_request).
+struct FitRequest {
+  uint64_t tp = 1;                    // tensor-parallel devices
+  uint64_t context = 0;               // tokens per request
+  uint64_t requests = 0;              // concurrent requests
+  KvTypes kv;                         // K and V cache types
+  std::vector<NamedBytes> reserves;   // runtime reserves on top of the profile's
+  std::string engine;                 // "llama.cpp", "vllm": what the engine allocates; empty: none
+};
+
+// `weights_bytes` is for the whole model (split evenly across request.tp devices), and so is
+// `offload` (offload_memory of the plan's offload section; nullptr: none).
+// `with_derivation` = false skips the --explain lines and the warnings (sweeps evaluate millions).
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
+                     uint64_t weights_bytes, const std::string& weights_label, bool with_derivation = true,
+                     const OffloadMemory* offload = nullptr);
+
+// Lines explaining kv_bytes_per_token for --explain (shared by fit and kv).
+std::vector<std::string> kv_per_token_derivation(const ModelSpec& spec, KvTypes types, uint64_t tp);
+
+}  // namespace infer_plan

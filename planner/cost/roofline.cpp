@@ -1,0 +1,333 @@
+// Assumptions, each stated where the output shows it: MoE routing is uniform and independent
+// (distinct experts = E (1 - (1 - k/E)^T)); attention FLOPs are 4 x q_width per attended position
+// per layer (QK^T and PV); activations and their traffic are ignored; the all-reduce (two per
+// layer, ring: 2 (N-1)/N of the activations per device) is not overlapped with compute.
+#include "planner/cost/roofline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr double kActivationBytes = 2.0;  // bf16 activations in the all-reduce
+constexpr int kAllReducesPerLayer = 2;    // after attention and after the FFN (Megatron-style)
+// Launches per layer when a launch is a projection (the CPU runtime; its norms, RoPE and adds run
+// inline on the calling thread).
+constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
+constexpr double kLaunchesPerDenseLayer = kLaunchesPerAttention + 3;  // + gate, up, down
+// When a launch is a kernel (runtime/cuda_decoder, each a node of the decode step's graph): the
+// attention half is RMSNorm, q, k, v, RoPE on q and on k, the KV writer, attention's split and
+// combine passes, the output projection and the residual add (11), plus 2 for Qwen3's q/k norms
+// and 3 for Qwen2's biases; the dense FFN is RMSNorm, gate, up, SwiGLU, down and the add (6); an
+// MoE FFN is RMSNorm and the router, then per active expert gather, gate, up, SwiGLU, down and
+// scatter-add; the pass adds the embedding, the head rows' gather, the final RMSNorm, the head
+// and the argmax (5).
+constexpr double kKernelsPerAttention = 11, kKernelsQkNorm = 2, kKernelsQkvBias = 3;
+constexpr double kKernelsPerDenseFfn = 6, kKernelsMoeFfnFixed = 2, kKernelsPerExpert = 6;
+constexpr double kKernelsPerPass = 5;
+
+}  // namespace
+
+RooflineRates roofline_rates(const HwProfile& hw) {
+  RooflineRates r;
+  for (const char* prec : {"bf16", "fp16", "fp32"}) {
+    if (hw.compute_ops_per_s.count(prec)) {
+      r.precision = prec;
+      break;
+    }
+  }
+  if (r.precision.empty())
+    throw InputError(fmt::format("{}: the profile lists no bf16, fp16 or fp32 compute figure; the "
+                                 "roofline needs one (field 'compute')", hw.source));
+  const double datasheet_bw = hw.memory_bandwidth_bytes_per_s;
+  const double datasheet_flops = hw.compute_ops_per_s.at(r.precision);
+  if (hw.measured && hw.measured->memory_bandwidth_bytes_per_s) {
+    r.memory_bytes_per_s = *hw.measured->memory_bandwidth_bytes_per_s;
+    r.memory_source = fmt::format("measured {} ({})", format_rate(r.memory_bytes_per_s), hw.measured->source);
+  } else {
+    r.memory_bytes_per_s = datasheet_bw * hw.memory_efficiency;
+    r.memory_source = hw.memory_efficiency == 1.0
+                          ? fmt::format("datasheet {}", format_rate(datasheet_bw))
+                          : fmt::format("datasheet {} x {} efficiency", format_rate(datasheet_bw), hw.memory_efficiency);
+  }
+  if (hw.measured && hw.measured->compute_ops_per_s.count(r.precision)) {
+    r.compute_ops_per_s = hw.measured->compute_ops_per_s.at(r.precision);
+    r.compute_source = fmt::format("measured {} {} ({})", r.precision, format_flops(r.compute_ops_per_s), hw.measured->source);
+  } else {
+    r.compute_ops_per_s = datasheet_flops * hw.compute_efficiency;
+    r.compute_source = hw.compute_efficiency == 1.0
+                           ? fmt::format("datasheet {} {}", r.precision, format_flops(datasheet_flops))
+                           : fmt::format("datasheet {} {} x {} efficiency", r.precision, format_flops(datasheet_flops), hw.compute_efficiency);
+  }
+  if (hw.device_link) r.device_link_bytes_per_s = hw.device_link->bandwidth_bytes_per_s;
+  if (hw.calibration)
+    r.step_source = fmt::format("calibrated: {}{}", hw.calibration->engine,
+                                hw.calibration->source.empty() ? "" : " (" + hw.calibration->source + ")");
+  else
+    r.step_source = fmt::format("{}{}", hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated",
+                                hw.uncalibrated_note.empty() ? "" : " (" + hw.uncalibrated_note + ")");
+  return r;
+}
+
+Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes kv, const HwProfile& hw,
+                   uint64_t tp, double weights_scale)
+    : spec_(spec), rates_(roofline_rates(hw)), tp_(tp), calibration_(hw.calibration) {
+  check_tensor_parallel(spec, tp, "--tp");
+  if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
+    throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' for the all-reduce", tp, hw.name));
+  const double split = weights_scale / static_cast<double>(tp);
+  // A type's measured rates when the profile has them (probe), else the device's.
+  const std::optional<MeasuredFigures>& m = hw.measured;
+  auto rate_of = [&](const std::map<std::string, double> MeasuredFigures::*table, GgmlType type, double fallback) {
+    if (!m) return fallback;
+    const auto it = ((*m).*table).find(std::string(ggml_type_info(type).name));
+    return it != ((*m).*table).end() ? it->second : fallback;
+  };
+  auto read_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matvec_bytes_per_s, t, rates_.memory_bytes_per_s); };
+  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, rates_.compute_ops_per_s); };
+  for (const TensorPlacement& p : layout.tensors) {
+    const double bytes = static_cast<double>(p.bytes) * split;
+    const TensorInfo& t = p.tensor;
+    const double params = static_cast<double>(t.elements()) / static_cast<double>(tp);
+    const double read_s = bytes / read_rate(p.type);
+    const double multiply_s = 2.0 * params / ops_rate(p.type);
+    const std::string type_name(ggml_type_info(p.type).name);
+    if (t.is_expert()) read_s_by_type_[type_name].experts += read_s;
+    else if (t.role != TensorRole::token_embd || spec.tied_embeddings) read_s_by_type_[type_name].dense += read_s;
+    if (t.is_expert())
+      token_bytes_by_type_[type_name] += bytes * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+    else if (t.role == TensorRole::output || (t.role == TensorRole::token_embd && spec.tied_embeddings))
+      head_bytes_by_type_[type_name] += bytes;  // multiplied only for the tokens whose logits a step computes
+    else if (t.role != TensorRole::token_embd && !t.is_vector() && t.role != TensorRole::rope_freqs)
+      token_bytes_by_type_[type_name] += bytes;
+    if (t.role == TensorRole::token_embd) {
+      embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
+      if (spec.tied_embeddings) {  // the same matrix is the output head: read whole every step
+        dense_bytes_ += bytes;
+        dense_read_s_ += read_s;
+        matmul_params_active_ += params;
+        matmul_s_per_token_ += multiply_s;
+        head_params_ += params;
+        head_matmul_s_ += multiply_s;
+      }
+    } else if (t.is_expert()) {
+      const double active = static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+      expert_bytes_ += bytes;
+      expert_read_s_ += read_s;
+      matmul_params_active_ += params * active;
+      matmul_s_per_token_ += multiply_s * active;
+    } else {
+      dense_bytes_ += bytes;
+      dense_read_s_ += read_s;
+      if (!t.is_vector() && t.role != TensorRole::rope_freqs) {
+        matmul_params_active_ += params;
+        matmul_s_per_token_ += multiply_s;
+      }
+      if (t.role == TensorRole::output) {
+        head_params_ += params;
+        head_matmul_s_ += multiply_s;
+      }
+    }
+  }
+  for (uint64_t l = 0; l < spec.layers; ++l) moe_layers_ += spec.layer_is_moe(l) ? 1 : 0;
+  // Kernels per forward pass, as the runtime launches them: per layer q, k, v, attention, output,
+  // then gate, up, down (dense) or the router and gate, up, down per active expert; the head.
+  const double dense_layers = static_cast<double>(spec.layers - moe_layers_);
+  const double active = static_cast<double>(spec.experts_active);
+  if (m && m->launch_unit == "kernel") {
+    const double attention = kKernelsPerAttention + (spec.qk_norm ? kKernelsQkNorm : 0) + (spec.qkv_bias ? kKernelsQkvBias : 0);
+    launches_per_step_ = dense_layers * (attention + kKernelsPerDenseFfn) +
+                         static_cast<double>(moe_layers_) * (attention + kKernelsMoeFfnFixed + kKernelsPerExpert * active) +
+                         kKernelsPerPass;
+  } else {
+    launches_per_step_ = dense_layers * kLaunchesPerDenseLayer +
+                         static_cast<double>(moe_layers_) * (kLaunchesPerAttention + 1 + 3 * active) + 1;
+  }
+  if (m && m->launch_overhead_s) launch_overhead_s_ = *m->launch_overhead_s;
+  kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
+}
+
+double Roofline::distinct_experts(double tokens) const {
+  if (!spec_.is_moe()) return 0;
+  const double e = static_cast<double>(spec_.experts);
+  const double k = static_cast<double>(spec_.experts_active);
+  return e * (1.0 - std::pow(1.0 - k / e, tokens));
+}
+
+StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const {
+  c.memory_s = weight_read_s(tokens) + c.kv_bytes / rates_.memory_bytes_per_s;
+  c.compute_s = matmul_s(tokens, head_tokens) + attention_flops / rates_.compute_ops_per_s;
+  if (tp_ > 1) {
+    const double n = static_cast<double>(tp_);
+    c.comm_bytes = static_cast<double>(kAllReducesPerLayer * spec_.layers) * tokens *
+                   static_cast<double>(spec_.hidden) * kActivationBytes * 2.0 * (n - 1) / n;
+    c.comm_s = c.comm_bytes / rates_.device_link_bytes_per_s;
+  }
+  c.compute_bound = c.compute_s > c.memory_s;
+  c.overhead_s = launches_per_step_ * launch_overhead_s_;
+  c.ceiling_s = std::max(c.memory_s, c.compute_s) + c.comm_s + c.overhead_s;
+  c.time_s = c.time_lo_s = c.time_hi_s = c.ceiling_s;
+  apply_calibration(c, tokens, head_tokens, prefill);
+  return c;
+}
+
+// Decode: fixed + launches + memory / read efficiency + extra tokens (+ the all-reduce); prefill:
+// its fixed time + launches + the slower of compute / prefill efficiency and memory / read
+// efficiency. The launches are the probe's measured overhead (0 without one); a fit subtracts
+// them from what it fits, so the fixed time is what the engine adds beyond them.
+// A sum below the ceiling is raised to it: no engine beats the speed of light.
+void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const {
+  if (!calibration_) return;
+  const StepCalibration& cal = *calibration_;
+  double read_s = c.memory_s / cal.decode.read_efficiency;
+  for (const auto& [type, e] : cal.decode.read_efficiency_by_type)  // a type's own rate replaces the shared one
+    read_s += weight_read_s_of_type(type, tokens) * (1.0 / e - 1.0 / cal.decode.read_efficiency);
+  const ErrorBand* band = &cal.decode.error;
+  if (!prefill) {
+    c.fixed_s = cal.decode.fixed_s;
+    c.read_s = read_s;
+    c.extra_tokens_s = extra_token_s(tokens, head_tokens);
+  } else if (cal.prefill) {
+    c.fixed_s = cal.prefill->fixed_s;
+    c.read_s = std::max(c.compute_s / cal.prefill->compute_efficiency, read_s);
+    band = &cal.prefill->error;
+  } else if (!cal.decode.extra_token_s_per_byte.empty()) {
+    // no prefill terms, but measured several-token products (the CPU probe): a prefill is one
+    // product of the whole prompt, as a verify pass is
+    c.read_s = read_s;
+    c.extra_tokens_s = extra_token_s(tokens, head_tokens);
+  } else {
+    return;  // no prefill terms: the ceiling stays the prediction
+  }
+  c.calibrated = true;
+  c.time_s = std::max(c.fixed_s + c.overhead_s + c.read_s + c.extra_tokens_s + c.comm_s, c.ceiling_s);
+  c.time_lo_s = c.time_s * (1.0 + band->lo);
+  c.time_hi_s = c.time_s * (1.0 + band->hi);
+}
+
+double Roofline::extra_token_s(double tokens, double head_tokens) const {
+  if (!calibration_ || tokens <= 1) return 0;
+  double s = 0;
+  for (const auto& [type, curve] : calibration_->decode.extra_token_s_per_byte) {
+    if (const auto it = token_bytes_by_type_.find(type); it != token_bytes_by_type_.end())
+      s += it->second * extra_token_s_per_byte(curve, tokens);
+    if (const auto it = head_bytes_by_type_.find(type); it != head_bytes_by_type_.end())
+      s += it->second * extra_token_s_per_byte(curve, head_tokens);
+  }
+  return s;
+}
+
+std::vector<std::string> Roofline::weight_types() const {
+  std::vector<std::string> types;
+  for (const auto& [type, s] : read_s_by_type_) types.push_back(type);
+  return types;
+}
+
+double Roofline::weight_read_s_of_type(const std::string& type, double tokens) const {
+  const auto it = read_s_by_type_.find(type);
+  if (it == read_s_by_type_.end()) return 0;
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return it->second.dense + it->second.experts * expert_fraction;
+}
+
+double Roofline::weight_read_s(double tokens) const {
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return dense_read_s_ + expert_read_s_ * expert_fraction + embd_row_bytes_ * tokens / rates_.memory_bytes_per_s;
+}
+
+double Roofline::matmul_s(double tokens, double head_tokens) const {
+  return (matmul_s_per_token_ - head_matmul_s_) * tokens + head_matmul_s_ * head_tokens;
+}
+
+double Roofline::weight_bytes_read(double tokens) const {
+  const double expert_fraction =
+      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+  return dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+}
+
+StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence) const {
+  const double b = static_cast<double>(batch);
+  const double tokens = b * static_cast<double>(tokens_per_sequence);
+  StepCost c;
+  c.weight_bytes = weight_bytes_read(tokens);
+  const double kv = static_cast<double>(kv_per_token_);
+  c.kv_bytes = b * static_cast<double>(context) * kv + tokens * kv;  // read the cache, write new
+  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
+                                 static_cast<double>(tp_) * static_cast<double>(context) * tokens;
+  c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
+  return finish(c, tokens, tokens, attention_flops, false);
+}
+
+StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
+  const double p = static_cast<double>(prompt_tokens);
+  const double tokens = p * static_cast<double>(sequences);
+  StepCost c;
+  c.weight_bytes = weight_bytes_read(tokens);
+  c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
+  // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
+  const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
+  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
+  const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
+  c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
+  return finish(c, tokens, heads, attention_flops, true);
+}
+
+}  // namespace infer_plan
+
+namespace infer_plan {
+namespace {
+
+std::string step_line(std::string_view what, const StepCost& c, const RooflineRates& r) {
+  if (c.calibrated)
+    return fmt::format("{}: fixed {:.3f} ms + reads {:.3f} ms ({:.4g} GB weights + {:.4g} GB KV at {:.4g} GB/s, "
+                       "over the achieved efficiency{}){} {}-> {:.3f} ms ({:.3f}-{:.3f}); ceiling {:.3f} ms ({})",
+                       what, c.fixed_s * 1e3, c.read_s * 1e3, c.weight_bytes / 1e9, c.kv_bytes / 1e9,
+                       r.memory_bytes_per_s / 1e9, c.read_s > c.memory_s * 1.0001 && c.compute_s > c.memory_s ? "; or compute" : "",
+                       c.extra_tokens_s > 0 ? fmt::format(" + extra tokens {:.3f} ms", c.extra_tokens_s * 1e3) : "",
+                       c.comm_s > 0 ? fmt::format("+ all-reduce {:.3f} ms ", c.comm_s * 1e3) : "", c.time_s * 1e3,
+                       c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.ceiling_s * 1e3,
+                       c.compute_bound ? "compute-bound" : "memory-bound");
+  return fmt::format("{}: ({:.4g} GB weights + {:.4g} GB KV) / {:.4g} GB/s = {:.3f} ms; {:.4g} TFLOP / {:.4g} "
+                     "TFLOPS = {:.3f} ms{} -> {:.3f} ms ({})",
+                     what, c.weight_bytes / 1e9, c.kv_bytes / 1e9, r.memory_bytes_per_s / 1e9, c.memory_s * 1e3,
+                     c.flops / 1e12, r.compute_ops_per_s / 1e12, c.compute_s * 1e3,
+                     c.comm_s > 0 ? fmt::format(" + all-reduce {:.3f} ms", c.comm_s * 1e3) : "", c.time_s * 1e3,
+                     c.compute_bound ? "compute-bound" : "memory-bound");
+}
+
+}  // namespace
+
+LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t context, uint64_t output) {
+  if (batch == 0) throw InputError("--batch: expected at least 1 sequence");
+  if (context == 0) throw InputError("--ctx: expected at least 1 token");
+  LatencyEstimate e;
+  e.batch = batch;
+  e.context = context;
+  e.output = output;
+  e.decode = rl.decode_step(batch, context);
+  e.generation = rl.decode_step(batch, context + output / 2);
+  e.prefill = rl.prefill(context);
+  e.decode_iteration_ms = e.decode.time_s * 1e3;
+  e.prefill_ms = e.prefill.time_s * 1e3;
+  e.ttft_s = e.prefill.time_s;
+  e.tpot_ms = e.generation.time_s * 1e3;
+  e.tokens_per_s = static_cast<double>(batch) / e.generation.time_s;
+  const RooflineRates& r = rl.rates();
+  e.derivation.push_back(fmt::format("rates: memory {}; compute {}", r.memory_source, r.compute_source));
+  e.derivation.push_back(fmt::format("step model: {}", r.step_source));
+  e.derivation.push_back(step_line(fmt::format("decode  (batch {}, context {})", batch, context), e.decode, r));
+  e.derivation.push_back(step_line(fmt::format("TPOT    (batch {}, mean context {})", batch, context + output / 2),
+                                   e.generation, r));
+  e.derivation.push_back(step_line(fmt::format("prefill ({} tokens)", context), e.prefill, r));
+  e.derivation.push_back(fmt::format("tokens/s = {} / {:.3f} ms = {:.1f}", batch, e.tpot_ms, e.tokens_per_s));
+  return e;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,50 @@
+#include "planner/model/model_scale.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/core/input_error.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr uint64_t kWidthQuantum = 256;  // QK_K: the largest block any supported type uses
+
+uint64_t scaled_count(uint64_t n, double scale, uint64_t floor_value) {
+  return std::max<uint64_t>(floor_value, static_cast<uint64_t>(std::llround(static_cast<double>(n) * scale)));
+}
+
+uint64_t scaled_width(uint64_t n, double scale) {
+  if (n == 0) return 0;
+  const double blocks = std::round(static_cast<double>(n) * scale / kWidthQuantum);
+  return std::max<uint64_t>(1, static_cast<uint64_t>(blocks)) * kWidthQuantum;
+}
+
+}  // namespace
+
+ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view what) {
+  if (!(scale > 0 && scale <= 1))
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25", what, scale));
+  if (scale == 1) return spec;
+  ModelSpec s = spec;
+  s.name = fmt::format("{}@{}", spec.name, scale);
+  s.layers = scaled_count(spec.layers, scale, 1);
+  s.hidden = scaled_width(spec.hidden, scale);
+  s.intermediate = scaled_width(spec.intermediate, scale);
+  s.moe_intermediate = scaled_width(spec.moe_intermediate, scale);
+  const uint64_t group = spec.heads / std::max<uint64_t>(spec.kv_heads, 1);
+  s.kv_heads = scaled_count(spec.kv_heads, scale, 1);
+  s.heads = s.kv_heads * group;
+  s.vocab = scaled_count(spec.vocab, scale, 256);
+  if (spec.experts) {
+    s.experts_active = spec.experts_active;
+    s.experts = scaled_count(spec.experts, scale, spec.experts_active);
+  }
+  // Layers listed as dense-only must still exist.
+  std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= s.layers; });
+  return s;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,61 @@
+// A decoder-only transformer described by a Hugging Face config.json: the shapes every size,
+// KV and latency formula needs. Dense and MoE (Qwen3-MoE style), GQA, explicit head_dim.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/core/json_fields.hpp"
+
+namespace infer_plan {
+
+struct ModelSpec {
+  std::string name;          // "qwen3-8b", or the file stem for a path
+  std::string source;        // where it was read from ("built-in", or a path)
+  std::string model_type;    // HF model_type: qwen3, qwen3_moe, llama, mistral, qwen2
+  std::string gguf_arch;     // llama.cpp architecture: qwen3, qwen3moe, llama, qwen2
+
+  uint64_t hidden = 0;             // n_embd
+  uint64_t layers = 0;             // n_layer
+  uint64_t heads = 0;              // n_head (query heads)
+  uint64_t kv_heads = 0;           // n_head_kv (GQA); == heads for MHA
+  uint64_t head_dim = 0;           // explicit in Qwen3; hidden / heads otherwise
+  uint64_t intermediate = 0;       // dense FFN width (n_ff)
+  uint64_t vocab = 0;
+  bool tied_embeddings = false;    // output head shares token_embd
+  bool qk_norm = false;            // Qwen3: RMSNorm on q and k per head
+  bool qkv_bias = false;           // Qwen2: biases on q, k, v projections
+  bool rope_freqs_tensor = false;  // Llama 3.1 "llama3" rope scaling: GGUF stores rope_freqs
+
+  // MoE (zero experts = dense).
+  uint64_t experts = 0;              // num_experts
+  uint64_t experts_active = 0;       // num_experts_per_tok
+  uint64_t moe_intermediate = 0;     // per-expert FFN width
+  uint64_t decoder_sparse_step = 1;  // layer l is MoE when (l + 1) % step == 0 ...
+  std::vector<uint64_t> mlp_only_layers;  // ... and l is not listed here
+
+  uint64_t max_context = 0;     // max_position_embeddings
+  uint64_t sliding_window = 0;  // 0 = full attention (Mistral v0.1 has 4096)
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+
+  bool is_moe() const { return experts > 0; }
+  bool layer_is_moe(uint64_t layer) const;
+  uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
+  uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V
+};
+
+// Parses a config.json object; `where` names the file for errors. `name` becomes spec.name.
+ModelSpec model_spec_from_hf_config(const Json& config, const std::string& name,
+                                    const std::string& where);
+
+// Parameter counts from the tensor inventory (rope_freqs, a GGUF-only table, not counted).
+struct ParameterCount {
+  uint64_t total = 0;
+  uint64_t active = 0;          // per token: experts_active of experts (all of them when dense)
+  uint64_t embedding = 0;       // token_embd, plus output when untied
+  uint64_t non_embedding() const { return total - embedding; }
+};
+ParameterCount parameter_count(const ModelSpec& spec);
+
+}  // namespace infer_plan

@@ -1,0 +1,67 @@
+// The calibrated step model: what a real engine adds to the roofline's byte and FLOP counts.
+// A decode step costs a fixed time (launches, synchronization, sampling, the engine's
+// bookkeeping) + the bytes it reads at the profile's read rate / an achieved efficiency + each
+// token beyond the first at its weight type's extra cost per weight byte; a prefill costs its own
+// fixed time + the roofline's compute time / a prefill efficiency. The terms are fitted by
+// `calibrate` (planner/calibration/calibration) on measurements an engine printed; the roofline ceiling
+// max(bytes / bandwidth, FLOPs / compute) stays beside the prediction and bounds it from below.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planner/core/json_fields.hpp"
+
+namespace infer_plan {
+
+// Relative error of a calibrated figure, measured / predicted - 1, from leave-one-out residuals.
+struct ErrorBand {
+  double lo = 0;                   // e.g. -0.08: the measurement may be 8% below the prediction
+  double hi = 0;                   // e.g. +0.12
+  uint64_t points = 0;             // measurements fitted
+  double loo_median_abs = 0;       // median |leave-one-out residual|
+};
+
+// (tokens, seconds per weight byte beyond one token's product), tokens >= 2, increasing.
+using ExtraTokenCurve = std::vector<std::pair<double, double>>;
+// The curve at `tokens` (0 at one token or fewer).
+double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens);
+
+struct DecodeTerms {
+  double fixed_s = 0;              // per step, whatever the model's size
+  double read_efficiency = 1;      // achieved fraction of the profile's read rate (weights and KV)
+  // GGML type name -> that type's own achieved fraction, for its weights (dequantization costs
+  // differ: a K-quant may read slower than Q4_0 on the same device); absent types use the above.
+  std::map<std::string, double> read_efficiency_by_type;
+  // GGML type name ("Q8_0") -> what a product of T tokens costs beyond a product of one, in
+  // seconds per weight byte, measured at a few T (the CPU probe: 2, 4, 8, 32) or one figure per
+  // extra token (a point at T = 2). Between points linear in T, past the last at the last
+  // segment's slope; absent (or 0) where the kernel reuses each weight load across tokens.
+  std::map<std::string, ExtraTokenCurve> extra_token_s_per_byte;
+  ErrorBand error;
+};
+
+struct PrefillTerms {
+  double fixed_s = 0;              // per prefill
+  double compute_efficiency = 1;   // achieved fraction of the profile's compute rate
+  ErrorBand error;
+};
+
+struct StepCalibration {
+  std::string engine;              // "llama.cpp", "infer-plan cpu"
+  std::string source;              // what was fitted: files, points, builds
+  DecodeTerms decode;
+  std::optional<PrefillTerms> prefill;  // absent: prefill stays the roofline ceiling
+};
+
+// The profile's "calibration" block: {"engine", "source", "decode": {"fixed_ms",
+// "read_efficiency", "read_efficiency_by_type": {"Q4_K": 0.7}, "extra_token_ms_per_gb": {"Q8_0":
+// 0.6 (per extra token) or {"2": 0.6, "4": 1.5, "8": 3.1}}, "error": [lo, hi], "points",
+// "loo_median_abs_error"}, "prefill": {"fixed_ms", "compute_efficiency", "error", ...}}.
+StepCalibration step_calibration_from_json(const Json& j, const std::string& where);
+Json step_calibration_to_json(const StepCalibration& c);
+
+}  // namespace infer_plan

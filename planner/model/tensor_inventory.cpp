@@ -1,0 +1,92 @@
+// Names and shapes follow llama.cpp's gguf-py tensor map (token_embd, blk.N.attn_q, ...,
+// ffn_gate_exps stacked as {n_embd, n_ff_exp, n_expert}). Order: globals first, then blocks.
+#include "planner/model/tensor_inventory.hpp"
+
+#include <fmt/format.h>
+
+namespace infer_plan {
+
+std::string_view tensor_role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::token_embd: return "token_embd";
+    case TensorRole::rope_freqs: return "rope_freqs";
+    case TensorRole::output_norm: return "output_norm";
+    case TensorRole::output: return "output";
+    case TensorRole::attn_norm: return "attn_norm";
+    case TensorRole::attn_q: return "attn_q";
+    case TensorRole::attn_k: return "attn_k";
+    case TensorRole::attn_v: return "attn_v";
+    case TensorRole::attn_output: return "attn_output";
+    case TensorRole::attn_q_norm: return "attn_q_norm";
+    case TensorRole::attn_k_norm: return "attn_k_norm";
+    case TensorRole::attn_q_bias: return "attn_q_bias";
+    case TensorRole::attn_k_bias: return "attn_k_bias";
+    case TensorRole::attn_v_bias: return "attn_v_bias";
+    case TensorRole::ffn_norm: return "ffn_norm";
+    case TensorRole::ffn_gate: return "ffn_gate";
+    case TensorRole::ffn_up: return "ffn_up";
+    case TensorRole::ffn_down: return "ffn_down";
+    case TensorRole::ffn_gate_inp: return "ffn_gate_inp";
+    case TensorRole::ffn_gate_exps: return "ffn_gate_exps";
+    case TensorRole::ffn_up_exps: return "ffn_up_exps";
+    case TensorRole::ffn_down_exps: return "ffn_down_exps";
+  }
+  return "?";
+}
+
+uint64_t TensorInfo::elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+bool TensorInfo::is_expert() const {
+  return role == TensorRole::ffn_gate_exps || role == TensorRole::ffn_up_exps ||
+         role == TensorRole::ffn_down_exps;
+}
+
+std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
+  std::vector<TensorInfo> out;
+  auto global = [&](std::string name, std::vector<uint64_t> shape, TensorRole role) {
+    out.push_back({std::move(name), std::move(shape), role, -1});
+  };
+  global("token_embd.weight", {s.hidden, s.vocab}, TensorRole::token_embd);
+  if (s.rope_freqs_tensor) global("rope_freqs.weight", {s.head_dim / 2}, TensorRole::rope_freqs);
+
+  for (uint64_t l = 0; l < s.layers; ++l) {
+    auto add = [&](std::string_view suffix, std::vector<uint64_t> shape, TensorRole role) {
+      out.push_back({fmt::format("blk.{}.{}", l, suffix), std::move(shape), role,
+                     static_cast<int64_t>(l)});
+    };
+    add("attn_norm.weight", {s.hidden}, TensorRole::attn_norm);
+    add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
+    add("attn_k.weight", {s.hidden, s.kv_width()}, TensorRole::attn_k);
+    add("attn_v.weight", {s.hidden, s.kv_width()}, TensorRole::attn_v);
+    if (s.qkv_bias) {
+      add("attn_q.bias", {s.q_width()}, TensorRole::attn_q_bias);
+      add("attn_k.bias", {s.kv_width()}, TensorRole::attn_k_bias);
+      add("attn_v.bias", {s.kv_width()}, TensorRole::attn_v_bias);
+    }
+    add("attn_output.weight", {s.q_width(), s.hidden}, TensorRole::attn_output);
+    if (s.qk_norm) {
+      add("attn_q_norm.weight", {s.head_dim}, TensorRole::attn_q_norm);
+      add("attn_k_norm.weight", {s.head_dim}, TensorRole::attn_k_norm);
+    }
+    add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
+    if (s.layer_is_moe(l)) {
+      add("ffn_gate_inp.weight", {s.hidden, s.experts}, TensorRole::ffn_gate_inp);
+      add("ffn_gate_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps);
+      add("ffn_up_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps);
+      add("ffn_down_exps.weight", {s.moe_intermediate, s.hidden, s.experts}, TensorRole::ffn_down_exps);
+    } else {
+      add("ffn_gate.weight", {s.hidden, s.intermediate}, TensorRole::ffn_gate);
+      add("ffn_up.weight", {s.hidden, s.intermediate}, TensorRole::ffn_up);
+      add("ffn_down.weight", {s.intermediate, s.hidden}, TensorRole::ffn_down);
+    }
+  }
+  global("output_norm.weight", {s.hidden}, TensorRole::output_norm);
+  if (!s.tied_embeddings) global("output.weight", {s.hidden, s.vocab}, TensorRole::output);
+  return out;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,113 @@
+// Byte figures stay integers; times carry their unit in the key (_ms, _s); absent answers are
+// null, never a made-up number (e.g. hiding_batch when no batch hides the transfer).
+#include "planner/plan/figures.hpp"
+
+namespace infer_plan {
+
+Json fit_figures(const FitResult& r) {
+  Json reserves = Json::array();
+  for (const auto& n : r.reserves) reserves.push_back({{"name", n.name}, {"bytes", n.bytes}});
+  Json j{{"weights", r.weights_label},
+              {"engine_assumption", r.engine_assumption},
+              {"context", r.context},
+              {"requests", r.requests},
+              {"tp", r.tp},
+              {"capacity_bytes", r.capacity_bytes},
+              {"system_reserved_bytes", r.system_reserved_bytes},
+              {"usable_bytes", r.usable_bytes},
+              {"weights_bytes", r.weights_bytes},
+              {"kv_bytes_per_token", r.kv_bytes_per_token},
+              {"kv_bytes_per_request", r.kv_bytes_per_request},
+              {"kv_bytes", r.kv_bytes},
+              {"reserves", reserves},
+              {"reserved_bytes", r.reserved_bytes},
+              {"free_after_weights_bytes", r.free_after_weights_bytes},
+              {"headroom_bytes", r.headroom_bytes},
+              {"fits", r.fits},
+              {"max_requests", r.max_requests},
+              {"max_context", r.max_context},
+              {"warnings", r.warnings}};
+  j["device_weights_bytes"] = r.device_weights_bytes;
+  if (r.offload) {
+    j["offload"] = {{"part", offload_part_name(r.offload->part)}, {"every", r.offload->every},
+                    {"layers_offloaded", r.offload->layers_offloaded}, {"group_bytes", r.offload->group_bytes},
+                    {"freed_bytes", r.offload->freed_bytes}, {"buffers", r.offload->buffers},
+                    {"buffer_bytes", r.offload->buffer_bytes}};
+  }
+  return j;
+}
+
+Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
+  Json j{{"batch", e.batch},
+              {"context", e.context},
+              {"output", e.output},
+              {"decode_iteration_ms", e.decode_iteration_ms},
+              {"bytes_per_iteration", e.decode.bytes()},
+              {"weight_bytes_per_iteration", e.decode.weight_bytes},
+              {"kv_bytes_per_iteration", e.decode.kv_bytes},
+              {"flops_per_iteration", e.decode.flops},
+              {"decode_memory_ms", e.decode.memory_s * 1e3},
+              {"decode_compute_ms", e.decode.compute_s * 1e3},
+              {"decode_comm_ms", e.decode.comm_s * 1e3},
+              {"decode_bound", e.decode.compute_bound ? "compute" : "memory"},
+              {"prefill_ms", e.prefill_ms},
+              {"prefill_bound", e.prefill.compute_bound ? "compute" : "memory"},
+              {"ttft_s", e.ttft_s},
+              {"tpot_ms", e.tpot_ms},
+              {"tokens_per_s", e.tokens_per_s},
+              {"memory_bandwidth_bytes_per_s", rates.memory_bytes_per_s},
+              {"memory_source", rates.memory_source},
+              {"compute_ops_per_s", rates.compute_ops_per_s},
+              {"compute_source", rates.compute_source},
+              {"step_model", rates.step_source},
+              {"calibrated", e.decode.calibrated},
+              {"ceiling_ms", e.decode.ceiling_s * 1e3},
+              {"prefill_ceiling_ms", e.prefill.ceiling_s * 1e3}};
+  if (e.decode.calibrated) {  // the step model's terms and its leave-one-out band
+    j["decode_iteration_ms_lo"] = e.decode.time_lo_s * 1e3;
+    j["decode_iteration_ms_hi"] = e.decode.time_hi_s * 1e3;
+    j["tpot_ms_lo"] = e.generation.time_lo_s * 1e3;
+    j["tpot_ms_hi"] = e.generation.time_hi_s * 1e3;
+    j["decode_fixed_ms"] = e.decode.fixed_s * 1e3;
+    j["decode_read_ms"] = e.decode.read_s * 1e3;
+    j["decode_extra_tokens_ms"] = e.decode.extra_tokens_s * 1e3;
+  }
+  if (e.prefill.calibrated) {
+    j["prefill_ms_lo"] = e.prefill.time_lo_s * 1e3;
+    j["prefill_ms_hi"] = e.prefill.time_hi_s * 1e3;
+  }
+  return j;
+}
+
+Json offload_figures(const OffloadResult& r) {
+  Json j{{"layers_offloaded", r.layers_offloaded},
+         {"group_bytes", r.group_bytes},
+         {"freed_bytes", r.freed_bytes},
+         {"buffer_bytes", r.buffer_bytes},
+         {"net_saving_bytes", r.net_saving_bytes},
+         {"kv_bytes_per_request", r.kv_bytes_per_request},
+         {"kv_bytes_per_request_reserved", r.kv_bytes_per_request_reserved},
+         {"extra_requests", r.extra_requests},
+         {"extra_requests_reserved", r.extra_requests_reserved},
+         {"bytes_per_round", r.bytes_per_round},
+         {"round_ms", r.round_ms},
+         {"iteration_ms", r.iteration_ms},
+         {"transfer_exceeds_iteration", r.transfer_exceeds_iteration},
+         {"overlapped", r.overlapped},
+         {"window_ms", r.window_ms},
+         {"stall_per_group_ms", r.stall_per_group_ms},
+         {"effective_round_ms", r.effective_round_ms},
+         {"throughput_ceiling_tok_s", r.throughput_ceiling_tok_s},
+         {"rounds", r.rounds},
+         {"transfer_total_s", r.transfer_total_s},
+         {"generation_s", r.generation_s},
+         {"meets_deadline", nullptr},
+         {"max_hidden_layers", r.max_hidden_layers},
+         {"hiding_batch", nullptr},
+         {"hiding_batch_searched_to", r.hiding_batch_searched_to}};
+  if (r.meets_deadline) j["meets_deadline"] = *r.meets_deadline;
+  if (r.hiding_batch) j["hiding_batch"] = *r.hiding_batch;
+  return j;
+}
+
+}  // namespace infer_plan

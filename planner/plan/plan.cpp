@@ -1,0 +1,169 @@
+// plan.json keys: model, scale, hw, weights, weights_size, kv {k, v} or "kv": "q8_0", context, output,
+// requests, tp, reserves {name: size}. Ranges are checked here so the CLI and files agree.
+#include "planner/plan/plan.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <set>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+
+namespace infer_plan {
+
+Plan plan_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
+  static const std::set<std::string> allowed{"model", "scale", "hw", "engine", "weights", "weights_size", "kv",
+                                             "context", "output", "requests", "tp", "reserves",
+                                             "decode_ms", "deadline_s", "offload", "speculative", "load"};
+  for (const auto& [key, value] : j.items())
+    if (!key.starts_with('_') && !allowed.count(key))
+      throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
+                                   fmt::join(allowed, ", ")));
+  Plan p;
+  p.model = optional_string(j, "model", where).value_or(p.model);
+  p.scale = optional_number(j, "scale", where).value_or(p.scale);
+  if (auto it = j.find("hw"); it != j.end() && it->is_object()) {
+    p.hw = "inline";
+    p.hw_inline = *it;
+  } else {
+    p.hw = optional_string(j, "hw", where).value_or(p.hw);
+  }
+  p.engine = optional_string(j, "engine", where).value_or(p.engine);
+  p.weights = optional_string(j, "weights", where).value_or(p.weights);
+  if (auto size = optional_string(j, "weights_size", where))
+    p.weights_bytes = parse_bytes(*size, where + ": field 'weights_size'");
+  if (j.contains("kv")) {
+    const Json& kv = j.at("kv");
+    if (kv.is_string()) {
+      p.kv.k = p.kv.v = kv_cache_type(kv.get<std::string>(), where + ": field 'kv'").type;
+    } else if (kv.is_object()) {
+      if (auto k = optional_string(kv, "k", where + ": kv")) p.kv.k = kv_cache_type(*k, where + ": field 'kv.k'").type;
+      if (auto v = optional_string(kv, "v", where + ": kv")) p.kv.v = kv_cache_type(*v, where + ": field 'kv.v'").type;
+    } else {
+      throw InputError(fmt::format("{}: field 'kv' must be a type name or {{\"k\": ..., \"v\": ...}}", where));
+    }
+  }
+  p.context = optional_uint(j, "context", where).value_or(p.context);
+  p.output = optional_uint(j, "output", where).value_or(p.output);
+  p.requests = optional_uint(j, "requests", where).value_or(p.requests);
+  p.tp = optional_uint(j, "tp", where).value_or(p.tp);
+  if (j.contains("reserves")) {
+    const Json& r = require_object(j, "reserves", where);
+    for (const auto& [name, value] : r.items()) {
+      if (!value.is_string())
+        throw InputError(fmt::format("{}: reserves.{} is {}; expected a size such as \"512 MiB\"", where, name, value.dump()));
+      p.reserves.push_back({name, parse_bytes(value.get<std::string>(), where + ": reserves." + name)});
+    }
+  }
+  p.decode_ms = optional_number(j, "decode_ms", where);
+  if (p.decode_ms && !(*p.decode_ms > 0))
+    throw InputError(fmt::format("{}: field 'decode_ms' is {}; expected a positive time in ms", where, *p.decode_ms));
+  p.deadline_s = optional_number(j, "deadline_s", where);
+  if (p.deadline_s && !(*p.deadline_s > 0))
+    throw InputError(fmt::format("{}: field 'deadline_s' is {}; expected a positive time in s", where, *p.deadline_s));
+  if (j.contains("offload") && !j.at("offload").is_null()) {
+    const std::string ow = where + ": offload";
+    const Json& o = require_object(j, "offload", where);
+    for (const auto& [key, value] : o.items())
+      if (key != "part" && key != "every" && key != "buffers" && key != "link")
+        throw InputError(fmt::format("{}: unknown field '{}'; expected part, every, buffers, link", ow, key));
+    OffloadPlan off;
+    off.part = optional_string(o, "part", ow).value_or(off.part);
+    off.every = optional_uint(o, "every", ow).value_or(off.every);
+    off.buffers = optional_uint(o, "buffers", ow).value_or(off.buffers);
+    off.link = optional_string(o, "link", ow).value_or("");
+    p.offload = off;
+  }
+  if (j.contains("speculative") && !j.at("speculative").is_null()) {
+    const std::string sw = where + ": speculative";
+    const Json& o = require_object(j, "speculative", where);
+    static const std::set<std::string> keys{"accept", "draft", "draft_layers", "temperature", "verify_ms",
+                                            "draft_ms", "max_block", "group", "block"};
+    for (const auto& [key, value] : o.items())
+      if (!keys.count(key))
+        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", sw, key, fmt::join(keys, ", ")));
+    SpeculativePlan sp;
+    if (o.contains("accept")) {
+      const Json& a = o.at("accept");
+      sp.accept.clear();
+      if (a.is_number()) sp.accept.push_back(a.get<double>());
+      else if (a.is_array() && !a.empty() && std::all_of(a.begin(), a.end(), [](const Json& x) { return x.is_number(); }))
+        for (const Json& x : a) sp.accept.push_back(x.get<double>());
+      else
+        throw InputError(fmt::format("{}: field 'accept' is {}; expected a rate in [0, 1] or a list of them", sw, a.dump()));
+    }
+    sp.draft = optional_string(o, "draft", sw).value_or("");
+    sp.draft_layers = optional_uint(o, "draft_layers", sw);
+    if (sp.draft_layers && *sp.draft_layers == 0)
+      throw InputError(fmt::format("{}: field 'draft_layers' is 0; expected the number of the target's first layers the draft runs (>= 1)", sw));
+    if (sp.draft_layers && !sp.draft.empty())
+      throw InputError(fmt::format("{}: give 'draft' (a model) or 'draft_layers' (the target's first layers), not both", sw));
+    const std::optional<double> temperature = optional_number(o, "temperature", sw);
+    if (temperature && !(*temperature >= 0 && *temperature <= 100))
+      throw InputError(fmt::format("{}: field 'temperature' is {}; expected 0 (greedy) or a positive temperature up to 100", sw, *temperature));
+    sp.temperature = static_cast<float>(temperature.value_or(0.0));
+    sp.verify_ms = optional_number(o, "verify_ms", sw);
+    sp.draft_ms = optional_number(o, "draft_ms", sw);
+    sp.max_block = optional_uint(o, "max_block", sw).value_or(sp.max_block);
+    sp.group = optional_uint(o, "group", sw).value_or(sp.group);
+    sp.block = optional_uint(o, "block", sw);
+    if (sp.draft.empty() && !sp.draft_layers && (!sp.verify_ms || !sp.draft_ms))
+      throw InputError(fmt::format("{}: give 'draft' (a model: times from the roofline), 'draft_layers' (the target's first "
+                                   "layers as the draft), or both 'verify_ms' and 'draft_ms'", sw));
+    p.speculative = sp;
+  }
+  if (j.contains("load") && !j.at("load").is_null()) {
+    const std::string lw = where + ": load";
+    const Json& o = require_object(j, "load", where);
+    static const std::set<std::string> keys{"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch"};
+    for (const auto& [key, value] : o.items())
+      if (!keys.count(key))
+        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", lw, key, fmt::join(keys, ", ")));
+    LoadPlan lp;
+    lp.rate_per_s = optional_number(o, "rate_per_s", lw);
+    lp.sojourn_s = optional_number(o, "sojourn_s", lw);
+    lp.in_system = optional_number(o, "in_system", lw);
+    lp.simulate = optional_bool(o, "simulate", lw).value_or(false);
+    lp.requests = optional_uint(o, "requests", lw).value_or(lp.requests);
+    lp.seed = optional_uint(o, "seed", lw).value_or(lp.seed);
+    lp.max_batch = optional_uint(o, "max_batch", lw).value_or(lp.max_batch);
+    if (lp.simulate && !lp.rate_per_s)
+      throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second)", lw));
+    p.load = lp;
+  }
+  validate_plan(p, where, false);
+  return p;
+}
+
+void validate_plan(const Plan& p, std::string_view where, bool from_flags) {
+  auto name = [&](std::string_view field, std::string_view flag) {
+    return from_flags ? std::string(flag) : fmt::format("{}: field '{}'", where, field);
+  };
+  if (p.context == 0 || p.context > kMaxContextTokens)
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 1 to {}",
+                                 name("context", "--ctx"), p.context, kMaxContextTokens));
+  if (p.requests == 0 || p.requests > kMaxRequests)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} requests",
+                                 name("requests", "--requests"), p.requests, kMaxRequests));
+  if (p.output > kMaxContextTokens)
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}",
+                                 name("output", "--output"), p.output, kMaxContextTokens));
+  if (!(p.scale > 0 && p.scale <= 1))
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25",
+                                 name("scale", "--scale"), p.scale));
+  if (p.tp == 0 || p.tp > 64)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to 64 devices", name("tp", "--tp"), p.tp));
+}
+
+FitRequest fit_request(const Plan& plan) {
+  return FitRequest{plan.tp, plan.context, plan.requests, plan.kv, plan.reserves, plan.engine};
+}
+
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
+                     const std::string& weights_label, bool with_derivation, const OffloadMemory* offload) {
+  validate_plan(plan, "plan", false);
+  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload);
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,91 @@
+// The Plan: one configuration that the planner predicts and the runtime executes. Assembled
+// from a plan.json or from CLI flags; every field has a default. (Fields for offload,
+// speculation and load arrive with the features that use them.)
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/model/hw_profile.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/cost/memory_fit.hpp"
+
+namespace infer_plan {
+
+// The offload lever (SPEC 4); see planner/cost/offload.hpp.
+struct OffloadPlan {
+  std::string part = "ffn";   // ffn, attn or layer
+  uint64_t every = 4;         // one layer in every k
+  uint64_t buffers = 2;       // device prefetch slots
+  std::string link;           // link name or path; empty = the profile's first host link
+};
+
+// The speculative decoding lever (SPEC 5); see planner/cost/speculative.hpp. Times are given, or
+// derived from the rooflines of the target (the plan's model) and `draft`.
+struct SpeculativePlan {
+  std::vector<double> accept{0.75};  // one i.i.d. rate, or one per position
+  std::string draft;                 // draft model; empty: draft_layers, or verify_ms and draft_ms
+  std::optional<uint64_t> draft_layers;  // the draft is the target's first N layers and its head
+  float temperature = 0.0f;          // the runtime's acceptance: 0 greedy, else rejection sampling
+  std::optional<double> verify_ms;
+  std::optional<double> draft_ms;
+  uint64_t max_block = 8;
+  uint64_t group = 1;
+  std::optional<uint64_t> block;     // the block length the plan runs (figures at that m)
+};
+
+// Load on the server (SPEC 6): Little's law from any two of rate, sojourn and in-system; and, with
+// `simulate`, Poisson arrivals on a continuous-batching server timed by the roofline.
+struct LoadPlan {
+  std::optional<double> rate_per_s;
+  std::optional<double> sojourn_s;
+  std::optional<double> in_system;
+  bool simulate = false;
+  uint64_t requests = 200;   // simulated arrivals
+  uint64_t seed = 1;
+  uint64_t max_batch = 256;  // running requests at most
+};
+
+struct Plan {
+  std::string model = "qwen3-8b";          // built-in name, config.json path
+  double scale = 1.0;                      // shrink the model for a CPU run (planner/model/model_scale)
+  std::string hw = "h200";                 // built-in name or profile path
+  std::string engine;                      // "llama.cpp": the profile's built-in calibration for
+                                           // that engine (planner/calibration/calibration); empty: the profile's own
+  std::string weights;                     // llama.cpp file type or GGML type; empty = the default:
+                                           // "file" for a .gguf model, BF16 otherwise
+  std::optional<uint64_t> weights_bytes;   // a known file size overrides `weights`
+  KvTypes kv;                              // K and V cache types
+  uint64_t context = 8192;                 // tokens per request
+  uint64_t output = 256;                   // generated tokens per request
+  uint64_t requests = 4;                   // concurrent requests
+  uint64_t tp = 1;                         // tensor-parallel devices
+  std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
+  std::optional<Json> hw_inline;           // a profile object given inside the plan
+  std::optional<double> decode_ms;         // a measured decode iteration, instead of the roofline
+  std::optional<double> deadline_s;        // per-request deadline for generation / admission
+  std::optional<OffloadPlan> offload;
+  std::optional<SpeculativePlan> speculative;
+  std::optional<LoadPlan> load;
+};
+
+// Limits the CLI and plan files share (checked in one place).
+inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens
+inline constexpr uint64_t kMaxRequests = 1'000'000;
+
+// Reads a plan.json object; unknown keys are refused. `where` names the file for errors.
+Plan plan_from_json(const Json& j, const std::string& where);
+// Checks ranges (context, requests, output, tp); the InputError names the field in `where`, or
+// the CLI flag when the values came from flags.
+void validate_plan(const Plan& plan, std::string_view where, bool from_flags);
+
+// What the memory fit reads of the plan.
+FitRequest fit_request(const Plan& plan);
+// The plan's ranges checked (validate_plan), then fit_memory of what it asks.
+FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
+                     const std::string& weights_label, bool with_derivation = true,
+                     const OffloadMemory* offload = nullptr);
+
+}  // namespace infer_plan

@@ -1,0 +1,597 @@
+// The serving simulation: one Engine holds the server's state and takes one scheduling step at
+// a time; the main loop feeds it arrivals and keeps the books, and a copy of the Engine run
+// forward (with phantom replacements, or with nobody else arriving) predicts a new request's
+// finish for admission by deadline.
+#include "planner/serving/serving_sim.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <fmt/format.h>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+// Longest run accepted: the per-request records are kept in memory (about 50 B each).
+constexpr uint64_t kMaxRequests = 10'000'000;
+
+using Request = ServingRequest;
+
+// What happened to each request in the main run (the lookahead copies record nothing).
+struct Outcome {
+  double start_s = -1;        // prefill start
+  double first_token_s = -1;  // prefill end
+  double finish_s = -1;       // last token
+  bool rejected = false;
+};
+
+struct Running {
+  uint32_t id;
+  uint64_t finish_iteration;  // the decode iteration whose end emits its last token
+};
+// `running` is a min-heap on finish_iteration: a full batch loses a request almost every
+// iteration, and a scan of the batch each time would dominate the lookahead's cost. Ties go
+// by id, so the order of departures (and of phantoms) is the same on every standard library.
+bool finishes_later(const Running& a, const Running& b) {
+  return a.finish_iteration != b.finish_iteration ? a.finish_iteration > b.finish_iteration : a.id > b.id;
+}
+
+// The callbacks come from user figures (flags, profiles): a bad time is an input error.
+double checked_decode_s(const ServerModel& server, uint64_t batch, uint64_t context_tokens) {
+  const double t = server.decode_iteration_s(batch, context_tokens);
+  if (!std::isfinite(t) || t < 0)
+    throw InputError(fmt::format("decode_iteration_s(batch {}, context {} tokens) returned {} s; expected a "
+                                 "finite time >= 0", batch, context_tokens, t));
+  return t;
+}
+double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens) {
+  const double t = server.prefill_s(prompt_tokens);
+  if (!std::isfinite(t) || t < 0)
+    throw InputError(fmt::format("prefill_s({} prompt tokens) returned {} s; expected a finite time >= 0",
+                                 prompt_tokens, t));
+  return t;
+}
+
+class Engine {
+ public:
+  Engine(const ServerModel& server, const std::vector<Request>& requests)
+      : server_(&server), requests_(&requests) {}
+
+  double now_s = 0;
+  std::deque<uint32_t> waiting;
+  std::vector<Running> running;
+  uint64_t kv_reserved_tokens = 0;
+  std::vector<uint32_t> departed;  // by the last step, all at now_s
+
+  // Statistics of the main run.
+  double busy_s = 0;
+  uint64_t decode_iterations = 0;
+  uint64_t batch_sum = 0;  // sum over iterations of the batch size
+  uint64_t peak_kv_tokens = 0;
+  std::vector<Outcome>* outcomes = nullptr;  // null in lookahead copies
+
+  // The lookahead watches one request and, predicting with load_persists, replaces every
+  // request that leaves by a phantom with the same lengths, queued behind the watched one.
+  std::optional<uint32_t> watched;
+  bool watched_started = false;
+  double watched_finish_s = kNever;
+  bool replace_departures = false;
+
+  // Puts a request that is already decoding (emitted tokens so far, the first from its prefill)
+  // into the running batch, with its KV reserved: how a snapshot of a real server is restored.
+  void restore_running(uint32_t id, uint64_t emitted) {
+    const Request& r = request(id);
+    assert(emitted >= 1 && emitted < r.output_tokens);
+    running.push_back({id, iteration_ + r.output_tokens - emitted});
+    std::push_heap(running.begin(), running.end(), finishes_later);
+    context_tokens_ += r.prompt_tokens + emitted;
+    kv_reserved_tokens += r.kv_tokens();
+  }
+
+  bool front_admissible() const {
+    if (waiting.empty() || running.size() >= server_->max_batch) return false;
+    const uint64_t need = request(waiting.front()).kv_tokens();
+    return !server_->kv_capacity_tokens || kv_reserved_tokens + need <= *server_->kv_capacity_tokens;
+  }
+  bool has_work() const { return front_admissible() || !running.empty(); }
+
+  // One scheduling step: prefill the head of the queue if it is admissible (prefill first),
+  // otherwise decode until a request finishes or an iteration ends at or after `stop_at_s`.
+  void step(double stop_at_s) {
+    departed.clear();
+    if (front_admissible())
+      prefill();
+    else
+      decode(stop_at_s);
+  }
+
+ private:
+  void prefill() {
+    const uint32_t id = waiting.front();
+    waiting.pop_front();
+    const Request& r = request(id);
+    kv_reserved_tokens += r.kv_tokens();
+    peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
+    if (outcomes) (*outcomes)[id].start_s = now_s;
+    if (watched == id) watched_started = true;
+    const double dt = checked_prefill_s(*server_, r.prompt_tokens);
+    now_s += dt;
+    busy_s += dt;
+    if (outcomes) (*outcomes)[id].first_token_s = now_s;
+    if (r.output_tokens == 1) {
+      depart(id);
+      return;
+    }
+    running.push_back({id, iteration_ + r.output_tokens - 1});
+    std::push_heap(running.begin(), running.end(), finishes_later);
+    context_tokens_ += r.prompt_tokens + 1;  // the prompt and the first token
+  }
+
+  void decode(double stop_at_s) {
+    assert(!running.empty());
+    const uint64_t batch = running.size();
+    for (;;) {
+      const double dt = checked_decode_s(*server_, batch, context_tokens_);
+      now_s += dt;
+      busy_s += dt;
+      ++iteration_;
+      ++decode_iterations;
+      batch_sum += batch;
+      context_tokens_ += batch;  // one more token in each request's context
+      if (iteration_ == running.front().finish_iteration) {
+        remove_finished();
+        return;
+      }
+      if (now_s >= stop_at_s) return;
+    }
+  }
+
+  void remove_finished() {
+    while (!running.empty() && running.front().finish_iteration == iteration_) {
+      const uint32_t id = running.front().id;
+      std::pop_heap(running.begin(), running.end(), finishes_later);
+      running.pop_back();
+      context_tokens_ -= request(id).kv_tokens();  // prompt + output at its last token
+      depart(id);
+    }
+  }
+
+  void depart(uint32_t id) {
+    kv_reserved_tokens -= request(id).kv_tokens();
+    departed.push_back(id);
+    if (outcomes) (*outcomes)[id].finish_s = now_s;
+    if (watched == id) watched_finish_s = now_s;
+    if (replace_departures && watched != id) {
+      phantoms_.push_back(request(id));
+      waiting.push_back(static_cast<uint32_t>(requests_->size() + phantoms_.size() - 1));
+    }
+  }
+
+  const Request& request(uint32_t id) const {
+    return id < requests_->size() ? (*requests_)[id] : phantoms_[id - requests_->size()];
+  }
+
+  const ServerModel* server_;
+  const std::vector<Request>* requests_;
+  std::vector<Request> phantoms_;  // ids from requests_->size() on
+  uint64_t iteration_ = 0;       // decode iterations so far (the clock of finish_iteration)
+  uint64_t context_tokens_ = 0;  // sum over running requests of prompt + tokens emitted
+};
+
+// The finish time `id` would have if nobody arrived after it; stops (returning kNever) once the
+// clock passes `give_up_at_s`, when the answer no longer matters.
+// `own_service_s` is the least time the request needs once it starts (its prefill and its
+// iterations at batch 1): while it waits, a clock past give_up_at_s - own_service_s settles it.
+double predicted_finish_s(const Engine& engine, uint32_t id, double give_up_at_s, double own_service_s,
+                          DeadlinePrediction how) {
+  Engine copy = engine;
+  copy.outcomes = nullptr;
+  copy.watched = id;
+  copy.replace_departures = how == DeadlinePrediction::load_persists;
+  copy.waiting.push_back(id);
+  while (copy.watched_finish_s == kNever) {
+    if (copy.now_s > give_up_at_s) return kNever;
+    if (!copy.watched_started && copy.now_s + own_service_s > give_up_at_s) return kNever;
+    assert(copy.has_work());
+    copy.step(give_up_at_s);
+  }
+  return copy.watched_finish_s;
+}
+
+// Time integral of the number of requests present, in total and over two windows.
+struct Occupancy {
+  double last_s = 0;
+  uint64_t present = 0;
+  double area = 0;  // request-seconds
+  static constexpr int kWindows = 3;
+  double window_lo_s[kWindows] = {}, window_hi_s[kWindows] = {};
+  double window_area[kWindows] = {};
+
+  void advance_to(double t) {
+    if (t <= last_s) return;
+    const double n = static_cast<double>(present);
+    area += n * (t - last_s);
+    for (int w = 0; w < kWindows; ++w) {
+      const double overlap = std::min(t, window_hi_s[w]) - std::max(last_s, window_lo_s[w]);
+      if (overlap > 0) window_area[w] += n * overlap;
+    }
+    last_s = t;
+  }
+  double window_mean(int w) const {
+    const double width = window_hi_s[w] - window_lo_s[w];
+    return width > 0 ? window_area[w] / width : 0;
+  }
+};
+
+// Raw 64-bit draws turned into numbers by hand: std::*_distribution differ between standard
+// libraries, and a seed must give the same run everywhere.
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+uint64_t draw_tokens(std::mt19937_64& rng, TokenLengths t) {
+  // Modulo bias is at most (range / 2^64): immaterial for token ranges.
+  return t.min_tokens + rng() % (t.max_tokens - t.min_tokens + 1);
+}
+
+}  // namespace
+
+std::vector<ServingRequest> serving_requests(const ServingLoad& load) {
+  std::mt19937_64 rng(load.seed);
+  std::vector<Request> requests(load.requests);
+  double t = 0;
+  for (Request& r : requests) {
+    // Three draws per request whatever the options, so changing the length distribution or
+    // the arrival process does not shift the other draws.
+    const double u = uniform01(rng);
+    t += load.arrivals == ArrivalProcess::poisson ? -std::log1p(-u) / load.rate_per_s
+                                                  : 1.0 / load.rate_per_s;
+    r.arrival_s = t;
+    r.prompt_tokens = draw_tokens(rng, load.prompt_tokens);
+    r.output_tokens = draw_tokens(rng, load.output_tokens);
+  }
+  return requests;
+}
+
+namespace {
+
+void validate(const ServerModel& server, const ServingLoad& load) {
+  if (!server.decode_iteration_s || !server.prefill_s)
+    throw InputError("server: decode_iteration_s and prefill_s must both be set");
+  if (server.max_batch == 0) throw InputError("max_batch: must be at least 1");
+  if (server.kv_capacity_tokens && *server.kv_capacity_tokens == 0)
+    throw InputError("kv_capacity_tokens: must be at least 1 token (leave it out for no limit)");
+  if (!std::isfinite(load.rate_per_s) || load.rate_per_s <= 0)
+    throw InputError(fmt::format("rate_per_s: {} is not a positive, finite rate", load.rate_per_s));
+  if (load.requests == 0 || load.requests > kMaxRequests)
+    throw InputError(fmt::format("requests: {} is out of range 1..{}", load.requests, kMaxRequests));
+  for (const auto& [t, what] : {std::pair{load.prompt_tokens, "prompt_tokens"},
+                                std::pair{load.output_tokens, "output_tokens"}}) {
+    if (t.min_tokens == 0) throw InputError(fmt::format("{}: lengths must be at least 1 token", what));
+    if (t.min_tokens > t.max_tokens)
+      throw InputError(fmt::format("{}: min {} is above max {}", what, t.min_tokens, t.max_tokens));
+    if (t.max_tokens > (uint64_t{1} << 32))
+      throw InputError(fmt::format("{}: {} tokens is beyond 2^32", what, t.max_tokens));
+  }
+  if (load.deadline_s && (!std::isfinite(*load.deadline_s) || *load.deadline_s <= 0))
+    throw InputError(fmt::format("deadline_s: {} is not a positive, finite time", *load.deadline_s));
+}
+
+}  // namespace
+
+Distribution summarize(std::vector<double> values) {
+  Distribution d;
+  d.count = values.size();
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  d.mean = sum / static_cast<double>(values.size());
+  auto rank = [&](double p) {  // nearest rank: the ceil(p n)-th smallest
+    const auto k = static_cast<size_t>(std::ceil(p * static_cast<double>(values.size())));
+    return values[std::clamp<size_t>(k, 1, values.size()) - 1];
+  };
+  d.p50 = rank(0.50);
+  d.p90 = rank(0.90);
+  d.p99 = rank(0.99);
+  d.max = values.back();
+  return d;
+}
+
+namespace {
+
+// Stability test (a): the least server time per decode token, amortised over the batch. The
+// batch can hold at most `most` requests; the smallest context b requests can have is b
+// prompts of the shortest length plus one token each.
+constexpr uint64_t kMostBatchEvaluated = uint64_t{1} << 30;  // no real server batches more
+
+double least_decode_s_per_token(const ServerModel& server, const ServingLoad& load) {
+  uint64_t most = std::min(server.max_batch, kMostBatchEvaluated);
+  const uint64_t smallest_kv = load.prompt_tokens.min_tokens + load.output_tokens.min_tokens;
+  if (server.kv_capacity_tokens) most = std::min(most, std::max<uint64_t>(1, *server.kv_capacity_tokens / smallest_kv));
+  double least = kNever;
+  auto consider = [&](uint64_t b) {
+    const uint64_t context = b * (load.prompt_tokens.min_tokens + 1);
+    least = std::min(least, checked_decode_s(server, b, context) / static_cast<double>(b));
+  };
+  // Every batch up to 256, then a geometric grid (x 1.25) and the largest.
+  for (uint64_t b = 1; b <= std::min<uint64_t>(most, 256); ++b) consider(b);
+  for (double b = 320; b < static_cast<double>(most); b *= 1.25) consider(static_cast<uint64_t>(b));
+  consider(most);
+  return least;
+}
+
+// Stability test (b) thresholds (see ServingResult): the growth must exceed noise that does not
+// scale with the run (an absolute floor) and drift that is too slow to matter (a fraction).
+constexpr double kGrowthFloorRequests = 4;
+constexpr double kGrowthFractionOfRequests = 0.005;
+constexpr double kGrowthRatio = 1.5;
+// Fewer admitted requests than this: the work test (a) is not applied (a handful of requests
+// has no meaningful arrival rate).
+constexpr uint64_t kWorkTestMinRequests = 50;
+
+void judge_stability(ServingResult& r, uint64_t admitted, bool deadline) {
+  if (!deadline && admitted >= kWorkTestMinRequests && r.rho_lower_bound >= 1) {
+    r.stable = false;
+    r.unstable_reason = fmt::format(
+        "the admitted requests need at least {:.3f} s of server time per second of arrivals "
+        "(rho >= {:.3f}): arrivals outpace what the server can complete even at its best batching",
+        r.rho_lower_bound, r.rho_lower_bound);
+    return;
+  }
+  const double growth = r.in_system_q4 - r.in_system_q2;
+  const double floor = std::max(kGrowthFloorRequests, kGrowthFractionOfRequests * static_cast<double>(r.requests));
+  const bool rising = r.in_system_q2 < r.in_system_q3 && r.in_system_q3 < r.in_system_q4;
+  if (rising && growth > floor && r.in_system_q4 > kGrowthRatio * r.in_system_q2) {
+    r.stable = false;
+    r.unstable_reason = fmt::format(
+        "the number in system rose quarter by quarter over the arrivals' span: {:.1f}, {:.1f}, "
+        "{:.1f} (more than {:.1f} requests and x{:.1f}): arrivals outpace completions",
+        r.in_system_q2, r.in_system_q3, r.in_system_q4, floor, kGrowthRatio);
+  }
+}
+
+}  // namespace
+
+TokenLengths parse_token_lengths(std::string_view text, std::string_view what) {
+  const size_t colon = text.find(':');
+  const TokenLengths t = colon == std::string_view::npos
+                            ? TokenLengths::fixed(parse_tokens(text, what))
+                            : TokenLengths{parse_tokens(text.substr(0, colon), what), parse_tokens(text.substr(colon + 1), what)};
+  if (t.min_tokens > t.max_tokens)
+    throw InputError(fmt::format("{}: '{}': the range MIN:MAX has its minimum above its maximum", what, text));
+  if (t.min_tokens == 0) throw InputError(fmt::format("{}: '{}': lengths must be at least 1 token", what, text));
+  return t;
+}
+
+ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load) {
+  validate(server, load);
+  const std::vector<Request> requests = serving_requests(load);
+  std::vector<Outcome> outcomes(requests.size());
+  Engine engine(server, requests);
+  engine.outcomes = &outcomes;
+
+  ServingResult res;
+  res.requests = load.requests;
+  res.offered_span_s = requests.back().arrival_s;
+  Occupancy occ;
+  const double quarter_s = res.offered_span_s / 4;
+  for (int w = 0; w < Occupancy::kWindows; ++w) {  // the 2nd, 3rd and 4th quarters
+    occ.window_lo_s[w] = (w + 1) * quarter_s;
+    occ.window_hi_s[w] = (w + 2) * quarter_s;
+  }
+
+  auto arrive = [&](uint32_t id) {
+    const Request& r = requests[id];
+    occ.advance_to(r.arrival_s);
+    if (server.kv_capacity_tokens && r.kv_tokens() > *server.kv_capacity_tokens) {
+      outcomes[id].rejected = true;
+      ++res.rejected.exceeds_kv_capacity;
+      return;
+    }
+    if (load.deadline_s) {
+      const double due_s = r.arrival_s + *load.deadline_s;
+      // The least time it needs once started: the iteration time is assumed not to fall as
+      // the batch or the context grows (as for the stability test), so batch 1 is the floor.
+      const double own_service_s =
+          checked_prefill_s(server, r.prompt_tokens) +
+          static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
+      if (predicted_finish_s(engine, id, due_s, own_service_s, load.deadline_prediction) > due_s) {
+        outcomes[id].rejected = true;
+        ++res.rejected.deadline;
+        return;
+      }
+    }
+    engine.waiting.push_back(id);
+    ++occ.present;
+  };
+
+  size_t next = 0;
+  for (;;) {
+    if (engine.has_work()) {
+      engine.step(next < requests.size() ? requests[next].arrival_s : kNever);
+    } else if (next < requests.size()) {
+      assert(engine.waiting.empty());  // a request too large for the KV was rejected on arrival
+      engine.departed.clear();
+      engine.now_s = requests[next].arrival_s;  // idle until the next arrival
+    } else {
+      break;
+    }
+    // Arrivals during the step count from their own time; they join the queue behind the
+    // requests already there and are scheduled from the step's end.
+    while (next < requests.size() && requests[next].arrival_s <= engine.now_s) arrive(static_cast<uint32_t>(next++));
+    occ.advance_to(engine.now_s);
+    occ.present -= engine.departed.size();
+  }
+  assert(occ.present == 0 && engine.running.empty() && engine.waiting.empty());
+
+  // The books.
+  res.span_s = std::max(engine.now_s, res.offered_span_s);
+  std::vector<double> sojourn, wait, ttft, tpot;
+  uint64_t output_tokens = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    if (o.rejected) continue;
+    assert(o.finish_s >= 0);
+    ++res.completed;
+    const double a = requests[i].arrival_s;
+    sojourn.push_back(o.finish_s - a);
+    wait.push_back(o.start_s - a);
+    ttft.push_back(o.first_token_s - a);
+    if (requests[i].output_tokens >= 2)
+      tpot.push_back((o.finish_s - o.first_token_s) / static_cast<double>(requests[i].output_tokens - 1));
+    if (load.deadline_s && o.finish_s - a > *load.deadline_s) ++res.completed_late;
+    output_tokens += requests[i].output_tokens;
+  }
+  if (res.completed + res.rejected.total() != res.requests)
+    throw std::logic_error("serving simulation lost a request");  // asserted in release builds too
+  res.rejection_rate = static_cast<double>(res.rejected.total()) / static_cast<double>(res.requests);
+  if (res.span_s > 0) {
+    res.throughput_tok_s = static_cast<double>(output_tokens) / res.span_s;
+    res.utilisation = engine.busy_s / res.span_s;
+  }
+  res.decode_iterations = engine.decode_iterations;
+  res.mean_batch = engine.decode_iterations
+                       ? static_cast<double>(engine.batch_sum) / static_cast<double>(engine.decode_iterations)
+                       : 0;
+  res.peak_kv_tokens = engine.peak_kv_tokens;
+  res.in_system_q2 = occ.window_mean(0);
+  res.in_system_q3 = occ.window_mean(1);
+  res.in_system_q4 = occ.window_mean(2);
+  if (!load.deadline_s && res.offered_span_s > 0) {
+    const double decode_s_per_token = least_decode_s_per_token(server, load);
+    double work_s = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (outcomes[i].rejected) continue;
+      work_s += checked_prefill_s(server, requests[i].prompt_tokens) +
+                static_cast<double>(requests[i].output_tokens - 1) * decode_s_per_token;
+    }
+    res.rho_lower_bound = work_s / res.offered_span_s;
+  }
+  judge_stability(res, res.completed, load.deadline_s.has_value());
+
+  if (res.stable && res.completed > 0 && res.span_s > 0) {
+    ServingLatency lat;
+    lat.sojourn_s = summarize(std::move(sojourn));
+    lat.queue_wait_s = summarize(std::move(wait));
+    lat.ttft_s = summarize(std::move(ttft));
+    lat.tpot_s = summarize(std::move(tpot));
+    lat.mean_in_system = occ.area / res.span_s;
+    lat.rate_effective_per_s = static_cast<double>(res.completed) / res.span_s;
+    lat.littles_law_in_system = lat.rate_effective_per_s * lat.sojourn_s.mean;
+    res.latency = lat;
+  }
+  return res;
+}
+
+double admission_finish_s(const ServerModel& server, const ServerSnapshot& state, const ServingRequest& candidate,
+                          double due_s, DeadlinePrediction how) {
+  std::vector<Request> requests;
+  for (const ServerSnapshot::Decoding& d : state.running) requests.push_back(d.request);
+  for (const ServingRequest& w : state.waiting) requests.push_back(w);
+  requests.push_back(candidate);
+  Engine engine(server, requests);
+  engine.now_s = state.now_s;
+  uint32_t id = 0;
+  for (const ServerSnapshot::Decoding& d : state.running) engine.restore_running(id++, d.emitted);
+  for (size_t i = 0; i < state.waiting.size(); ++i) engine.waiting.push_back(id++);
+  const double own_service_s =
+      checked_prefill_s(server, candidate.prompt_tokens) +
+      static_cast<double>(candidate.output_tokens - 1) * checked_decode_s(server, 1, candidate.prompt_tokens + 1);
+  return predicted_finish_s(engine, id, due_s, own_service_s, how);
+}
+
+bool meets_slo(const ServingResult& r, const ServingSlo& slo) {
+  if (!r.stable) return false;
+  if (slo.rejection_rate_max && r.rejection_rate > *slo.rejection_rate_max) return false;
+  if (slo.ttft_p99_s || slo.tpot_p99_s) {
+    if (!r.latency) return false;  // nothing completed
+    if (slo.ttft_p99_s && r.latency->ttft_s.p99 > *slo.ttft_p99_s) return false;
+    if (slo.tpot_p99_s && r.latency->tpot_s.count > 0 && r.latency->tpot_s.p99 > *slo.tpot_p99_s)
+      return false;
+  }
+  return true;
+}
+
+SustainableRate max_sustainable_rate(const ServerModel& server, const ServingLoad& load,
+                                     const ServingSlo& slo, double relative_tolerance) {
+  if (!(relative_tolerance > 0 && relative_tolerance < 1))
+    throw InputError(fmt::format("relative_tolerance: {} is not in (0, 1)", relative_tolerance));
+  for (const auto& [v, what] : {std::pair{slo.ttft_p99_s, "slo ttft_p99_s"},
+                                std::pair{slo.tpot_p99_s, "slo tpot_p99_s"}})
+    if (v && (!std::isfinite(*v) || *v <= 0))
+      throw InputError(fmt::format("{}: {} is not a positive, finite time", what, *v));
+  if (slo.rejection_rate_max && !(*slo.rejection_rate_max >= 0 && *slo.rejection_rate_max <= 1))
+    throw InputError(fmt::format("slo rejection_rate_max: {} is not a fraction in [0, 1]", *slo.rejection_rate_max));
+  ServingLoad checked = load;
+  checked.rate_per_s = 1;  // the search sets the rate
+  validate(server, checked);
+
+  SustainableRate out;
+  std::optional<ServingResult> best;
+  auto probe = [&](double rate) {
+    ServingLoad l = load;
+    l.rate_per_s = rate;
+    ++out.simulations;
+    ServingResult r = simulate_serving(server, l);
+    const bool ok = meets_slo(r, slo);
+    if (ok) best = std::move(r);
+    return ok;
+  };
+
+  // Start at one request's service rate: a server that batches sustains more, a server that
+  // cannot meet the SLO even alone sustains less.
+  const auto prompt = static_cast<uint64_t>(std::llround(load.prompt_tokens.mean()));
+  const auto output = static_cast<uint64_t>(std::llround(load.output_tokens.mean()));
+  const double alone_s = checked_prefill_s(server, prompt) +
+                         static_cast<double>(output - 1) * checked_decode_s(server, 1, prompt + output / 2);
+  double rate = std::isfinite(alone_s) && alone_s > 0 ? 1.0 / alone_s : 1.0;
+  constexpr int kMaxDoublings = 60;  // 2^60 x: far past any server
+  // A millionth of one request's service rate: requests never meet; failing there is failing
+  // alone (and much lower rates would lose the service times in the arrival clock's rounding).
+  constexpr int kMaxHalvings = 20;
+  double meet = 0, fail = 0;
+  if (probe(rate)) {
+    meet = rate;
+    for (int i = 0; i < kMaxDoublings && fail == 0; ++i) {
+      rate *= 2;
+      if (probe(rate)) meet = rate; else fail = rate;
+    }
+    if (fail == 0) {
+      out.note = fmt::format("the SLO is still met at {:g} req/s; no upper limit found", meet);
+      out.rate_per_s = meet;
+      out.at_rate = best;
+      out.lower_bound_per_s = out.upper_bound_per_s = meet;
+      return out;
+    }
+  } else {
+    fail = rate;
+    for (int i = 0; i < kMaxHalvings && meet == 0; ++i) {
+      rate /= 2;
+      if (probe(rate)) meet = rate; else fail = rate;
+    }
+    if (meet == 0) {
+      out.note = fmt::format("no rate down to {:g} req/s meets the SLO: it fails even without queueing", rate);
+      out.upper_bound_per_s = fail;
+      return out;
+    }
+  }
+  while (fail - meet > relative_tolerance * meet) {
+    const double mid = 0.5 * (meet + fail);
+    if (probe(mid)) meet = mid; else fail = mid;
+  }
+  out.rate_per_s = meet;
+  out.at_rate = best;
+  out.lower_bound_per_s = meet;
+  out.upper_bound_per_s = fail;
+  out.note = fmt::format("bisection: meets at {:g} req/s, fails at {:g} req/s ({} simulations)", meet,
+                         fail, out.simulations);
+  return out;
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,178 @@
+// The file is built in order: header, KV pairs, tensor infos with offsets laid out at the
+// alignment, zero padding, then each tensor's bytes followed by padding to the alignment.
+#include "planner/weights/gguf_writer.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+
+#include "planner/weights/gguf_size.hpp"
+#include "planner/core/input_error.hpp"
+
+namespace infer_plan {
+namespace {
+
+class Out {
+ public:
+  explicit Out(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {
+    if (!out_) throw InputError(fmt::format("{}: cannot create", path));
+  }
+  template <class T>
+  void num(T v) { bytes(&v, sizeof v); }
+  void bytes(const void* p, uint64_t n) {
+    out_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+    pos_ += n;
+  }
+  void string(const std::string& s) {
+    num<uint64_t>(s.size());
+    bytes(s.data(), s.size());
+  }
+  void pad_to(uint64_t alignment) {
+    static const char zeros[256] = {};
+    uint64_t n = gguf_align(pos_, alignment) - pos_;
+    while (n > 0) {
+      const uint64_t k = std::min<uint64_t>(n, sizeof zeros);
+      bytes(zeros, k);
+      n -= k;
+    }
+  }
+  void close() {
+    out_.close();
+    if (!out_) throw InputError(fmt::format("{}: write failed", path_));
+  }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  uint64_t pos_ = 0;
+};
+
+void write_value(Out& o, const GgufValue& v) {
+  switch (v.type) {
+    case GgufType::u8: o.num<uint8_t>(static_cast<uint8_t>(v.u64)); break;
+    case GgufType::u16: o.num<uint16_t>(static_cast<uint16_t>(v.u64)); break;
+    case GgufType::u32: o.num<uint32_t>(static_cast<uint32_t>(v.u64)); break;
+    case GgufType::u64: o.num<uint64_t>(v.u64); break;
+    case GgufType::i8: o.num<int8_t>(static_cast<int8_t>(v.i64)); break;
+    case GgufType::i16: o.num<int16_t>(static_cast<int16_t>(v.i64)); break;
+    case GgufType::i32: o.num<int32_t>(static_cast<int32_t>(v.i64)); break;
+    case GgufType::i64: o.num<int64_t>(v.i64); break;
+    case GgufType::f32: o.num<float>(static_cast<float>(v.f64)); break;
+    case GgufType::f64: o.num<double>(v.f64); break;
+    case GgufType::boolean: o.num<uint8_t>(v.u64 ? 1 : 0); break;
+    case GgufType::string: o.string(v.str); break;
+    case GgufType::array:
+      o.num<uint32_t>(static_cast<uint32_t>(v.element_type));
+      o.num<uint64_t>(v.count);
+      if (v.element_type == GgufType::string)
+        for (const auto& s : v.strings) o.string(s);
+      else if (v.element_type == GgufType::array)
+        for (const auto& n : v.nested) write_value(o, n);
+      else
+        o.bytes(v.raw.data(), v.raw.size());
+      break;
+  }
+}
+
+void check_value(const std::string& key, const GgufValue& v) {
+  if (v.type != GgufType::array) return;
+  const uint64_t n = v.element_type == GgufType::string ? v.strings.size()
+                     : v.element_type == GgufType::array ? v.nested.size()
+                                                         : v.raw.size();
+  const uint64_t expected = v.element_type == GgufType::string || v.element_type == GgufType::array
+                                ? v.count
+                                : v.count * (v.element_type == GgufType::u8 || v.element_type == GgufType::i8 ||
+                                                     v.element_type == GgufType::boolean ? 1
+                                             : v.element_type == GgufType::u16 || v.element_type == GgufType::i16 ? 2
+                                             : v.element_type == GgufType::u64 || v.element_type == GgufType::i64 ||
+                                                     v.element_type == GgufType::f64 ? 8 : 4);
+  if (n != expected)
+    throw InputError(fmt::format("gguf writer: '{}' says {} elements but holds {}", key, v.count, n));
+  for (const auto& e : v.nested) check_value(key, e);
+}
+
+}  // namespace
+
+void write_gguf(const std::string& path, const std::vector<GgufKeyValue>& metadata,
+                const std::vector<GgufTensorData>& tensors, uint32_t version) {
+  if (version != 2 && version != 3) throw InputError(fmt::format("gguf writer: version {} (2 or 3)", version));
+  uint64_t alignment = kGgufDefaultAlignment;
+  std::set<std::string> keys;
+  for (const auto& kv : metadata) {
+    if (!keys.insert(kv.key).second) throw InputError(fmt::format("gguf writer: key '{}' twice", kv.key));
+    check_value(kv.key, kv.value);
+    if (kv.key == "general.alignment") {
+      if (kv.value.type != GgufType::u32 || kv.value.u64 == 0 || (kv.value.u64 & (kv.value.u64 - 1)) != 0)
+        throw InputError("gguf writer: general.alignment must be a u32 power of two");
+      alignment = kv.value.u64;
+    }
+  }
+  std::set<std::string> names;
+  std::vector<uint64_t> offsets;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (t.name.empty() || t.name.size() > 64) throw InputError(fmt::format("gguf writer: tensor name '{}' (1-64 bytes)", t.name));
+    if (!names.insert(t.name).second) throw InputError(fmt::format("gguf writer: tensor '{}' twice", t.name));
+    if (t.shape.empty() || t.shape.size() > 4) throw InputError(fmt::format("gguf writer: '{}' needs 1-4 dimensions", t.name));
+    uint64_t elements = 1;
+    for (uint64_t d : t.shape) elements *= d;
+    const uint64_t expected = ggml_row_bytes(t.type, t.shape[0], t.name) * (elements / t.shape[0]);
+    if (t.data.size() != expected)
+      throw InputError(fmt::format("gguf writer: '{}' has {} bytes, its shape and type need {}", t.name, t.data.size(), expected));
+    offsets.push_back(offset);
+    offset = gguf_align(offset + expected, alignment);
+  }
+
+  Out o(path);
+  o.num<uint32_t>(0x46554747);  // "GGUF"
+  o.num<uint32_t>(version);
+  o.num<uint64_t>(tensors.size());
+  o.num<uint64_t>(metadata.size());
+  for (const auto& kv : metadata) {
+    o.string(kv.key);
+    o.num<uint32_t>(static_cast<uint32_t>(kv.value.type));
+    write_value(o, kv.value);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    o.string(t.name);
+    o.num<uint32_t>(static_cast<uint32_t>(t.shape.size()));
+    for (uint64_t d : t.shape) o.num<uint64_t>(d);
+    o.num<uint32_t>(static_cast<uint32_t>(t.type));
+    o.num<uint64_t>(offsets[i]);
+  }
+  o.pad_to(alignment);
+  for (const auto& t : tensors) {
+    o.bytes(t.data.data(), t.data.size());
+    o.pad_to(alignment);
+  }
+  o.close();
+}
+
+std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
+  if (s.gguf_arch.empty()) throw InputError(fmt::format("gguf writer: model '{}' has no llama.cpp architecture", s.name));
+  const std::string a = s.gguf_arch;
+  auto u32 = [](uint64_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
+  std::vector<GgufKeyValue> kv{
+      {"general.architecture", GgufValue::of_string(a)},
+      {"general.name", GgufValue::of_string(s.name)},
+      {a + ".block_count", u32(s.layers)},
+      {a + ".context_length", u32(s.max_context)},
+      {a + ".embedding_length", u32(s.hidden)},
+      {a + ".feed_forward_length", u32(s.intermediate)},
+      {a + ".attention.head_count", u32(s.heads)},
+      {a + ".attention.head_count_kv", u32(s.kv_heads)},
+      {a + ".attention.key_length", u32(s.head_dim)},
+      {a + ".attention.value_length", u32(s.head_dim)},
+      {a + ".rope.freq_base", GgufValue::of_f32(static_cast<float>(s.rope_theta))},
+      {a + ".attention.layer_norm_rms_epsilon", GgufValue::of_f32(static_cast<float>(s.rms_norm_eps))},
+  };
+  if (s.is_moe()) {
+    kv.push_back({a + ".expert_count", u32(s.experts)});
+    kv.push_back({a + ".expert_used_count", u32(s.experts_active)});
+    kv.push_back({a + ".expert_feed_forward_length", u32(s.moe_intermediate)});
+  }
+  return kv;
+}
+
+}  // namespace infer_plan

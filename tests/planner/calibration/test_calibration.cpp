@@ -1,0 +1,414 @@
+// The calibrated step model: llama-bench's four formats, the fit recovering terms it was given
+// (and ignoring one outlier), the roofline adding the terms by hand, and the published data
+// (hwprofiles/calibrations) predicted with each point left out better than the ceiling does.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+#include <fmt/format.h>
+
+#include "planner/calibration/calibration.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/calibration/llama_bench.hpp"
+#include "planner/model/model_scale.hpp"
+#include "planner/cost/roofline.hpp"
+#include "planner/weights/weights_size.hpp"
+
+using namespace infer_plan;
+
+TEST_CASE("llama-bench's markdown table, with its build line") {
+  const char* md =
+      "| model                          |       size |     params | backend    | ngl |          test |                  t/s |\n"
+      "| ------------------------------ | ---------: | ---------: | ---------- | --: | ------------: | -------------------: |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |         pp512 |      4956.03 ± 19.49 |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |         tg128 |        154.69 ± 0.27 |\n"
+      "| llama 7B Q4_0                  |   3.56 GiB |     6.74 B | CUDA       |  99 |  tg128 @ d512 |        150.00 ± 0.30 |\n"
+      "\n"
+      "build: 8e672efe (2095)\n";
+  const std::vector<BenchRow> rows = parse_bench_text(md, "t.md");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].model_type == "llama 7B Q4_0");
+  CHECK(rows[0].model_bytes == uint64_t(3.56 * 1024 * 1024 * 1024));  // 3822520893 B
+  CHECK(*rows[0].params == doctest::Approx(6.74e9));
+  CHECK(rows[0].is_prefill());
+  CHECK(rows[0].n_prompt == 512);
+  CHECK(rows[0].measured_s() == doctest::Approx(512 / 4956.03));
+  CHECK(rows[1].is_decode());
+  CHECK(rows[1].n_gen == 128);
+  CHECK(rows[1].tokens_per_s == 154.69);
+  CHECK(*rows[1].stddev_tokens_per_s == 0.27);
+  CHECK(rows[1].measured_s() == doctest::Approx(1 / 154.69));
+  CHECK(rows[1].build == "8e672efe (2095)");
+  CHECK(rows[1].origin == "t.md:4");
+  CHECK(rows[2].n_depth == 512);
+  CHECK(rows[2].test_name() == "tg128 @ d512");
+}
+
+TEST_CASE("llama-bench -o json, jsonl and csv give the same row") {
+  const char* json =
+      R"([{"build_commit": "abc", "model_type": "llama 8B Q8_0", "model_size": 8540770304, "model_n_params": 8030261248,
+          "n_prompt": 0, "n_gen": 128, "type_k": "q8_0", "type_v": "f16", "avg_ts": 90.5, "stddev_ts": 0.5,
+          "gpu_info": "NVIDIA GeForce RTX 4090", "backends": "CUDA"}])";
+  const char* jsonl =
+      R"({"build_commit": "abc", "model_type": "llama 8B Q8_0", "model_size": 8540770304, "model_n_params": 8030261248, "n_prompt": 0, "n_gen": 128, "type_k": "q8_0", "type_v": "f16", "avg_ts": 90.5, "stddev_ts": 0.5})"
+      "\n";
+  const char* csv =
+      "build_commit,model_type,model_size,model_n_params,n_prompt,n_gen,type_k,type_v,avg_ts,stddev_ts\n"
+      "\"abc\",\"llama 8B Q8_0\",\"8540770304\",\"8030261248\",\"0\",\"128\",\"q8_0\",\"f16\",\"90.5\",\"0.5\"\n";
+  for (const auto& format : {std::pair{json, "json"}, std::pair{jsonl, "jsonl"}, std::pair{csv, "csv"}}) {
+    const std::string name = format.second;
+    CAPTURE(name);
+    const std::vector<BenchRow> rows = parse_bench_text(format.first, name);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].model_type == "llama 8B Q8_0");
+    CHECK(*rows[0].model_bytes == 8540770304u);
+    CHECK(*rows[0].params == 8030261248.0);
+    CHECK(rows[0].is_decode());
+    CHECK(rows[0].tokens_per_s == 90.5);
+    CHECK(rows[0].kv_k == "q8_0");
+    CHECK(rows[0].build == "abc");
+  }
+}
+
+TEST_CASE("bad llama-bench input names the line and what was expected") {
+  CHECK_THROWS_WITH_AS(parse_bench_text("hello\nworld\n", "x.txt"),
+                       doctest::Contains("not llama-bench output"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text("| model | test | t/s |\n|---|---|---|\n| llama 7B Q4_0 | tg128 | fast |\n", "x.md"),
+                       doctest::Contains("x.md:3: t/s: 'fast' is not a number"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text("| model | test | t/s |\n|---|---|---|\n| llama 7B Q4_0 | xx128 | 5 |\n", "x.md"),
+                       doctest::Contains("not a llama-bench test"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_gen": 128}])", "x.json"),
+                       doctest::Contains("avg_ts"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_gen": 128, "avg_ts": 0}])", "x.json"),
+                       doctest::Contains("tokens/s > 0"), InputError);
+}
+
+TEST_CASE("model_type names map to llama.cpp file types") {
+  auto ftype = [](const char* t) { return parse_bench_model_type(t, "t").file_type; };
+  CHECK(ftype("llama 7B Q4_0") == "Q4_0");
+  CHECK(ftype("llama 7B mostly Q4_0") == "Q4_0");
+  CHECK(ftype("llama 7B Q4_K - Medium") == "Q4_K_M");
+  CHECK(ftype("llama 7B Q3_K - Large") == "Q3_K_L");
+  CHECK(ftype("llama 7B Q2_K - Medium") == "Q2_K");  // llama.cpp prints Q2_K so
+  CHECK(ftype("llama 7B Q2_K - Small") == "Q2_K_S");
+  CHECK(ftype("llama 7B all F32") == "F32");
+  CHECK(ftype("llama 7B IQ2_XXS - 2.0625 bpw") == "IQ2_XXS");
+  CHECK(parse_bench_model_type("qwen2 7B Q8_0", "t").arch == "qwen2");
+  CHECK(parse_bench_model_type("qwen2 7B Q8_0", "t").size_label == "7B");
+  CHECK_THROWS_AS(parse_bench_model_type("llama", "t"), InputError);
+}
+
+namespace {
+
+// Rows as an engine with exactly these terms would print them: t/s = 1 / (fixed + memory / e).
+std::vector<BenchRow> synthetic_rows(const HwProfile& hw, double fixed_s, double efficiency) {
+  struct Case { const char* model; const char* weights; double params; };
+  const Case cases[] = {{"llama-2-7b", "F16", 6.74e9}, {"llama-2-7b", "Q8_0", 6.74e9},
+                        {"llama-2-7b", "Q4_0", 6.74e9}, {"llama-2-13b", "Q4_0", 13.0e9},
+                        {"llama-2-13b", "F16", 13.0e9}, {"llama-2-70b", "Q4_0", 69.0e9}};
+  std::vector<BenchRow> rows;
+  for (const Case& c : cases) {
+    const ModelSpec spec = load_model(c.model);
+    const PlanWeights w = plan_weights(spec, c.weights, std::nullopt);
+    const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+    BenchRow r;
+    r.model_type = fmt::format("llama 7B {}", c.weights);
+    r.model = c.model;
+    r.n_gen = 128;
+    r.tokens_per_s = 1.0 / (fixed_s + rl.decode_step(1, 64).memory_s / efficiency);
+    r.origin = fmt::format("{} {}", c.model, c.weights);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers the terms the measurements were made with, and ignores one outlier") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  std::vector<BenchRow> rows = synthetic_rows(hw, 0.002, 0.8);
+  const CalibrationResult clean = calibrate_step_model(rows, hw, {});
+  CHECK(clean.points.size() == 6);
+  CHECK(clean.calibration.decode.fixed_s == doctest::Approx(0.002).epsilon(1e-6));
+  CHECK(clean.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(1e-6));
+  for (const auto& entry : clean.calibration.decode.read_efficiency_by_type) {
+    const std::string type = entry.first;
+    CAPTURE(type);
+    CHECK(entry.second == doctest::Approx(0.8).epsilon(1e-6));  // no type departs from the shared rate
+  }
+  for (const CalibrationPoint& p : clean.points) CHECK(std::abs(p.loo_residual()) < 1e-6);
+  CHECK(clean.calibration.decode.error.points == 6);
+
+  rows[3].tokens_per_s /= 1.5;  // one run 50% slow (a throttled GPU, a busy machine)
+  const CalibrationResult dirty = calibrate_step_model(rows, hw, {});
+  CHECK(dirty.calibration.decode.fixed_s == doctest::Approx(0.002).epsilon(0.03));
+  CHECK(dirty.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(0.03));
+  CHECK(dirty.points[3].weight < 0.2);  // the outlier is down-weighted, not the others
+  CHECK(dirty.points[0].weight == 1.0);
+}
+
+// An old build's pattern (llama.cpp 2023 on an RTX 3090): Q4_0 read at the bound of what the
+// profile's rate allows, the K-quants at half the rate of F16. A free fit trades the K-quants'
+// slowness against the fixed time and lands Q4_0 faster than the bound; holding Q4_0 at the bound
+// and fitting again must give back the fixed time the rows were made with.
+TEST_CASE("a type read at the bound is held there and the fixed time stays what the rows were made with") {
+  const HwProfile hw = load_hw_profile("rtx-3090");
+  const double fixed = 0.003;
+  std::vector<BenchRow> rows;
+  for (const char* weights : {"F16", "Q4_0", "Q2_K", "Q3_K_S"})
+    for (const char* model : {"llama-2-7b", "llama-2-13b"}) {
+      const ModelSpec spec = load_model(model);
+      const PlanWeights w = plan_weights(spec, weights, std::nullopt);
+      const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+      // per type: F16 at 0.8 of the rate, Q4_0 at the bound 1.1, every K type at 0.4; the rest
+      // (norms, the KV cache) at 0.8
+      double t = fixed + rl.decode_step(1, 64).memory_s / 0.8;
+      for (const std::string& type : rl.weight_types()) {
+        const double e = type == "Q4_0" ? 1.1 : type.ends_with("_K") ? 0.4 : 0.8;
+        t += rl.weight_read_s_of_type(type, 1) * (1 / e - 1 / 0.8);
+      }
+      BenchRow r;
+      r.model_type = fmt::format("llama 7B {}", weights);
+      r.model = model;
+      r.n_gen = 128;
+      r.tokens_per_s = 1 / t;
+      r.origin = fmt::format("{} {}", model, weights);
+      rows.push_back(r);
+    }
+  const CalibrationResult r = calibrate_step_model(rows, hw, {});
+  const DecodeTerms& d = r.calibration.decode;
+  CHECK(d.fixed_s == doctest::Approx(fixed).epsilon(0.05));
+  CHECK(d.read_efficiency_by_type.at("Q4_0") == doctest::Approx(1.1));
+  CHECK(d.read_efficiency_by_type.at("F16") == doctest::Approx(0.8).epsilon(0.05));
+  CHECK(d.read_efficiency_by_type.at("Q2_K") == doctest::Approx(0.4).epsilon(0.1));
+  CHECK(d.error.loo_median_abs < 0.05);  // the ridge pulls a type toward the shared rate
+}
+
+TEST_CASE("a calibrated roofline adds the fixed time and the achieved reads, and keeps the ceiling") {
+  HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+  const StepCost plain = Roofline(spec, w.layout, {}, hw).decode_step(1, 512);
+  CHECK_FALSE(plain.calibrated);
+  CHECK(plain.time_s == plain.ceiling_s);
+
+  hw.calibration = step_calibration_from_json(
+      Json::parse(R"({"engine": "llama.cpp", "decode": {"fixed_ms": 2.0, "read_efficiency": 0.5,
+                      "error": [-0.1, 0.2], "extra_token_ms_per_gb": {"Q4_0": 1.0}}})"), "test");
+  const Roofline rl(spec, w.layout, {}, hw);
+  const StepCost c = rl.decode_step(1, 512);
+  CHECK(c.calibrated);
+  CHECK(c.ceiling_s == plain.ceiling_s);
+  CHECK(c.fixed_s == 0.002);
+  CHECK(c.read_s == doctest::Approx(plain.memory_s / 0.5));
+  CHECK(c.time_s == doctest::Approx(0.002 + plain.memory_s * 2));
+  CHECK(c.time_lo_s == doctest::Approx(c.time_s * 0.9));
+  CHECK(c.time_hi_s == doctest::Approx(c.time_s * 1.2));
+  CHECK(c.extra_tokens_s == 0);  // one token: nothing beyond the first
+  // 4 sequences: 3 extra tokens x 1 ms/GB x the Q4_0 matrices one token multiplies (all but the
+  // Q6_K head and the F32 norms; the embedding is a lookup)
+  double q4_bytes = 0;
+  for (const TensorPlacement& p : w.layout.tensors)
+    if (p.type == GgmlType::Q4_0 && p.tensor.role != TensorRole::token_embd) q4_bytes += static_cast<double>(p.bytes);
+  const StepCost b4 = rl.decode_step(4, 512);
+  CHECK(b4.extra_tokens_s == doctest::Approx(3 * q4_bytes * 1e-12));
+
+  // a calibration that would beat the speed of light is held at the ceiling
+  hw.calibration->decode = DecodeTerms{};
+  hw.calibration->decode.read_efficiency = 2.0;
+  const StepCost fast = Roofline(spec, w.layout, {}, hw).decode_step(1, 512);
+  CHECK(fast.time_s == fast.ceiling_s);
+}
+
+TEST_CASE("the calibration block round-trips through JSON and refuses nonsense") {
+  StepCalibration c;
+  c.engine = "llama.cpp";
+  c.decode.fixed_s = 0.0025;
+  c.decode.read_efficiency = 0.85;
+  c.decode.read_efficiency_by_type["Q4_K"] = 0.7;
+  c.decode.extra_token_s_per_byte["Q8_0"] = {{2, 2e-12}, {8, 9e-12}};
+  c.decode.error = {-0.05, 0.08, 7, 0.03};
+  c.prefill = PrefillTerms{0.01, 0.6, {-0.2, 0.1, 5, 0.1}};
+  const StepCalibration back = step_calibration_from_json(step_calibration_to_json(c), "t");
+  CHECK(back.decode.fixed_s == doctest::Approx(0.0025));
+  CHECK(back.decode.read_efficiency == 0.85);
+  CHECK(back.decode.read_efficiency_by_type.at("Q4_K") == 0.7);
+  REQUIRE(back.decode.extra_token_s_per_byte.at("Q8_0").size() == 2);
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].first == 8);
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].second == doctest::Approx(9e-12));
+  CHECK(back.decode.error.lo == -0.05);
+  CHECK(back.decode.error.points == 7);
+  CHECK(back.prefill->compute_efficiency == 0.6);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"read_efficiency": 0}})"), "p"),
+                       doctest::Contains("read_efficiency"), InputError);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"error": [0.1, 0.2]}})"), "p"),
+                       doctest::Contains("lo <= 0 <= hi"), InputError);
+  CHECK_THROWS_WITH_AS(step_calibration_from_json(Json::parse(R"({"decode": {"fixed": 1}})"), "p"),
+                       doctest::Contains("unknown field 'fixed'"), InputError);
+}
+
+// Published llama.cpp runs (hwprofiles/calibrations, each point with its source URL): every
+// point predicted by a fit on the others, against the uncalibrated datasheet ceiling.
+TEST_CASE("published llama.cpp decode runs: each left out, the calibrated model beats the ceiling") {
+  const std::vector<std::string> devices = builtin_calibration_names();
+  CHECK(devices.size() >= 6);
+  for (const std::string& device : devices) {
+    CAPTURE(device);
+    const HwProfile hw = load_hw_profile(device);
+    const std::optional<StepCalibration> cal = builtin_calibration(hw, "llama.cpp");
+    REQUIRE(cal);
+    std::vector<double> ceiling;
+    CalibrationOptions o;
+    const std::string path = "hwprofiles/calibrations/" + device + ".json";
+    const CalibrationResult r = calibrate_step_model(read_bench_file(path), hw, o);
+    std::set<std::string> files;  // model files in runs: a file's tg512 and tg4096 are not independent
+    for (const CalibrationPoint& p : r.points)
+      if (p.decode) ceiling.push_back(p.ceiling_residual()), files.insert(p.group);
+    const ErrorBand& e = r.calibration.decode.error;
+    MESSAGE(fmt::format("{}: {} decode points from {} model files, leave-one-out median |error| {:.1f}% (band {:+.1f}%..{:+.1f}%), "
+                        "ceiling {:.1f}%", device, e.points, files.size(), e.loo_median_abs * 100, e.lo * 100, e.hi * 100,
+                        median_abs(ceiling) * 100));
+    CHECK(e.points >= 3);
+    CHECK(e.loo_median_abs < median_abs(ceiling) / 2);  // at least twice as close as the ceiling
+    if (files.size() >= 4) CHECK(e.loo_median_abs < 0.10);  // held-out published runs: within 10% median
+    CHECK(cal->decode.fixed_s == doctest::Approx(r.calibration.decode.fixed_s));
+  }
+}
+
+TEST_CASE("--engine without a calibration for the device is refused, naming the ones there are") {
+  const HwProfile h200 = load_hw_profile("h200");
+  CHECK_FALSE(builtin_calibration(h200, "llama.cpp"));
+  CHECK_FALSE(builtin_calibration(load_hw_profile("rtx-4090"), "vllm"));
+}
+
+TEST_CASE("the extra-token curve: linear between measured points, the last slope beyond") {
+  const ExtraTokenCurve curve{{2, 10.0}, {4, 25.0}, {8, 45.0}};
+  CHECK(extra_token_s_per_byte(curve, 1) == 0);
+  CHECK(extra_token_s_per_byte(curve, 1.5) == doctest::Approx(5.0));   // halfway from (1, 0) to (2, 10)
+  CHECK(extra_token_s_per_byte(curve, 3) == doctest::Approx(17.5));    // halfway from (2, 10) to (4, 25)
+  CHECK(extra_token_s_per_byte(curve, 8) == doctest::Approx(45.0));
+  CHECK(extra_token_s_per_byte(curve, 12) == doctest::Approx(65.0));   // 45 + 4 x (45 - 25) / 4
+  const ExtraTokenCurve per_token{{2, 3.0}};                            // one figure per extra token
+  CHECK(extra_token_s_per_byte(per_token, 5) == doctest::Approx(12.0));  // 4 extra tokens x 3
+  CHECK(extra_token_s_per_byte({}, 5) == 0);
+}
+
+TEST_CASE("a prefill multiplies the output head for one token per prompt, not for every prompt token") {
+  HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);  // llama.cpp's Q4_0 recipe: the head in Q6_K
+  double q6_bytes = 0, q6_head_bytes = 0;
+  for (const TensorPlacement& p : w.layout.tensors)
+    if (p.type == GgmlType::Q6_K) {
+      q6_bytes += static_cast<double>(p.bytes);
+      if (p.tensor.role == TensorRole::output) q6_head_bytes += static_cast<double>(p.bytes);
+    }
+  REQUIRE(q6_head_bytes > 0);
+  hw.calibration = step_calibration_from_json(
+      Json::parse(R"({"engine": "t", "decode": {"extra_token_ms_per_gb": {"Q6_K": 1.0}}})"), "test");
+  const Roofline rl(spec, w.layout, {}, hw);
+  // decode of 4 sequences: every token's logits, so 3 extra tokens x every Q6_K byte x 1 ms/GB
+  CHECK(rl.decode_step(4, 64).extra_tokens_s == doctest::Approx(3 * q6_bytes * 1e-12));
+  // a 32-token prompt: 31 extra tokens over the Q6_K matrices that are not the head, none for the head
+  CHECK(rl.prefill(32).extra_tokens_s == doctest::Approx(31 * (q6_bytes - q6_head_bytes) * 1e-12));
+}
+
+TEST_CASE("a printed model size far from the named model's recipe is skipped with the reason, not rescaled") {
+  const char* md =
+      "| model | size | params | backend | ngl | test | t/s |\n|---|--:|--:|---|--:|--:|--:|\n"
+      "| llama 7B Q4_0 | 8388608 TiB | 6.74 B | CUDA | 99 | tg128 | 100.00 |\n"
+      "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 150.00 |\n"
+      "| llama 7B F16 | 12.55 GiB | 6.74 B | CUDA | 99 | tg128 | 60.00 |\n";
+  const CalibrationResult r = calibrate_step_model(parse_bench_text(md, "t.md"), load_hw_profile("rtx-4090"), {});
+  CHECK(r.points.size() == 2);
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].reason.find("not near llama-2-7b's Q4_0 recipe") != std::string::npos);
+}
+
+namespace {
+
+// A `vllm bench serve --save-result` object for `concurrency` requests in flight, each of 512
+// prompt and 256 output tokens, whose steps take `itl_ms`: request_throughput is set so that
+// Little's law gives the concurrency back (throughput x (TTFT + TPOT x 255)).
+Json vllm_result(double concurrency, double itl_ms) {
+  const double ttft_ms = 40, e2e_ms = ttft_ms + itl_ms * 255;
+  return Json{{"date", "20251101-120000"},        {"backend", "vllm"},
+              {"model_id", "meta-llama/Llama-3.1-8B-Instruct"},
+              {"completed", 100},                  {"total_input_tokens", 100 * 512},
+              {"total_output_tokens", 100 * 256},  {"request_throughput", concurrency / (e2e_ms / 1e3)},
+              {"mean_ttft_ms", ttft_ms},           {"mean_tpot_ms", itl_ms},
+              {"median_itl_ms", itl_ms},           {"mean_itl_ms", itl_ms + 0.5}};
+}
+
+}  // namespace
+
+TEST_CASE("vllm bench serve results: the median ITL at the requests in flight (Little) and the mean context") {
+  const std::vector<BenchRow> rows = parse_bench_text(vllm_result(16, 7.5).dump(2), "serve.json");
+  REQUIRE(rows.size() == 1);
+  const BenchRow& r = rows[0];
+  CHECK(r.engine == "vllm");
+  CHECK(r.is_decode());
+  CHECK(r.measured_s() == doctest::Approx(0.0075));  // median_itl_ms, not the mean
+  CHECK(r.batch == 16);
+  CHECK(r.context == 512 + 128);  // prompt + half the output
+  CHECK(r.file_type == "BF16");
+  CHECK(r.kv_k == "bf16");
+  // one line per result (--append-result) reads the same
+  const std::string lines = vllm_result(4, 6.0).dump() + "\n" + vllm_result(32, 9.0).dump() + "\n";
+  const std::vector<BenchRow> appended = parse_bench_text(lines, "serve.jsonl");
+  REQUIRE(appended.size() == 2);
+  CHECK(appended[1].batch == 32);
+
+  Json no_latency = vllm_result(4, 6.0);
+  for (const char* k : {"median_itl_ms", "mean_itl_ms", "mean_tpot_ms"}) no_latency.erase(k);
+  no_latency["median_tpot_ms"] = 0.0;
+  CHECK_THROWS_WITH_AS(parse_bench_text(no_latency.dump(2), "s.json"), doctest::Contains("s.json: no inter-token latency"),
+                       InputError);
+}
+
+TEST_CASE("served runs fit the same terms: steps made with a fixed time and a read rate give them back") {
+  const HwProfile hw = load_hw_profile("h100-sxm");
+  const ModelSpec spec = load_model("llama-3.1-8b");
+  const PlanWeights w = plan_weights(spec, "BF16", std::nullopt);
+  const Roofline rl(spec, w.layout, {GgmlType::BF16, GgmlType::BF16}, hw);
+  std::vector<BenchRow> rows;
+  for (const double c : {1.0, 8.0, 32.0, 128.0}) {
+    // 1.5 ms + bytes / (0.75 x 3.35 TB/s) at c sequences of 640 tokens
+    const double step_ms = (0.0015 + rl.decode_step(static_cast<uint64_t>(c), 640).memory_s / 0.75) * 1e3;
+    for (const BenchRow& r : parse_bench_text(vllm_result(c, step_ms).dump(2), fmt::format("c{}.json", c))) rows.push_back(r);
+  }
+  const CalibrationResult r = calibrate_step_model(rows, hw, {});
+  CHECK(r.calibration.engine == "vllm");
+  CHECK(r.points.size() == 4);
+  CHECK(r.calibration.decode.fixed_s == doctest::Approx(0.0015).epsilon(1e-3));
+  CHECK(r.calibration.decode.read_efficiency == doctest::Approx(0.75).epsilon(1e-3));
+
+  // runs of two engines make two profiles, not one
+  std::vector<BenchRow> mixed = rows;
+  mixed.push_back(parse_bench_text("| model | size | params | backend | ngl | test | t/s |\n|-|-|-|-|-|-|-|\n"
+                                   "| llama 8B F16 | 14.96 GiB | 8.03 B | CUDA | 99 | tg128 | 60.00 |\n", "b.md")[0]);
+  CHECK_THROWS_WITH_AS(calibrate_step_model(mixed, hw, {}), doctest::Contains("2 engines (llama.cpp, vllm)"), InputError);
+}
+
+TEST_CASE("infer-plan's own report --json: a point per batch size held for 3 steps or more") {
+  const Json report = Json::parse(R"({"measured": {}, "decode_steps": {"model": "qwen3-8b", "scale": 0.25,
+      "weights": "Q8_0", "kv_k": "q8_0", "kv_v": "q8_0", "backend": "cpu", "threads": 2, "by_batch": [
+        {"batch": 1, "count": 40, "context": 48, "p50_ms": 18.0},
+        {"batch": 2, "count": 2, "context": 50, "p50_ms": 22.0},
+        {"batch": 4, "count": 25, "context": 52, "p50_ms": 35.0}]}})");
+  const std::vector<BenchRow> rows = parse_bench_text(report.dump(2), "report.json");
+  REQUIRE(rows.size() == 2);  // batch 2 held for 2 steps only
+  CHECK(rows[1].batch == 4);
+  CHECK(rows[1].context == 52);
+  CHECK(rows[1].measured_s() == doctest::Approx(0.035));
+  CHECK(rows[1].engine == "infer-plan cpu");
+  // mapped to the shrunk model the run executed: its weights are a quarter-size Qwen3-8B's
+  const CalibrationResult r = calibrate_step_model(rows, load_hw_profile("h200"), {});
+  REQUIRE(r.points.size() == 2);
+  CHECK(r.points[0].model == "qwen3-8b");
+  const ModelSpec shrunk = scale_model_spec(load_model("qwen3-8b"), 0.25, "t");
+  const Roofline rl(shrunk, plan_weights(shrunk, "Q8_0", std::nullopt).layout, {GgmlType::Q8_0, GgmlType::Q8_0},
+                    load_hw_profile("h200"));
+  CHECK(r.points[1].term_s == doctest::Approx(rl.decode_step(4, 52).memory_s));
+}

@@ -1,0 +1,153 @@
+// SPEC 2: the M2 Max verdicts to the 0.01 GiB the seed prints, and the fit arithmetic.
+#include <doctest/doctest.h>
+
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/cost/offload.hpp"
+#include "planner/weights/weights_size.hpp"
+#include "planner/core/units.hpp"
+
+using namespace infer_plan;
+
+namespace {
+FitResult seed_fit(const char* weights, uint64_t context, uint64_t requests = 1) {
+  Plan plan;
+  plan.model = "qwen3-235b-a22b";
+  plan.hw = "m2-max-96gb";
+  plan.context = context;
+  plan.requests = requests;
+  const uint64_t w = parse_bytes(weights, "weights");
+  return fit_memory(load_model(plan.model), load_hw_profile(plan.hw), plan, w, "given");
+}
+double gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(GiB); }
+}  // namespace
+
+TEST_CASE("SPEC 2: 79.81 GiB + one 8K request fits with 0.13 GiB to spare") {
+  const FitResult r = seed_fit("79.81 GiB", 8192);
+  CHECK(r.usable_bytes == 87'410'065'408ull);
+  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(1.60).epsilon(0.005));
+  CHECK(r.kv_bytes == 188 * KiB * 8192);
+  CHECK(r.fits);
+  CHECK(gib(r.headroom_bytes) == doctest::Approx(0.13).epsilon(0.04));  // 0.129 GiB
+  CHECK(r.max_requests == 1);
+  // free 1,714,730,435 B / 192,512 B per token = 8907 tokens (hand: floor(8907.17)), in whole
+  // 16-token pages: 556 x 16 = 8896
+  CHECK(r.max_context == 8896);
+}
+
+TEST_CASE("SPEC 2: 81.97 GiB is 0.56 GiB short before any KV") {
+  const FitResult r = seed_fit("81.97 GiB", 8192);
+  CHECK_FALSE(r.fits);
+  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(-0.56).epsilon(0.01));
+  CHECK(r.max_requests == 0);
+  CHECK(r.max_context == 0);
+}
+
+TEST_CASE("SPEC 2: 32K needs 5.88 GiB of KV: does not fit") {
+  const FitResult r = seed_fit("79.81 GiB", 32768);
+  CHECK(gib(static_cast<int64_t>(r.kv_bytes)) == doctest::Approx(5.875));
+  CHECK_FALSE(r.fits);
+}
+
+TEST_CASE("the KV of a request is whole 16-token pages, as the runtime allocates it") {
+  Plan plan;  // qwen3-8b: 144 KiB per token at BF16
+  plan.requests = 2;
+  const ModelSpec s = load_model("qwen3-8b");
+  const HwProfile hw = load_hw_profile("h200");
+  plan.context = 8190;  // 511.9 pages -> 512 pages = 8192 tokens
+  CHECK(fit_memory(s, hw, plan, GiB, "w").kv_bytes == 2 * 8192 * 144 * KiB);
+  plan.context = 8193;  // one token more than 512 pages -> 513 pages
+  CHECK(fit_memory(s, hw, plan, GiB, "w").kv_bytes_per_request == 8208 * 144 * KiB);
+  CHECK(kv_cache_tokens(1) == 16);
+  CHECK(kv_cache_tokens(16) == 16);
+  CHECK(kv_cache_tokens(17) == 32);
+}
+
+TEST_CASE("reserves, tensor parallel, many requests") {
+  Plan plan;  // qwen3-8b on h200, BF16 KV, 4 x 8192
+  const ModelSpec s = load_model("qwen3-8b");
+  HwProfile hw = load_hw_profile("h200");
+  const uint64_t w = 16 * GiB;
+  FitResult a = fit_memory(s, hw, plan, w, "w");
+  CHECK(a.kv_bytes == 4 * 1152 * MiB);
+  CHECK(a.headroom_bytes == static_cast<int64_t>(a.usable_bytes - w - a.kv_bytes));
+  // max requests: floor((usable - weights) / 1152 MiB)
+  CHECK(a.max_requests == (a.usable_bytes - w) / (1152 * MiB));
+  CHECK(a.max_context == (a.usable_bytes - w) / (144 * KiB * 4) / 16 * 16);
+
+  plan.reserves.push_back({"cuda_context", 512 * MiB});
+  FitResult b = fit_memory(s, hw, plan, w, "w");
+  CHECK(b.reserved_bytes == 512 * MiB);
+  CHECK(a.headroom_bytes - b.headroom_bytes == static_cast<int64_t>(512 * MiB));
+
+  plan.tp = 2;
+  FitResult c = fit_memory(s, hw, plan, w, "w");
+  CHECK(c.weights_bytes == 8 * GiB);
+  CHECK(c.kv_bytes == 2 * 1152 * MiB);  // half the KV heads per device
+
+  plan.tp = 3;  // 32 heads do not split over 3 devices
+  CHECK_THROWS_AS(fit_memory(s, hw, plan, w, "w"), InputError);
+}
+
+TEST_CASE("exactly full is a fit with zero headroom") {
+  Plan plan;
+  plan.requests = 1;
+  const ModelSpec s = load_model("qwen3-8b");
+  const HwProfile hw = load_hw_profile("h200");
+  const uint64_t w = hw.usable_bytes() - 1152 * MiB;
+  FitResult r = fit_memory(s, hw, plan, w, "w");
+  CHECK(r.fits);
+  CHECK(r.headroom_bytes == 0);
+  CHECK(r.max_context == 8192);
+  r = fit_memory(s, hw, plan, w + 1, "w");
+  CHECK_FALSE(r.fits);
+  CHECK(r.headroom_bytes == -1);
+}
+
+TEST_CASE("SPEC 4 through fit: offloaded groups leave the device, prefetch slots join it") {
+  // Qwen3-8B BF16 on an H200 at 8K: the FFN of one layer in every 4 is 9 x 288 MiB = 2592 MiB in
+  // host memory; one slot of 288 MiB nets 2304 MiB = exactly 2 more requests of 1152 MiB (8192 x
+  // 144 KiB); two slots net 2016 MiB.
+  const ModelSpec spec = load_model("qwen3-8b");
+  Plan plan;
+  plan.model = "qwen3-8b";
+  plan.hw = "h200";
+  plan.context = 8192;
+  plan.requests = 1;
+  const WeightsLayout layout = uniform_weights_layout(spec, "BF16");
+  const HwProfile hw = load_hw_profile(plan.hw);
+  const FitResult none = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16");
+  CHECK_FALSE(none.offload);
+  CHECK(none.device_weights_bytes == none.weights_bytes);
+
+  const OffloadMemory one_slot = offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 1);
+  CHECK(one_slot.label() == "ffn of 9 of 36 layers, 1 slot of 288 MiB");
+  const FitResult one = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", true, &one_slot);
+  REQUIRE(one.offload);
+  CHECK(one.weights_bytes == none.weights_bytes);  // the model's size does not change
+  CHECK(one.device_weights_bytes == none.weights_bytes - 2592 * MiB + 288 * MiB);
+  CHECK(one.free_after_weights_bytes - none.free_after_weights_bytes == 2304 * static_cast<int64_t>(MiB));
+  CHECK(one.kv_bytes_per_request == 1152 * MiB);
+  CHECK(one.max_requests == none.max_requests + 2);
+
+  const OffloadMemory two_slots = offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 2);
+  const FitResult two = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", true, &two_slots);
+  CHECK(two.free_after_weights_bytes - none.free_after_weights_bytes == 2016 * static_cast<int64_t>(MiB));
+  bool explained = false;
+  for (const std::string& line : two.derivation)
+    explained = explained || line.find("device   = weights - offloaded to host + prefetch slots") == 0;
+  CHECK(explained);
+
+  // Over 2 devices each holds half of every group (tensor parallel splits each matrix).
+  plan.tp = 2;
+  const FitResult split = fit_memory(spec, hw, plan, weights_size(layout).bytes, "BF16", false, &one_slot);
+  CHECK(split.offload->freed_bytes == 1296 * MiB);
+  CHECK(split.offload->buffer_bytes == 144 * MiB);
+
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 0, 1), doctest::Contains("offload.every (--every): 0 is out of range"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 37), doctest::Contains("offload.buffers (--buffers): 37 is out of range"),
+                       InputError);
+}

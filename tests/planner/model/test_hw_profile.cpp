@@ -1,0 +1,105 @@
+// Hardware profiles: the built-ins parse, the seed's M2 Max arithmetic, strict field checks.
+#include <doctest/doctest.h>
+
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+
+using namespace infer_plan;
+
+namespace {
+LinkProfile no_links(const std::string& name) { return load_link(name); }
+
+Json minimal() {
+  return Json{{"memory", {{"capacity", "24 GB"}, {"bandwidth", "1 TB/s"}}}};
+}
+}  // namespace
+
+TEST_CASE("built-in profiles and links") {
+  for (const auto& n : builtin_hw_names()) {
+    CAPTURE(n);
+    const HwProfile p = load_hw_profile(n);
+    CHECK(p.memory_capacity_bytes > 0);
+    CHECK(p.memory_bandwidth_bytes_per_s > 0);
+  }
+  // a100-40gb, a100-80gb, a100-80gb-pcie, gh200, h100-pcie, h100-sxm, h200, l40s, m2-max-96gb,
+  // m2-ultra, rtx-3090, rtx-4090 (hwprofiles/calibrations/ holds data, not profiles)
+  CHECK(builtin_hw_names().size() == 12);
+  // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
+  // 936 GB/s, M2 Ultra 800 GB/s
+  CHECK(load_hw_profile("a100-80gb-pcie").memory_bandwidth_bytes_per_s == 1.935e12);
+  CHECK(load_hw_profile("h100-pcie").memory_bandwidth_bytes_per_s == 2e12);
+  CHECK(load_hw_profile("l40s").memory_bandwidth_bytes_per_s == 864e9);
+  CHECK(load_hw_profile("rtx-3090").memory_bandwidth_bytes_per_s == 936e9);
+  CHECK(load_hw_profile("m2-ultra").memory_bandwidth_bytes_per_s == 800e9);
+  CHECK(load_link("pcie-gen4-x16").bandwidth_bytes_per_s == 32e9);
+  CHECK(load_link("pcie-gen5-x16").bandwidth_bytes_per_s == 64e9);
+  CHECK(load_link("nvlink-c2c").bandwidth_bytes_per_s == 450e9);
+  const HwProfile gh = load_hw_profile("gh200");
+  REQUIRE(gh.host_links.size() == 1);
+  CHECK(gh.host_links[0].name == "nvlink-c2c");
+  CHECK(gh.host_links[0].bandwidth_bytes_per_s == 450e9);
+  CHECK(load_hw_profile("h200").compute_ops_per_s.at("bf16") == 989e12);
+  CHECK(load_hw_profile("h200").memory_bandwidth_bytes_per_s == 4.8e12);
+}
+
+TEST_CASE("SPEC 2: M2 Max usable 81.41 GiB") {
+  const HwProfile m2 = load_hw_profile("m2-max-96gb");
+  CHECK(m2.memory_capacity_bytes == 96'000'000'000ull);
+  CHECK(m2.memory_reserved_bytes == 8 * GiB);
+  // 96e9 - 8 * 2^30 = 87,410,065,408 B = 81.408 GiB
+  CHECK(m2.usable_bytes() == 87'410'065'408ull);
+  CHECK(to_gib(m2.usable_bytes()) == doctest::Approx(81.41).epsilon(1e-4));
+}
+
+TEST_CASE("profile errors name the file and field") {
+  CHECK(hw_profile_from_json(minimal(), "x", "x.json", no_links).memory_capacity_bytes == 24'000'000'000ull);
+  Json j = minimal();
+  j["memory"].erase("capacity");
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("x.json: memory: field 'capacity' is missing"), InputError);
+  j = minimal();
+  j["memory"]["capacity"] = "24 GX";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown unit 'GX'"), InputError);
+  j = minimal();
+  j["memory"]["capcity"] = "1 GB";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown field 'capcity'"), InputError);
+  j = minimal();
+  j["memory"]["reserved"] = "30 GB";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("must be below 'capacity'"), InputError);
+  j = minimal();
+  j["compute"] = {{"fp64", "1 TFLOPS"}};
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown precision 'fp64'"), InputError);
+  j = minimal();
+  j["host_links"] = {"pcie-gen9"};
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("unknown link 'pcie-gen9'"), InputError);
+  CHECK_THROWS_WITH_AS(load_hw_profile("h300"), doctest::Contains("built-in: a100-40gb"), InputError);
+  CHECK_THROWS_WITH_AS(parse_json_text("{\n  \"memory\": {,\n}", "p.json"),
+                       doctest::Contains("p.json: malformed JSON: parse error at line 2, column"), InputError);
+}
+
+// The CUDA probe writes both copy directions; the measured block reads each (1 GB/s = 1e9 B/s).
+TEST_CASE("measured block: host_to_device and device_to_host") {
+  Json j = minimal();
+  j["measured"] = {{"host_to_device", "55 GB/s"}, {"device_to_host", "53.5 GB/s"}, {"launch_overhead_us", 1.5}};
+  const HwProfile p = hw_profile_from_json(j, "probed", "probed.json", no_links);
+  REQUIRE(p.measured);
+  CHECK(p.measured->host_to_device_bytes_per_s.value() == doctest::Approx(55e9));
+  CHECK(p.measured->device_to_host_bytes_per_s.value() == doctest::Approx(53.5e9));
+  CHECK(p.measured->launch_overhead_s.value() == doctest::Approx(1.5e-6));
+  CHECK(p.measured->launch_unit == "projection");  // the CPU probe's, by default
+  j["measured"]["launch_unit"] = "kernel";
+  CHECK(hw_profile_from_json(j, "probed", "probed.json", no_links).measured->launch_unit == "kernel");
+  j["measured"]["launch_unit"] = "warp";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
+                       doctest::Contains("launch_unit is \"warp\""), InputError);
+  j["measured"].erase("launch_unit");
+  j["measured"]["device_to_hots"] = "1 GB/s";  // a typo is refused, not read as absent
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
+                       doctest::Contains("device_to_hots"), InputError);
+}

@@ -1,0 +1,54 @@
+// plan.json: defaults, overrides, and field errors.
+#include <doctest/doctest.h>
+
+#include "planner/core/input_error.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/core/units.hpp"
+
+using namespace infer_plan;
+
+TEST_CASE("defaults and fields") {
+  Plan d = plan_from_json(Json::object(), "p.json");
+  CHECK(d.model == "qwen3-8b");
+  CHECK(d.context == 8192);
+  Plan p = plan_from_json(Json{{"model", "qwen3-235b-a22b"}, {"hw", "m2-max-96gb"},
+                               {"weights_size", "79.81 GiB"}, {"kv", {{"k", "q8_0"}, {"v", "q4_0"}}},
+                               {"context", 32768}, {"requests", 1}, {"reserves", {{"ctx", "1 GiB"}}}},
+                          "p.json");
+  CHECK(p.weights_bytes == parse_bytes("79.81 GiB", "t"));
+  CHECK(p.kv.k == GgmlType::Q8_0);
+  CHECK(p.kv.v == GgmlType::Q4_0);
+  CHECK(p.context == 32768);
+  REQUIRE(p.reserves.size() == 1);
+  CHECK(p.reserves[0].bytes == GiB);
+  CHECK(plan_from_json(Json{{"kv", "q4_0"}}, "p.json").kv.v == GgmlType::Q4_0);
+}
+
+TEST_CASE("plan errors") {
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"contxt", 8}}, "p.json"), doctest::Contains("unknown field 'contxt'"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"context", 0}}, "p.json"), doctest::Contains("p.json: field 'context'"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"requests", -1}}, "p.json"), doctest::Contains("'requests' is -1"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"kv", 8}}, "p.json"), doctest::Contains("field 'kv'"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"tp", 100}}, "p.json"), doctest::Contains("1 to 64"), InputError);
+  Plan p;
+  p.context = 0;
+  CHECK_THROWS_WITH_AS(validate_plan(p, "", true), doctest::Contains("--ctx"), InputError);
+}
+
+TEST_CASE("speculative section: a draft of the target's first layers, and the runtime's temperature") {
+  const Plan p = plan_from_json(Json{{"speculative", {{"draft_layers", 2}, {"temperature", 1.5}, {"max_block", 6}}}}, "p.json");
+  REQUIRE(p.speculative);
+  CHECK(p.speculative->draft_layers == 2u);
+  CHECK(p.speculative->temperature == 1.5f);
+  CHECK(p.speculative->draft.empty());
+  const Plan greedy = plan_from_json(Json{{"speculative", {{"draft", "qwen3-0.6b"}}}}, "p.json");
+  CHECK(greedy.speculative->temperature == 0.0f);  // greedy unless told
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 0}}}}, "p.json"),
+                       doctest::Contains("p.json: speculative: field 'draft_layers' is 0"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 1}, {"draft", "qwen3-0.6b"}}}}, "p.json"),
+                       doctest::Contains("not both"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"draft_layers", 1}, {"temperature", -1}}}}, "p.json"),
+                       doctest::Contains("field 'temperature' is -1"), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"accept", 0.5}}}}, "p.json"),
+                       doctest::Contains("'draft_layers'"), InputError);
+}
