@@ -52,11 +52,9 @@ struct ReportArgs {
   uint64_t spec_repeats = kDefaultSpecRepeats;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+// The p50 of planner/serving's summarize (nearest rank), so a row's p50 and the JSON's measured
+// p50 are one value (v[n/2] had picked the upper middle of an even count).
+double median(std::vector<double> v) { return summarize(std::move(v)).p50; }
 
 // ---- Offload (issue 6): the plan's offload section predicted by planner/cost/offload and executed by
 // runtime/offload_prefetcher. The link is the profile's first host link: with --probe, the probed
