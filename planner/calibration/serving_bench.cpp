@@ -10,6 +10,8 @@ namespace infer_plan {
 namespace {
 
 constexpr uint64_t kMinStepsPerBatch = 3;  // report rows: fewer steps at a batch size are noise
+constexpr double kMaxInFlight = 1e6;       // vLLM rows: no server holds more requests
+constexpr double kMaxContext = 16777216;   // 16M tokens, the plan's own limit
 
 bool is_vllm_result(const Json& j) {
   return j.is_object() && j.contains("request_throughput") && j.contains("completed") &&
@@ -57,6 +59,10 @@ BenchRow vllm_row(const Json& j, const std::string& where) {
     e2e_ms = ttft->second + tpot->second * std::max(0.0, out - 1);
   }
   const double in_flight = throughput * e2e_ms / 1e3;  // Little's law
+  if (!(in_flight <= kMaxInFlight) || !(in + out / 2 <= kMaxContext))
+    throw InputError(fmt::format("{}: {:.3g} requests in flight of {:.3g} tokens each; expected at most {:g} and {:g} "
+                                 "(check request_throughput, the latencies and the token totals)",
+                                 where, in_flight, in + out / 2, kMaxInFlight, kMaxContext));
   r.step_s = step->second / 1e3;
   r.tokens_per_s = 1 / r.step_s;
   r.batch = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(in_flight)));
@@ -76,8 +82,10 @@ std::vector<BenchRow> report_rows(const Json& j, const std::string& where) {
   const std::string w = where + ": decode_steps";
   if (!steps.is_object()) throw InputError(fmt::format("{}: expected an object", w));
   const std::string model = require_string(steps, "model", w);
-  const Json& groups = steps.at("by_batch");
-  if (!groups.is_array()) throw InputError(fmt::format("{}: 'by_batch' must be an array", w));
+  const auto found = steps.find("by_batch");
+  if (found == steps.end() || !found->is_array())
+    throw InputError(fmt::format("{}: 'by_batch' must be an array of {{batch, count, context, p50_ms}}", w));
+  const Json& groups = *found;
   std::vector<BenchRow> rows;
   for (size_t k = 0; k < groups.size(); ++k) {
     const std::string g = fmt::format("{}: by_batch[{}]", w, k);
@@ -97,7 +105,9 @@ std::vector<BenchRow> report_rows(const Json& j, const std::string& where) {
     r.step_s = positive(groups[k], "p50_ms", g) / 1e3;
     r.tokens_per_s = 1 / r.step_s;
     r.n_gen = 1;
-    if (r.batch == 0) throw InputError(fmt::format("{}: batch is 0; expected >= 1", g));
+    if (r.batch == 0 || static_cast<double>(r.batch) > kMaxInFlight || static_cast<double>(r.context) > kMaxContext)
+      throw InputError(fmt::format("{}: batch {} of {} tokens each; expected 1 to {:g} sequences of at most {:g} tokens",
+                                   g, r.batch, r.context, kMaxInFlight, kMaxContext));
     r.test = fmt::format("run, batch {} ({} steps)", r.batch, require_uint(groups[k], "count", g));
     rows.push_back(r);
   }

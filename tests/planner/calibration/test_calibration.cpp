@@ -362,6 +362,9 @@ TEST_CASE("vllm bench serve results: the median ITL at the requests in flight (L
 
   Json no_latency = vllm_result(4, 6.0);
   for (const char* k : {"median_itl_ms", "mean_itl_ms", "mean_tpot_ms"}) no_latency.erase(k);
+  Json absurd = vllm_result(4, 6.0);
+  absurd["request_throughput"] = 1e300;  // Little's law would put 1e302 requests in flight
+  CHECK_THROWS_WITH_AS(parse_bench_text(absurd.dump(2), "s.json"), doctest::Contains("requests in flight"), InputError);
   no_latency["median_tpot_ms"] = 0.0;
   CHECK_THROWS_WITH_AS(parse_bench_text(no_latency.dump(2), "s.json"), doctest::Contains("s.json: no inter-token latency"),
                        InputError);
@@ -411,4 +414,8 @@ TEST_CASE("infer-plan's own report --json: a point per batch size held for 3 ste
   const Roofline rl(shrunk, plan_weights(shrunk, "Q8_0", std::nullopt).layout, {GgmlType::Q8_0, GgmlType::Q8_0},
                     load_hw_profile("h200"));
   CHECK(r.points[1].term_s == doctest::Approx(rl.decode_step(4, 52).memory_s));
+
+  // a report without its batches names the field, not an internal error
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"({"measured": {}, "decode_steps": {"model": "qwen3-8b"}})", "r.json"),
+                       doctest::Contains("r.json:1: decode_steps: 'by_batch' must be an array"), InputError);
 }
