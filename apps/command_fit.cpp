@@ -81,11 +81,10 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
 
 void run(const FitArgs& a) {
   const Plan plan = a.plan.resolve();
-  const ModelSpec spec = plan_model_spec(plan);
-  const HwProfile hw = load_hw_profile(plan.hw);
-  const PlanWeights w = plan_weights(spec, plan.weights, plan.weights_bytes);
-  const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, spec, w);
-  const FitResult r = fit_memory(spec, hw, plan, w.bytes, w.label, true, offloaded ? &*offloaded : nullptr);
+  const ResolvedPlan rp = resolve_plan(plan);
+  const ModelSpec& spec = rp.spec;
+  const HwProfile& hw = rp.hw;
+  const FitResult& r = rp.fit;
   if (a.out.json) {
     Json j = fit_json(r, spec, hw, plan);
     if (a.out.explain) j["derivation"] = r.derivation;

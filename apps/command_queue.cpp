@@ -116,18 +116,14 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.engine = a.engine;
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
-    const Roofline* rl = s.plan->roofline.get();
-    s.server.decode_iteration_s = [rl](uint64_t batch, uint64_t context) {
-      return rl->decode_step(batch, context / std::max<uint64_t>(batch, 1)).time_s;
-    };
-    s.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
-    // KV capacity: what fit leaves after the weights (one request's context is irrelevant here)
-    const FitResult fit = fit_memory(s.plan->spec, s.plan->hw, plan, s.plan->weights.bytes, s.plan->weights.label, false);
-    const int64_t for_kv = fit.free_after_weights_bytes - static_cast<int64_t>(fit.reserved_bytes);
-    if (for_kv <= 0)
+    // The plan's server, its KV pool all that fit leaves after the weights (one request's context
+    // is irrelevant here).
+    const FitResult& fit = s.plan->fit;
+    if (fit.kv_room_bytes == 0)
       throw InputError(fmt::format("--hw {}: {} ({}) leaves no memory for the KV cache", a.hw, s.plan->spec.name,
                                    s.plan->weights.label));
-    s.server.kv_capacity_tokens = static_cast<uint64_t>(for_kv) / fit.kv_bytes_per_token;
+    s.server = s.plan->server;
+    s.server.kv_capacity_tokens = fit.kv_room_bytes / fit.kv_bytes_per_token;
     s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
                                 "from bytes and FLOPs ({}); KV capacity from fit ({})", s.plan->spec.name,
                                 s.plan->weights.label, ggml_type_info(plan.kv.k).name, s.plan->hw.name,

@@ -23,8 +23,8 @@
 #include "apps/run_options.hpp"
 #include "apps/svg_plot.hpp"
 #include "planner/core/input_error.hpp"
-#include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/plan/figures.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/server.hpp"
@@ -89,37 +89,35 @@ ProbeCopy offload_probe_copy(const Plan& plan) {
 
 // Device weights as fit would count them: fit counts every weight on the device; with offload
 // the freed groups live in the host pool instead (their own row below).
-double device_weights_predicted(const Json& predicted) {
-  const double fit = predicted.at("fit").at("weights_bytes").get<double>();
-  return predicted.contains("offload") ? fit - predicted.at("offload").at("freed_bytes").get<double>() : fit;
+double device_weights_predicted(const Prediction& p) {
+  const double fit = static_cast<double>(p.fit.weights_bytes);
+  return p.offload ? fit - static_cast<double>(p.offload->result.freed_bytes) : fit;
 }
 
-std::vector<Row> offload_rows(const ResolvedPlan& rp, const Json& predicted, const Json& m) {
-  if (!predicted.contains("offload") || !m.contains("offload_round_ms")) return {};
-  const Json& o = predicted.at("offload");
+std::vector<Row> offload_rows(const ResolvedPlan& rp, const Prediction& p, const runtime::MeasuredFigures& m) {
+  if (!p.offload || !m.offload) return {};
+  const OffloadResult& o = p.offload->result;
+  const runtime::MeasuredOffload& mo = *m.offload;
   const double link = plan_offload_input(rp).link_bytes_per_s;
-  const double rounds = m.at("offload_rounds").get<double>();
+  const auto d = [](uint64_t v) { return static_cast<double>(v); };
   std::vector<Row> rows;
-  rows.push_back({"offload_host_bytes", "B", o.at("freed_bytes").get<double>(), m.at("offload_host_bytes").get<double>(),
-                  0.0, "host pool vs the offload planner's freed bytes"});
-  rows.push_back({"offload_buffer_bytes", "B", o.at("buffer_bytes").get<double>(),
-                  m.at("offload_buffer_bytes").get<double>(), 0.0, "device slots: buffers x group_bytes"});
-  const Json& bytes = m.at("offload_bytes_per_round");
-  rows.push_back({"offload_bytes_per_round", "B", o.at("bytes_per_round").get<double>(), bytes.at("max").get<double>(),
-                  0.0, fmt::format("largest of {:.0f} decode rounds (median {:.0f})", rounds, bytes.at("p50").get<double>())});
-  rows.push_back({"offload_round_ms p50", "ms", o.at("round_ms").get<double>(), m.at("offload_round_ms").at("p50").get<double>(),
-                  kOffloadRoundBound, fmt::format("bytes / {} ({:.2f} GB/s) vs the copy thread's busy time per round",
-                                                  o.at("link").get<std::string>(), link / 1e9)});
-  rows.push_back({"offload_bandwidth", "GB/s", link / 1e9, m.at("offload_bandwidth_bytes_per_s").get<double>() / 1e9,
-                  std::nullopt, "the link vs bytes / copy time over all decode rounds"});
-  rows.push_back({"offload_stall_ms p50", "ms",
-                  o.at("layers_offloaded").get<double>() * o.at("stall_per_group_ms").get<double>(),
-                  m.at("offload_stall_ms").at("p50").get<double>(), std::nullopt,
-                  fmt::format("per round: copies beyond their windows, at the {:.3f} ms iteration",
-                              o.at("iteration_ms").get<double>())});
+  rows.push_back({"offload_host_bytes", "B", d(o.freed_bytes), d(mo.host_bytes), 0.0,
+                  "host pool vs the offload planner's freed bytes"});
+  rows.push_back({"offload_buffer_bytes", "B", d(o.buffer_bytes), d(mo.buffer_bytes), 0.0,
+                  "device slots: buffers x group_bytes"});
+  rows.push_back({"offload_bytes_per_round", "B", d(o.bytes_per_round), mo.bytes_per_round.max, 0.0,
+                  fmt::format("largest of {} decode rounds (median {:.0f})", mo.rounds, mo.bytes_per_round.p50)});
+  rows.push_back({"offload_round_ms p50", "ms", o.round_ms, mo.round_ms.p50, kOffloadRoundBound,
+                  fmt::format("bytes / {} ({:.2f} GB/s) vs the copy thread's busy time per round", p.offload->link,
+                              link / 1e9)});
+  rows.push_back({"offload_bandwidth", "GB/s", link / 1e9, mo.bandwidth_bytes_per_s / 1e9, std::nullopt,
+                  "the link vs bytes / copy time over all decode rounds"});
+  rows.push_back({"offload_stall_ms p50", "ms", d(o.layers_offloaded) * o.stall_per_group_ms, mo.stall_ms.p50,
+                  std::nullopt,
+                  fmt::format("per round: copies beyond their windows, at the {:.3f} ms iteration", o.iteration_ms)});
   // The closed batch decodes `requests` tokens per round: the ceiling at the measured round.
-  const double decode_s = m.at("decode_iteration_ms").at("p50").get<double>() / 1e3;
-  rows.push_back({"offload ceiling", "tok/s", o.at("throughput_ceiling_tok_s").get<double>(),
+  const double decode_s = m.decode_iteration_ms.p50 / 1e3;
+  rows.push_back({"offload ceiling", "tok/s", o.throughput_ceiling_tok_s,
                   decode_s > 0 ? static_cast<double>(rp.plan.requests) / decode_s : 0.0, std::nullopt,
                   "requests / effective round vs requests / measured p50 decode round"});
   return rows;
@@ -149,19 +147,19 @@ std::optional<Row> decode_bandwidth_row(const ResolvedPlan& rp, const runtime::R
   return r;
 }
 
-std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const runtime::RunResult& run) {
-  const Json m = runtime::measured_figures(run);
+std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runtime::RunResult& run,
+                         const runtime::MeasuredFigures& m) {
   const Roofline& rl = *rp.roofline;
   std::vector<Row> rows;
-  const Json& fit = predicted.at("fit");
-  rows.push_back({"weights_bytes", "B", device_weights_predicted(predicted), m.at("weights_bytes").get<double>(), 0.0,
+  const auto d = [](uint64_t v) { return static_cast<double>(v); };
+  rows.push_back({"weights_bytes", "B", device_weights_predicted(p), d(m.weights_bytes), 0.0,
                   rp.plan.offload ? "device weights vs fit's less offload's freed bytes" : "allocated by the backend vs fit"});
-  rows.push_back({"kv_bytes", "B", fit.at("kv_bytes").get<double>(), m.at("kv_bytes").get<double>(), 0.0,
+  rows.push_back({"kv_bytes", "B", d(p.fit.kv_bytes), d(m.kv_bytes), 0.0,
                   "the page pool vs fit (requests x context, whole pages)"});
-  if (m.contains("driver_setup_bytes")) {  // CUDA: the same state as cudaMemGetInfo sees it
-    const double slots = predicted.contains("offload") ? predicted.at("offload").at("buffer_bytes").get<double>() : 0.0;
-    rows.push_back({"device memory (driver)", "B", device_weights_predicted(predicted) + fit.at("kv_bytes").get<double>() + slots,
-                    m.at("driver_setup_bytes").get<double>(), kDriverMemoryBound,
+  if (m.driver_setup_bytes) {  // CUDA: the same state as cudaMemGetInfo sees it
+    const double slots = p.offload ? d(p.offload->result.buffer_bytes) : 0.0;
+    rows.push_back({"device memory (driver)", "B", device_weights_predicted(p) + d(p.fit.kv_bytes) + slots,
+                    d(*m.driver_setup_bytes), kDriverMemoryBound,
                     "weights + KV pool + offload slots vs cudaMemGetInfo's growth over the setup"});
   }
   std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill;
@@ -199,34 +197,31 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Json& predicted, const ru
     rows.push_back(with_band({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
                               fmt::format("{} prefill passes", meas_prefill.size())},
                              prefill_lo, prefill_hi));
-  if (predicted.contains("serving") && !predicted.at("serving").at("mean_sojourn_s").is_null()) {
-    const Json& s = predicted.at("serving");
-    rows.push_back({"mean_sojourn_s", "s", s.at("mean_sojourn_s").get<double>(), m.at("mean_sojourn_s").get<double>(),
-                    kSojournBound, "serving simulation vs measured, same arrivals"});
-    rows.push_back({"mean_in_system", "", s.at("mean_in_system").get<double>(), m.at("mean_in_system").get<double>(),
-                    std::nullopt, "time average"});
-    rows.push_back({"ttft_s p50", "s", s.at("ttft_s").at("p50").get<double>(), m.at("ttft_s").at("p50").get<double>(),
-                    std::nullopt, ""});
-    rows.push_back({"tpot_ms p50", "ms", s.at("tpot_ms").at("p50").get<double>(), m.at("tpot_ms").at("p50").get<double>(),
-                    std::nullopt, ""});
-    rows.push_back({"throughput_tok_s", "tok/s", s.at("throughput_tok_s").get<double>(),
-                    m.at("throughput_tok_s").get<double>(), std::nullopt, ""});
+  const ServingLatency* served = p.serving && p.serving->result.stable && p.serving->result.latency
+                                     ? &*p.serving->result.latency : nullptr;
+  if (served) {
+    rows.push_back({"mean_sojourn_s", "s", served->sojourn_s.mean, m.mean_sojourn_s, kSojournBound,
+                    "serving simulation vs measured, same arrivals"});
+    rows.push_back({"mean_in_system", "", served->mean_in_system, m.mean_in_system, std::nullopt, "time average"});
+    rows.push_back({"ttft_s p50", "s", served->ttft_s.p50, m.ttft_s.p50, std::nullopt, ""});
+    rows.push_back({"tpot_ms p50", "ms", served->tpot_s.p50 * 1e3, m.tpot_ms.p50, std::nullopt, ""});
+    rows.push_back({"throughput_tok_s", "tok/s", p.serving->result.throughput_tok_s, m.throughput_tok_s, std::nullopt,
+                    ""});
   }
-  if (m.at("completed").get<uint64_t>() > 1)
-  {
-    Row little{"Little's law (measured)", "", m.at("littles_law_in_system").get<double>(),
-               m.at("mean_in_system").get<double>(), kLittleBound,
+  if (m.completed > 1) {
+    Row little{"Little's law (measured)", "", m.littles_law_in_system, m.mean_in_system, kLittleBound,
                "scheduler's in-system count vs measured rate x mean sojourn"};
     little.law = true;
     rows.push_back(little);
   }
-  for (Row& r : offload_rows(rp, predicted, m)) rows.push_back(std::move(r));
-  rows.push_back({"rejected", "", predicted.contains("serving") ? predicted.at("serving").at("rejected").get<double>() : 0.0,
-                  m.at("rejected").get<double>(), std::nullopt, ""});
+  for (Row& r : offload_rows(rp, p, m)) rows.push_back(std::move(r));
+  rows.push_back({"rejected", "", p.serving ? d(p.serving->result.rejected.total()) : 0.0, d(m.rejected),
+                  std::nullopt, ""});
   return rows;
 }
 
-void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run) {
+void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run,
+                const runtime::MeasuredFigures& m) {
   std::filesystem::create_directories(dir);
   // Short names under the bars (eight groups share 720 px).
   const std::map<std::string, std::string> short_name{
@@ -262,21 +257,18 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
   if (!(rp.plan.load && rp.plan.load->rate_per_s)) return;
   // Latency against load: the serving simulation's mean sojourn from a tenth of the plan's rate
   // to twice it (the same seed: common random numbers), and the measured point at the plan's rate.
-  const FitResult fit = fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false);
-  const ServerModel server = plan_server_model(rp, fit);
   ServingLoad load = plan_serving_load(rp.plan);
   const double rate = load.rate_per_s;
   Series sim{"predicted (serving simulation)", {}, {}, false}, point{"measured", {}, {}, true};
   for (int i = 1; i <= 20; ++i) {
     load.rate_per_s = rate * 0.1 * i;
-    const ServingResult r = simulate_serving(server, load);
+    const ServingResult r = simulate_serving(rp.server, load);
     if (!r.stable || !r.latency) break;  // past saturation the mean has no meaning
     sim.x.push_back(load.rate_per_s);
     sim.y.push_back(r.latency->sojourn_s.mean);
   }
-  const Json m = runtime::measured_figures(run);
   point.x.push_back(rate);
-  point.y.push_back(m.at("mean_sojourn_s").get<double>());
+  point.y.push_back(m.mean_sojourn_s);
   std::ofstream(dir + "/sojourn_vs_rate.svg")
       << svg_line_chart(rp.spec.name + ": mean sojourn against arrival rate", "arrival rate (requests/s)",
                         "mean sojourn (s)", {sim, point});
@@ -317,134 +309,187 @@ Json decode_steps_json(const Plan& plan, const runtime::RunResult& run) {
               {"by_batch", groups}};
 }
 
+// One measurement: the plan resolved (on a probed profile with --probe), executed, predicted and
+// compared row by row.
+struct Measurement {
+  ResolvedPlan rp;
+  runtime::RunResult run;
+  runtime::MeasuredFigures measured;
+  Prediction predicted;
+  std::optional<SpecComparison> spec;
+  std::vector<Row> rows;
+};
+
+// With --probe the profile is measured moments before the run, so both see the same machine; on
+// the CPU once more after it, and the prediction uses the means of the two (the VM's speed
+// drifts by tens of percent within minutes).
+class Prober {
+ public:
+  Prober(const ReportArgs& a, const Plan& plan) : a_(a), copy_(offload_probe_copy(plan)), options_(a.runtime) {
+    // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
+    // thread's core); its copy thread runs beside their products, a group at a time, as offload's does.
+    options_.threads = runtime::compute_threads(plan, a.runtime.threads);
+  }
+  bool twice() const { return a_.probe && a_.runtime.backend == "cpu"; }
+  // The plan on the profile probed now (the plan unchanged without --probe).
+  ResolvedPlan before(Plan& plan) {
+    if (a_.probe) {
+      plan.hw = "inline";
+      if (twice()) {
+        before_ = probe_on(options_, a_.quick_probe, copy_);
+        plan.hw_inline = runtime::probe_profile_json(*before_, "cpu-probed");
+      } else {
+        plan.hw_inline = probe_profile(options_, a_.quick_probe, copy_, "cuda-probed");
+      }
+    }
+    return resolve_plan(plan);
+  }
+  // On the CPU: the plan on the mean of the probes before and after the run.
+  std::optional<ResolvedPlan> after(Plan& plan) {
+    if (!twice()) return std::nullopt;
+    const runtime::ProbeResult later = probe_on(options_, a_.quick_probe, copy_);
+    plan.hw_inline = runtime::probe_profile_json(runtime::average_probes(*before_, later), "cpu-probed");
+    return resolve_plan(plan);
+  }
+
+ private:
+  const ReportArgs& a_;
+  ProbeCopy copy_;
+  RuntimeOptions options_;
+  std::optional<runtime::ProbeResult> before_;
+};
+
+// The serving run, and with a speculative section the sweep over block lengths; then the rows.
+Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober) {
+  Measurement m;
+  m.rp = prober.before(plan);
+  m.run = execute_plan(m.rp, a.runtime);
+  std::optional<runtime::SpecSweepResult> sweep;
+  if (plan.speculative) sweep = execute_speculative_sweep(m.rp, a.runtime, a.spec_repeats);
+  if (std::optional<ResolvedPlan> later = prober.after(plan)) m.rp = std::move(*later);
+  m.measured = runtime::measured_figures(m.run);
+  m.predicted = predict(m.rp);
+  m.rows = compare(m.rp, m.predicted, m.run, m.measured);
+  if (sweep) {
+    m.spec = compare_speculative(m.rp, *sweep);
+    m.rows.insert(m.rows.end(), m.spec->rows.begin(), m.spec->rows.end());
+  }
+  return m;
+}
+
+// What the rows say: every bound, or with --check-exact the speed-independent ones counted.
+struct Verdict {
+  bool holds = false;          // every bound
+  bool counted_holds = false;  // the bounds the exit status counts
+  bool retried = false;
+  std::string line;            // the closing line
+};
+
+bool counted(const ReportArgs& a, const Row& r) { return !a.check_exact || r.speed_independent(); }
+
+bool counted_hold(const ReportArgs& a, const std::vector<Row>& rows) {
+  return std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return !counted(a, r) || r.holds(); });
+}
+
+Verdict verdict(const ReportArgs& a, const std::vector<Row>& rows, bool retried) {
+  Verdict v;
+  v.holds = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); });
+  v.counted_holds = counted_hold(a, rows);
+  v.retried = retried;
+  const auto timing_failures =
+      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.speed_independent() && !r.holds(); });
+  // With --check-exact, the timing verdicts are reported beside it, not in it.
+  v.line = !a.check_exact ? (v.holds ? "all bounds hold" : "SOME BOUNDS FAIL")
+                          : fmt::format("{}; timing bounds: {} (not counted by --check-exact)",
+                                        v.counted_holds ? "byte counts and laws hold" : "SOME BYTE COUNTS OR LAWS FAIL",
+                                        timing_failures ? fmt::format("{} fail", timing_failures) : std::string("all hold"));
+  return v;
+}
+
+std::string report_header(const Plan& plan, const Measurement& m) {
+  return fmt::format(
+      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {}; profile {}: {}", m.rp.spec.name,
+      m.rp.weights.label, kv_types_label(plan.kv), plan.load ? plan.load->requests : plan.requests, plan.context,
+      plan.output,
+      plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
+      // The CPU's compute threads; on the GPU the host's threads only write the weights.
+      m.run.backend == "cpu" ? fmt::format("cpu ({} threads)", m.run.threads) : m.run.backend, m.rp.hw.name,
+      m.rp.roofline->rates().memory_source);
+}
+
+Json report_json(const Plan& plan, const Measurement& m, const Verdict& v) {
+  const std::vector<Row>& rows = m.rows;
+  const bool exact_hold =
+      std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.speed_independent() || r.holds(); });
+  Json j{{"plan", m.rp.spec.name}, {"holds", v.holds}, {"holds_speed_independent", exact_hold},
+         {"retried", v.retried},   {"rows", Json::array()},
+         {"measured", runtime::measured_json(m.measured)}, {"predicted", prediction_figures(m.predicted)}};
+  for (const Row& r : rows) {
+    Json row{{"figure", r.figure}, {"unit", r.unit}, {"predicted", r.predicted}, {"measured", r.measured},
+             {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
+             {"bound", r.bound ? Json(*r.bound) : r.rule ? Json(r.rule_name) : Json(nullptr)},
+             {"holds", r.holds()}, {"speed_independent", r.speed_independent()}};
+    if (r.band) {
+      row["predicted_lo"] = r.band->first;
+      row["predicted_hi"] = r.band->second;
+      row["inside_band"] = r.inside_band();
+    }
+    j["rows"].push_back(row);
+  }
+  if (m.spec) j["speculative"] = spec_comparison_json(*m.spec);
+  if (!plan.offload) j["decode_steps"] = decode_steps_json(plan, m.run);  // `calibrate` reads these
+  return j;
+}
+
+void print_text(const std::string& header, const Measurement& m, const Verdict& v) {
+  fmt::print("{}\n\n{}", header, table(m.rows, false));
+  if (m.spec)
+    fmt::print("\nspeculative decoding, {} draft, temperature {:g}, {} tokens x {} repeats per m:\n{}",
+               m.spec->sweep.draft, m.spec->sweep.temperature, m.spec->sweep.output_tokens, m.spec->sweep.repeats,
+               spec_sweep_table(*m.spec, false));
+  fmt::print("\n{}{}\n", v.line, v.retried ? " (after one rerun)" : "");
+}
+
+void write_markdown(const std::string& path, const std::string& header, const Measurement& m, const Verdict& v) {
+  std::ofstream md(path);
+  if (!md) throw InputError(fmt::format("--out: cannot write '{}'", path));
+  md << "# infer-plan report\n\n" << header << "\n\n" << table(m.rows, true) << "\n"
+     << v.line << (v.retried ? " (after one rerun).\n" : ".\n");
+  if (m.spec)
+    md << fmt::format("\n## Speculative decoding\n\n{} draft, temperature {:g}, {} tokens x {} repeats per block length.\n\n",
+                      m.spec->sweep.draft, m.spec->sweep.temperature, m.spec->sweep.output_tokens, m.spec->sweep.repeats)
+       << spec_sweep_table(*m.spec, true);
+}
+
 void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
-  // With --probe the profile is measured moments before the run, so both see the same machine;
-  // on the CPU once more after it, and the prediction uses the means of the two (the VM's speed
-  // drifts by tens of percent within minutes).
-  const ProbeCopy probe_copy = offload_probe_copy(plan);
-  RuntimeOptions probe_options = a.runtime;
-  // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
-  // thread's core); its copy thread runs beside their products, a group at a time, as offload's does.
-  probe_options.threads = runtime::compute_threads(plan, a.runtime.threads);
-  const bool probe_cpu_twice = a.probe && a.runtime.backend == "cpu";
-  std::optional<runtime::ProbeResult> before;
-  auto probed = [&] {
-    if (a.probe) {
-      plan.hw = "inline";
-      if (probe_cpu_twice) {
-        before = probe_on(probe_options, a.quick_probe, probe_copy);
-        plan.hw_inline = runtime::probe_profile_json(*before, "cpu-probed");
-      } else {
-        plan.hw_inline = probe_profile(probe_options, a.quick_probe, probe_copy, "cuda-probed");
-      }
-    }
-    return resolve_plan(plan);
-  };
-  // The serving run, and with a speculative section the sweep over block lengths; then the rows.
-  ResolvedPlan rp;
-  Json predicted;
-  runtime::RunResult run;
-  std::optional<SpecComparison> spec;
-  std::vector<Row> rows;
-  const auto measure = [&] {
-    rp = probed();
-    run = execute_plan(rp, a.runtime);
-    std::optional<runtime::SpecSweepResult> sweep;
-    if (plan.speculative) sweep = execute_speculative_sweep(rp, a.runtime, a.spec_repeats);
-    if (probe_cpu_twice) {  // the same machine after the runs; predict with the means
-      const runtime::ProbeResult after = probe_on(probe_options, a.quick_probe, probe_copy);
-      plan.hw_inline = runtime::probe_profile_json(runtime::average_probes(*before, after), "cpu-probed");
-      rp = resolve_plan(plan);
-    }
-    predicted = predict(plan);
-    rows = compare(rp, predicted, run);
-    if (sweep) {
-      spec = compare_speculative(rp, *sweep);
-      rows.insert(rows.end(), spec->rows.begin(), spec->rows.end());
-    }
-  };
-  // The rows the verdict counts: every bound, or with --check-exact the speed-independent ones.
-  const auto counted = [&](const Row& r) { return !a.check_exact || r.speed_independent(); };
-  const auto counted_hold = [&] {
-    return std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return !counted(r) || r.holds(); });
-  };
   if (plan.speculative) runtime::check_speculative_sweep(resolve_plan(plan), a.spec_repeats);  // before probing
-  measure();
+  Prober prober(a, plan);
+  Measurement m = measure(a, plan, prober);
   bool retried = false;
-  if (!counted_hold()) {
+  if (!counted_hold(a, m.rows)) {
     retried = true;  // a shared machine is noisy: probe and run once more before calling it a failure
-    for (const Row& r : rows)
-      if (counted(r) && !r.holds())
+    for (const Row& r : m.rows)
+      if (counted(a, r) && !r.holds())
         fmt::print(stderr, "report: {} fails its bound ({}: predicted {}, measured {}); probing and running once more\n",
                    r.figure, r.rule ? r.rule_name : fmt::format("{:+.1f}% against {:.0f}%", 100 * r.error(), 100 * r.bound.value_or(0)),
                    format_value(r.predicted, r.unit), format_value(r.measured, r.unit));
-    measure();
+    m = measure(a, plan, prober);
   }
-  const bool holds = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.holds(); });
-  const bool counted_holds = counted_hold();
-  const auto timing_failures = std::count_if(rows.begin(), rows.end(), [](const Row& r) {
-    return !r.speed_independent() && !r.holds();
-  });
-  // The closing line: with --check-exact, the timing verdicts are reported beside it, not in it.
-  const std::string verdict =
-      !a.check_exact ? (holds ? "all bounds hold" : "SOME BOUNDS FAIL")
-                     : fmt::format("{}; timing bounds: {} (not counted by --check-exact)",
-                                   counted_holds ? "byte counts and laws hold" : "SOME BYTE COUNTS OR LAWS FAIL",
-                                   timing_failures ? fmt::format("{} fail", timing_failures) : std::string("all hold"));
-  const std::string header = fmt::format(
-      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {}; profile {}: {}",
-      rp.spec.name, rp.weights.label, kv_types_label(plan.kv), plan.load ? plan.load->requests : plan.requests,
-      plan.context, plan.output,
-      plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
-      // The CPU's compute threads; on the GPU the host's threads only write the weights.
-      run.backend == "cpu" ? fmt::format("cpu ({} threads)", run.threads) : run.backend, rp.hw.name,
-      rp.roofline->rates().memory_source);
-  if (a.out.json) {
-    const bool exact_hold = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.speed_independent() || r.holds(); });
-    Json j{{"plan", rp.spec.name}, {"holds", holds}, {"holds_speed_independent", exact_hold}, {"retried", retried},
-           {"rows", Json::array()},
-           {"measured", runtime::measured_figures(run)}, {"predicted", predicted}};
-    for (const Row& r : rows)
-      j["rows"].push_back({{"figure", r.figure}, {"unit", r.unit}, {"predicted", r.predicted}, {"measured", r.measured},
-                           {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
-                           {"bound", r.bound ? Json(*r.bound) : r.rule ? Json(r.rule_name) : Json(nullptr)},
-                           {"holds", r.holds()}, {"speed_independent", r.speed_independent()}});
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].band) {
-        j["rows"][i]["predicted_lo"] = rows[i].band->first;
-        j["rows"][i]["predicted_hi"] = rows[i].band->second;
-        j["rows"][i]["inside_band"] = rows[i].inside_band();
-      }
-    if (spec) j["speculative"] = spec_comparison_json(*spec);
-    if (!plan.offload) j["decode_steps"] = decode_steps_json(plan, run);  // `calibrate` reads these
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}\n\n{}", header, table(rows, false));
-    if (spec)
-      fmt::print("\nspeculative decoding, {} draft, temperature {:g}, {} tokens x {} repeats per m:\n{}", spec->sweep.draft,
-                 spec->sweep.temperature, spec->sweep.output_tokens, spec->sweep.repeats, spec_sweep_table(*spec, false));
-    fmt::print("\n{}{}\n", verdict, retried ? " (after one rerun)" : "");
-  }
-  if (!a.out_path.empty()) {
-    std::ofstream md(a.out_path);
-    if (!md) throw InputError(fmt::format("--out: cannot write '{}'", a.out_path));
-    md << "# infer-plan report\n\n" << header << "\n\n" << table(rows, true) << "\n"
-       << verdict << (retried ? " (after one rerun).\n" : ".\n");
-    if (spec)
-      md << fmt::format("\n## Speculative decoding\n\n{} draft, temperature {:g}, {} tokens x {} repeats per block length.\n\n",
-                        spec->sweep.draft, spec->sweep.temperature, spec->sweep.output_tokens, spec->sweep.repeats)
-         << spec_sweep_table(*spec, true);
-  }
+  const Verdict v = verdict(a, m.rows, retried);
+  const std::string header = report_header(plan, m);
+  if (a.out.json) fmt::print("{}\n", report_json(plan, m, v).dump(2));
+  else print_text(header, m, v);
+  if (!a.out_path.empty()) write_markdown(a.out_path, header, m, v);
   if (!a.svg_dir.empty()) {
-    write_svgs(a.svg_dir, rows, rp, run);
-    if (spec)
+    write_svgs(a.svg_dir, m.rows, m.rp, m.run, m.measured);
+    if (m.spec)
       std::ofstream(a.svg_dir + "/spec_ms_per_token.svg")
-          << spec_sweep_svg(*spec, rp.spec.name + ": speculative decoding, ms per token against block length");
+          << spec_sweep_svg(*m.spec, m.rp.spec.name + ": speculative decoding, ms per token against block length");
   }
-  if ((a.check || a.check_exact) && !counted_holds) throw ExitCode{1};
+  if ((a.check || a.check_exact) && !v.counted_holds) throw ExitCode{1};
 }
 
 }  // namespace

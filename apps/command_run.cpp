@@ -23,34 +23,26 @@ struct RunArgs {
   uint64_t spec_repeats = kDefaultSpecRepeats;
 };
 
-void print_measured(const Json& m) {
-  auto d = [&](const char* key, double scale, const char* unit) {
-    const Json& j = m.at(key);
-    if (j.at("count").get<uint64_t>() == 0) return;
-    fmt::print("  {:<22} p50 {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} {}  (n = {})\n", key,
-               j.at("p50").get<double>() * scale, j.at("p90").get<double>() * scale, j.at("p99").get<double>() * scale,
-               j.at("mean").get<double>() * scale, unit, j.at("count").get<uint64_t>());
+void print_measured(const runtime::MeasuredFigures& m) {
+  auto d = [&](const char* key, const Distribution& j, const char* unit) {
+    if (j.count == 0) return;
+    fmt::print("  {:<22} p50 {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} {}  (n = {})\n", key, j.p50, j.p90,
+               j.p99, j.mean, unit, j.count);
   };
-  const std::string backend = m.at("backend").get<std::string>();
-  fmt::print("measured on {}: {}\n",
-             backend == "cpu" ? fmt::format("cpu ({} threads)", m.at("threads").get<unsigned>()) : backend,
-             m.at("model").get<std::string>());
-  fmt::print("  weights_bytes          {} B ({})\n", m.at("weights_bytes").get<uint64_t>(),
-             format_bytes(m.at("weights_bytes").get<uint64_t>()));
-  fmt::print("  kv_bytes               {} B ({}, {} pages)\n", m.at("kv_bytes").get<uint64_t>(),
-             format_bytes(m.at("kv_bytes").get<uint64_t>()), m.at("kv_pages").get<uint64_t>());
-  d("decode_iteration_ms", 1, "ms");
-  d("prefill_ms", 1, "ms");
-  d("ttft_s", 1, "s");
-  d("tpot_ms", 1, "ms");
-  d("sojourn_s", 1, "s");
-  fmt::print("  throughput_tok_s       {:.1f}\n", m.at("throughput_tok_s").get<double>());
-  fmt::print("  mean_in_system         {:.3f} (Little: rate {:.3f}/s x sojourn {:.3f} s = {:.3f})\n",
-             m.at("mean_in_system").get<double>(), m.at("rate_per_s").get<double>(),
-             m.at("mean_sojourn_s").get<double>(), m.at("littles_law_in_system").get<double>());
-  fmt::print("  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n",
-             m.at("completed").get<uint64_t>(), m.at("rejected").get<uint64_t>(), m.at("span_s").get<double>(),
-             m.at("setup_s").get<double>());
+  fmt::print("measured on {}: {}\n", m.backend == "cpu" ? fmt::format("cpu ({} threads)", m.threads) : m.backend,
+             m.model);
+  fmt::print("  weights_bytes          {} B ({})\n", m.weights_bytes, format_bytes(m.weights_bytes));
+  fmt::print("  kv_bytes               {} B ({}, {} pages)\n", m.kv_bytes, format_bytes(m.kv_bytes), m.kv_pages);
+  d("decode_iteration_ms", m.decode_iteration_ms, "ms");
+  d("prefill_ms", m.prefill_ms, "ms");
+  d("ttft_s", m.ttft_s, "s");
+  d("tpot_ms", m.tpot_ms, "ms");
+  d("sojourn_s", m.sojourn_s, "s");
+  fmt::print("  throughput_tok_s       {:.1f}\n", m.throughput_tok_s);
+  fmt::print("  mean_in_system         {:.3f} (Little: rate {:.3f}/s x sojourn {:.3f} s = {:.3f})\n", m.mean_in_system,
+             m.rate_per_s, m.mean_sojourn_s, m.littles_law_in_system);
+  fmt::print("  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n", m.completed,
+             m.rejected, m.span_s, m.setup_s);
 }
 
 void print_speculative(const Json& s) {
@@ -72,14 +64,15 @@ void run(const RunArgs& a) {
   check_output_path(a.out_path, "--out");
   const ResolvedPlan rp = resolve_plan(plan);
   if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving
-  Json measured = runtime::measured_figures(execute_plan(rp, a.runtime));
+  const runtime::MeasuredFigures figures = runtime::measured_figures(execute_plan(rp, a.runtime));
+  Json measured = runtime::measured_json(figures);
   if (plan.speculative) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
   if (a.out.json) {
     fmt::print("{}\n", measured.dump(2));
     return;
   }
-  print_measured(measured);
+  print_measured(figures);
   if (plan.speculative) print_speculative(measured.at("speculative"));
 }
 

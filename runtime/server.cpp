@@ -13,6 +13,7 @@
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/cost/memory_fit.hpp"
+#include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/forward_pass.hpp"
@@ -54,20 +55,13 @@ bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingReq
   return admission_finish_s(model, snapshot, candidate, due_s) <= due_s;
 }
 
-// The plan's offload section as the runtime executes it; InputError naming the field when out of
-// the planner's range (planner/cost/offload.cpp checks the same).
-std::optional<WeightsOffload> plan_weights_offload(const Plan& plan, const ModelSpec& spec) {
-  if (!plan.offload) return std::nullopt;
-  const OffloadPlan& o = *plan.offload;
+// The plan's offload section as the runtime executes it (resolve_plan checked its ranges: the
+// fit's offload_memory).
+std::optional<WeightsOffload> plan_weights_offload(const ResolvedPlan& rp) {
+  if (!rp.fit.offload) return std::nullopt;
   WeightsOffload w;
-  w.part = parse_offload_part(o.part, "offload.part");
-  if (o.every == 0 || o.every > spec.layers)
-    throw InputError(fmt::format("offload.every: {} is out of range; expected 1 (every layer) to {} (the layers of {})",
-                                 o.every, spec.layers, spec.name));
-  if (o.buffers == 0 || o.buffers > spec.layers)
-    throw InputError(fmt::format("offload.buffers: {} is out of range; expected 1 to {} (2 overlap copy and compute)",
-                                 o.buffers, spec.layers));
-  w.every = o.every;
+  w.part = rp.fit.offload->part;
+  w.every = rp.fit.offload->every;
   return w;
 }
 
@@ -83,13 +77,12 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
   const std::vector<ServingRequest> arrivals = plan_requests(plan);
-  const std::optional<WeightsOffload> offload = plan_weights_offload(plan, rp.spec);
+  const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const bool closed = !(plan.load && plan.load->rate_per_s);
   const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
   // Admission by deadline asks the planner's serving model (roofline steps, fit's KV pool) to
   // predict each arrival's finish from the server's state, with the simulation's own rule.
-  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
-  const ServerModel admission_model = plan_server_model(rp, fit);
+  const ServerModel& admission_model = rp.server;
 
   RunResult result;
   result.backend = std::string(backend.name());
@@ -258,31 +251,36 @@ double result_in_system(const RunResult& r, double records_area, double span) {
 }
 }  // namespace
 
-Json measured_figures(const RunResult& r) {
+MeasuredFigures measured_figures(const RunResult& r) {
   std::vector<double> decode_ms, prefill_ms, ttft, tpot, sojourn;
   for (const StepRecord& s : r.steps) (s.prefill ? prefill_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
-  // Offload per decode round (prefill passes copy the same groups but are not rounds).
-  std::vector<double> offload_bytes, offload_round_ms, offload_stall_ms;
-  double offload_total_bytes = 0, offload_total_copy_s = 0;
-  for (const StepRecord& s : r.steps)
-    if (r.offload && !s.prefill) {
-      offload_bytes.push_back(static_cast<double>(s.offload_bytes));
-      offload_round_ms.push_back(s.offload_copy_s * 1e3);
-      offload_stall_ms.push_back(s.offload_wait_s * 1e3);
-      offload_total_bytes += static_cast<double>(s.offload_bytes);
-      offload_total_copy_s += s.offload_copy_s;
-    }
-  uint64_t completed = 0, output_tokens = 0, late = 0;
-  std::map<std::string, uint64_t> rejected;
+  MeasuredFigures m;
+  if (r.offload) {  // per decode round (prefill passes copy the same groups but are not rounds)
+    std::vector<double> bytes, round_ms, stall_ms;
+    double total_bytes = 0, total_copy_s = 0;
+    for (const StepRecord& s : r.steps)
+      if (!s.prefill) {
+        bytes.push_back(static_cast<double>(s.offload_bytes));
+        round_ms.push_back(s.offload_copy_s * 1e3);
+        stall_ms.push_back(s.offload_wait_s * 1e3);
+        total_bytes += static_cast<double>(s.offload_bytes);
+        total_copy_s += s.offload_copy_s;
+      }
+    m.offload = MeasuredOffload{r.offload_host_bytes, r.offload_buffer_bytes, bytes.size(), summarize(bytes),
+                                summarize(round_ms), summarize(stall_ms),
+                                total_copy_s > 0 ? total_bytes / total_copy_s : 0.0};
+  }
+  uint64_t output_tokens = 0;
   // Requests present over time: +1 at arrival, -1 at departure (rejections never enter).
   std::vector<std::pair<double, int>> events;
   for (const RequestRecord& q : r.requests) {
     if (!q.rejected.empty()) {
-      ++rejected[q.rejected];
+      ++m.rejected_by_reason[q.rejected];
+      ++m.rejected;
       continue;
     }
-    ++completed;
-    if (r.deadline_s && q.finish_s > q.arrival_s + *r.deadline_s) ++late;
+    ++m.completed;
+    if (r.deadline_s && q.finish_s > q.arrival_s + *r.deadline_s) ++m.completed_late;
     output_tokens += q.output_tokens;
     ttft.push_back(q.first_token_s - q.arrival_s);
     if (q.output_tokens >= 2) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1) * 1e3);
@@ -298,52 +296,66 @@ Json measured_figures(const RunResult& r) {
     last = t;
     present += d;
   }
-  auto dist = [](std::vector<double> v) {
-    const Distribution d = summarize(std::move(v));
-    return Json{{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}, {"count", d.count}};
-  };
   const double span = r.span_s > 0 ? r.span_s : 1e-9;
-  const Distribution so = summarize(sojourn);
-  const double rate = static_cast<double>(completed) / span;
-  Json rej = Json::object();
-  uint64_t rejected_total = 0;
-  for (const auto& [why, n] : rejected) {
-    rej[why] = n;
-    rejected_total += n;
-  }
-  Json j{{"backend", r.backend},
-              {"threads", r.threads},
-              {"model", r.model},
-              {"weights_bytes", r.weights_bytes},
-              {"kv_bytes", r.kv_bytes},
-              {"kv_pages", r.kv_pages},
-              {"setup_s", r.setup_s},
-              {"span_s", r.span_s},
-              {"decode_iteration_ms", dist(decode_ms)},
-              {"prefill_ms", dist(prefill_ms)},
-              {"ttft_s", dist(ttft)},
-              {"tpot_ms", dist(tpot)},
-              {"sojourn_s", dist(sojourn)},
-              {"throughput_tok_s", static_cast<double>(output_tokens) / span},
-              {"mean_in_system", result_in_system(r, area, span)},
-              {"mean_sojourn_s", so.mean},
-              {"rate_per_s", rate},
-              {"littles_law_in_system", rate * so.mean},
-              {"requests", r.requests.size()},
-              {"completed", completed},
-              {"completed_late", late},
-              {"rejected", rejected_total},
-              {"rejected_by_reason", rej}};
+  m.backend = r.backend;
+  m.threads = r.threads;
+  m.model = r.model;
+  m.weights_bytes = r.weights_bytes;
+  m.kv_bytes = r.kv_bytes;
+  m.kv_pages = r.kv_pages;
+  m.setup_s = r.setup_s;
+  m.span_s = r.span_s;
+  m.decode_iteration_ms = summarize(decode_ms);
+  m.prefill_ms = summarize(prefill_ms);
+  m.ttft_s = summarize(ttft);
+  m.tpot_ms = summarize(tpot);
+  m.sojourn_s = summarize(sojourn);
+  m.throughput_tok_s = static_cast<double>(output_tokens) / span;
+  m.mean_in_system = result_in_system(r, area, span);
+  m.mean_sojourn_s = m.sojourn_s.mean;
+  m.rate_per_s = static_cast<double>(m.completed) / span;
+  m.littles_law_in_system = m.rate_per_s * m.mean_sojourn_s;
+  m.requests = r.requests.size();
   if (r.driver_before_bytes && r.driver_after_setup_bytes)
-    j["driver_setup_bytes"] = *r.driver_after_setup_bytes - *r.driver_before_bytes;
-  if (r.offload) {
-    j["offload_host_bytes"] = r.offload_host_bytes;
-    j["offload_buffer_bytes"] = r.offload_buffer_bytes;
-    j["offload_rounds"] = offload_bytes.size();
-    j["offload_bytes_per_round"] = dist(offload_bytes);
-    j["offload_round_ms"] = dist(offload_round_ms);
-    j["offload_stall_ms"] = dist(offload_stall_ms);
-    j["offload_bandwidth_bytes_per_s"] = offload_total_copy_s > 0 ? offload_total_bytes / offload_total_copy_s : 0.0;
+    m.driver_setup_bytes = *r.driver_after_setup_bytes - *r.driver_before_bytes;
+  return m;
+}
+
+Json measured_json(const MeasuredFigures& m) {
+  Json rejected = Json::object();
+  for (const auto& [why, n] : m.rejected_by_reason) rejected[why] = n;
+  Json j{{"backend", m.backend},
+         {"threads", m.threads},
+         {"model", m.model},
+         {"weights_bytes", m.weights_bytes},
+         {"kv_bytes", m.kv_bytes},
+         {"kv_pages", m.kv_pages},
+         {"setup_s", m.setup_s},
+         {"span_s", m.span_s},
+         {"decode_iteration_ms", distribution_figures(m.decode_iteration_ms)},
+         {"prefill_ms", distribution_figures(m.prefill_ms)},
+         {"ttft_s", distribution_figures(m.ttft_s)},
+         {"tpot_ms", distribution_figures(m.tpot_ms)},
+         {"sojourn_s", distribution_figures(m.sojourn_s)},
+         {"throughput_tok_s", m.throughput_tok_s},
+         {"mean_in_system", m.mean_in_system},
+         {"mean_sojourn_s", m.mean_sojourn_s},
+         {"rate_per_s", m.rate_per_s},
+         {"littles_law_in_system", m.littles_law_in_system},
+         {"requests", m.requests},
+         {"completed", m.completed},
+         {"completed_late", m.completed_late},
+         {"rejected", m.rejected},
+         {"rejected_by_reason", rejected}};
+  if (m.driver_setup_bytes) j["driver_setup_bytes"] = *m.driver_setup_bytes;
+  if (m.offload) {
+    j["offload_host_bytes"] = m.offload->host_bytes;
+    j["offload_buffer_bytes"] = m.offload->buffer_bytes;
+    j["offload_rounds"] = m.offload->rounds;
+    j["offload_bytes_per_round"] = distribution_figures(m.offload->bytes_per_round);
+    j["offload_round_ms"] = distribution_figures(m.offload->round_ms);
+    j["offload_stall_ms"] = distribution_figures(m.offload->stall_ms);
+    j["offload_bandwidth_bytes_per_s"] = m.offload->bandwidth_bytes_per_s;
   }
   return j;
 }

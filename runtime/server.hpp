@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,13 +87,34 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
 // core the compute threads spin on. The probe measures compute rates with the same count.
 unsigned compute_threads(const Plan& plan, unsigned threads);
 
-// The measured Figures: weights_bytes, kv_bytes, decode_iteration_ms and prefill_ms
-// (distributions), ttft_s, tpot_ms, throughput_tok_s, mean_in_system (time average over the
-// span), mean_sojourn_s, rate_per_s (admitted / span), littles_law_in_system (rate x sojourn),
-// completed, rejected (with reasons). With offload, over decode rounds: offload_bytes_per_round,
-// offload_round_ms (the copy thread's busy time per round) and offload_stall_ms (compute's wait
-// per round) as distributions, offload_bandwidth_bytes_per_s (bytes / copy time, all decode
-// rounds), offload_host_bytes and offload_buffer_bytes.
-Json measured_figures(const RunResult& r);
+// The measured Figures, in the planner's terms and units (their JSON keys are the field names).
+struct MeasuredOffload {
+  uint64_t host_bytes = 0, buffer_bytes = 0;  // the backend's accounting
+  uint64_t rounds = 0;                         // decode rounds (prefill passes copy too but are not rounds)
+  Distribution bytes_per_round;
+  Distribution round_ms;                       // the copy thread's busy time per round
+  Distribution stall_ms;                       // compute's wait per round
+  double bandwidth_bytes_per_s = 0;            // bytes / copy time, all decode rounds
+};
+struct MeasuredFigures {
+  std::string backend;
+  unsigned threads = 0;
+  std::string model;
+  uint64_t weights_bytes = 0, kv_bytes = 0, kv_pages = 0;
+  double setup_s = 0, span_s = 0;
+  Distribution decode_iteration_ms, prefill_ms, ttft_s, tpot_ms, sojourn_s;
+  double throughput_tok_s = 0;
+  double mean_in_system = 0;         // the scheduler's count, time average over the span
+  double mean_sojourn_s = 0;
+  double rate_per_s = 0;             // completed / span
+  double littles_law_in_system = 0;  // rate x mean sojourn
+  uint64_t requests = 0, completed = 0, completed_late = 0, rejected = 0;
+  std::map<std::string, uint64_t> rejected_by_reason;
+  std::optional<uint64_t> driver_setup_bytes;  // CUDA: the driver's growth over the setup
+  std::optional<MeasuredOffload> offload;
+};
+MeasuredFigures measured_figures(const RunResult& r);
+// As `run --json` and `report --json` print them (offload's keys prefixed offload_).
+Json measured_json(const MeasuredFigures& m);
 
 }  // namespace infer_plan::runtime

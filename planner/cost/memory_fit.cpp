@@ -84,10 +84,11 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   const int64_t for_kv = r.free_after_weights_bytes - static_cast<int64_t>(r.reserved_bytes);
   r.headroom_bytes = for_kv - static_cast<int64_t>(r.kv_bytes);
   r.fits = r.headroom_bytes >= 0;
-  if (for_kv > 0) {
-    r.max_requests = static_cast<uint64_t>(for_kv) / r.kv_bytes_per_request;
+  r.kv_room_bytes = for_kv > 0 ? static_cast<uint64_t>(for_kv) : 0;
+  if (r.kv_room_bytes > 0) {
+    r.max_requests = r.kv_room_bytes / r.kv_bytes_per_request;
     // Whole pages only: a context that needs a page more than fits does not fit.
-    r.max_context = static_cast<uint64_t>(for_kv) / (r.kv_bytes_per_token * request.requests) / kKvPageTokens * kKvPageTokens;
+    r.max_context = r.kv_room_bytes / (r.kv_bytes_per_token * request.requests) / kKvPageTokens * kKvPageTokens;
   }
 
   if (!with_derivation) return r;

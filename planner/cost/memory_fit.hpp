@@ -33,6 +33,7 @@ struct FitResult {
   uint64_t reserved_bytes = 0;         // their sum
   int64_t free_after_weights_bytes = 0;  // usable - device weights (negative: short before any KV)
   int64_t headroom_bytes = 0;            // usable - weights - reserves - KV (the margin)
+  uint64_t kv_room_bytes = 0;  // usable - device weights - reserves (0 when negative): the most any KV pool can take
   bool fits = false;
   uint64_t max_requests = 0;   // at `context`
   uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only

@@ -2,6 +2,8 @@
 // null, never a made-up number (e.g. hiding_batch when no batch hides the transfer).
 #include "planner/plan/figures.hpp"
 
+#include "planner/core/units.hpp"
+
 namespace infer_plan {
 
 Json fit_figures(const FitResult& r) {
@@ -108,6 +110,105 @@ Json offload_figures(const OffloadResult& r) {
   if (r.meets_deadline) j["meets_deadline"] = *r.meets_deadline;
   if (r.hiding_batch) j["hiding_batch"] = *r.hiding_batch;
   return j;
+}
+
+Json distribution_figures(const Distribution& d, double scale) {
+  return Json{{"mean", d.mean * scale}, {"p50", d.p50 * scale}, {"p90", d.p90 * scale}, {"p99", d.p99 * scale},
+              {"max", d.max * scale}, {"count", d.count}};
+}
+
+namespace {
+
+// quant: the block layout of the plan's weight type, when it is one GGML type.
+Json quant_figures(const GgmlTypeInfo* type) {
+  if (!type) return nullptr;
+  const GgmlTypeInfo& t = *type;
+  return Json{{"type", t.name}, {"block_values", t.block_values}, {"block_bytes", t.block_bytes},
+              {"code_bytes", t.code_bytes}, {"meta_bytes", t.meta_bytes},
+              {"bits_per_value", t.bits_per_value()}, {"meta_fraction", t.meta_fraction()},
+              {"size_vs_bf16", t.bits_per_value() / 16.0}};
+}
+
+// kv: bytes per token and per request for the common cache types, keyed by type name, each
+// against the first (BF16).
+Json kv_figures(const std::vector<KvTypeCost>& kv, uint64_t context) {
+  Json out = Json::object();
+  if (kv.empty()) return out;
+  const uint64_t reference = kv.front().bytes_per_token * context;
+  for (const KvTypeCost& c : kv) {
+    const uint64_t request = c.bytes_per_token * context;
+    out[std::string(ggml_type_info(c.type).name)] = {
+        {"bytes_per_token", c.bytes_per_token},
+        {"bytes_per_request", request},
+        {"mib_per_request", to_mib(request)},
+        {"saving_vs_bf16_bytes", static_cast<int64_t>(reference) - static_cast<int64_t>(request)},
+        {"saving_vs_bf16_mib", (static_cast<double>(reference) - static_cast<double>(request)) / MiB}};
+  }
+  return out;
+}
+
+Json spec_figures(const SpecPrediction& p) {
+  const SpecResult& r = p.table;
+  Json rows = Json::array(), by_block = Json::object();
+  for (const SpecRow& row : r.rows) {
+    Json j{{"block", row.block}, {"expected_tokens", row.expected_tokens}, {"drafts", row.drafts},
+           {"verify_ms", row.verify_ms}, {"round_ms", row.round_ms}, {"ms_per_token", row.ms_per_token},
+           {"speedup", row.speedup}};
+    rows.push_back(j);
+    by_block[std::to_string(row.block)] = j;
+  }
+  Json out{{"rows", rows}, {"by_block", by_block}, {"best_block", r.best_block},
+           {"best_ms_per_token", r.best_ms_per_token}, {"best_speedup", r.best_speedup},
+           {"beats_plain", r.beats_plain}, {"plain_ms_per_token", r.plain_ms_per_token},
+           {"draft_ms", p.draft_ms}};
+  if (p.block) {
+    out["spec_ms_per_token"] = r.rows[*p.block - 1].ms_per_token;
+    out["spec_tokens_per_round"] = r.rows[*p.block - 1].expected_tokens;
+  }
+  return out;
+}
+
+Json serving_figures(const ServingPrediction& p) {
+  const ServingResult& r = p.result;
+  Json j{{"stable", r.stable}, {"unstable_reason", r.unstable_reason}, {"requests", r.requests},
+         {"completed", r.completed}, {"rejected", r.rejected.total()}, {"rejection_rate", r.rejection_rate},
+         {"kv_capacity_tokens", p.kv_capacity_tokens}, {"utilisation", r.utilisation},
+         {"mean_batch", r.mean_batch}, {"rate_per_s", p.rate_per_s}};
+  if (r.stable && r.latency) {
+    j["mean_in_system"] = r.latency->mean_in_system;
+    j["mean_sojourn_s"] = r.latency->sojourn_s.mean;
+    j["littles_law_in_system"] = r.latency->littles_law_in_system;
+    j["throughput_tok_s"] = r.throughput_tok_s;
+    j["sojourn_s"] = distribution_figures(r.latency->sojourn_s);
+    j["ttft_s"] = distribution_figures(r.latency->ttft_s);
+    j["tpot_ms"] = distribution_figures(r.latency->tpot_s, 1e3);
+  } else {  // an unstable load has no latency figures, never a number
+    for (const char* k : {"mean_in_system", "mean_sojourn_s", "throughput_tok_s", "sojourn_s", "ttft_s", "tpot_ms"})
+      j[k] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+Json prediction_figures(const Prediction& p) {
+  Json figures;
+  figures["model"] = p.model;
+  figures["hw"] = p.hw;
+  figures["fit"] = fit_figures(p.fit);
+  if (p.queue)
+    figures["queue"] = {{"mean_in_system", p.queue->mean_in_system}, {"rate_per_s", p.queue->rate_per_s},
+                        {"mean_sojourn_s", p.queue->mean_sojourn_s}, {"derivation", p.queue->derivation}};
+  if (p.serving) figures["serving"] = serving_figures(*p.serving);
+  figures["roofline"] = latency_figures(p.latency, p.rates);
+  figures["quant"] = quant_figures(p.weights_type);
+  figures["kv"] = kv_figures(p.kv, p.context);
+  if (p.spec) figures["spec"] = spec_figures(*p.spec);
+  if (p.offload) {
+    figures["offload"] = offload_figures(p.offload->result);
+    figures["offload"]["link"] = p.offload->link;
+  }
+  return figures;
 }
 
 }  // namespace infer_plan

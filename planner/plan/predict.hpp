@@ -9,24 +9,30 @@
 #include "planner/plan/plan.hpp"
 #include "planner/cost/roofline.hpp"
 #include "planner/cost/memory_fit.hpp"
+#include "planner/cost/speculative.hpp"
+#include "planner/serving/littles_law.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "planner/weights/weights_size.hpp"
 
 namespace infer_plan {
 
-// A plan's named inputs, loaded and checked once.
+// A plan's named inputs, loaded and checked once, with what every evaluator reads of them: the
+// roofline (or the calibrated step model), the memory fit and the server the serving simulation
+// runs. Nobody fits or builds a server model again.
 struct ResolvedPlan {
   Plan plan;
   ModelSpec spec;
   HwProfile hw;
   PlanWeights weights;
   std::unique_ptr<Roofline> roofline;
+  // The plan's memory fit, with its derivation; an offload section's groups and slots counted.
+  FitResult fit;
+  // Roofline steps, the KV pool fit sized (requests x context, whole pages), at most
+  // load.max_batch running (requests without a load). Its steps read *roofline (the pointer
+  // stays valid when the ResolvedPlan moves).
+  ServerModel server;
 };
 ResolvedPlan resolve_plan(const Plan& plan);
-// The server the serving simulation runs for a plan: roofline steps, the KV pool fit sized
-// (requests x context, whole pages), at most load.max_batch running (requests without a load).
-// Holds a pointer to rp's roofline: rp must outlive it.
-ServerModel plan_server_model(const ResolvedPlan& rp, const FitResult& fit);
 // The load a plan's `load` section offers: each request holds `context` tokens of KV, a prompt of
 // context - output tokens and `output` generated tokens; arrivals at load.rate_per_s.
 ServingLoad plan_serving_load(const Plan& plan);
@@ -50,6 +56,43 @@ OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used =
 // when draft_layers exceeds the target's layers; null when the plan gives times instead.
 std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp);
 
-Json predict(const Plan& plan);
+// The planner's figures for a plan, as types (planner/plan/figures writes them as JSON). Sections
+// present: fit, roofline, quant and kv always; queue when the load gives two of Little's three
+// quantities; serving with load.simulate; spec and offload with their plan sections.
+struct ServingPrediction {
+  ServingResult result;  // Poisson arrivals on the plan's server (ResolvedPlan::server)
+  uint64_t kv_capacity_tokens = 0;
+  double rate_per_s = 0;
+};
+struct SpecPrediction {
+  SpecResult table;
+  double draft_ms = 0;                 // one draft position
+  std::optional<uint64_t> block;       // the block the plan runs, inside the table
+};
+struct OffloadPrediction {
+  OffloadResult result;
+  std::string link;                    // the link's name
+};
+struct KvTypeCost {
+  GgmlType type;
+  uint64_t bytes_per_token = 0;        // K and V of this type, all layers, per device
+};
+struct Prediction {
+  std::string model, hw;
+  FitResult fit;
+  std::optional<LittleResult> queue;
+  std::optional<ServingPrediction> serving;
+  LatencyEstimate latency;             // at the plan's requests, context and output
+  RooflineRates rates;
+  const GgmlTypeInfo* weights_type = nullptr;  // the weight type when it is one GGML type
+  uint64_t context = 0;                // tokens per request (the kv section's per-request bytes)
+  std::vector<KvTypeCost> kv;          // the common cache types, BF16 first
+  std::optional<SpecPrediction> spec;
+  std::optional<OffloadPrediction> offload;
+};
+
+Prediction predict(const ResolvedPlan& rp);
+// predict(resolve_plan(plan)) as the Figures JSON the commands print and scenarios address.
+Json predicted_figures(const Plan& plan);
 
 }  // namespace infer_plan

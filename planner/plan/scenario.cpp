@@ -162,7 +162,7 @@ ScenarioRun run_scenario(const Scenario& s) {
         p.axes[c.axes[a].path] = c.axes[a].values[index[a]];
       }
       try {
-        p.figures = predict(plan_from_json(plan, fmt::format("{}: case '{}'", s.source, c.name)));
+        p.figures = predicted_figures(plan_from_json(plan, fmt::format("{}: case '{}'", s.source, c.name)));
         for (const Expectation& e : c.expect)
           if (matches(e.where, p.axes)) p.checks.push_back(check(e, p.figures));
       } catch (const InputError& e) {

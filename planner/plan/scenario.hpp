@@ -50,7 +50,7 @@ struct CheckResult {
 struct ScenarioPoint {
   std::string case_name;
   Json axes = Json::object();  // axis path -> value at this point
-  Json figures;                // predict() of the point's plan
+  Json figures;                // predicted_figures() of the point's plan
   std::string error;           // an InputError while predicting (the point then has no figures)
   std::vector<CheckResult> checks;
 };

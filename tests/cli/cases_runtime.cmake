@@ -57,4 +57,4 @@ infer_plan_cli_case(report_refuses_spec_first EXIT 2 ARGS report ${PROJECT_SOURC
 set_tests_properties(cli_report_refuses_spec_first PROPERTIES TIMEOUT 15)
 # Offload (issue 6): a tiny plan runs with its FFN of layer 1 in the host pool; bad fields named.
 infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_bad_offload.json --quiet
-  MATCH "offload.every: 0 is out of range; expected 1 \\(every layer\\) to 3")
+  MATCH "offload.every \\(--every\\): 0 is out of range; expected 1 \\(every layer\\) to 3")

@@ -74,7 +74,7 @@ TEST_CASE("closed batch: memory equals fit to the byte; every request completes 
   RunOptions o;
   o.threads = 2;
   const RunResult r = run_plan(rp, backend, o);
-  const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
+  const FitResult& fit = rp.fit;
   CHECK(r.weights_bytes == fit.weights_bytes);
   CHECK(r.kv_bytes == fit.kv_bytes);  // 3 requests x 48 tokens (40 rounded up to pages)
   REQUIRE(r.requests.size() == 3);
@@ -87,11 +87,11 @@ TEST_CASE("closed batch: memory equals fit to the byte; every request completes 
     CHECK(q.finish_s >= q.first_token_s);
     CHECK(q.first_token_s > q.start_s);
   }
-  const Json m = measured_figures(r);
-  CHECK(m["completed"] == 3);
-  CHECK(m["decode_iteration_ms"]["count"] == 7);
+  const auto m = measured_figures(r);
+  CHECK(m.completed == 3);
+  CHECK(m.decode_iteration_ms.count == 7);
   // Little's law on the records: 3 requests present from 0 to their finish.
-  CHECK(m["littles_law_in_system"].get<double>() > 0);
+  CHECK(m.littles_law_in_system > 0);
   // Memory is returned when the run ends.
   CHECK(backend.allocated(MemoryCategory::weights) == 0);
   CHECK(backend.allocated(MemoryCategory::kv_cache) == 0);
@@ -115,7 +115,7 @@ TEST_CASE("Poisson load: the planner's arrivals, every request accounted for") {
   }
   for (const StepRecord& s : r.steps) most_running = std::max(most_running, s.batch);
   CHECK(most_running <= plan.requests);  // the KV pool holds `requests` requests at a time
-  CHECK(measured_figures(r)["completed"] == 12);
+  CHECK(measured_figures(r).completed == 12);
 }
 
 TEST_CASE("deadline: arrivals the planner predicts late are rejected; none is lost") {
@@ -127,16 +127,16 @@ TEST_CASE("deadline: arrivals the planner predicts late are rejected; none is lo
   plan.deadline_s = 1e-9;  // less than any request's own prefill on the roofline: all rejected
   ResolvedPlan rp = resolve_plan(plan);
   RunResult r = run_plan(rp, backend, {});
-  Json m = measured_figures(r);
-  CHECK(m["rejected_by_reason"]["deadline"] == 20);
-  CHECK(m["completed"] == 0);
+  auto m = measured_figures(r);
+  CHECK(m.rejected_by_reason["deadline"] == 20);
+  CHECK(m.completed == 0);
   plan.deadline_s = 1e6;  // nobody is late
   rp = resolve_plan(plan);
   r = run_plan(rp, backend, {});
   m = measured_figures(r);
-  CHECK(m["completed"] == 20);
-  CHECK(m["rejected"] == 0);
-  CHECK(m["completed_late"] == 0);
+  CHECK(m.completed == 20);
+  CHECK(m.rejected == 0);
+  CHECK(m.completed_late == 0);
 }
 
 TEST_CASE("decoder: a sequence computes the same logits alone and in a batch") {
@@ -187,9 +187,9 @@ TEST_CASE("every architecture runs: Qwen3 MoE (top-k experts), Llama 3.1 (normal
     plan.scale = 0.03;  // 235B: 3 layers, 256 wide, 8 of 8 experts (128 x 0.03 = 4 < 8 active)
     const ResolvedPlan rp = resolve_plan(plan);
     const RunResult r = run_plan(rp, backend, {});
-    const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
+    const FitResult& fit = rp.fit;
     CHECK(r.weights_bytes == fit.weights_bytes);
-    CHECK(measured_figures(r)["completed"] == plan.requests);
+    CHECK(measured_figures(r).completed == plan.requests);
     // Batching leaves each sequence's logits unchanged, the MoE routing included.
     ThreadPool pool(2);
     ModelWeights w(backend, rp.spec, rp.weights.layout, 3, pool);
@@ -236,7 +236,7 @@ TEST_CASE("GGUF: the runtime runs a file's own tensors, byte for byte") {
   }
   CpuBackend fresh;  // its accounting sees only the run's own buffers
   const RunResult r = run_plan(from_file, fresh, {});
-  CHECK(measured_figures(r)["completed"] == plan.requests);
+  CHECK(measured_figures(r).completed == plan.requests);
   CHECK(r.weights_bytes == from_file.weights.bytes);
   // A .gguf runs at its own size.
   plan.scale = 0.5;
@@ -346,7 +346,7 @@ TEST_CASE("offload: host pool, slots and bytes per round equal the offload plann
     const RunResult r = run_plan(rp, backend, o);
     const OffloadResult p = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, plan_offload_input(rp),
                                          nullptr, 0);
-    const FitResult fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false);
+    const FitResult& fit = rp.fit;
     REQUIRE(p.layers_offloaded == 1);
     CHECK(r.offload_host_bytes == p.freed_bytes);
     CHECK(r.offload_buffer_bytes == p.buffer_bytes);
@@ -356,12 +356,13 @@ TEST_CASE("offload: host pool, slots and bytes per round equal the offload plann
       CHECK(s.offload_bytes == p.bytes_per_round);  // prefill passes move the same groups
       rounds += s.prefill ? 0 : 1;
     }
-    const Json m = measured_figures(r);
-    CHECK(m["offload_rounds"] == rounds);
-    CHECK(m["offload_bytes_per_round"]["max"].get<double>() == static_cast<double>(p.bytes_per_round));
-    CHECK(m["offload_round_ms"]["p50"].get<double>() > 0);
-    CHECK(m["offload_bandwidth_bytes_per_s"].get<double>() > 0);
-    CHECK(measured_figures(r)["completed"] == plan.requests);
+    const auto m = measured_figures(r);
+    REQUIRE(m.offload);
+    CHECK(m.offload->rounds == rounds);
+    CHECK(m.offload->bytes_per_round.max == static_cast<double>(p.bytes_per_round));
+    CHECK(m.offload->round_ms.p50 > 0);
+    CHECK(m.offload->bandwidth_bytes_per_s > 0);
+    CHECK(measured_figures(r).completed == plan.requests);
     CHECK(backend.allocated(MemoryCategory::offload_host) == 0);
     CHECK(backend.allocated(MemoryCategory::offload_buffers) == 0);
   }
@@ -374,19 +375,18 @@ TEST_CASE("offload: bad fields are refused with the field named") {
   };
   const Case cases[] = {
       {{"mlp", 2, 2, ""}, "offload.part: 'mlp' is not an offload part; expected ffn, attn or layer"},
-      {{"ffn", 0, 2, ""}, "offload.every: 0 is out of range; expected 1 (every layer) to 3"},
-      {{"ffn", 4, 2, ""}, "offload.every: 4 is out of range"},
-      {{"ffn", 2, 0, ""}, "offload.buffers: 0 is out of range; expected 1 to 3"},
+      {{"ffn", 0, 2, ""}, "offload.every (--every): 0 is out of range; expected 1 (every layer) to 3"},
+      {{"ffn", 4, 2, ""}, "offload.every (--every): 4 is out of range"},
+      {{"ffn", 2, 0, ""}, "offload.buffers (--buffers): 0 is out of range; expected 1 to 3"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.message);
     CpuBackend backend;
     Plan plan = tiny_plan();
     plan.offload = c.offload;
-    const ResolvedPlan rp = resolve_plan(plan);
     std::string what;
-    try {
-      run_plan(rp, backend, {});
+    try {  // resolve_plan checks the section (the fit counts what it moves)
+      run_plan(resolve_plan(plan), backend, {});
     } catch (const InputError& e) {
       what = e.what();
     }

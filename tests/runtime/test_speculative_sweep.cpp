@@ -95,7 +95,7 @@ TEST_CASE("the sweep refuses what the runtime cannot run, naming the field") {
   CHECK_THROWS_WITH_AS(run_speculative_sweep(resolve_plan(plan), backend, {}, 1), doctest::Contains("draft_layers"),
                        InputError);
   plan = tiny_plan(1, 0.0f);
-  plan.offload = OffloadPlan{};
+  plan.offload = OffloadPlan{"ffn", 2, 2, ""};  // a valid section (layer 1 of 3)
   CHECK_THROWS_WITH_AS(run_speculative_sweep(resolve_plan(plan), backend, {}, 1), doctest::Contains("two plans"),
                        InputError);
   plan = tiny_plan(4, 0.0f);

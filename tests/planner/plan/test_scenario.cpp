@@ -1,4 +1,4 @@
-// Scenarios and predict(): cartesian sweeps, tolerance checks, line templates, and the figures
+// Scenarios and predicted_figures(): cartesian sweeps, tolerance checks, line templates, and the figures
 // sections a plan produces (including the serving simulation timed by the roofline).
 #include <doctest/doctest.h>
 
@@ -64,7 +64,7 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   plan.load = LoadPlan{};
   plan.load->rate_per_s = 4;
   plan.load->sojourn_s = 0.5;
-  CHECK(predict(plan)["queue"]["mean_in_system"] == 2.0);  // SPEC 6: 4 req/s x 0.5 s
+  CHECK(predicted_figures(plan)["queue"]["mean_in_system"] == 2.0);  // SPEC 6: 4 req/s x 0.5 s
 
   plan.context = 1024;
   plan.output = 64;
@@ -72,7 +72,7 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   plan.load->rate_per_s = 2;
   plan.load->simulate = true;
   plan.load->requests = 2000;
-  const Json serving = predict(plan)["serving"];
+  const Json serving = predicted_figures(plan)["serving"];
   REQUIRE(serving["stable"] == true);
   CHECK(serving["completed"] == 2000);
   // Little's law on the simulated sample path: time-average in system = rate x mean sojourn
@@ -83,11 +83,11 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   plan.output = 4096;
   plan.load->rate_per_s = 200;
   plan.load->max_batch = 8;
-  const Json overload = predict(plan)["serving"];
+  const Json overload = predicted_figures(plan)["serving"];
   CHECK(overload["stable"] == false);
   CHECK(overload["ttft_s"].is_null());
   CHECK(overload["mean_sojourn_s"].is_null());
   // the prompt is context - output: an output as long as the context leaves no prompt
   plan.output = 8192;
-  CHECK_THROWS_WITH_AS(predict(plan), doctest::Contains("less than context 8192"), InputError);
+  CHECK_THROWS_WITH_AS(predicted_figures(plan), doctest::Contains("less than context 8192"), InputError);
 }
