@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -42,13 +43,15 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
     case GgmlType::Q8_0:  // d; qs[32] in [-127, 127]: values in +-127 d
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
         kernels::store_fp16(row, amplitude / 127);
-        for (int i = 0; i < 32; ++i) row[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(below(255)) - 127));
+        for (uint32_t i = 0; i < kernels::kQ8_0Values; ++i)
+          row[kernels::kQ8_0Qs + i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(below(255)) - 127));
       }
       return;
     case GgmlType::Q4_0:  // d; 32 nibbles q: values (q - 8) d in [-8 d, 7 d]
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
         kernels::store_fp16(row, amplitude / 8);
-        for (int i = 0; i < 16; ++i) row[2 + i] = static_cast<uint8_t>(below(256));
+        for (uint32_t i = 0; i < kernels::kQ4_0Values / 2; ++i)
+          row[kernels::kQ4_0Qs + i] = static_cast<uint8_t>(below(256));
       }
       return;
     case GgmlType::Q2_K:  // scales[16] (sc | m << 4); qs[64]; d; dmin: values d sc q - dmin m, q in 0..3
@@ -57,11 +60,12 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
         for (int j = 0; j < 16; ++j) {
           const auto sc = static_cast<uint8_t>(1 + below(15));
           const auto m = static_cast<uint8_t>(std::min<int>(15, (3 * sc + 1) / 2));
-          row[j] = static_cast<uint8_t>(sc | (m << 4));
+          row[kernels::kQ2_KScales + j] = static_cast<uint8_t>(sc | (m << 4));
         }
-        for (int i = 0; i < 64; ++i) row[16 + i] = static_cast<uint8_t>(below(256));
-        kernels::store_fp16(row + 80, amplitude / 22.5f);
-        kernels::store_fp16(row + 82, amplitude / 22.5f);
+        for (uint32_t i = 0; i < kernels::kQ2_KValues / 4; ++i)  // four 2-bit codes a byte
+          row[kernels::kQ2_KQs + i] = static_cast<uint8_t>(below(256));
+        kernels::store_fp16(row + kernels::kQ2_KD, amplitude / 22.5f);
+        kernels::store_fp16(row + kernels::kQ2_KDmin, amplitude / 22.5f);
       }
       return;
     default: {

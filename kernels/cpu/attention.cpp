@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
 
@@ -90,10 +91,6 @@ constexpr RowKernels kPortable{row_to_float_portable, score_group_portable, accu
 #ifdef INFER_PLAN_ATTENTION_AVX2
 #define INFER_PLAN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-constexpr uint64_t kQ80Bytes = 34;  // block_q8_0: fp16 d, 32 int8 codes
-constexpr uint64_t kQ40Bytes = 18;  // block_q4_0: fp16 d, 16 bytes of two 4-bit codes
-constexpr uint64_t kQBlockValues = 32;
-
 uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
 INFER_PLAN_AVX2 void bf16_to_float_avx2(const uint8_t* src, uint64_t values, float* out) {
@@ -115,13 +112,13 @@ INFER_PLAN_AVX2 void f16_to_float_avx2(const uint8_t* src, uint64_t values, floa
 
 // code * d in float, as ggml's dequantize_row_q8_0: int8 -> float is exact, one rounding.
 INFER_PLAN_AVX2 void q8_0_to_float_avx2(const uint8_t* src, uint64_t values, float* out) {
-  for (uint64_t b = 0; b < values / kQBlockValues; ++b) {
-    const uint8_t* block = src + b * kQ80Bytes;
+  for (uint64_t b = 0; b < values / kQ8_0Values; ++b) {
+    const uint8_t* block = src + b * kQ8_0Bytes;
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(load_u16(block)));
     for (uint64_t j = 0; j < 4; ++j) {
-      const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + 8 * j));
+      const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + kQ8_0Qs + 8 * j));
       const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes));
-      _mm256_storeu_ps(out + b * kQBlockValues + 8 * j, _mm256_mul_ps(f, d));
+      _mm256_storeu_ps(out + b * kQ8_0Values + 8 * j, _mm256_mul_ps(f, d));
     }
   }
 }
@@ -129,16 +126,16 @@ INFER_PLAN_AVX2 void q8_0_to_float_avx2(const uint8_t* src, uint64_t values, flo
 // (nibble - 8) * d; low nibbles are values 0..15 of the block, high nibbles 16..31 (ggml's layout).
 INFER_PLAN_AVX2 void q4_0_to_float_avx2(const uint8_t* src, uint64_t values, float* out) {
   const __m128i low_mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-  for (uint64_t b = 0; b < values / kQBlockValues; ++b) {
-    const uint8_t* block = src + b * kQ40Bytes;
+  for (uint64_t b = 0; b < values / kQ4_0Values; ++b) {
+    const uint8_t* block = src + b * kQ4_0Bytes;
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(load_u16(block)));
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ4_0Qs));
     const __m128i low = _mm_sub_epi8(_mm_and_si128(packed, low_mask), eight);
     const __m128i high = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_mask), eight);
     const __m128i quarters[4] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
     for (uint64_t j = 0; j < 4; ++j) {
       const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(quarters[j]));
-      _mm256_storeu_ps(out + b * kQBlockValues + 8 * j, _mm256_mul_ps(f, d));
+      _mm256_storeu_ps(out + b * kQ4_0Values + 8 * j, _mm256_mul_ps(f, d));
     }
   }
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 
 namespace infer_plan::kernels {
@@ -23,11 +24,6 @@ namespace infer_plan::kernels {
 #define INFER_PLAN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace {
-
-// Q2_K block (ggml-common.h block_q2_K): scales[16] at 0, qs[64] at 16, fp16 d at 80, dmin at 82.
-// Q8_K block: float d at 0, qs[256] at 4, int16 bsums[16] at 260.
-constexpr uint64_t kQ2KBytes = 84;
-constexpr uint64_t kQ8KBytes = 292;
 
 // A batch-1 product streams the weights once, so each core must keep many cache-line reads in
 // flight; with the quantized dots' work between loads the hardware prefetcher alone left Q8_0 at
@@ -225,26 +221,25 @@ INFER_PLAN_AVX2 inline __m256 add_scaled(__m256 acc, __m256i lanes, const float*
 // lanes, converted exactly to float and scaled. Four blocks (136 bytes) per step into four
 // accumulators, so no block waits for the previous block's FMA (4 cycles of latency).
 INFER_PLAN_AVX2 float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  constexpr uint64_t kBytes = 34;
   const float* table = fp16_table();
-  const uint64_t blocks = cols / 32;
+  const uint64_t blocks = cols / kQ8_0Values;
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   uint64_t b = 0;
   for (; b + 4 <= blocks; b += 4) {
-    prefetch(w + b * kBytes);
-    prefetch(w + b * kBytes + 64);
+    prefetch(w + b * kQ8_0Bytes);
+    prefetch(w + b * kQ8_0Bytes + 64);
     for (uint64_t k = 0; k < 4; ++k) {
-      const uint8_t* wk = w + (b + k) * kBytes;
-      const uint8_t* xk = x + (b + k) * kBytes;
-      const __m256i p = dot_i8_lanes(load256(wk + 2), load256(xk + 2));
+      const uint8_t* wk = w + (b + k) * kQ8_0Bytes;
+      const uint8_t* xk = x + (b + k) * kQ8_0Bytes;
+      const __m256i p = dot_i8_lanes(load256(wk + kQ8_0Qs), load256(xk + kQ8_0Qs));
       acc[k] = add_scaled(acc[k], p, fp16_entry(table, wk), fp16_entry(table, xk));
     }
   }
   for (; b < blocks; ++b) {
-    const uint8_t* w0 = w + b * kBytes;
-    const uint8_t* x0 = x + b * kBytes;
-    acc[0] = add_scaled(acc[0], dot_i8_lanes(load256(w0 + 2), load256(x0 + 2)), fp16_entry(table, w0),
-                        fp16_entry(table, x0));
+    const uint8_t* w0 = w + b * kQ8_0Bytes;
+    const uint8_t* x0 = x + b * kQ8_0Bytes;
+    acc[0] = add_scaled(acc[0], dot_i8_lanes(load256(w0 + kQ8_0Qs), load256(x0 + kQ8_0Qs)),
+                        fp16_entry(table, w0), fp16_entry(table, x0));
   }
   return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
@@ -265,23 +260,24 @@ INFER_PLAN_AVX2 inline __m256i q4_0_lanes(const uint8_t* qs, __m256i x) {
 }
 
 INFER_PLAN_AVX2 float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  constexpr uint64_t kWBytes = 18, kXBytes = 34;
   const float* table = fp16_table();
-  const uint64_t blocks = cols / 32;
+  const uint64_t blocks = cols / kQ4_0Values;
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   uint64_t b = 0;
   for (; b + 4 <= blocks; b += 4) {  // four blocks: 72 bytes of weights, four accumulators
-    prefetch(w + b * kWBytes);
+    prefetch(w + b * kQ4_0Bytes);
     for (uint64_t k = 0; k < 4; ++k) {
-      const uint8_t* wk = w + (b + k) * kWBytes;
-      const uint8_t* xk = x + (b + k) * kXBytes;
-      acc[k] = add_scaled(acc[k], q4_0_lanes(wk + 2, load256(xk + 2)), fp16_entry(table, wk), fp16_entry(table, xk));
+      const uint8_t* wk = w + (b + k) * kQ4_0Bytes;
+      const uint8_t* xk = x + (b + k) * kQ8_0Bytes;
+      acc[k] = add_scaled(acc[k], q4_0_lanes(wk + kQ4_0Qs, load256(xk + kQ8_0Qs)), fp16_entry(table, wk),
+                          fp16_entry(table, xk));
     }
   }
   for (; b < blocks; ++b) {
-    const uint8_t* w0 = w + b * kWBytes;
-    const uint8_t* x0 = x + b * kXBytes;
-    acc[0] = add_scaled(acc[0], q4_0_lanes(w0 + 2, load256(x0 + 2)), fp16_entry(table, w0), fp16_entry(table, x0));
+    const uint8_t* w0 = w + b * kQ4_0Bytes;
+    const uint8_t* x0 = x + b * kQ8_0Bytes;
+    acc[0] = add_scaled(acc[0], q4_0_lanes(w0 + kQ4_0Qs, load256(x0 + kQ8_0Qs)), fp16_entry(table, w0),
+                        fp16_entry(table, x0));
   }
   return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
@@ -309,37 +305,40 @@ alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kQ2KScaleShuffles =
 // codes, so the mins cost one madd per block.
 INFER_PLAN_AVX2 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   const float* table = fp16_table();
-  const uint64_t blocks = cols / 256;
+  const uint64_t blocks = cols / kQ2_KValues;
   const __m256i mask2 = _mm256_set1_epi8(3);
   __m256 acc = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
-    const uint8_t* wb = w + b * kQ2KBytes;
-    const uint8_t* xb = x + b * kQ8KBytes;
+    const uint8_t* wb = w + b * kQ2_KBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
     prefetch(wb);
     prefetch(wb + 64);
 
     // scale j in the low nibble of byte j, min j in the high nibble
-    const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb)), 4);
-    const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + 260));  // 16 x int16 bsums
-    const __m256i scales = _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb)), _mm256_set1_epi8(0x0F));
+    const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb + kQ2_KScales)), 4);
+    const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + kQ8_KBsums));  // 16 x int16 bsums
+    const __m256i scales =
+        _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb + kQ2_KScales)), _mm256_set1_epi8(0x0F));
 
     __m256i isum = _mm256_setzero_si256();
     for (int half = 0; half < 2; ++half) {
-      const __m256i q2 = load256(wb + 16 + 32 * half);
+      const __m256i q2 = load256(wb + kQ2_KQs + 32 * half);
       for (int shift = 0; shift < 4; ++shift) {
         const int k = 4 * half + shift;
         const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * shift), mask2);
         // codes 0..3 (unsigned) x int8 activations: pair sums within +-762, no saturation
-        const __m256i pairs = _mm256_maddubs_epi16(codes, load256(xb + 4 + 32 * k));
+        const __m256i pairs = _mm256_maddubs_epi16(codes, load256(xb + kQ8_KQs + 32 * k));
         const __m256i scale16 = _mm256_shuffle_epi8(scales, load256(kQ2KScaleShuffles[k].data()));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(scale16, pairs));
       }
     }
-    __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(fp16_entry(table, wb + 80)));
-    block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), _mm256_broadcast_ss(fp16_entry(table, wb + 82)), block);
+    __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KD)));
+    block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KDmin)),
+                             block);
     // x's float d read in place: Q8_K rows come from convert_activations (a vector's buffer, rows
-    // of whole 292-byte blocks), so it is 4-byte aligned.
-    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb)), block, acc);
+    // of whole blocks, each a multiple of 4 bytes), so it is 4-byte aligned.
+    static_assert(kQ8_KBytes % 4 == 0 && kQ8_KD % 4 == 0, "Q8_K's d stays 4-byte aligned");
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc);
   }
   return horizontal_sum(acc);
 }

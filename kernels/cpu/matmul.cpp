@@ -12,6 +12,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/dot_avx2.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -55,13 +56,13 @@ float dot_bf16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
 // Q8_0 x Q8_0, block {fp16 d; int8 qs[32]}: the code products sum exactly in int (at most
 // 32 * 127 * 127), then one float multiply by both scales per block, as ggml's vec_dot_q8_0_q8_0.
 float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  constexpr uint64_t kBytes = 34;
   float sum = 0;
-  for (uint64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* wb = w + b * kBytes;
-    const uint8_t* xb = x + b * kBytes;
+  for (uint64_t b = 0; b < cols / kQ8_0Values; ++b) {
+    const uint8_t* wb = w + b * kQ8_0Bytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
     int isum = 0;
-    for (int j = 0; j < 32; ++j) isum += static_cast<int8_t>(wb[2 + j]) * static_cast<int8_t>(xb[2 + j]);
+    for (uint32_t j = 0; j < kQ8_0Values; ++j)
+      isum += static_cast<int8_t>(wb[kQ8_0Qs + j]) * static_cast<int8_t>(xb[kQ8_0Qs + j]);
     sum += static_cast<float>(isum) * (load_fp16(wb) * load_fp16(xb));
   }
   return sum;
@@ -70,16 +71,17 @@ float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
 // Q4_0 x Q8_0, weight block {fp16 d; u8 qs[16]}: value j is byte j's low nibble minus 8, value
 // j + 16 its high nibble minus 8.
 float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  constexpr uint64_t kWBytes = 18, kXBytes = 34;
+  static_assert(kQ4_0Values == kQ8_0Values, "one activation block per weight block");
   float sum = 0;
-  for (uint64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* wb = w + b * kWBytes;
-    const uint8_t* xb = x + b * kXBytes;
+  for (uint64_t b = 0; b < cols / kQ4_0Values; ++b) {
+    const uint8_t* wb = w + b * kQ4_0Bytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
     int isum = 0;
-    for (int j = 0; j < 16; ++j) {
-      const int lo = (wb[2 + j] & 0x0F) - 8;
-      const int hi = (wb[2 + j] >> 4) - 8;
-      isum += lo * static_cast<int8_t>(xb[2 + j]) + hi * static_cast<int8_t>(xb[2 + 16 + j]);
+    for (uint32_t j = 0; j < kQ4_0Values / 2; ++j) {
+      const int lo = (wb[kQ4_0Qs + j] & 0x0F) - 8;
+      const int hi = (wb[kQ4_0Qs + j] >> 4) - 8;
+      isum += lo * static_cast<int8_t>(xb[kQ8_0Qs + j]) +
+              hi * static_cast<int8_t>(xb[kQ8_0Qs + kQ4_0Values / 2 + j]);
     }
     sum += static_cast<float>(isum) * (load_fp16(wb) * load_fp16(xb));
   }
@@ -90,29 +92,28 @@ float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
 // sub-block j (16 values), so the block's dot is
 //   d_x * d * sum_j scale_j * (codes_j . x_j)  -  d_x * dmin * sum_j min_j * bsums_j,
 // both sums exact in int; bsums_j (Q8_K's sum of sub-block j's activation codes) makes the mins
-// one multiply per sub-block. Weight block: scales[16] (scale low nibble, min high) at 0,
-// qs[64] at 16, fp16 d at 80, dmin at 82; activation block: float d at 0, qs[256] at 4, int16
-// bsums[16] at 260.
+// one multiply per sub-block. Blocks as kernels/block_layout.hpp's BlockQ2_K (scale j in the
+// low nibble of scales[j], min j in the high) and BlockQ8_K.
 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  constexpr uint64_t kWBytes = 84, kXBytes = 292;
+  static_assert(kQ2_KValues == kQ8_KValues && kQ2_KSubValues == kQ8_KSumValues, "bsums entry j is sub-block j's");
   float sum = 0;
-  for (uint64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* wb = w + b * kWBytes;
-    const uint8_t* xb = x + b * kXBytes;
-    const uint8_t* sc = wb;
+  for (uint64_t b = 0; b < cols / kQ2_KValues; ++b) {
+    const uint8_t* wb = w + b * kQ2_KBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
+    const uint8_t* sc = wb + kQ2_KScales;
     int min_sum = 0;
     for (int j = 0; j < 16; ++j)
-      min_sum += static_cast<int16_t>(load_u16(xb + 260 + 2 * j)) * (sc[j] >> 4);
-    const float dx = load_f32(xb);
-    const float dall = dx * load_fp16(wb + 80);
-    const float dmin = dx * load_fp16(wb + 82);
+      min_sum += static_cast<int16_t>(load_u16(xb + kQ8_KBsums + 2 * j)) * (sc[j] >> 4);
+    const float dx = load_f32(xb + kQ8_KD);
+    const float dall = dx * load_fp16(wb + kQ2_KD);
+    const float dmin = dx * load_fp16(wb + kQ2_KDmin);
     // Codes in the order dequantize_row_q2_k reads them: each 128-value half owns 32 bytes, and
     // shift s of byte l holds value 32 s + l of that half; bytes 0-15 and 16-31 are two sub-blocks.
     int isum = 0;
     int j = 0;  // sub-block
-    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + 4);
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + kQ8_KQs);
     for (int half = 0; half < 2; ++half) {
-      const uint8_t* q2 = wb + 16 + 32 * half;
+      const uint8_t* q2 = wb + kQ2_KQs + 32 * half;
       for (int shift = 0; shift < 8; shift += 2) {
         for (int part = 0; part < 32; part += 16) {
           int sub = 0;

@@ -1,7 +1,7 @@
 // The ggml reference algorithms re-expressed as plain loops. Bit-identity depends on doing every
 // float operation in the same order and precision as ggml's C: each expression below keeps ggml's
 // evaluation order, and this file is compiled with -ffp-contract=off so no a*b+c becomes an FMA
-// (kernels/CMakeLists.txt). Block byte offsets follow ggml-common.h's structs.
+// (kernels/CMakeLists.txt). Block byte offsets are kernels/block_layout.hpp's (ggml-common.h's structs).
 #include "kernels/cpu/quantize.hpp"
 
 #include <fmt/format.h>
@@ -13,30 +13,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "planner/core/input_error.hpp"
 
 namespace infer_plan::kernels {
 namespace {
-
-constexpr size_t kQ80Values = 32;   // QK8_0
-constexpr size_t kQ40Values = 32;   // QK4_0
-constexpr size_t kQ2KValues = 256;  // QK_K
-constexpr size_t kQ2KSubValues = 16;  // Q2_K: 16 sub-blocks of 16 values, each with its own scale and min
-constexpr size_t kQ8KValues = 256;    // QK_K
-constexpr size_t kQ8KSumValues = 16;  // Q8_K: one bsums entry per 16 codes (a Q2_K..Q6_K sub-block)
-
-// Byte offsets inside one block (ggml-common.h): block_q8_0 {d; qs[32]}, block_q4_0 {d; qs[16]},
-// block_q2_K {scales[16]; qs[64]; d; dmin}.
-constexpr size_t kQ2KScales = 0;
-constexpr size_t kQ2KQs = 16;
-constexpr size_t kQ2KD = 80;
-constexpr size_t kQ2KDmin = 82;
-// block_q8_K {float d; int8_t qs[256]; int16_t bsums[16]}: 4 + 256 + 32 = 292 bytes.
-constexpr size_t kQ8KD = 0;
-constexpr size_t kQ8KQs = 4;
-constexpr size_t kQ8KBsums = 260;
-
 
 // ggml casts float to int8_t in C, e.g. (int8_t)(x0 + 8.5f): truncation toward zero. Inputs are
 // in range except when a scale underflows to a subnormal and 1/d is inf (or the input holds
@@ -58,12 +40,12 @@ const GgmlTypeInfo& q8_k() { return ggml_type_info(GgmlType::Q8_K); }
 // least squares scale and min for each rounding, and keep the one with the smallest weighted
 // absolute error. Returns the scale; *the_min gets the (non-negative) min to subtract.
 float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float* the_min) {
-  constexpr int n = static_cast<int>(kQ2KSubValues);
+  constexpr int n = static_cast<int>(kQ2_KSubValues);
   constexpr int nmax = 3;
   constexpr float rmin = -0.5f;
   constexpr float rdelta = 0.1f;
   constexpr int nstep = 15;
-  std::array<uint8_t, kQ2KSubValues> Laux{};
+  std::array<uint8_t, kQ2_KSubValues> Laux{};
 
   float min = x[0];
   float max = x[0];
@@ -182,46 +164,46 @@ void load_row_float(GgmlType type, std::span<const uint8_t> bytes, std::span<flo
 }
 
 void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks) {
-  assert(values.size() % kQ80Values == 0 && q8_0().block_values == kQ80Values);
-  assert(blocks.size() == values.size() / kQ80Values * q8_0().block_bytes);
+  assert(values.size() % kQ8_0Values == 0 && q8_0().block_values == kQ8_0Values);
+  assert(blocks.size() == values.size() / kQ8_0Values * q8_0().block_bytes);
   const size_t block_bytes = q8_0().block_bytes;
-  for (size_t b = 0; b < values.size() / kQ80Values; ++b) {
-    const float* x = values.data() + b * kQ80Values;
+  for (size_t b = 0; b < values.size() / kQ8_0Values; ++b) {
+    const float* x = values.data() + b * kQ8_0Values;
     uint8_t* out = blocks.data() + b * block_bytes;
     // Symmetric: the largest magnitude maps to +-127. ggml's MAX(a, b) is a > b ? a : b.
     float amax = 0.0f;
-    for (size_t j = 0; j < kQ80Values; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);
+    for (size_t j = 0; j < kQ8_0Values; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);
     const float d = amax / 127;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;  // the float d, not its fp16 rounding
     store_fp16(out, d);
-    for (size_t j = 0; j < kQ80Values; ++j)
-      out[2 + j] = static_cast<uint8_t>(truncate_to_int8(std::round(x[j] * id)));  // half away from 0
+    for (size_t j = 0; j < kQ8_0Values; ++j)
+      out[kQ8_0Qs + j] = static_cast<uint8_t>(truncate_to_int8(std::round(x[j] * id)));  // half away from 0
   }
 }
 
 void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values) {
   const size_t block_bytes = q8_0().block_bytes;
-  assert(blocks.size() == values.size() / kQ80Values * block_bytes);
-  for (size_t b = 0; b < values.size() / kQ80Values; ++b) {
+  assert(blocks.size() == values.size() / kQ8_0Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ8_0Values; ++b) {
     const uint8_t* in = blocks.data() + b * block_bytes;
     const float d = load_fp16(in);
-    for (size_t j = 0; j < kQ80Values; ++j)
-      values[b * kQ80Values + j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
+    for (size_t j = 0; j < kQ8_0Values; ++j)
+      values[b * kQ8_0Values + j] = static_cast<float>(static_cast<int8_t>(in[kQ8_0Qs + j])) * d;
   }
 }
 
 void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks) {
-  assert(values.size() % kQ40Values == 0 && q4_0().block_values == kQ40Values);
-  assert(blocks.size() == values.size() / kQ40Values * q4_0().block_bytes);
+  assert(values.size() % kQ4_0Values == 0 && q4_0().block_values == kQ4_0Values);
+  assert(blocks.size() == values.size() / kQ4_0Values * q4_0().block_bytes);
   const size_t block_bytes = q4_0().block_bytes;
-  for (size_t b = 0; b < values.size() / kQ40Values; ++b) {
-    const float* x = values.data() + b * kQ40Values;
+  for (size_t b = 0; b < values.size() / kQ4_0Values; ++b) {
+    const float* x = values.data() + b * kQ4_0Values;
     uint8_t* out = blocks.data() + b * block_bytes;
     // The signed value of largest magnitude (the first one on ties) maps to code 0 = -8, so the
     // 16 codes -8..7 cover it exactly and the opposite side reaches only 7/8 of it.
     float amax = 0.0f;
     float max = 0.0f;
-    for (size_t j = 0; j < kQ40Values; ++j) {
+    for (size_t j = 0; j < kQ4_0Values; ++j) {
       if (amax < std::fabs(x[j])) {
         amax = std::fabs(x[j]);
         max = x[j];
@@ -232,43 +214,43 @@ void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks)
     store_fp16(out, d);
     // Value j goes in the low nibble of byte j, value j + 16 in its high nibble. +8.5 then
     // truncation = round half up onto codes 0..16; 16 (only at -max's mirror) is clamped to 15.
-    for (size_t j = 0; j < kQ40Values / 2; ++j) {
+    for (size_t j = 0; j < kQ4_0Values / 2; ++j) {
       const float x0 = x[j] * id;
-      const float x1 = x[kQ40Values / 2 + j] * id;
+      const float x1 = x[kQ4_0Values / 2 + j] * id;
       const int q0 = std::min(15, static_cast<int>(truncate_to_int8(x0 + 8.5f)));
       const int q1 = std::min(15, static_cast<int>(truncate_to_int8(x1 + 8.5f)));
       // ggml stores MIN(15, int8) into a uint8_t, then ORs q1 << 4: both modulo 256
-      out[2 + j] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
+      out[kQ4_0Qs + j] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
     }
   }
 }
 
 void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values) {
   const size_t block_bytes = q4_0().block_bytes;
-  assert(blocks.size() == values.size() / kQ40Values * block_bytes);
-  for (size_t b = 0; b < values.size() / kQ40Values; ++b) {
+  assert(blocks.size() == values.size() / kQ4_0Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ4_0Values; ++b) {
     const uint8_t* in = blocks.data() + b * block_bytes;
     const float d = load_fp16(in);
-    for (size_t j = 0; j < kQ40Values / 2; ++j) {
-      const int x0 = (in[2 + j] & 0x0F) - 8;
-      const int x1 = (in[2 + j] >> 4) - 8;
-      values[b * kQ40Values + j] = static_cast<float>(x0) * d;
-      values[b * kQ40Values + kQ40Values / 2 + j] = static_cast<float>(x1) * d;
+    for (size_t j = 0; j < kQ4_0Values / 2; ++j) {
+      const int x0 = (in[kQ4_0Qs + j] & 0x0F) - 8;
+      const int x1 = (in[kQ4_0Qs + j] >> 4) - 8;
+      values[b * kQ4_0Values + j] = static_cast<float>(x0) * d;
+      values[b * kQ4_0Values + kQ4_0Values / 2 + j] = static_cast<float>(x1) * d;
     }
   }
 }
 
 void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks) {
-  assert(values.size() % kQ2KValues == 0 && q2_k().block_values == kQ2KValues);
-  assert(blocks.size() == values.size() / kQ2KValues * q2_k().block_bytes);
-  constexpr size_t kSubBlocks = kQ2KValues / kQ2KSubValues;
+  assert(values.size() % kQ2_KValues == 0 && q2_k().block_values == kQ2_KValues);
+  assert(blocks.size() == values.size() / kQ2_KValues * q2_k().block_bytes);
+  constexpr size_t kSubBlocks = kQ2_KValues / kQ2_KSubValues;
   constexpr float q4scale = 15.f;  // sub-block scales and mins are 4-bit codes of the super-block's
   const size_t block_bytes = q2_k().block_bytes;
-  for (size_t b = 0; b < values.size() / kQ2KValues; ++b) {
-    const float* x = values.data() + b * kQ2KValues;
+  for (size_t b = 0; b < values.size() / kQ2_KValues; ++b) {
+    const float* x = values.data() + b * kQ2_KValues;
     uint8_t* out = blocks.data() + b * block_bytes;
-    std::array<uint8_t, kQ2KValues> L{};
-    std::array<float, kQ2KSubValues> weights{};
+    std::array<uint8_t, kQ2_KValues> L{};
+    std::array<float, kQ2_KSubValues> weights{};
     std::array<float, kSubBlocks> scales{};
     std::array<float, kSubBlocks> mins{};
 
@@ -276,8 +258,8 @@ void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks)
     float max_scale = 0;  // the min is subtracted, so scales are non-negative
     float max_min = 0;
     for (size_t j = 0; j < kSubBlocks; ++j) {
-      for (size_t l = 0; l < kQ2KSubValues; ++l) weights[l] = std::fabs(x[kQ2KSubValues * j + l]);
-      scales[j] = fit_scale_and_min(x + kQ2KSubValues * j, weights.data(), L.data() + kQ2KSubValues * j,
+      for (size_t l = 0; l < kQ2_KSubValues; ++l) weights[l] = std::fabs(x[kQ2_KSubValues * j + l]);
+      scales[j] = fit_scale_and_min(x + kQ2_KSubValues * j, weights.data(), L.data() + kQ2_KSubValues * j,
                                     &mins[j]);
       if (scales[j] > max_scale) max_scale = scales[j];
       if (mins[j] > max_min) max_min = mins[j];
@@ -285,42 +267,42 @@ void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks)
 
     // 2. Quantize the scales (low nibble) and mins (high nibble) to 4 bits against the largest;
     //    ggml assigns the int code to a uint8_t: modulo 256.
-    uint8_t* sc = out + kQ2KScales;
+    uint8_t* sc = out + kQ2_KScales;
     if (max_scale > 0) {
       const float iscale = q4scale / max_scale;
       for (size_t j = 0; j < kSubBlocks; ++j) sc[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
-      store_fp16(out + kQ2KD, max_scale / q4scale);
+      store_fp16(out + kQ2_KD, max_scale / q4scale);
     } else {
       for (size_t j = 0; j < kSubBlocks; ++j) sc[j] = 0;
-      store_fp16(out + kQ2KD, 0.f);
+      store_fp16(out + kQ2_KD, 0.f);
     }
     if (max_min > 0) {
       const float iscale = q4scale / max_min;
       for (size_t j = 0; j < kSubBlocks; ++j)
         sc[j] = static_cast<uint8_t>(sc[j] | (nearest_int(iscale * mins[j]) << 4));
-      store_fp16(out + kQ2KDmin, max_min / q4scale);
+      store_fp16(out + kQ2_KDmin, max_min / q4scale);
     } else {
-      store_fp16(out + kQ2KDmin, 0.f);
+      store_fp16(out + kQ2_KDmin, 0.f);
     }
 
     // 3. Re-round every value against the scale and min as stored (fp16 x 4-bit), so the codes fit
     //    what the dequantizer will see. A sub-block whose stored scale is 0 keeps its step-1 codes.
-    const float d_stored = load_fp16(out + kQ2KD);
-    const float dmin_stored = load_fp16(out + kQ2KDmin);
+    const float d_stored = load_fp16(out + kQ2_KD);
+    const float dmin_stored = load_fp16(out + kQ2_KDmin);
     for (size_t j = 0; j < kSubBlocks; ++j) {
       const float d = d_stored * static_cast<float>(sc[j] & 0xF);
       if (d == 0.0f) continue;
       const float dm = dmin_stored * static_cast<float>(sc[j] >> 4);
-      for (size_t i = 0; i < kQ2KSubValues; ++i) {
-        const int l = nearest_int((x[kQ2KSubValues * j + i] + dm) / d);
-        L[kQ2KSubValues * j + i] = static_cast<uint8_t>(std::max(0, std::min(3, l)));
+      for (size_t i = 0; i < kQ2_KSubValues; ++i) {
+        const int l = nearest_int((x[kQ2_KSubValues * j + i] + dm) / d);
+        L[kQ2_KSubValues * j + i] = static_cast<uint8_t>(std::max(0, std::min(3, l)));
       }
     }
 
     // 4. Pack: each half of 128 values fills 32 bytes; byte l holds values l, l+32, l+64, l+96 of
     //    that half in bits 0-1, 2-3, 4-5, 6-7 (so one shift serves 32 consecutive values).
-    uint8_t* qs = out + kQ2KQs;
-    for (size_t half = 0; half < kQ2KValues; half += 128) {
+    uint8_t* qs = out + kQ2_KQs;
+    for (size_t half = 0; half < kQ2_KValues; half += 128) {
       for (size_t l = 0; l < 32; ++l) {
         qs[half / 4 + l] = static_cast<uint8_t>(L[half + l] | (L[half + l + 32] << 2) |
                                                 (L[half + l + 64] << 4) | (L[half + l + 96] << 6));
@@ -331,19 +313,19 @@ void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks)
 
 void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values) {
   const size_t block_bytes = q2_k().block_bytes;
-  assert(blocks.size() == values.size() / kQ2KValues * block_bytes);
+  assert(blocks.size() == values.size() / kQ2_KValues * block_bytes);
   float* y = values.data();
-  for (size_t b = 0; b < values.size() / kQ2KValues; ++b) {
+  for (size_t b = 0; b < values.size() / kQ2_KValues; ++b) {
     const uint8_t* in = blocks.data() + b * block_bytes;
-    const float d = load_fp16(in + kQ2KD);
-    const float dmin = load_fp16(in + kQ2KDmin);
-    const uint8_t* q = in + kQ2KQs;
+    const float d = load_fp16(in + kQ2_KD);
+    const float dmin = load_fp16(in + kQ2_KDmin);
+    const uint8_t* q = in + kQ2_KQs;
     size_t is = 0;  // sub-block index: 16 values each, in value order
-    for (size_t half = 0; half < kQ2KValues; half += 128) {
+    for (size_t half = 0; half < kQ2_KValues; half += 128) {
       for (int shift = 0; shift < 8; shift += 2) {
         // bytes 0-15 of this half's 32 hold one sub-block at this shift, bytes 16-31 the next
         for (size_t part = 0; part < 32; part += 16) {
-          const uint8_t s = in[kQ2KScales + is++];
+          const uint8_t s = in[kQ2_KScales + is++];
           const float dl = d * static_cast<float>(s & 0xF);
           const float ml = dmin * static_cast<float>(s >> 4);
           for (size_t l = 0; l < 16; ++l)
@@ -359,18 +341,18 @@ void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> value
 // fp16), 8-bit codes, and the sum of each 16 codes so the weights' per-sub-block mins can be
 // applied with one multiply per sub-block instead of one per value.
 void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks) {
-  assert(values.size() % kQ8KValues == 0 && q8_k().block_values == kQ8KValues);
-  assert(blocks.size() == values.size() / kQ8KValues * q8_k().block_bytes);
+  assert(values.size() % kQ8_KValues == 0 && q8_k().block_values == kQ8_KValues);
+  assert(blocks.size() == values.size() / kQ8_KValues * q8_k().block_bytes);
   const size_t block_bytes = q8_k().block_bytes;
-  for (size_t b = 0; b < values.size() / kQ8KValues; ++b) {
-    const float* x = values.data() + b * kQ8KValues;
+  for (size_t b = 0; b < values.size() / kQ8_KValues; ++b) {
+    const float* x = values.data() + b * kQ8_KValues;
     uint8_t* out = blocks.data() + b * block_bytes;
     // The signed value of largest magnitude (the first one on ties) maps to -127: iscale has the
     // opposite sign of that value, so every code lies in -127..127 (ggml chose -127, not -128,
     // to keep its IQ2 SIMD code simple; the clamp at 127 only guards rounding).
     float amax = 0;
     float max = 0;
-    for (size_t j = 0; j < kQ8KValues; ++j) {
+    for (size_t j = 0; j < kQ8_KValues; ++j) {
       const float ax = std::fabs(x[j]);
       if (ax > amax) {
         amax = ax;
@@ -384,32 +366,32 @@ void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks)
       continue;
     }
     const float iscale = -127.f / max;
-    for (size_t j = 0; j < kQ8KValues; ++j) {
+    for (size_t j = 0; j < kQ8_KValues; ++j) {
       const int v = nearest_int(iscale * x[j]);
-      out[kQ8KQs + j] = static_cast<uint8_t>(std::min(127, v));  // int8_t in ggml: modulo 256
+      out[kQ8_KQs + j] = static_cast<uint8_t>(std::min(127, v));  // int8_t in ggml: modulo 256
     }
-    for (size_t j = 0; j < kQ8KValues / kQ8KSumValues; ++j) {
+    for (size_t j = 0; j < kQ8_KValues / kQ8_KSumValues; ++j) {
       int sum = 0;
-      for (size_t i = 0; i < kQ8KSumValues; ++i)
-        sum += static_cast<int8_t>(out[kQ8KQs + j * kQ8KSumValues + i]);
+      for (size_t i = 0; i < kQ8_KSumValues; ++i)
+        sum += static_cast<int8_t>(out[kQ8_KQs + j * kQ8_KSumValues + i]);
       const auto s16 = static_cast<uint16_t>(static_cast<int16_t>(sum));  // |sum| <= 16 * 127
-      out[kQ8KBsums + 2 * j] = static_cast<uint8_t>(s16 & 0xFF);
-      out[kQ8KBsums + 2 * j + 1] = static_cast<uint8_t>(s16 >> 8);
+      out[kQ8_KBsums + 2 * j] = static_cast<uint8_t>(s16 & 0xFF);
+      out[kQ8_KBsums + 2 * j + 1] = static_cast<uint8_t>(s16 >> 8);
     }
     const float d = 1 / iscale;  // negative when the largest magnitude is positive
-    std::memcpy(out + kQ8KD, &d, 4);  // little-endian host, as store_row_float assumes
+    std::memcpy(out + kQ8_KD, &d, 4);  // little-endian host, as store_row_float assumes
   }
 }
 
 void dequantize_row_q8_k(std::span<const uint8_t> blocks, std::span<float> values) {
   const size_t block_bytes = q8_k().block_bytes;
-  assert(blocks.size() == values.size() / kQ8KValues * block_bytes);
-  for (size_t b = 0; b < values.size() / kQ8KValues; ++b) {
+  assert(blocks.size() == values.size() / kQ8_KValues * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ8_KValues; ++b) {
     const uint8_t* in = blocks.data() + b * block_bytes;
     float d;
-    std::memcpy(&d, in + kQ8KD, 4);
-    for (size_t j = 0; j < kQ8KValues; ++j)
-      values[b * kQ8KValues + j] = d * static_cast<float>(static_cast<int8_t>(in[kQ8KQs + j]));
+    std::memcpy(&d, in + kQ8_KD, 4);
+    for (size_t j = 0; j < kQ8_KValues; ++j)
+      values[b * kQ8_KValues + j] = d * static_cast<float>(static_cast<int8_t>(in[kQ8_KQs + j]));
   }
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cuda/attention_launch.hpp"
 #include "kernels/cuda/check.hpp"
 
@@ -38,11 +39,6 @@ constexpr uint32_t kChunksMax = kHeadDimMax / kWarp;  // a lane's values of one 
 constexpr uint32_t kHeadsPerBlock = 8;                // query heads of one group per block (a warp each in step 2)
 static_assert(kHeadsPerBlock <= kWarps, "step 2 gives each head a warp");
 static_assert(kHeadDimMax <= kThreads, "step 3 gives each value of the head a thread");
-
-// GGML block layouts (ggml-common.h; planner/core/ggml_type.cpp has the same table).
-constexpr uint32_t kQValues = 32;       // Q8_0 and Q4_0 values per block
-constexpr uint32_t kQ8_0Bytes = 34;     // fp16 d; int8 qs[32]
-constexpr uint32_t kQ4_0Bytes = 18;     // fp16 d; uint8 qs[16]: value j in the low nibble of byte j, j+16 high
 
 struct SplitArgs {
   KvPages kv;
@@ -66,15 +62,15 @@ __device__ __forceinline__ float load_value(const uint8_t* row, uint32_t i) {
   } else if constexpr (T == KvRowType::f16) {
     return fp16_bits_to_float(__ldg(halves + i));
   } else if constexpr (T == KvRowType::q8_0) {
-    const uint8_t* block = row + (i / kQValues) * kQ8_0Bytes;
+    const uint8_t* block = row + (i / kQ8_0Values) * kQ8_0Bytes;
     const float d = fp16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(block)));
-    return static_cast<float>(static_cast<int8_t>(__ldg(block + 2 + i % kQValues))) * d;
+    return static_cast<float>(static_cast<int8_t>(__ldg(block + kQ8_0Qs + i % kQ8_0Values))) * d;
   } else {
-    const uint8_t* block = row + (i / kQValues) * kQ4_0Bytes;
+    const uint8_t* block = row + (i / kQ4_0Values) * kQ4_0Bytes;
     const float d = fp16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(block)));
-    const uint32_t j = i % kQValues;
-    const uint32_t byte = __ldg(block + 2 + j % (kQValues / 2));
-    const uint32_t nibble = j < kQValues / 2 ? byte & 0xFu : byte >> 4;
+    const uint32_t j = i % kQ4_0Values;
+    const uint32_t byte = __ldg(block + kQ4_0Qs + j % (kQ4_0Values / 2));
+    const uint32_t nibble = j < kQ4_0Values / 2 ? byte & 0xFu : byte >> 4;
     return static_cast<float>(static_cast<int>(nibble) - 8) * d;
   }
 }

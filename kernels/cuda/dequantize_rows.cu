@@ -22,18 +22,13 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cuda/check.hpp"
 
 namespace infer_plan::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// GGML block layouts (ggml-common.h; planner/core/ggml_type.cpp has the same table).
-constexpr uint32_t kQ8_0Values = 32, kQ8_0Bytes = 34;  // fp16 d; int8 qs[32]
-constexpr uint32_t kQ4_0Values = 32, kQ4_0Bytes = 18;  // fp16 d; uint8 qs[16]: j low nibble, j+16 high
-constexpr uint32_t kQ2KValues = 256, kQ2KBytes = 84;   // uint8 scales[16]; uint8 qs[64]; fp16 d, dmin
-constexpr uint32_t kQ2KQs = 16, kQ2KD = 80, kQ2KDmin = 82;
 
 __device__ __forceinline__ float load_fp16(const uint8_t* p) {
   return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short*>(p))));
@@ -62,7 +57,7 @@ __device__ __forceinline__ float value_at<RowType::bf16>(const uint8_t* row, uin
 template <>
 __device__ __forceinline__ float value_at<RowType::q8_0>(const uint8_t* row, uint32_t c) {
   const uint8_t* block = row + static_cast<uint64_t>(c / kQ8_0Values) * kQ8_0Bytes;
-  const auto code = static_cast<int8_t>(__ldg(block + 2 + c % kQ8_0Values));
+  const auto code = static_cast<int8_t>(__ldg(block + kQ8_0Qs + c % kQ8_0Values));
   return static_cast<float>(code) * load_fp16(block);
 }
 
@@ -70,7 +65,7 @@ template <>
 __device__ __forceinline__ float value_at<RowType::q4_0>(const uint8_t* row, uint32_t c) {
   const uint8_t* block = row + static_cast<uint64_t>(c / kQ4_0Values) * kQ4_0Bytes;
   const uint32_t j = c % kQ4_0Values;
-  const uint32_t byte = __ldg(block + 2 + j % (kQ4_0Values / 2));
+  const uint32_t byte = __ldg(block + kQ4_0Qs + j % (kQ4_0Values / 2));
   const uint32_t code = j < kQ4_0Values / 2 ? byte & 0xFu : byte >> 4;
   return static_cast<float>(static_cast<int>(code) - 8) * load_fp16(block);
 }
@@ -80,13 +75,13 @@ __device__ __forceinline__ float value_at<RowType::q4_0>(const uint8_t* row, uin
 // byte is sub-block 8h + 2s + p, in value order (dequantize_row_q2_k's loop order).
 template <>
 __device__ __forceinline__ float value_at<RowType::q2_k>(const uint8_t* row, uint32_t c) {
-  const uint8_t* block = row + static_cast<uint64_t>(c / kQ2KValues) * kQ2KBytes;
-  const uint32_t v = c % kQ2KValues;
+  const uint8_t* block = row + static_cast<uint64_t>(c / kQ2_KValues) * kQ2_KBytes;
+  const uint32_t v = c % kQ2_KValues;
   const uint32_t h = v / 128, s = (v % 128) / 32, p = (v % 32) / 16, l = v % 16;
-  const uint32_t scale = __ldg(block + 8 * h + 2 * s + p);
-  const float dl = load_fp16(block + kQ2KD) * static_cast<float>(scale & 0xFu);
-  const float ml = load_fp16(block + kQ2KDmin) * static_cast<float>(scale >> 4);
-  const uint32_t code = (__ldg(block + kQ2KQs + 32 * h + 16 * p + l) >> (2 * s)) & 3u;
+  const uint32_t scale = __ldg(block + kQ2_KScales + 8 * h + 2 * s + p);
+  const float dl = load_fp16(block + kQ2_KD) * static_cast<float>(scale & 0xFu);
+  const float ml = load_fp16(block + kQ2_KDmin) * static_cast<float>(scale >> 4);
+  const uint32_t code = (__ldg(block + kQ2_KQs + 32 * h + 16 * p + l) >> (2 * s)) & 3u;
   return __fmul_rn(dl, static_cast<float>(code)) - ml;
 }
 

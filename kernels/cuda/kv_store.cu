@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cuda/attention_launch.hpp"
 #include "kernels/cuda/check.hpp"
 
@@ -20,8 +21,7 @@ constexpr int kWarp = 32;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarp;
 constexpr unsigned kAllLanes = 0xffffffffu;
-constexpr uint32_t kQ8_0Bytes = 34;  // fp16 d; int8 qs[32]
-constexpr uint32_t kQ4_0Bytes = 18;  // fp16 d; uint8 qs[16]: value j in the low nibble of byte j, j+16 high
+static_assert(kQ8_0Values == kWarp && kQ4_0Values == kWarp, "a warp per block, lane j holding value j");
 
 // kernels/cpu/half's fp32_to_bf16: round to nearest even; a NaN stays a quiet NaN with its payload.
 __device__ __forceinline__ unsigned short bf16_bits(float f) {
@@ -54,7 +54,7 @@ __device__ __forceinline__ void store_q8_0(uint8_t* block, float x, uint32_t lan
   const float d = __fdiv_rn(amax, 127.0f);
   const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
   if (lane == 0) store_half(block, fp16_bits(d));
-  block[2 + lane] = static_cast<uint8_t>(truncate_to_int8(roundf(__fmul_rn(x, id))));
+  block[kQ8_0Qs + lane] = static_cast<uint8_t>(truncate_to_int8(roundf(__fmul_rn(x, id))));
 }
 
 // quantize_row_q4_0 for one block: d = max / -8 with max the signed value of largest magnitude
@@ -80,7 +80,7 @@ __device__ __forceinline__ void store_q4_0(uint8_t* block, float x, uint32_t lan
   if (lane < kWarp / 2) {
     const int q0 = min(15, truncate_to_int8(__fadd_rn(__fmul_rn(x, id), 8.5f)));
     const int q1 = min(15, truncate_to_int8(__fadd_rn(__fmul_rn(x_high, id), 8.5f)));
-    block[2 + lane] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
+    block[kQ4_0Qs + lane] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
   }
 }
 

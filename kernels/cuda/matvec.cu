@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cuda/check.hpp"
 
 namespace infer_plan::kernels::cuda {
@@ -37,11 +38,10 @@ constexpr int kWarpsPerBlock = 4;  // 128 threads: small blocks keep the last wa
 constexpr int kThreads = kWarp * kWarpsPerBlock;
 constexpr unsigned kAllLanes = 0xffffffffu;
 
-// GGML block layouts (ggml-common.h; planner/core/ggml_type.cpp has the same table).
-constexpr uint32_t kQ8_0Values = 32, kQ8_0Bytes = 34;  // fp16 d; int8 qs[32]
-constexpr uint32_t kQ4_0Values = 32, kQ4_0Bytes = 18;  // fp16 d; uint8 qs[16]: j low nibble, j+16 high
-constexpr uint32_t kQ2KValues = 256, kQ2KBytes = 84;   // uint8 scales[16]; uint8 qs[64]; fp16 d, dmin
-constexpr uint32_t kQ2KQs = 16, kQ2KD = 80;
+// Q2_K is read in 32-bit words (kernels/block_layout.hpp's offsets / 4): whole blocks, scales and
+// codes start on word boundaries, and d (low half) and dmin (high half) share one word.
+static_assert(kQ2_KBytes % 4 == 0 && kQ2_KScales % 4 == 0 && kQ2_KQs % 4 == 0, "Q2_K words");
+static_assert(kQ2_KD % 4 == 0 && kQ2_KDmin == kQ2_KD + 2, "Q2_K's d and dmin in one word");
 
 __device__ __forceinline__ float fp16_bits_to_float(uint32_t h) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu)));
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = wr[r] + static_cast<uint64_t>(b) * kQ8_0Bytes;
       d[r] = fp16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(block)));
-      const uint32_t codes = load_u32_align2(block + 2 + 4 * j);
+      const uint32_t codes = load_u32_align2(block + kQ8_0Qs + 4 * j);
 #pragma unroll
       for (int k = 0; k < 4; ++k) q[r][k] = static_cast<float>(static_cast<int8_t>((codes >> (8 * k)) & 0xFFu));
     }
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = wr[r] + static_cast<uint64_t>(b) * kQ4_0Bytes;
       d[r] = fp16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(block)));
-      const uint32_t codes = load_u32_align2(block + 2 + 4 * j);
+      const uint32_t codes = load_u32_align2(block + kQ4_0Qs + 4 * j);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         lo[r][k] = static_cast<float>(static_cast<int>((codes >> (8 * k)) & 0xFu) - 8);
@@ -238,9 +238,9 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t row0 = first_row<R>();
   if (row0 >= rows) return;
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t blocks = cols / kQ2KValues;
+  const uint32_t blocks = cols / kQ2_KValues;
   const uint8_t* wr[R];
-  row_pointers<R>(w, row0, rows, static_cast<uint64_t>(blocks) * kQ2KBytes, wr);
+  row_pointers<R>(w, row0, rows, static_cast<uint64_t>(blocks) * kQ2_KBytes, wr);
   const uint32_t i = lane % 16;
   const uint32_t h = i / 8, p = (i % 8) / 4, l0 = (i % 4) * 4;
   float acc[R][T] = {};
@@ -249,11 +249,11 @@ __global__ void __launch_bounds__(kThreads)
     float d[R], dmin[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const auto* block = reinterpret_cast<const uint32_t*>(wr[r] + static_cast<uint64_t>(b) * kQ2KBytes);
-      codes[r] = __ldg(block + (kQ2KQs / 4) + i);
-      scales_lo[r] = __ldg(block + 2 * h);      // scales[8h .. 8h+3]: sub-blocks of s = 0, 1
-      scales_hi[r] = __ldg(block + 2 * h + 1);  // scales[8h+4 .. 8h+7]: s = 2, 3
-      const uint32_t d_dmin = __ldg(block + kQ2KD / 4);
+      const auto* block = reinterpret_cast<const uint32_t*>(wr[r] + static_cast<uint64_t>(b) * kQ2_KBytes);
+      codes[r] = __ldg(block + (kQ2_KQs / 4) + i);
+      scales_lo[r] = __ldg(block + kQ2_KScales / 4 + 2 * h);      // scales[8h .. 8h+3]: sub-blocks of s = 0, 1
+      scales_hi[r] = __ldg(block + kQ2_KScales / 4 + 2 * h + 1);  // scales[8h+4 .. 8h+7]: s = 2, 3
+      const uint32_t d_dmin = __ldg(block + kQ2_KD / 4);
       d[r] = fp16_bits_to_float(d_dmin);
       dmin[r] = fp16_bits_to_float(d_dmin >> 16);
     }
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
       for (int t = 0; t < T; ++t) {
-        const float4 xv = load_x4(x + static_cast<size_t>(t) * cols + b * kQ2KValues + 128 * h + 32 * s + 16 * p + l0);
+        const float4 xv = load_x4(x + static_cast<size_t>(t) * cols + b * kQ2_KValues + 128 * h + 32 * s + 16 * p + l0);
         const float xsum = xv.x + xv.y + xv.z + xv.w;
 #pragma unroll
         for (int r = 0; r < R; ++r)

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "planner/core/ggml_type.hpp"
 #include "planner/core/input_error.hpp"
 
 using namespace infer_plan;
@@ -369,4 +371,25 @@ TEST_CASE("float rows: F16 and BF16 rows round to nearest even, little-endian; F
   dequantize_row(GgmlType::BF16, b, back, "x");
   CHECK(back[1] == -2.0f);
   CHECK(back[2] == 1.0f);
+}
+
+TEST_CASE("kernels/block_layout.hpp's blocks agree with the planner's GGML type table") {
+  // The kernels index blocks by the header's offsets, the planner sizes rows and files by its
+  // table: both must describe the same bytes. qs is each block's codes (the table's code_bytes).
+  struct Layout {
+    GgmlType type;
+    uint32_t values, bytes;
+    size_t code_bytes;
+  };
+  for (const Layout& l : {Layout{GgmlType::Q8_0, kQ8_0Values, kQ8_0Bytes, sizeof(BlockQ8_0::qs)},
+                          Layout{GgmlType::Q4_0, kQ4_0Values, kQ4_0Bytes, sizeof(BlockQ4_0::qs)},
+                          Layout{GgmlType::Q2_K, kQ2_KValues, kQ2_KBytes, sizeof(BlockQ2_K::qs)},
+                          Layout{GgmlType::Q8_K, kQ8_KValues, kQ8_KBytes, sizeof(BlockQ8_K::qs)}}) {
+    const GgmlTypeInfo& info = ggml_type_info(l.type);
+    CAPTURE(info.name);
+    CHECK(info.block_values == l.values);
+    CHECK(info.block_bytes == l.bytes);
+    CHECK(info.code_bytes == l.code_bytes);
+    CHECK(info.code_bytes + info.meta_bytes == l.bytes);
+  }
 }
