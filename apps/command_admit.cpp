@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/serving/admission.hpp"
 #include "planner/core/input_error.hpp"
@@ -19,7 +20,6 @@ struct AdmitArgs {
   std::optional<double> kv_free_tokens, kv_needed_tokens;
 };
 
-std::string secs(double s) { return fmt::format("{:.4g}", s); }
 
 void run(const AdmitArgs& a) {
   AdmissionQuery q{a.queue_wait_s, a.ttft_s, a.generation_s, a.deadline_s, a.kv_free_tokens, a.kv_needed_tokens};

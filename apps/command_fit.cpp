@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/plan/predict.hpp"
@@ -22,8 +23,6 @@ struct FitArgs {
   OutputOptions out;
 };
 
-std::string gib(int64_t b) { return format_gib(static_cast<double>(b)); }
-std::string gib(uint64_t b) { return format_gib(static_cast<double>(b)); }
 
 Json fit_json(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
   Json j = fit_figures(r);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -26,7 +27,6 @@ struct OffloadArgs {
   uint64_t max_batch = 4096;
 };
 
-std::string mib(double b) { return fmt::format("{:.0f} MiB", b / MiB); }
 
 void run(const OffloadArgs& a) {
   Plan plan = a.plan.resolve();

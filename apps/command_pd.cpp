@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/plan/predict.hpp"
@@ -45,7 +46,6 @@ struct PdArgs {
   bool prefill_given = false, decode_given = false;
 };
 
-std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
 
 std::string upper(std::string s) {
   for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/serving/littles_law.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -42,7 +44,6 @@ struct QueueArgs {
 };
 
 // Seconds for people: 4 significant digits ("6.956", "0.044", "0.0035").
-std::string secs(double s) { return fmt::format("{:.4g}", s); }
 
 void check_time(double v, const char* flag, bool zero_ok) {
   if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
@@ -103,8 +104,8 @@ Simulation build_simulation(const QueueArgs& a) {
   check_time(a.prefill_ms, "--prefill-ms", true);
   check_time(a.prefill_per_ktoken_ms, "--prefill-per-ktoken-ms", true);
   if (a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
-  if (a.requests == 0 || a.requests > 10'000'000)
-    throw InputError(fmt::format("--requests: {} is out of range 1..10000000", a.requests));
+  if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
+    throw InputError(fmt::format("--requests: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
   if (a.deadline_s) check_time(*a.deadline_s, "--deadline", false);
 
   Simulation s;

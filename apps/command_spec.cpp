@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/plan/predict.hpp"
@@ -86,13 +87,6 @@ std::vector<double> parse_accept_list(const std::string& text) {
   return rates;
 }
 
-// Up to two decimals, trailing zeros dropped: 26.3, 29.9, 29.86, 55.1.
-std::string ms(double v) {
-  std::string s = fmt::format("{:.2f}", v);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
 
 std::string rate(double a) { return fmt::format("{:.4g}", a); }
 
@@ -222,18 +216,18 @@ void run(SpecArgs a) {
 
   fmt::print("speculative decoding: acceptance {}\n", rates_label(in.accept_rates));
   if (!a.derived_from.empty()) fmt::print("  times from the {}\n", a.derived_from);
-  fmt::print("  verify {} ms/round, draft {} ms/position{}, plain decode {} ms/token\n\n", ms(a.verify_ms),
-             ms(in.draft_ms),
+  fmt::print("  verify {} ms/round, draft {} ms/position{}, plain decode {} ms/token\n\n", short_decimal(a.verify_ms),
+             short_decimal(in.draft_ms),
              in.group > 1 ? fmt::format(" in groups of {} (a partial group costs a whole one)", in.group) : "",
-             ms(r.plain_ms_per_token));
+             short_decimal(r.plain_ms_per_token));
   TextTable table{{"block", "expected tokens", "drafts", "round ms", "ms/token", "speedup", ""},
                   {true, true, true, true, true, true, false},
                   {}};
-  table.rows.push_back({"plain", "1.00", "0", ms(r.plain_ms_per_token), fmt::format("{:.2f}", r.plain_ms_per_token),
+  table.rows.push_back({"plain", "1.00", "0", short_decimal(r.plain_ms_per_token), fmt::format("{:.2f}", r.plain_ms_per_token),
                         "1.00x", ""});
   for (const SpecRow& row : r.rows)
     table.rows.push_back({fmt::format("{}", row.block), fmt::format("{:.2f}", row.expected_tokens),
-                          fmt::format("{}", row.drafts), ms(row.round_ms), fmt::format("{:.2f}", row.ms_per_token),
+                          fmt::format("{}", row.drafts), short_decimal(row.round_ms), fmt::format("{:.2f}", row.ms_per_token),
                           fmt::format("{:.2f}x", row.speedup), row.block == r.best_block ? "<- best" : ""});
   fmt::print("{}\n", table.render("  "));
 
@@ -260,13 +254,13 @@ void run(SpecArgs a) {
   if (a.out.explain) {
     fmt::print("\nE_m = 1 + sum_(i=1..m) a_1 x ... x a_i   (the target's own token + drafts 1..i all accepted)\n");
     fmt::print("T_m = T_verify + drafts(m) x T_draft;  ms/token = T_m / E_m;  speedup = T_plain / (ms/token)\n");
-    fmt::print("T_plain = {} ms/token ({}), drafts(m) = {}\n", ms(r.plain_ms_per_token),
+    fmt::print("T_plain = {} ms/token ({}), drafts(m) = {}\n", short_decimal(r.plain_ms_per_token),
                a.decode_ms ? "--decode-ms" : "plain decode = one verify pass with no drafts",
                in.group == 1 ? "m" : fmt::format("ceil(m/{0}) x {0}: a partial group costs a whole one", in.group));
     for (const SpecRow& row : r.rows)
       fmt::print("m={}: {}; drafts {}; T = {} + {} x {} = {} ms; {} / {:.2f} = {:.2f} ms/token; {}x\n", row.block,
-                 expected_derivation(in.accept_rates, row), drafts_derivation(row.block, in.group), ms(row.verify_ms),
-                 row.drafts, ms(in.draft_ms), ms(row.round_ms), ms(row.round_ms), row.expected_tokens,
+                 expected_derivation(in.accept_rates, row), drafts_derivation(row.block, in.group), short_decimal(row.verify_ms),
+                 row.drafts, short_decimal(in.draft_ms), short_decimal(row.round_ms), short_decimal(row.round_ms), row.expected_tokens,
                  row.ms_per_token, fmt::format("{:.2f}", row.speedup));
   }
 }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "planner/calibration/calibration.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
@@ -110,7 +112,17 @@ Plan PlanOptions::resolve() const {
       throw InputError(fmt::format("--reserve: '{}' is not NAME=SIZE (e.g. cuda_context=512MiB)", r));
     p.reserves.push_back({r.substr(0, eq), parse_bytes(r.substr(eq + 1), "--reserve " + r.substr(0, eq))});
   }
-  validate_plan(p, plan_file, true);
+  // A field set by a flag is named by its flag; one from the plan file by the file and field.
+  const std::map<std::string_view, std::pair<const char*, bool>> flags{
+      {"context", {"--ctx", !ctx.empty()}},        {"requests", {"--requests", requests.has_value()}},
+      {"output", {"--output", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
+      {"tp", {"--tp", tp.has_value()}}};
+  validate_plan(p, [&](std::string_view field) {
+    const auto it = flags.find(field);
+    if ((it != flags.end() && it->second.second) || plan_file.empty())
+      return it != flags.end() ? std::string(it->second.first) : std::string(field);
+    return fmt::format("{}: field '{}'", plan_file, field);
+  });
   return p;
 }
 

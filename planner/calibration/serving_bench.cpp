@@ -5,13 +5,14 @@
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 
 namespace infer_plan {
 namespace {
 
 constexpr uint64_t kMinStepsPerBatch = 3;  // report rows: fewer steps at a batch size are noise
-constexpr double kMaxInFlight = 1e6;       // vLLM rows: no server holds more requests
-constexpr double kMaxContext = 16777216;   // 16M tokens, the plan's own limit
+constexpr auto kMaxInFlight = static_cast<double>(kMaxConcurrentRequests);  // no server holds more requests
+constexpr auto kMaxContext = static_cast<double>(kMaxContextTokens);
 
 bool is_vllm_result(const Json& j) {
   return j.is_object() && j.contains("request_throughput") && j.contains("completed") &&

@@ -2,9 +2,11 @@
 // type mismatches into InputErrors that say which field was wrong and what it should have been.
 #include "planner/core/json_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <sstream>
 
@@ -126,6 +128,15 @@ const Json& require_object(const Json& obj, std::string_view key, std::string_vi
   if (!v) missing(key, where, "an object");
   if (!v->is_object()) wrong(key, where, *v, "an object");
   return *v;
+}
+
+void check_known_fields(const Json& obj, std::initializer_list<std::string_view> keys, std::string_view where) {
+  for (const auto& [key, value] : obj.items())
+    if (!key.starts_with('_') && std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::vector<std::string_view> sorted(keys);
+      std::sort(sorted.begin(), sorted.end());
+      throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key, fmt::join(sorted, ", ")));
+    }
 }
 
 }  // namespace infer_plan

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,5 +29,8 @@ std::optional<std::string> optional_string(const Json& obj, std::string_view key
 std::optional<bool> optional_bool(const Json& obj, std::string_view key, std::string_view where);
 std::optional<double> optional_number(const Json& obj, std::string_view key, std::string_view where);
 const Json& require_object(const Json& obj, std::string_view key, std::string_view where);
+// Refuses a key of `obj` not in `keys` (keys starting with '_' are comments), naming it and
+// listing the expected ones.
+void check_known_fields(const Json& obj, std::initializer_list<std::string_view> keys, std::string_view where);
 
 }  // namespace infer_plan

@@ -9,13 +9,14 @@
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan {
 namespace {
 
-constexpr uint64_t kMaxTokens = uint64_t{1} << 24;  // 16M tokens, as the plan's context limit
-constexpr uint64_t kMaxCount = 1'000'000;           // requests, decodes, GPUs
+constexpr uint64_t kMaxTokens = kMaxContextTokens;
+constexpr uint64_t kMaxCount = kMaxConcurrentRequests;  // requests, decodes, GPUs
 
 std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
 

@@ -4,22 +4,19 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <set>
+#include <functional>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan {
 
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
-  static const std::set<std::string> allowed{"model", "scale", "hw", "engine", "weights", "weights_size", "kv",
-                                             "context", "output", "requests", "tp", "reserves",
-                                             "decode_ms", "deadline_s", "offload", "speculative", "load"};
-  for (const auto& [key, value] : j.items())
-    if (!key.starts_with('_') && !allowed.count(key))
-      throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", where, key,
-                                   fmt::join(allowed, ", ")));
+  check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
+                         "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load"},
+                     where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
   p.scale = optional_number(j, "scale", where).value_or(p.scale);
@@ -65,9 +62,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("offload") && !j.at("offload").is_null()) {
     const std::string ow = where + ": offload";
     const Json& o = require_object(j, "offload", where);
-    for (const auto& [key, value] : o.items())
-      if (key != "part" && key != "every" && key != "buffers" && key != "link")
-        throw InputError(fmt::format("{}: unknown field '{}'; expected part, every, buffers, link", ow, key));
+    check_known_fields(o, {"part", "every", "buffers", "link"}, ow);
     OffloadPlan off;
     off.part = optional_string(o, "part", ow).value_or(off.part);
     off.every = optional_uint(o, "every", ow).value_or(off.every);
@@ -78,11 +73,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("speculative") && !j.at("speculative").is_null()) {
     const std::string sw = where + ": speculative";
     const Json& o = require_object(j, "speculative", where);
-    static const std::set<std::string> keys{"accept", "draft", "draft_layers", "temperature", "verify_ms",
-                                            "draft_ms", "max_block", "group", "block"};
-    for (const auto& [key, value] : o.items())
-      if (!keys.count(key))
-        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", sw, key, fmt::join(keys, ", ")));
+    check_known_fields(o, {"accept", "draft", "draft_layers", "temperature", "verify_ms", "draft_ms", "max_block",
+                           "group", "block"}, sw);
     SpeculativePlan sp;
     if (o.contains("accept")) {
       const Json& a = o.at("accept");
@@ -116,10 +108,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("load") && !j.at("load").is_null()) {
     const std::string lw = where + ": load";
     const Json& o = require_object(j, "load", where);
-    static const std::set<std::string> keys{"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch"};
-    for (const auto& [key, value] : o.items())
-      if (!keys.count(key))
-        throw InputError(fmt::format("{}: unknown field '{}'; expected one of: {}", lw, key, fmt::join(keys, ", ")));
+    check_known_fields(o, {"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch"}, lw);
     LoadPlan lp;
     lp.rate_per_s = optional_number(o, "rate_per_s", lw);
     lp.sojourn_s = optional_number(o, "sojourn_s", lw);
@@ -132,28 +121,34 @@ Plan plan_from_json(const Json& j, const std::string& where) {
       throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second)", lw));
     p.load = lp;
   }
-  validate_plan(p, where, false);
+  validate_plan(p, where);
   return p;
 }
 
-void validate_plan(const Plan& p, std::string_view where, bool from_flags) {
-  auto name = [&](std::string_view field, std::string_view flag) {
-    return from_flags ? std::string(flag) : fmt::format("{}: field '{}'", where, field);
-  };
+void validate_plan(const Plan& p, const std::function<std::string(std::string_view field)>& name) {
   if (p.context == 0 || p.context > kMaxContextTokens)
-    throw InputError(fmt::format("{}: {} tokens is out of range; expected 1 to {}",
-                                 name("context", "--ctx"), p.context, kMaxContextTokens));
-  if (p.requests == 0 || p.requests > kMaxRequests)
-    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} requests",
-                                 name("requests", "--requests"), p.requests, kMaxRequests));
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 1 to {}", name("context"), p.context,
+                                 kMaxContextTokens));
+  if (p.requests == 0 || p.requests > kMaxConcurrentRequests)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} requests", name("requests"), p.requests,
+                                 kMaxConcurrentRequests));
   if (p.output > kMaxContextTokens)
-    throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}",
-                                 name("output", "--output"), p.output, kMaxContextTokens));
+    throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}", name("output"), p.output,
+                                 kMaxContextTokens));
   if (!(p.scale > 0 && p.scale <= 1))
-    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25",
-                                 name("scale", "--scale"), p.scale));
-  if (p.tp == 0 || p.tp > 64)
-    throw InputError(fmt::format("{}: {} is out of range; expected 1 to 64 devices", name("tp", "--tp"), p.tp));
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25", name("scale"), p.scale));
+  if (p.tp == 0 || p.tp > kMaxTensorParallel)
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} devices", name("tp"), p.tp, kMaxTensorParallel));
+  if (p.load && (p.load->requests == 0 || p.load->requests > kMaxSimulatedRequests))
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} simulated arrivals", name("load.requests"),
+                                 p.load->requests, kMaxSimulatedRequests));
+  if (p.load && (p.load->max_batch == 0 || p.load->max_batch > kMaxConcurrentRequests))
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("load.max_batch"),
+                                 p.load->max_batch, kMaxConcurrentRequests));
+}
+
+void validate_plan(const Plan& plan, std::string_view where) {
+  validate_plan(plan, [where](std::string_view field) { return fmt::format("{}: field '{}'", where, field); });
 }
 
 FitRequest fit_request(const Plan& plan) {
@@ -162,7 +157,7 @@ FitRequest fit_request(const Plan& plan) {
 
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
                      const std::string& weights_label, bool with_derivation, const OffloadMemory* offload) {
-  validate_plan(plan, "plan", false);
+  validate_plan(plan, "plan");
   return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload);
 }
 

@@ -3,12 +3,14 @@
 // speculation and load arrive with the features that use them.)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "planner/model/hw_profile.hpp"
 #include "planner/core/json_fields.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/cost/memory_fit.hpp"
 
@@ -71,15 +73,13 @@ struct Plan {
   std::optional<LoadPlan> load;
 };
 
-// Limits the CLI and plan files share (checked in one place).
-inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens
-inline constexpr uint64_t kMaxRequests = 1'000'000;
-
 // Reads a plan.json object; unknown keys are refused. `where` names the file for errors.
 Plan plan_from_json(const Json& j, const std::string& where);
-// Checks ranges (context, requests, output, tp); the InputError names the field in `where`, or
-// the CLI flag when the values came from flags.
-void validate_plan(const Plan& plan, std::string_view where, bool from_flags);
+// Checks ranges (planner/core/limits: context, requests, output, scale, tp, the load's requests
+// and max_batch); the InputError names the field as `name` says (the CLI: the flag that set it).
+void validate_plan(const Plan& plan, const std::function<std::string(std::string_view field)>& name);
+// The same, naming "where: field 'context'".
+void validate_plan(const Plan& plan, std::string_view where);
 
 // What the memory fit reads of the plan.
 FitRequest fit_request(const Plan& plan);

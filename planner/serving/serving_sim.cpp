@@ -14,14 +14,13 @@
 #include <vector>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
-// Longest run accepted: the per-request records are kept in memory (about 50 B each).
-constexpr uint64_t kMaxRequests = 10'000'000;
 
 using Request = ServingRequest;
 
@@ -268,8 +267,8 @@ void validate(const ServerModel& server, const ServingLoad& load) {
     throw InputError("kv_capacity_tokens: must be at least 1 token (leave it out for no limit)");
   if (!std::isfinite(load.rate_per_s) || load.rate_per_s <= 0)
     throw InputError(fmt::format("rate_per_s: {} is not a positive, finite rate", load.rate_per_s));
-  if (load.requests == 0 || load.requests > kMaxRequests)
-    throw InputError(fmt::format("requests: {} is out of range 1..{}", load.requests, kMaxRequests));
+  if (load.requests == 0 || load.requests > kMaxSimulatedRequests)
+    throw InputError(fmt::format("requests: {} is out of range 1..{}", load.requests, kMaxSimulatedRequests));
   for (const auto& [t, what] : {std::pair{load.prompt_tokens, "prompt_tokens"},
                                 std::pair{load.output_tokens, "output_tokens"}}) {
     if (t.min_tokens == 0) throw InputError(fmt::format("{}: lengths must be at least 1 token", what));

@@ -32,7 +32,21 @@ TEST_CASE("plan errors") {
   CHECK_THROWS_WITH_AS(plan_from_json(Json{{"tp", 100}}, "p.json"), doctest::Contains("1 to 64"), InputError);
   Plan p;
   p.context = 0;
-  CHECK_THROWS_WITH_AS(validate_plan(p, "", true), doctest::Contains("--ctx"), InputError);
+  // The caller names the field (the CLI: by the flag that set it).
+  CHECK_THROWS_WITH_AS(validate_plan(p, [](std::string_view f) { return "<" + std::string(f) + ">"; }),
+                       doctest::Contains("<context>: 0 tokens is out of range"), InputError);
+  // Each section refuses unknown keys alike; keys starting with '_' are comments anywhere.
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"offload", {{"evry", 2}}}}, "p.json"),
+                       doctest::Contains("p.json: offload: unknown field 'evry'; expected one of: buffers, every, link, part"),
+                       InputError);
+  CHECK(plan_from_json(Json{{"load", {{"_note", "x"}, {"rate_per_s", 1.0}}}}, "p.json").load->rate_per_s == 1.0);
+  // The load's own ranges (planner/core/limits): simulated arrivals and running requests.
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"load", {{"requests", 0}}}}, "p.json"),
+                       doctest::Contains("p.json: field 'load.requests': 0 is out of range; expected 1 to 10000000"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"load", {{"max_batch", 2000000}}}}, "p.json"),
+                       doctest::Contains("field 'load.max_batch': 2000000 is out of range; expected 1 to 1000000"),
+                       InputError);
 }
 
 TEST_CASE("speculative section: a draft of the target's first layers, and the runtime's temperature") {

@@ -1,0 +1,30 @@
+// How the commands write numbers in text, in one place so that a second means the same digits
+// in every table (JSON prints the raw values).
+#pragma once
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+#include "planner/core/units.hpp"
+
+namespace infer_plan::apps {
+
+// Seconds (or any time) to four significant digits: 0.02388, 12.87.
+inline std::string secs(double s) { return fmt::format("{:.4g}", s); }
+// Milliseconds with two decimals and the unit: "12.35 ms".
+inline std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
+// Up to two decimals, trailing zeros dropped: 26.3, 29.9, 29.86, 55.1.
+inline std::string short_decimal(double v) {
+  std::string s = fmt::format("{:.2f}", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+// "81.41 GiB"; a negative margin keeps its sign.
+inline std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+inline std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+// Whole MiB: "288 MiB".
+inline std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / MiB); }
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,13 @@
+// The ranges every input shares, in one place: a plan file, a CLI flag and a benchmark's file
+// are refused beyond the same limits, each far past any deployment but short of overflow.
+#pragma once
+#include <cstdint>
+
+namespace infer_plan {
+
+inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens per request
+inline constexpr uint64_t kMaxConcurrentRequests = 1'000'000;     // requests (or sequences) in flight at once
+inline constexpr uint64_t kMaxSimulatedRequests = 10'000'000;     // arrivals one serving simulation draws (~50 B of records each)
+inline constexpr uint64_t kMaxTensorParallel = 64;                // devices one model is split across
+
+}  // namespace infer_plan
