@@ -5,11 +5,9 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <thread>
 
-#include "kernels/cpu/sampling.hpp"
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -25,12 +23,6 @@
 namespace infer_plan::runtime {
 namespace {
 
-struct Live {
-  uint64_t id = 0;
-  std::vector<uint32_t> tokens;  // prompt, then generated
-  uint64_t emitted = 0;          // generated tokens so far
-};
-
 std::vector<ServingRequest> plan_requests(const Plan& plan) {
   if (plan.load && plan.load->rate_per_s) return serving_requests(plan_serving_load(plan));
   if (plan.output == 0 || plan.output >= plan.context)
@@ -42,17 +34,6 @@ std::vector<ServingRequest> plan_requests(const Plan& plan) {
     r.output_tokens = plan.output;
   }
   return closed;
-}
-
-// The planner's admission rule on the server as it stands (planner/serving/serving_sim.hpp).
-bool admitted_by_deadline(const ServerModel& model, const std::vector<ServingRequest>& arrivals,
-                          const std::vector<Live>& running, const std::deque<Live>& waiting, double now,
-                          const ServingRequest& candidate, double due_s) {
-  ServerSnapshot snapshot;
-  snapshot.now_s = now;
-  for (const Live& s : running) snapshot.running.push_back({arrivals[s.id], s.emitted});
-  for (const Live& s : waiting) snapshot.waiting.push_back(arrivals[s.id]);
-  return admission_finish_s(model, snapshot, candidate, due_s) <= due_s;
 }
 
 // The plan's offload section as the runtime executes it (resolve_plan checked its ranges: the
@@ -80,9 +61,6 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const bool closed = !(plan.load && plan.load->rate_per_s);
   const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
-  // Admission by deadline asks the planner's serving model (roofline steps, fit's KV pool) to
-  // predict each arrival's finish from the server's state, with the simulation's own rule.
-  const ServerModel& admission_model = rp.server;
 
   RunResult result;
   result.backend = std::string(backend.name());
@@ -117,73 +95,42 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   result.kv_pages = pages;
   result.setup_s = clock_s(setup0);
 
-  result.requests.resize(arrivals.size());
-  for (size_t i = 0; i < arrivals.size(); ++i) {
-    result.requests[i].arrival_s = arrivals[i].arrival_s;
-    result.requests[i].prompt_tokens = arrivals[i].prompt_tokens;
-    result.requests[i].output_tokens = arrivals[i].output_tokens;
-  }
-
-  std::deque<Live> waiting;
-  std::vector<Live> running;
-  size_t next = 0, ended = 0;
+  // Admission by deadline asks the planner's serving model (roofline steps) to predict each
+  // arrival's finish from the server's state, with the simulation's own rule.
+  Scheduler scheduler(rp.server, arrivals, cache, max_batch, plan.deadline_s, [&](uint64_t id, uint64_t tokens) {
+    return synthetic_prompt(options.seed, id, tokens, rp.spec.vocab);
+  });
   std::vector<uint32_t> picked;  // the greedy token of each row of a pass
   std::vector<SequenceChunk> chunks;
+  const auto record_step = [&](bool prefill, uint64_t batch, uint64_t tokens, uint64_t context, double start_s,
+                               double end_s) {
+    StepRecord step{prefill, batch, tokens, context, start_s, end_s};
+    if (prefetcher) {  // the pass just run released its last group
+      const OffloadPassRecord pass = prefetcher->last_pass();
+      step.offload_bytes = pass.bytes;
+      step.offload_copy_s = pass.copy_s;
+      step.offload_wait_s = pass.wait_s;
+    }
+    result.steps.push_back(step);
+  };
   const uint64_t t0 = backend.now_ns();
-  double last_progress_s = 0;
-
-  auto record_offload = [&](StepRecord& step) {
-    if (!prefetcher) return;
-    const OffloadPassRecord pass = prefetcher->last_pass();  // the pass just run released its last group
-    step.offload_bytes = pass.bytes;
-    step.offload_copy_s = pass.copy_s;
-    step.offload_wait_s = pass.wait_s;
-  };
-  auto finish = [&](const Live& s, double now) {
-    result.requests[s.id].finish_s = now;
-    cache.release(s.id);
-    ++ended;
-  };
-
-  double seen_s = 0;
+  double last_progress_s = 0, seen_s = 0;
   uint64_t present = 0;  // waiting + running as the scheduler last saw it
-  while (ended < arrivals.size()) {
-    double now = clock_s(t0);
+  while (scheduler.ended() < arrivals.size()) {
+    const double now = clock_s(t0);
     result.in_system_area += static_cast<double>(present) * (now - seen_s);
     seen_s = now;
-    while (next < arrivals.size() && arrivals[next].arrival_s <= now) {
-      const ServingRequest& a = arrivals[next];
-      if (PagedKvCache::pages_for(a.kv_tokens()) > cache.pages_total()) {
-        result.requests[next].rejected = "exceeds_kv_capacity";
-        ++ended;
-      } else if (plan.deadline_s && !admitted_by_deadline(admission_model, arrivals, running, waiting, now, a,
-                                                          a.arrival_s + *plan.deadline_s)) {
-        result.requests[next].rejected = "deadline";
-        ++ended;
-      } else {
-        Live s;
-        s.id = next;
-        kernels::SamplerRng rng(options.seed * 0x9E3779B97F4A7C15ULL + next);
-        s.tokens.resize(a.prompt_tokens);
-        for (uint32_t& tok : s.tokens) tok = static_cast<uint32_t>(rng.next_u64() % rp.spec.vocab);
-        waiting.push_back(std::move(s));
-      }
-      ++next;
-    }
-    present = waiting.size() + running.size();
+    scheduler.arrive(now);
+    present = scheduler.present();
     if (options.progress && now - last_progress_s > 1.0) {
       last_progress_s = now;
-      options.progress(fmt::format("t = {:.1f} s: {}/{} requests done, {} running, {} waiting", now, ended,
-                                   arrivals.size(), running.size(), waiting.size()));
+      options.progress(fmt::format("t = {:.1f} s: {}/{} requests done, {} running, {} waiting", now, scheduler.ended(),
+                                   arrivals.size(), scheduler.running().size(),
+                                   scheduler.present() - scheduler.running().size()));
     }
-    // Prefill first: the head of the queue starts when a batch slot and its pages are free.
-    if (!waiting.empty() && running.size() < max_batch &&
-        cache.reserve(waiting.front().id, result.requests[waiting.front().id].prompt_tokens +
-                                              result.requests[waiting.front().id].output_tokens)) {
-      Live s = std::move(waiting.front());
-      waiting.pop_front();
-      RequestRecord& rec = result.requests[s.id];
-      rec.start_s = now;
+    const Scheduler::Step step = scheduler.next(now);
+    if (step == Scheduler::Step::prefill) {  // the prompt in chunks, then its first token
+      const Sequence& s = scheduler.prefilling();
       const uint64_t prompt = s.tokens.size();
       for (uint64_t past = 0; past < prompt; past += options.prefill_chunk) {
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
@@ -191,20 +138,13 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         const double step0 = clock_s(t0);
         decoder->forward_argmax(std::span(&c, 1), picked);
         backend.synchronize();
-        result.steps.push_back({true, 1, n, past + n, step0, clock_s(t0)});
-        record_offload(result.steps.back());
+        record_step(true, 1, n, past + n, step0, clock_s(t0));
       }
-      s.tokens.push_back(picked[0]);
-      s.emitted = 1;
-      rec.first_token_s = clock_s(t0);
-      if (s.emitted == rec.output_tokens) finish(s, rec.first_token_s);
-      else running.push_back(std::move(s));
-      continue;
-    }
-    if (!running.empty()) {
+      scheduler.complete_prefill(picked[0], clock_s(t0));
+    } else if (step == Scheduler::Step::decode) {  // one token for every running sequence
       chunks.clear();
       uint64_t context = 0;
-      for (const Live& s : running) {
+      for (const Sequence& s : scheduler.running()) {
         chunks.push_back({s.id, std::span<const uint32_t>(&s.tokens.back(), 1), s.tokens.size() - 1});
         context += s.tokens.size();
       }
@@ -212,27 +152,16 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       decoder->forward_argmax(chunks, picked);
       backend.synchronize();
       const double step1 = clock_s(t0);
-      result.steps.push_back({false, running.size(), running.size(), context, step0, step1});
-      record_offload(result.steps.back());
-      std::vector<Live> still;
-      still.reserve(running.size());
-      for (size_t i = 0; i < running.size(); ++i) {
-        Live& s = running[i];
-        s.tokens.push_back(picked[i]);
-        if (++s.emitted == result.requests[s.id].output_tokens) finish(s, step1);
-        else still.push_back(std::move(s));
-      }
-      running = std::move(still);
-      continue;
-    }
-    if (next < arrivals.size()) {  // idle until the next arrival
-      const double wait_s = arrivals[next].arrival_s - clock_s(t0);
+      record_step(false, chunks.size(), chunks.size(), context, step0, step1);
+      scheduler.complete_decode(picked, step1);
+    } else if (step == Scheduler::Step::idle) {  // until the next arrival
+      const double wait_s = scheduler.next_arrival_s() - clock_s(t0);
       if (wait_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
-      continue;
+    } else {
+      break;
     }
-    assert(waiting.empty());  // nothing runs, nothing arrives: a waiting request would fit
-    break;
   }
+  result.requests = scheduler.take_records();
   result.span_s = clock_s(t0);
   result.in_system_area += static_cast<double>(present) * (result.span_s - seen_s);
   for (const RequestRecord& r : result.requests) {

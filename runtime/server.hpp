@@ -24,6 +24,7 @@
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/scheduler.hpp"
 
 namespace infer_plan::runtime {
 
@@ -33,12 +34,6 @@ struct RunOptions {
   uint64_t prefill_chunk = 256;   // tokens per prefill forward pass (a prompt runs in chunks)
   // Called now and then with a one-line status (the CLI shows it on a terminal).
   std::function<void(const std::string&)> progress;
-};
-
-struct RequestRecord {
-  double arrival_s = 0, start_s = -1, first_token_s = -1, finish_s = -1;  // from t = 0
-  uint64_t prompt_tokens = 0, output_tokens = 0;
-  std::string rejected;  // empty when completed; else the reason
 };
 
 struct StepRecord {

@@ -9,6 +9,7 @@
 #include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"
+#include "runtime/scheduler.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace infer_plan::runtime {
@@ -109,9 +110,7 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
   if (!target_cache.reserve(kSeq, tokens) || !draft_cache.reserve(kSeq, tokens))
     throw std::logic_error("speculative sweep: a fresh cache refused its one sequence");
 
-  kernels::SamplerRng prompt_rng(options.seed * 0x9E3779B97F4A7C15ULL + 0x5eed);
-  std::vector<uint32_t> prompt(r.prompt_tokens);
-  for (uint32_t& t : prompt) t = static_cast<uint32_t>(prompt_rng.next_u64() % rp.spec.vocab);
+  const std::vector<uint32_t> prompt = synthetic_prompt(options.seed, 0x5eed, r.prompt_tokens, rp.spec.vocab);
 
   // A short warm-up touches the weights and both caches before anything is timed.
   generate(target, kSeq, prompt, 2, {sp.temperature, options.seed});

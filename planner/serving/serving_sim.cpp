@@ -59,6 +59,19 @@ double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens) {
   return t;
 }
 
+}  // namespace
+
+bool exceeds_kv_capacity(const ServerModel& server, uint64_t kv_tokens) {
+  return server.kv_capacity_tokens && kv_tokens > *server.kv_capacity_tokens;
+}
+
+bool admits_head(const ServerModel& server, uint64_t running, uint64_t reserved_kv_tokens, uint64_t head_kv_tokens) {
+  if (running >= server.max_batch) return false;
+  return !server.kv_capacity_tokens || reserved_kv_tokens + head_kv_tokens <= *server.kv_capacity_tokens;
+}
+
+namespace {
+
 class Engine {
  public:
   Engine(const ServerModel& server, const std::vector<Request>& requests)
@@ -96,9 +109,8 @@ class Engine {
   }
 
   bool front_admissible() const {
-    if (waiting.empty() || running.size() >= server_->max_batch) return false;
-    const uint64_t need = request(waiting.front()).kv_tokens();
-    return !server_->kv_capacity_tokens || kv_reserved_tokens + need <= *server_->kv_capacity_tokens;
+    return !waiting.empty() &&
+           admits_head(*server_, running.size(), kv_reserved_tokens, request(waiting.front()).kv_tokens());
   }
   bool has_work() const { return front_admissible() || !running.empty(); }
 
@@ -388,7 +400,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   auto arrive = [&](uint32_t id) {
     const Request& r = requests[id];
     occ.advance_to(r.arrival_s);
-    if (server.kv_capacity_tokens && r.kv_tokens() > *server.kv_capacity_tokens) {
+    if (exceeds_kv_capacity(server, r.kv_tokens())) {
       outcomes[id].rejected = true;
       ++res.rejected.exceeds_kv_capacity;
       return;

@@ -168,6 +168,14 @@ struct ServingResult {
 // non-finite time. Invariant (asserted): completed + rejected == requests.
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load);
 
+// The rules the simulation and the runtime's scheduler (runtime/scheduler.hpp) both call, so
+// they cannot drift apart:
+// - on arrival, a request whose whole KV (prompt + output) is larger than the pool is rejected;
+bool exceeds_kv_capacity(const ServerModel& server, uint64_t kv_tokens);
+// - before each step, the head of the queue is admitted (and prefilled) when a batch slot is free
+//   and its KV fits beside the reservations of the admitted requests.
+bool admits_head(const ServerModel& server, uint64_t running, uint64_t reserved_kv_tokens, uint64_t head_kv_tokens);
+
 // A real server between two steps, as the runtime sees it: the requests decoding (with the tokens
 // each has emitted, the first from its prefill) and the queue, in order.
 struct ServerSnapshot {

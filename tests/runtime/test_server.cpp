@@ -67,6 +67,50 @@ TEST_CASE("paged KV: pages for the whole life at admission, returned on release"
   CHECK(cache.reserve(2, 40));
 }
 
+TEST_CASE("scheduler: the simulation's rules step by step (reject on arrival, prefill first, whole-life pages)") {
+  CpuBackend backend;
+  const ResolvedPlan rp = resolve_plan(tiny_plan());
+  PagedKvCache cache(backend, rp.spec, rp.plan.kv, 5);  // 5 pages = 80 tokens
+  // A: 30 + 3 tokens (3 pages), B: 20 + 2 (2 pages), C: 100 + 5 (105 > 80 tokens: never fits).
+  const std::vector<ServingRequest> arrivals{{0, 30, 3}, {0, 20, 2}, {0, 100, 5}};
+  Scheduler s(rp.server, arrivals, cache, 2, std::nullopt,
+              [&](uint64_t id, uint64_t n) { return synthetic_prompt(7, id, n, rp.spec.vocab); });
+  s.arrive(0);
+  CHECK(s.records()[2].rejected == "exceeds_kv_capacity");
+  CHECK(s.ended() == 1);
+  CHECK(s.present() == 2);
+  REQUIRE(s.next(0) == Scheduler::Step::prefill);  // A: 0 + 48 <= 80 tokens, batch 0 < 2
+  CHECK(s.prefilling().id == 0);
+  CHECK(s.prefilling().tokens == synthetic_prompt(7, 0, 30, rp.spec.vocab));
+  CHECK(cache.pages_free() == 2);
+  s.complete_prefill(5, 1.0);
+  REQUIRE(s.next(1.0) == Scheduler::Step::prefill);  // prefill first: B's 32 tokens fill the pool to 80
+  CHECK(cache.pages_free() == 0);
+  s.complete_prefill(6, 2.0);
+  REQUIRE(s.next(2.0) == Scheduler::Step::decode);
+  CHECK(s.running().size() == 2);
+  const std::vector<uint32_t> step1{7, 8};
+  s.complete_decode(step1, 3.0);  // B's second token is its last: its 2 pages return
+  CHECK(cache.pages_free() == 2);
+  REQUIRE(s.next(3.0) == Scheduler::Step::decode);
+  const std::vector<uint32_t> step2{9};
+  s.complete_decode(step2, 4.0);
+  CHECK(s.next(4.0) == Scheduler::Step::done);
+  CHECK(s.ended() == 3);
+  const std::vector<RequestRecord> r = s.take_records();
+  CHECK((r[0].start_s == 0 && r[0].first_token_s == 1.0 && r[0].finish_s == 4.0));
+  CHECK((r[1].start_s == 1.0 && r[1].first_token_s == 2.0 && r[1].finish_s == 3.0));
+  // A full batch keeps the head waiting although its pages are free.
+  PagedKvCache roomy(backend, rp.spec, rp.plan.kv, 5);
+  Scheduler one(rp.server, arrivals, roomy, 1, std::nullopt,
+                [&](uint64_t id, uint64_t n) { return synthetic_prompt(7, id, n, rp.spec.vocab); });
+  one.arrive(0);
+  REQUIRE(one.next(0) == Scheduler::Step::prefill);
+  one.complete_prefill(5, 1.0);
+  CHECK(one.next(1.0) == Scheduler::Step::decode);
+  CHECK(roomy.pages_free() == 2);
+}
+
 TEST_CASE("closed batch: memory equals fit to the byte; every request completes with its tokens") {
   CpuBackend backend;
   const Plan plan = tiny_plan();

@@ -440,3 +440,17 @@ TEST_CASE("admission_finish_s: a snapshot of a real server, predicted by the sim
   // Past the due time the prediction gives up: infinity means "reject".
   CHECK(std::isinf(admission_finish_s(server, busy, candidate, 0.2)));
 }
+
+TEST_CASE("the admission predicates the runtime's scheduler shares") {
+  ServerModel server;
+  server.max_batch = 2;
+  server.kv_capacity_tokens = 100;
+  CHECK(exceeds_kv_capacity(server, 101));
+  CHECK_FALSE(exceeds_kv_capacity(server, 100));
+  CHECK(admits_head(server, 1, 60, 40));        // 60 + 40 = 100 <= 100, batch 1 < 2
+  CHECK_FALSE(admits_head(server, 1, 61, 40));  // 101 tokens
+  CHECK_FALSE(admits_head(server, 2, 0, 1));    // the batch is full
+  server.kv_capacity_tokens.reset();            // unlimited KV: only the batch limits
+  CHECK_FALSE(exceeds_kv_capacity(server, uint64_t{1} << 40));
+  CHECK(admits_head(server, 1, uint64_t{1} << 40, uint64_t{1} << 40));
+}
