@@ -29,6 +29,7 @@ struct QuantArgs {
 };
 
 std::vector<uint8_t> read_file(const std::string& path, std::string_view flag) {
+  require_regular_file(path, fmt::format("a file of raw values or blocks ({})", flag));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open '{}'", flag, path));
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -16,6 +16,9 @@ namespace infer_plan {
 namespace {
 
 constexpr uint64_t kMaxTextFileBytes = uint64_t{64} << 20;
+// No input of ours nests past 8 levels; a file nested 100k deep would overflow the stack of
+// anything that walks it (printing a value in an error message, comparing, copying).
+constexpr int kMaxJsonDepth = 64;
 
 std::string describe(const Json& v) {
   std::string dumped = v.dump();
@@ -44,8 +47,15 @@ const Json* find(const Json& obj, std::string_view key, std::string_view where) 
 }  // namespace
 
 Json parse_json_text(std::string_view text, std::string_view origin) {
+  const auto depth_cap = [origin](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels; expected a plan, profile, scenario or "
+                                   "config of a few levels", origin, kMaxJsonDepth));
+    return true;
+  };
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), depth_cap);
   } catch (const Json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
     std::string msg = e.what();
@@ -54,14 +64,19 @@ Json parse_json_text(std::string_view text, std::string_view origin) {
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  // A FIFO with no writer would block forever and /dev/zero never ends: regular files only, and
-  // no text input of ours comes near the cap.
+void require_regular_file(const std::string& path, std::string_view expected) {
+  // Checked before opening: opening a FIFO with no writer blocks forever, and /dev/zero never ends.
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    throw InputError(fmt::format("{}: not a regular file; expected a JSON or text file", path));
-  if (!ec && std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) > kMaxTextFileBytes)
+    throw InputError(fmt::format("{}: not a regular file; expected {}", path, expected));
+}
+
+std::string read_text_file(const std::string& path) {
+  // Regular files only, and no text input of ours comes near the cap.
+  require_regular_file(path, "a JSON or text file");
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > kMaxTextFileBytes)
     throw InputError(fmt::format("{}: larger than {} MiB; expected a JSON or text file", path, kMaxTextFileBytes >> 20));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open file", path));

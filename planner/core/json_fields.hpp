@@ -16,6 +16,9 @@ using Json = nlohmann::json;
 Json parse_json_text(std::string_view text, std::string_view origin);
 // A whole file as text; a missing or unreadable file is an InputError.
 std::string read_text_file(const std::string& path);
+// Refuses a path that exists but is not a regular file (a FIFO, a device, a directory), naming
+// what was `expected`; call it before opening any input.
+void require_regular_file(const std::string& path, std::string_view expected);
 // Reads and parses a file; a missing or unreadable file is an InputError.
 Json read_json_file(const std::string& path);
 

@@ -9,5 +9,8 @@ inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens 
 inline constexpr uint64_t kMaxConcurrentRequests = 1'000'000;     // requests (or sequences) in flight at once
 inline constexpr uint64_t kMaxSimulatedRequests = 10'000'000;     // arrivals one serving simulation draws (~50 B of records each)
 inline constexpr uint64_t kMaxTensorParallel = 64;                // devices one model is split across
+// Any size given in bytes (weights, reserves, a device's memory): 1024 PiB. No memory or file
+// comes near, and sums of a few such sizes stay far from 2^63, where signed margins would wrap.
+inline constexpr uint64_t kMaxBytes = uint64_t{1} << 60;
 
 }  // namespace infer_plan

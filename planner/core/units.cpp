@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 
 namespace infer_plan {
 namespace {
@@ -124,6 +125,13 @@ std::string trim_decimal(double v, int max_decimals) {
 
 }  // namespace
 
+namespace {
+[[noreturn]] void too_large(std::string_view text, std::string_view what) {
+  throw InputError(fmt::format("{}: '{}' is larger than 1024 PiB (2^60 bytes); no memory or file comes near", what,
+                               text));
+}
+}  // namespace
+
 uint64_t parse_bytes(std::string_view text, std::string_view what) {
   Number n = split_number(text, what, kSizeUnits, "96 GB' or '8 GiB");
   u128 factor = 1;
@@ -139,13 +147,12 @@ uint64_t parse_bytes(std::string_view text, std::string_view what) {
   // mantissa < 10^30 and factor <= 2^50 would overflow 128 bits, so bound the mantissa first.
   const u128 limit = static_cast<u128>(UINT64_MAX) * divisor;
   if (n.mantissa > limit)
-    throw InputError(fmt::format("{}: '{}' is larger than 2^64 bytes", what, text));
+    too_large(text, what);
   u128 scaled = n.mantissa * factor;
   if (factor != 0 && scaled / factor != n.mantissa)
-    throw InputError(fmt::format("{}: '{}' is larger than 2^64 bytes", what, text));
+    too_large(text, what);
   u128 bytes = (scaled + divisor / 2) / divisor;  // round half up
-  if (bytes > UINT64_MAX)
-    throw InputError(fmt::format("{}: '{}' is larger than 2^64 bytes", what, text));
+  if (bytes > kMaxBytes) too_large(text, what);
   return static_cast<uint64_t>(bytes);
 }
 

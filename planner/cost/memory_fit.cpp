@@ -8,6 +8,8 @@
 
 #include "planner/cost/engine_memory.hpp"
 #include "planner/core/ggml_type.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/core/units.hpp"
 
@@ -50,6 +52,16 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
                      const OffloadMemory* offload) {
   check_tensor_parallel(s, request.tp, "--tp");
+  // Every term below 2^60 bytes (planner/core/limits): their sums and differences cannot wrap
+  // the signed margins, so a verdict is never flipped by overflow.
+  if (weights_bytes_total > kMaxBytes)
+    throw InputError(fmt::format("weights: {} bytes ({}) is more than 1024 PiB; no device holds it", weights_bytes_total,
+                                 weights_label));
+  uint64_t kv_total = 0;
+  if (__builtin_mul_overflow(kv_bytes_per_token(s, request.kv, request.tp), kv_cache_tokens(request.context), &kv_total) ||
+      __builtin_mul_overflow(kv_total, request.requests, &kv_total) || kv_total > kMaxBytes)
+    throw InputError(fmt::format("KV cache: {} requests x {} tokens of {} is more than 1024 PiB; no device holds it",
+                                 request.requests, request.context, s.name));
   FitResult r;
   r.tp = request.tp;
   r.context = request.context;
@@ -77,7 +89,11 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
   if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
     r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes) * engine.usable_fraction));
-  for (const auto& n : r.reserves) r.reserved_bytes += n.bytes;
+  for (const auto& n : r.reserves) {
+    if (n.bytes > kMaxBytes - r.reserved_bytes)
+      throw InputError(fmt::format("reserves: {} and those before it sum to more than 1024 PiB", n.name));
+    r.reserved_bytes += n.bytes;
+  }
 
   const int64_t usable = static_cast<int64_t>(r.usable_bytes);
   r.free_after_weights_bytes = usable - static_cast<int64_t>(r.device_weights_bytes);

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/tensor_inventory.hpp"
 
@@ -42,7 +43,9 @@ bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::
 
 class Cursor {
  public:
-  Cursor(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+  Cursor(const std::string& path) : path_(path) {
+    require_regular_file(path, "a .gguf file");
+    in_.open(path, std::ios::binary);
     if (!in_) throw InputError(fmt::format("{}: cannot open", path));
     std::error_code ec;
     size_ = std::filesystem::file_size(path, ec);
@@ -432,6 +435,7 @@ GgufModel read_gguf_model(const std::string& path) {
 
 std::vector<uint8_t> read_gguf_tensor_data(const GgufModel& m, size_t i) {
   const GgufTensorInfo& t = m.tensors.at(i);
+  require_regular_file(m.paths.at(t.file), "a .gguf file");
   std::ifstream in(m.paths.at(t.file), std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open", m.paths.at(t.file)));
   std::vector<uint8_t> data(t.bytes);  // bounded: read_part checked it lies inside the file

@@ -117,6 +117,11 @@ infer_plan_cli_case(bad_reserve EXIT 2 ARGS fit --reserve cuda512MiB MATCH "--re
 infer_plan_cli_case(bad_both_weights EXIT 2 ARGS fit --weights Q8_0 --weights-size 8GiB MATCH "not both")
 infer_plan_cli_case(bad_flag EXIT 2 ARGS fit --context 8K MATCH "--context")
 infer_plan_cli_case(bad_quant EXIT 2 ARGS quant Q9 MATCH "TYPE: unknown GGML type 'Q9'")
+# Not regular files: /dev/zero would be read until memory runs out, a directory was exit 3.
+infer_plan_cli_case(bad_quant_device EXIT 2 ARGS quant Q8_0 --quantize /dev/zero --out ${CMAKE_BINARY_DIR}/cli_never.bin
+  MATCH "/dev/zero: not a regular file; expected a file of raw values or blocks \\(--quantize\\)")
+infer_plan_cli_case(bad_quant_directory EXIT 2 ARGS quant Q8_0 --dequantize ${PROJECT_SOURCE_DIR}/tests --out ${CMAKE_BINARY_DIR}/cli_never.bin
+  MATCH "tests: not a regular file")
 infer_plan_cli_case(bad_subcommand EXIT 2 ARGS fitt MATCH "fitt")
 
 # --- speculative decoding (SPEC 5 and the spec lines of SPEC 9) ---

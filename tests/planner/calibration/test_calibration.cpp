@@ -315,9 +315,10 @@ TEST_CASE("a prefill multiplies the output head for one token per prompt, not fo
 }
 
 TEST_CASE("a printed model size far from the named model's recipe is skipped with the reason, not rescaled") {
+  // 512 PiB: absurd, yet inside the 1024 PiB every size must stay under (planner/core/limits).
   const char* md =
       "| model | size | params | backend | ngl | test | t/s |\n|---|--:|--:|---|--:|--:|--:|\n"
-      "| llama 7B Q4_0 | 8388608 TiB | 6.74 B | CUDA | 99 | tg128 | 100.00 |\n"
+      "| llama 7B Q4_0 | 524288 TiB | 6.74 B | CUDA | 99 | tg128 | 100.00 |\n"
       "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 150.00 |\n"
       "| llama 7B F16 | 12.55 GiB | 6.74 B | CUDA | 99 | tg128 | 60.00 |\n";
   const CalibrationResult r = calibrate_step_model(parse_bench_text(md, "t.md"), load_hw_profile("rtx-4090"), {});

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 
 using namespace infer_plan;
@@ -26,7 +27,11 @@ TEST_CASE("sizes: bad input names the field and the accepted units") {
   CHECK_THROWS_WITH_AS(parse_bytes("GiB", "f"), doctest::Contains("does not start with a number"), InputError);
   CHECK_THROWS_WITH_AS(parse_bytes("1. GiB", "f"), doctest::Contains("decimal point"), InputError);
   CHECK_THROWS_WITH_AS(parse_bytes("20 EiB", "f"), doctest::Contains("KiB, MiB, GiB"), InputError);
-  CHECK_THROWS_WITH_AS(parse_bytes("99999999999 PiB", "f"), doctest::Contains("2^64"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bytes("99999999999 PiB", "f"), doctest::Contains("2^60"), InputError);
+  // 10000 PiB is below 2^64 but past 2^63, where a signed margin wraps and "fits" (issue 15).
+  CHECK_THROWS_WITH_AS(parse_bytes("10000 PiB", "f"), doctest::Contains("f: '10000 PiB' is larger than 1024 PiB"),
+                       InputError);
+  CHECK(parse_bytes("1024 PiB", "f") == kMaxBytes);
   CHECK_THROWS_AS(parse_bytes("1e9", "f"), InputError);
 }
 

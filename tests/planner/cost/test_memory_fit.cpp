@@ -3,6 +3,7 @@
 
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/cost/offload.hpp"
@@ -150,4 +151,28 @@ TEST_CASE("SPEC 4 through fit: offloaded groups leave the device, prefetch slots
                        InputError);
   CHECK_THROWS_WITH_AS(offload_memory(spec, layout, 1.0, OffloadPart::ffn, 4, 37), doctest::Contains("offload.buffers (--buffers): 37 is out of range"),
                        InputError);
+}
+
+TEST_CASE("sizes past 2^60 bytes are refused, never wrapped into a verdict (issue 15, class 3)") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const HwProfile hw = load_hw_profile("h200");
+  Plan plan;
+  CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, kMaxBytes + 1, "given"), doctest::Contains("weights: "),
+                       InputError);
+  plan.reserves = {{"a", kMaxBytes}, {"b", kMaxBytes}};  // each allowed; the sum is not
+  CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, GiB, "given"),
+                       doctest::Contains("reserves: b and those before it sum to more than 1024 PiB"), InputError);
+  // 144 KiB per token x 2^24 tokens x 10^6 requests = 2.5e18 B > 2^60 = 1.15e18 B.
+  plan.reserves.clear();
+  plan.context = kMaxContextTokens;
+  plan.requests = kMaxConcurrentRequests;
+  CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, GiB, "given"), doctest::Contains("KV cache: 1000000 requests"),
+                       InputError);
+  // The largest sizes that pass keep their sign: a 1024 PiB reserve does not fit.
+  plan.context = 8192;
+  plan.requests = 1;
+  plan.reserves = {{"a", kMaxBytes}};
+  const FitResult r = fit_memory(spec, hw, plan, GiB, "given");
+  CHECK_FALSE(r.fits);
+  CHECK(r.headroom_bytes < 0);
 }
