@@ -2,6 +2,8 @@
 // main only wires the subcommands and maps errors to exit codes.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
+#include <string_view>
 #include <fmt/format.h>
 
 #include "apps/commands.hpp"
@@ -42,6 +44,22 @@ int main(int argc, char** argv) {
     }
     if (!known) {
       fmt::print(stderr, "infer-plan: error: unknown command '{}'; commands: {}\n", argv[1], names);
+      return 2;
+    }
+  }
+  // No flag or argument of any command takes an empty value: `--ctx ""` or `--model=` would
+  // otherwise fall back to the default in silence.
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const bool after_flag = argv[i - 1][0] == '-' && std::string_view(argv[i - 1]).find('=') == std::string_view::npos;
+    if (arg.empty()) {
+      fmt::print(stderr, "infer-plan: error: {}: the value is empty; give one (or leave the {} out for its default)\n",
+                 after_flag ? argv[i - 1] : fmt::format("argument {}", i - 1).c_str(), after_flag ? "flag" : "argument");
+      return 2;
+    }
+    if (arg.starts_with("--") && arg.ends_with('=')) {
+      fmt::print(stderr, "infer-plan: error: {}: the value is empty; give one (or leave the flag out for its default)\n",
+                 arg.substr(0, arg.size() - 1));
       return 2;
     }
   }

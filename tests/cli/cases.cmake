@@ -123,6 +123,9 @@ infer_plan_cli_case(bad_quant_device EXIT 2 ARGS quant Q8_0 --quantize /dev/zero
 infer_plan_cli_case(bad_quant_directory EXIT 2 ARGS quant Q8_0 --dequantize ${PROJECT_SOURCE_DIR}/tests --out ${CMAKE_BINARY_DIR}/cli_never.bin
   MATCH "tests: not a regular file")
 infer_plan_cli_case(bad_subcommand EXIT 2 ARGS fitt MATCH "fitt")
+# An empty value is refused, never replaced by the default in silence (issue 15, class 8).
+infer_plan_cli_case(bad_empty_model EXIT 2 ARGS fit --model= MATCH "--model: the value is empty")
+infer_plan_cli_case(bad_empty_ctx EXIT 2 ARGS roofline --ctx= --model qwen3-8b MATCH "--ctx: the value is empty")
 
 # --- speculative decoding (SPEC 5 and the spec lines of SPEC 9) ---
 infer_plan_cli_case(spec_seed EXIT 0 ARGS spec
