@@ -45,7 +45,7 @@ void run(const AdmitArgs& a) {
                   d.generation_speedup_needed ? Json(*d.generation_speedup_needed) : Json(nullptr)},
                  {"rule", kAdmissionRule},
                  {"alternatives", d.alternatives}};
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   fmt::print("finish = queue wait {} s + TTFT {} s + generation {} s = {} s after arrival\n", secs(a.queue_wait_s),
@@ -78,20 +78,20 @@ void add_admit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "admit", "Admission by deadline for one request: finish = queue wait + TTFT + generation vs the deadline");
   cmd->add_option("--queue-wait", a->queue_wait_s, "Time the request waits before its prefill, in seconds (default 0)")
-      ->type_name("S");
+      ->check(kNonNegativeSeconds)->type_name("S");
   cmd->add_option("--ttft", a->ttft_s, "Time to first token (the prefill), in seconds (required)")
-      ->type_name("S")
+      ->check(kNonNegativeSeconds)->type_name("S")
       ->required();
   cmd->add_option("--generation", a->generation_s, "Time from the first to the last token, in seconds (required)")
-      ->type_name("S")
+      ->check(kNonNegativeSeconds)->type_name("S")
       ->required();
   cmd->add_option("--deadline", a->deadline_s, "Deadline from arrival to the last token, in seconds (required)")
-      ->type_name("S")
+      ->check(kPositiveSeconds)->type_name("S")
       ->required();
   cmd->add_option("--kv-free", a->kv_free_tokens, "KV tokens not reserved by admitted requests (optional, with --kv-need)")
-      ->type_name("TOKENS");
+      ->check(number_in(0, static_cast<double>(kMaxContextTokens) * kMaxConcurrentRequests, true))->type_name("TOKENS");
   cmd->add_option("--kv-need", a->kv_needed_tokens, "KV tokens this request reserves: prompt + output (optional)")
-      ->type_name("TOKENS");
+      ->check(number_in(0, static_cast<double>(kMaxContextTokens), true))->type_name("TOKENS");
   a->out.add_to(*cmd);
   cmd->callback([a] { run(*a); });
 }

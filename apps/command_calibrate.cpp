@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/text_table.hpp"
 #include "planner/calibration/calibration.hpp"
@@ -73,7 +74,7 @@ void run(const CalibrateArgs& a) {
     profile["calibration"] = step_calibration_to_json(cal);
     std::ofstream out(a.out);
     if (!out) throw InputError(fmt::format("--out {}: cannot write the file", a.out));
-    out << profile.dump(2) << "\n";
+    out << json_text(profile) << "\n";
     if (!out) throw InputError(fmt::format("--out {}: write failed", a.out));
   }
   if (a.json) {
@@ -90,7 +91,7 @@ void run(const CalibrateArgs& a) {
            {"ceiling_median_abs_error", median_ceiling_error(r, true)},
            {"notes", r.notes}};
     if (!a.out.empty()) j["out"] = a.out;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   fmt::print("calibrate: {} on {} ({}), {} point(s){}\n", cal.engine, hw.name, format_rate(hw.memory_bandwidth_bytes_per_s),

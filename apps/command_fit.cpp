@@ -87,7 +87,7 @@ void run(const FitArgs& a) {
   if (a.out.json) {
     Json j = fit_json(r, spec, hw, plan);
     if (a.out.explain) j["derivation"] = r.derivation;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   print_text(r, spec, hw, plan);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
@@ -127,7 +128,7 @@ void run_size(const SizeArgs& a) {
     Json j = size_json(g, a.tensors);
     j["model"] = spec.name;
     if (a.out.explain) j["derivation"] = g.derivation;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   fmt::print("gguf size: {} at {}\n\n", spec.name, g.file_type);
@@ -139,7 +140,11 @@ void run_size(const SizeArgs& a) {
 std::string value_text(const GgufValue& v) {
   constexpr size_t kMaxShown = 80;
   std::string s = gguf_value_text(v);
-  if (s.size() > kMaxShown) s = s.substr(0, kMaxShown) + "...";
+  if (s.size() > kMaxShown) {
+    size_t cut = kMaxShown;  // back up to a UTF-8 character's first byte: never split one
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s = s.substr(0, cut) + "...";
+  }
   return s;
 }
 
@@ -154,7 +159,7 @@ void run_inspect(const InspectArgs& a) {
     for (const auto& m : file.metadata) kv[m.key] = value_text(m.value);
     j["metadata"] = kv;
     if (a.out.explain) j["derivation"] = g.derivation;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   fmt::print("gguf inspect: {} (GGUF v{}, {} file{}, {} tensors, {} metadata keys)\n\n", a.file,

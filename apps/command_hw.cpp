@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
@@ -41,7 +42,7 @@ void run(const HwArgs& a) {
         LinkProfile l = load_link(n);
         links.push_back({{"name", l.name}, {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s}});
       }
-      fmt::print("{}\n", Json{{"devices", devices}, {"links", links}}.dump(2));
+      print_json(Json{{"devices", devices}, {"links", links}});
       return;
     }
     TextTable t{{"profile", "capacity", "usable", "bandwidth", "bf16", "host link"},
@@ -65,7 +66,7 @@ void run(const HwArgs& a) {
   }
   const HwProfile p = load_hw_profile(a.name);
   if (a.out.json) {
-    fmt::print("{}\n", profile_json(p).dump(2));
+    print_json(profile_json(p));
     return;
   }
   fmt::print("{}: {}\n  from {}\n", p.name, p.description, p.source);
@@ -73,7 +74,8 @@ void run(const HwArgs& a) {
              p.memory_capacity_bytes, format_gib(static_cast<double>(p.memory_reserved_bytes)),
              format_gib(static_cast<double>(p.usable_bytes())));
   fmt::print("  bandwidth  {}\n", format_rate(p.memory_bandwidth_bytes_per_s));
-  for (const auto& [k, v] : p.compute_ops_per_s) fmt::print("  {:<10} {}\n", k, format_flops(v));
+  for (const auto& [k, v] : p.compute_ops_per_s)
+    fmt::print("  {:<10} {}\n", k, k.starts_with("int") ? format_int_ops(v) : format_flops(v));
   for (const auto& l : p.host_links) fmt::print("  host link  {} ({} per direction)\n", l.name, format_rate(l.bandwidth_bytes_per_s));
   if (p.device_link)
     fmt::print("  device link {} ({} per direction)\n", p.device_link->name, format_rate(p.device_link->bandwidth_bytes_per_s));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
@@ -62,7 +63,7 @@ void run(const KvArgs& a) {
     Json j{{"model", spec.name}, {"layers", spec.layers}, {"kv_heads", spec.kv_heads},
            {"head_dim", spec.head_dim}, {"context", plan.context}, {"requests", plan.requests},
            {"tp", plan.tp}, {"per_type", per_type}};
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
@@ -40,7 +41,7 @@ void run(const ModelArgs& a) {
     if (a.out.json) {
       Json all = Json::array();
       for (const auto& n : builtin_model_names()) all.push_back(spec_json(load_model(n)));
-      fmt::print("{}\n", Json{{"models", all}}.dump(2));
+      print_json(Json{{"models", all}});
       return;
     }
     TextTable t{{"model", "arch", "layers", "hidden", "heads/kv", "head_dim", "params", "active"},
@@ -66,7 +67,7 @@ void run(const ModelArgs& a) {
                       {"elements", t.elements()}});
       j["tensors"] = ts;
     }
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   const ParameterCount p = parameter_count(s);

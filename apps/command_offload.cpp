@@ -49,7 +49,7 @@ void run(const OffloadArgs& a) {
     j["every"] = o.every;
     j["buffers"] = o.buffers;
     if (a.out.explain) j["derivation"] = r.derivation;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
 
@@ -115,7 +115,7 @@ void add_offload_command(CLI::App& app) {
                   "Host link name (pcie-gen4-x16, pcie-gen5-x16, nvlink-c2c) or path (default: the plan's, else the profile's)")
       ->type_name("NAME|PATH");
   cmd->add_option("--max-batch", args->max_batch, "Largest batch searched for the hiding batch (default 4096)")
-      ->check(kNonNegativeCount)
+      ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))
       ->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Example (the seed: Qwen3-8B, FFN of 1 layer in 4, PCIe Gen5, measured 26.26 ms iteration):\n"

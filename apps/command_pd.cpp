@@ -90,6 +90,7 @@ Json pd_json(const PdResult& r, const PdInputs& in) {
               {"rate_per_s", r.rate_per_s},
               {"rate_from_littles_law", r.rate_from_littles_law},
               {"concurrency", r.concurrency},
+              {"concurrency_from_littles_law", r.concurrency_from_littles_law},
               {"link_load", r.link_load},
               {"link_saturated", r.link_saturated},
               {"link_below_minimum", r.link_below_minimum},
@@ -136,7 +137,12 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
       r.rate_from_littles_law ? fmt::format("Little's law: {} in flight / {:.4g} s per request", r.concurrency,
                                             r.request_time_s)
                               : "given (--qps)");
-  row("concurrency", fmt::format("{}", r.concurrency), "requests in flight");
+  row("concurrency", fmt::format("{}", r.concurrency),
+      r.concurrency_from_littles_law
+          ? fmt::format("requests in flight, Little's law: {:.4g} req/s x {:.4g} s per request = {:.3g}", r.rate_per_s,
+                        r.request_time_s, r.littles_law_in_flight)
+      : in.workload.concurrency ? std::string("requests in flight, given (--concurrency)")
+                                : std::string("requests in flight: --decode-batch (no --qps or --concurrency given)"));
   if (r.link_saturated)
     row("link load", "unstable",
         fmt::format("KV traffic is {:.2f}x the link: transfers queue without bound", r.link_load));
@@ -216,10 +222,13 @@ void run(const PdArgs& a) {
                              {"split_tokens_per_s", s.split_tokens_per_s}, {"ttft_change", s.ttft_change},
                              {"note", "measured by seed 002's author; a reference, not computed here"}};
     }
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
-  print_text(r, in, a.prefill_given || a.hw.empty() ? "given (--prefill-ms)" : a.times_source);
+  print_text(r, in,
+             a.prefill_given ? "given (--prefill-ms)"
+             : a.hw.empty()  ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
+                             : a.times_source);
   if (a.out.explain) print_explain(r);
 }
 
@@ -258,11 +267,11 @@ void add_pd_command(CLI::App& app) {
   cmd->add_option("--prefill-ms", args->prefill_ms,
                   fmt::format("Time of one prefill of --prompt tokens, in milliseconds (default {}, SPEC 7's "
                               "example)", kDefaultPrefillMs))
-      ->type_name("MS");
+      ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--decode-ms", args->decode_ms,
                   fmt::format("Time of one decode step of the mixed batch, in milliseconds (default {})",
                               kDefaultDecodeMs))
-      ->type_name("MS");
+      ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--decode-batch", args->decode_batch,
                   fmt::format("Decodes in that step, all stalled by a prefill inserted into it (default {})",
                               kDefaultDecodeBatch))
@@ -271,7 +280,7 @@ void add_pd_command(CLI::App& app) {
   cmd->add_option("--qps", args->qps,
                   "Arrival rate in requests per second (default: Little's law, concurrency / (prefill + "
                   "output x decode step))")
-      ->type_name("REQ/S");
+      ->check(kArrivalRate)->type_name("REQ/S");
   cmd->add_option("--concurrency", args->concurrency,
                   "Requests in flight, for the table's concurrency bands (default: --decode-batch)")
       ->check(kNonNegativeCount)

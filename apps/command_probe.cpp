@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
@@ -64,7 +65,7 @@ void run_cuda(const ProbeArgs& a) {
   const Json profile = runtime::cuda_probe_profile_json(r, name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
   if (a.out.json) {
-    fmt::print("{}\n", profile.dump(2));
+    print_json(profile);
     return;
   }
   fmt::print("probe: {} (sm_{}{}), {:.1f} GiB, {:.1f} GiB free before the probe\n", r.device, r.sm_major, r.sm_minor,
@@ -95,7 +96,7 @@ void run(const ProbeArgs& a) {
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
   if (a.out.json) {
-    fmt::print("{}\n", profile.dump(2));
+    print_json(profile);
     return;
   }
   fmt::print("probe: {} ({} threads)\n", r.device, r.threads);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
@@ -113,7 +114,7 @@ void run(const QuantArgs& a) {
   if (!a.type.empty()) {
     const GgmlTypeInfo& t = ggml_type_by_name(a.type, "TYPE");
     if (a.out.json) {
-      fmt::print("{}\n", type_json(t).dump(2));
+      print_json(type_json(t));
       return;
     }
     fmt::print("{}\n", t.name);
@@ -129,7 +130,7 @@ void run(const QuantArgs& a) {
   if (a.out.json) {
     Json all = Json::array();
     for (const auto& t : ggml_types()) all.push_back(type_json(t));
-    fmt::print("{}\n", Json{{"types", all}}.dump(2));
+    print_json(Json{{"types", all}});
     return;
   }
   TextTable table{{"type", "values/block", "bytes/block", "codes", "meta", "bits/value", "meta %", "vs BF16"},

@@ -67,7 +67,7 @@ void run_little(const QueueArgs& a) {
   if (a.out.json) {
     const Json j{{"mode", "littles_law"}, {"mean_in_system", r.mean_in_system}, {"rate_per_s", r.rate_per_s},
                  {"mean_sojourn_s", r.mean_sojourn_s}, {"solved_for", solved}};
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   auto mark = [&](LittleUnknown u) { return r.solved_for == u ? "  <- solved" : ""; };
@@ -328,7 +328,7 @@ void run_simulation(const QueueArgs& a) {
     if (a.out.json) {
       Json j = simulation_json(s, r);
       j["mode"] = "simulate";
-      fmt::print("{}\n", j.dump(2));
+      print_json(j);
       return;
     }
     print_simulation(a, s, r);
@@ -365,7 +365,7 @@ void run_simulation(const QueueArgs& a) {
     } else {
       j["at_rate"] = nullptr;
     }
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   fmt::print("SLO: {}\n", slo_text(slo));
@@ -400,10 +400,10 @@ void add_queue_command(CLI::App& app) {
       "Little's law n = lambda x T from any two of the three; with --simulate, a continuous-batching server "
       "under Poisson arrivals (latency percentiles, rejections, stability); with --max-rate, the highest rate "
       "meeting an SLO");
-  cmd->add_option("--rate", a->rate_per_s, "Arrival rate lambda in requests per second")->type_name("REQ/S");
-  cmd->add_option("--sojourn", a->sojourn_s, "Little's law: mean time in the system T in seconds")->type_name("S");
+  cmd->add_option("--rate", a->rate_per_s, "Arrival rate lambda in requests per second")->check(kArrivalRate)->type_name("REQ/S");
+  cmd->add_option("--sojourn", a->sojourn_s, "Little's law: mean time in the system T in seconds")->check(kPositiveSeconds)->type_name("S");
   cmd->add_option("--in-system", a->in_system, "Little's law: mean number of requests in the system n")
-      ->type_name("N");
+      ->check(number_in(0, static_cast<double>(kMaxConcurrentRequests)))->type_name("N");
   cmd->add_flag("--simulate", a->simulate,
                 "Simulate a server instead: FCFS, continuous batching, each prefill alone (no chunked "
                 "prefill), admission by KV space and --deadline");
@@ -420,12 +420,12 @@ void add_queue_command(CLI::App& app) {
   sim(cmd->add_option("--iteration-ms", a->iteration_ms,
                       "Decode iteration base time in ms: an iteration takes this + --per-seq-ms x batch + "
                       "--per-ktoken-ms x context tokens / 1000 (required)")
-          ->type_name("MS"));
+          ->check(kPositiveMs)->type_name("MS"));
   sim(cmd->add_option("--per-seq-ms", a->per_seq_ms, "Added to the iteration per running request, in ms (default 0)")
-          ->type_name("MS"));
+          ->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--per-ktoken-ms", a->per_ktoken_ms,
                       "Added to the iteration per 1000 context tokens in the batch, in ms (default 0)")
-          ->type_name("MS"));
+          ->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--hw", a->hw,
                       "Time the server with the roofline of --model on this profile (iteration and prefill), KV "
                       "capacity from fit; instead of --iteration-ms")
@@ -437,10 +437,10 @@ void add_queue_command(CLI::App& app) {
                       "For --hw: the engine's step model (llama.cpp: the device's built-in calibration) and its memory "
                       "beside weights and KV (llama.cpp, vllm)")
           ->type_name("NAME"));
-  sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->type_name("MS"));
+  sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")
-          ->type_name("MS"));
+          ->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--kv-tokens", a->kv_tokens,
                       "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output "
                       "(default unlimited)")
@@ -450,7 +450,7 @@ void add_queue_command(CLI::App& app) {
   sim(cmd->add_option("--deadline", a->deadline_s,
                       "Deadline from arrival to last token in seconds; reject at arrival when the predicted "
                       "finish is later (default none)")
-          ->type_name("S"));
+          ->check(kPositiveSeconds)->type_name("S"));
   sim(cmd->add_option("--deadline-rule", a->deadline_rule,
                       "How the finish is predicted at arrival: persists (each request that leaves is replaced "
                       "by one like it) or lower-bound (nobody else arrives: rejects only certain misses) "
@@ -463,14 +463,14 @@ void add_queue_command(CLI::App& app) {
                     "Search (bisection) for the highest rate meeting the --slo-* flags and stability; implies "
                     "--simulate"));
   sim(cmd->add_option("--slo-ttft-p99", a->slo_ttft_p99_s, "SLO: p99 TTFT in seconds (default none)")
-          ->type_name("S"));
+          ->check(kPositiveSeconds)->type_name("S"));
   sim(cmd->add_option("--slo-tpot-p99-ms", a->slo_tpot_p99_ms, "SLO: p99 TPOT in ms (default none)")
-          ->type_name("MS"));
+          ->check(kPositiveMs)->type_name("MS"));
   sim(cmd->add_option("--slo-reject", a->slo_reject, "SLO: highest rejection rate, a fraction 0..1 (default none)")
-          ->type_name("FRACTION"));
+          ->check(kFraction)->type_name("FRACTION"));
   sim(cmd->add_option("--rate-tolerance", a->rate_tolerance,
                       "Stop the search when (fail - meet) <= this x meet (default 0.01)")
-          ->type_name("FRACTION"));
+          ->check(number_in(0, 1))->type_name("FRACTION"));
   a->out.add_to(*cmd);
   cmd->callback([a] { run(*a); });
 }

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/plan_options.hpp"
@@ -27,6 +28,7 @@
 #include "planner/plan/figures.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/serving/serving_sim.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/server.hpp"
 
 namespace infer_plan::apps {
@@ -222,7 +224,6 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
 
 void write_svgs(const std::string& dir, const std::vector<Row>& rows, const ResolvedPlan& rp, const runtime::RunResult& run,
                 const runtime::MeasuredFigures& m) {
-  std::filesystem::create_directories(dir);
   // Short names under the bars (eight groups share 720 px).
   const std::map<std::string, std::string> short_name{
       {"decode_iteration_ms p50", "decode"}, {"prefill_ms p50", "prefill"}, {"mean_sojourn_s", "sojourn"},
@@ -232,7 +233,8 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
   for (const Row& r : rows)
     if (r.unit != "B" && r.figure != "rejected")
       bars.push_back({short_name.count(r.figure) ? short_name.at(r.figure) : r.figure, r.unit, r.predicted, r.measured});
-  std::ofstream(dir + "/predicted_vs_measured.svg") << svg_predicted_vs_measured(rp.spec.name + ": predicted vs measured", bars);
+  write_text_file(dir + "/predicted_vs_measured.svg",
+                  svg_predicted_vs_measured(rp.spec.name + ": predicted vs measured", bars), "--svg");
   // Latency against load: each decode step's time against its batch, measured points and the
   // roofline's line.
   Series measured{"measured", {}, {}, true}, predicted{"predicted (roofline)", {}, {}, false};
@@ -251,9 +253,10 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
     predicted.x.push_back(static_cast<double>(b));
     predicted.y.push_back(rp.roofline->decode_step(b, mean_context).time_s * 1e3);
   }
-  std::ofstream(dir + "/decode_vs_batch.svg")
-      << svg_line_chart(rp.spec.name + ": decode iteration against batch", "batch (running requests)",
-                        "decode iteration (ms)", {predicted, measured});
+  write_text_file(dir + "/decode_vs_batch.svg",
+                  svg_line_chart(rp.spec.name + ": decode iteration against batch", "batch (running requests)",
+                                 "decode iteration (ms)", {predicted, measured}),
+                  "--svg");
   if (!(rp.plan.load && rp.plan.load->rate_per_s)) return;
   // Latency against load: the serving simulation's mean sojourn from a tenth of the plan's rate
   // to twice it (the same seed: common random numbers), and the measured point at the plan's rate.
@@ -269,9 +272,10 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
   }
   point.x.push_back(rate);
   point.y.push_back(m.mean_sojourn_s);
-  std::ofstream(dir + "/sojourn_vs_rate.svg")
-      << svg_line_chart(rp.spec.name + ": mean sojourn against arrival rate", "arrival rate (requests/s)",
-                        "mean sojourn (s)", {sim, point});
+  write_text_file(dir + "/sojourn_vs_rate.svg",
+                  svg_line_chart(rp.spec.name + ": mean sojourn against arrival rate", "arrival rate (requests/s)",
+                                 "mean sojourn (s)", {sim, point}),
+                  "--svg");
 }
 
 // The run's decode steps by batch size (median ms, mean context per sequence), with what
@@ -364,6 +368,10 @@ Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober) {
   Measurement m;
   m.rp = prober.before(plan);
   m.run = execute_plan(m.rp, a.runtime);
+  if (m.run.interrupted) {  // SIGINT: no sweep, no second probe, no comparison of a partial run
+    m.measured = runtime::measured_figures(m.run);
+    return m;
+  }
   std::optional<runtime::SpecSweepResult> sweep;
   if (plan.speculative) sweep = execute_speculative_sweep(m.rp, a.runtime, a.spec_repeats);
   if (std::optional<ResolvedPlan> later = prober.after(plan)) m.rp = std::move(*later);
@@ -464,10 +472,17 @@ void write_markdown(const std::string& path, const std::string& header, const Me
 void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
+  check_output_dir(a.svg_dir, "--svg");
   if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
   if (plan.speculative) runtime::check_speculative_sweep(resolve_plan(plan), a.spec_repeats);  // before probing
   Prober prober(a, plan);
   Measurement m = measure(a, plan, prober);
+  if (m.run.interrupted) {
+    fmt::print(stderr, "report: interrupted; {} requests ended, {} did not; the figures measured so far:\n",
+               m.run.requests.size(), m.run.unfinished);
+    print_json(runtime::measured_json(m.measured));
+    throw ExitCode{runtime::kInterruptedExitCode};
+  }
   bool retried = false;
   if (!counted_hold(a, m.rows)) {
     retried = true;  // a shared machine is noisy: probe and run once more before calling it a failure
@@ -480,14 +495,15 @@ void run(const ReportArgs& a) {
   }
   const Verdict v = verdict(a, m.rows, retried);
   const std::string header = report_header(plan, m);
-  if (a.out.json) fmt::print("{}\n", report_json(plan, m, v).dump(2));
+  if (a.out.json) print_json(report_json(plan, m, v));
   else print_text(header, m, v);
   if (!a.out_path.empty()) write_markdown(a.out_path, header, m, v);
   if (!a.svg_dir.empty()) {
     write_svgs(a.svg_dir, m.rows, m.rp, m.run, m.measured);
     if (m.spec)
-      std::ofstream(a.svg_dir + "/spec_ms_per_token.svg")
-          << spec_sweep_svg(*m.spec, m.rp.spec.name + ": speculative decoding, ms per token against block length");
+      write_text_file(a.svg_dir + "/spec_ms_per_token.svg",
+                      spec_sweep_svg(*m.spec, m.rp.spec.name + ": speculative decoding, ms per token against block length"),
+                      "--svg");
   }
   if ((a.check || a.check_exact) && !v.counted_holds) throw ExitCode{1};
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/calibration/calibration.hpp"
@@ -54,7 +55,7 @@ void run(const RooflineArgs& a) {
     j["weights"] = rp.weights.label;
     j["tp"] = plan.tp;
     if (a.out.explain) j["derivation"] = e.derivation;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
   const RooflineRates& r = rp.roofline->rates();
@@ -91,7 +92,7 @@ void add_roofline_command(CLI::App& app) {
       "roofline", "Decode and prefill time from bytes over bandwidth and FLOPs over compute; TTFT, TPOT, tokens/s");
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
   cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")
-      ->check(kNonNegativeCount)->type_name("N");
+      ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Examples (a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token; llama.cpp adds its fixed time):\n"
               "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1\n"

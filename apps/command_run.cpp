@@ -4,12 +4,15 @@
 
 #include <memory>
 
+#include "apps/exit_code.hpp"
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/core/units.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/server.hpp"
 
 namespace infer_plan::apps {
@@ -59,21 +62,40 @@ void print_speculative(const Json& s) {
              s.at("spec_best_block").get<uint64_t>());
 }
 
+// Admission by deadline predicts each arrival's finish with the plan's profile. On the CPU a
+// built-in device profile (h200 by default) would admit everything, so a run with a deadline
+// predicts with this CPU's profile, probed now, unless --hw names a profile file.
+Plan with_backend_profile(Plan plan, const RuntimeOptions& runtime) {
+  if (!plan.deadline_s || runtime.backend != "cpu" || plan.hw_inline || plan.hw.ends_with(".json")) return plan;
+  if (!runtime.quiet)
+    fmt::print(stderr, "run: admission by deadline predicts with this CPU's profile instead of {}: probing it (about "
+                       "20 s; --hw FILE from `infer-plan probe --out FILE` skips this)\n", plan.hw);
+  plan.hw_inline = probe_profile(runtime, true, ProbeCopy{}, "cpu-probed");
+  plan.hw = "inline";
+  return plan;
+}
+
 void run(const RunArgs& a) {
-  const Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
+  const Plan plan = with_backend_profile(a.plan.resolve(), a.runtime);
   const ResolvedPlan rp = resolve_plan(plan);
   if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving
   const runtime::MeasuredFigures figures = runtime::measured_figures(execute_plan(rp, a.runtime));
   Json measured = runtime::measured_json(figures);
-  if (plan.speculative) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
+  if (plan.speculative && !figures.interrupted) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
   if (a.out.json) {
-    fmt::print("{}\n", measured.dump(2));
+    print_json(measured);
+    if (figures.interrupted) throw ExitCode{runtime::kInterruptedExitCode};
     return;
   }
   print_measured(figures);
   if (plan.speculative) print_speculative(measured.at("speculative"));
+  if (figures.interrupted) {
+    fmt::print(stderr, "run: interrupted; {} requests ended, {} did not (the figures above are theirs)\n",
+               figures.requests - figures.unfinished, figures.unfinished);
+    throw ExitCode{runtime::kInterruptedExitCode};
+  }
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ struct SpecArgs {
   std::optional<uint64_t> draft_layers;  // a draft of the target's first layers (the runtime's)
   uint64_t batch = 1;
   std::string derived_from;  // filled by run(): what the times came from
+  SpecInputNames names;      // the flags, or the plan file's fields where those filled them
   const CLI::App* cmd = nullptr;  // to ask which flags were given
 };
 
@@ -49,12 +50,20 @@ void apply_plan_section(SpecArgs& a) {
   if (!plan.speculative) return;
   const SpeculativePlan& sp = *plan.speculative;
   auto given = [&](const char* flag) { return a.cmd->count(flag) > 0; };
+  auto field = [&](const char* name) { return fmt::format("{}: field 'speculative.{}'", a.target.plan_file, name); };
   if (!given("--accept")) {
     a.accept.clear();
     for (double r : sp.accept) a.accept += (a.accept.empty() ? "" : ",") + fmt::format("{}", r);
+    a.names.accept = field("accept");
   }
-  if (!given("--max-block")) a.max_block = sp.max_block;
-  if (!given("--group")) a.group = sp.group;
+  if (!given("--max-block")) {
+    a.max_block = sp.max_block;
+    a.names.max_block = field("max_block");
+  }
+  if (!given("--group")) {
+    a.group = sp.group;
+    a.names.group = field("group");
+  }
   if (given("--verify-ms") || given("--draft-ms") || given("--draft") || given("--draft-layers")) return;
   if (sp.draft_layers) {
     a.draft_layers = sp.draft_layers;
@@ -63,7 +72,34 @@ void apply_plan_section(SpecArgs& a) {
   } else {
     if (sp.verify_ms) a.verify_ms = *sp.verify_ms;
     if (sp.draft_ms) a.draft_ms = *sp.draft_ms;
+    a.names.verify_ms = field("verify_ms");
+    a.names.draft_ms = field("draft_ms");
   }
+}
+
+// Derived times assume the batch runs: the target, and a draft model beside it, each with batch x
+// context tokens of KV, must fit the device, or the table's speedup is for a plan that cannot run.
+void check_spec_memory(const Plan& plan, uint64_t batch, const ResolvedPlan* draft) {
+  Plan p = plan;
+  p.requests = batch;
+  p.speculative.reset();
+  double draft_bytes = 0;
+  if (draft) {
+    draft_bytes = static_cast<double>(draft->fit.device_weights_bytes) +
+                  static_cast<double>(draft->fit.kv_bytes_per_token) *
+                      static_cast<double>(kv_cache_tokens(plan.context)) * static_cast<double>(batch);
+    p.reserves.push_back({"draft " + draft->spec.name + " (weights + KV)",
+                          static_cast<uint64_t>(std::min(draft_bytes, static_cast<double>(kMaxBytes)))});
+  }
+  const ResolvedPlan rp = resolve_plan(p);
+  if (rp.fit.fits) return;
+  throw InputError(fmt::format(
+      "--batch: {} sequences of {} tokens do not fit on {}: target weights {} + KV {}{} + reserves leave {} "
+      "short of the {} usable; lower --batch or --ctx, or quantize the KV (--kv q8_0)",
+      batch, plan.context, rp.hw.name, gib(rp.fit.device_weights_bytes), gib(rp.fit.kv_bytes),
+      draft ? fmt::format(" + draft {} {}", draft->spec.name, format_gib(draft_bytes)) : "",
+      gib(rp.fit.headroom_bytes < 0 ? static_cast<uint64_t>(-rp.fit.headroom_bytes) : 0),
+      gib(rp.fit.usable_bytes)));
 }
 
 // "0.75" -> {0.75}; "0.9,0.8,0.7" -> per-position rates. Range checks are the planner's.
@@ -151,6 +187,9 @@ Json spec_json(const SpecInputs& in, const SpecResult& r, const SpecArgs& a, dou
 
 void run(SpecArgs a) {
   apply_plan_section(a);
+  // With the times given the target is not timed, but a model, profile or weights that was named
+  // must still exist: a typo is not ignored.
+  (void)resolve_plan(a.target.resolve());
   SpecInputs in;
   in.accept_rates = parse_accept_list(a.accept);
   in.verify_ms = constant_verify_ms(a.verify_ms);
@@ -160,16 +199,15 @@ void run(SpecArgs a) {
     Plan plan = a.target.resolve();
     if (a.batch == 0) throw InputError("--batch: expected at least 1 sequence");
     if (*a.draft_layers == 0) throw InputError("--draft-layers: expected at least 1 layer");
-    plan.speculative = SpeculativePlan{};
-    plan.speculative->draft_layers = a.draft_layers;
-    const ResolvedPlan target = resolve_plan(plan);
-    std::unique_ptr<Roofline> draft;
-    try {
-      draft = plan_draft_roofline(target);
-    } catch (const InputError& e) {
+    plan.speculative.reset();
+    ResolvedPlan target = resolve_plan(plan);
+    if (*a.draft_layers > target.spec.layers)
       throw InputError(fmt::format("--draft-layers: {} is more than {}'s {} layers", *a.draft_layers, target.spec.name,
                                    target.spec.layers));
-    }
+    target.plan.speculative = SpeculativePlan{};
+    target.plan.speculative->draft_layers = a.draft_layers;
+    const std::unique_ptr<Roofline> draft = plan_draft_roofline(target);
+    check_spec_memory(plan, a.batch, nullptr);
     in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
     in.draft_ms = roofline_draft_ms(*draft, a.batch, plan.context);
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
@@ -193,6 +231,7 @@ void run(SpecArgs a) {
       throw InputError(fmt::format("--draft: {} has a vocabulary of {} tokens, the target {} has {}; speculative "
                                    "decoding needs a shared vocabulary", draft.spec.name, draft.spec.vocab,
                                    target.spec.name, target.spec.vocab));
+    check_spec_memory(plan, a.batch, &draft);
     in.verify_ms = roofline_verify_ms(*target.roofline, a.batch, plan.context);
     in.draft_ms = roofline_draft_ms(*draft.roofline, a.batch, plan.context);
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
@@ -205,12 +244,13 @@ void run(SpecArgs a) {
   // A per-position list sets the table's length unless --max-block says otherwise.
   in.max_block = a.max_block.value_or(in.accept_rates.size() > 1 ? in.accept_rates.size() : default_max_block);
   in.group = a.group;
+  in.names = a.names;
   const SpecResult r = speculative_table(in);
   const double rule_rate = spec_mean_accept_rate(in.accept_rates, in.max_block);
   const SpecRuleOfThumb rule = spec_rule_of_thumb(rule_rate);
 
   if (a.out.json) {
-    fmt::print("{}\n", spec_json(in, r, a, rule_rate, rule).dump(2));
+    print_json(spec_json(in, r, a, rule_rate, rule));
     return;
   }
 
@@ -283,13 +323,13 @@ void add_spec_command(CLI::App& app) {
       ->type_name("RATE[,RATE...]");
   cmd->add_option("--verify-ms", args->verify_ms,
                   "Target's verify pass over the block, ms per round (> 0); default 26.3")
-      ->type_name("MS");
+      ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--draft-ms", args->draft_ms, "Draft model, ms per drafted position (> 0); default 3.6")
-      ->type_name("MS");
+      ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--decode-ms", args->decode_ms,
                   "Plain decoding without drafts, ms per token (> 0), the baseline of the speedup; default "
                   "the --verify-ms value")
-      ->type_name("MS");
+      ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--max-block", args->max_block,
                   "Longest block m to tabulate, 1 to 64; default 8, or the length of a per-position --accept list")
       ->check(kNonNegativeCount)
@@ -306,7 +346,7 @@ void add_spec_command(CLI::App& app) {
   cmd->add_option("--draft-weights", args->draft_weights, "Draft model's weight type (default: the target's --weights)")
       ->type_name("TYPE");
   cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")
-      ->check(kNonNegativeCount)->type_name("N");
+      ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))->type_name("N");
   CLI::Option* draft_layers = cmd->add_option("--draft-layers", args->draft_layers,
                   "Draft made of the target's first N layers and its head (as the runtime's synthetic draft): "
                   "derive the times from rooflines, like --draft")

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
 #include "planner/core/input_error.hpp"
@@ -73,7 +74,7 @@ void run(const SweepArgs& a) {
       out.push_back({{"scenario", r.scenario->name}, {"file", r.scenario->source}, {"points", points},
                      {"lines", r.lines}, {"failures", r.failures()}});
     }
-    fmt::print("{}\n", out.dump(2));
+    print_json(out);
   } else if (a.format == "csv") {
     fmt::print("scenario,case,axes,path,expected,got,ok\n");
     auto q = [](std::string s) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "planner/core/json_fields.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
@@ -26,5 +27,12 @@ inline std::string gib(int64_t bytes) { return format_gib(static_cast<double>(by
 inline std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
 // Whole MiB: "288 MiB".
 inline std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / MiB); }
+
+// Writes a command's JSON to stdout. Strings from a GGUF or a path need not be UTF-8; invalid
+// bytes become U+FFFD instead of an exception after the work is done.
+inline std::string json_text(const Json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+inline void print_json(const Json& j) { fmt::print("{}\n", json_text(j)); }
 
 }  // namespace infer_plan::apps

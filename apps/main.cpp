@@ -1,5 +1,8 @@
 // infer-plan: answers capacity and latency questions about LLM inference in milliseconds.
 // main only wires the subcommands and maps errors to exit codes.
+#include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -60,6 +63,25 @@ int main(int argc, char** argv) {
     if (arg.starts_with("--") && arg.ends_with('=')) {
       fmt::print(stderr, "infer-plan: error: {}: the value is empty; give one (or leave the flag out for its default)\n",
                  arg.substr(0, arg.size() - 1));
+      return 2;
+    }
+    // Nor a number that is not finite: NaN passes every range check (each comparison is false)
+    // and would print "nan ms" or be ignored.
+    const size_t eq = arg.starts_with("--") ? arg.find('=') : std::string_view::npos;
+    std::string value(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+    for (char& ch : value) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!value.empty() && (value[0] == '-' || value[0] == '+')) value.erase(0, 1);
+    // Nor a whole number past 2^64 - 1, which CLI11 would wrap into a small one.
+    uint64_t parsed = 0;
+    const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    const bool beyond = digits && std::from_chars(value.data(), value.data() + value.size(), parsed).ec ==
+                                      std::errc::result_out_of_range;
+    if (beyond || value == "nan" || value.starts_with("nan(") || value == "inf" || value == "infinity") {
+      const std::string flag = eq != std::string_view::npos ? std::string(arg.substr(0, eq))
+                               : after_flag                 ? std::string(argv[i - 1])
+                                                            : fmt::format("argument {}", i - 1);
+      fmt::print(stderr, "infer-plan: error: {}: '{}' is {}\n", flag, eq == std::string_view::npos ? arg : arg.substr(eq + 1),
+                 beyond ? "beyond 2^64 - 1" : "not a finite number");
       return 2;
     }
   }

@@ -9,6 +9,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
+#include "planner/plan/predict.hpp"
 
 namespace infer_plan::apps {
 
@@ -116,13 +117,28 @@ Plan PlanOptions::resolve() const {
   const std::map<std::string_view, std::pair<const char*, bool>> flags{
       {"context", {"--ctx", !ctx.empty()}},        {"requests", {"--requests", requests.has_value()}},
       {"output", {"--output", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
-      {"tp", {"--tp", tp.has_value()}}};
+      {"tp", {"--tp", tp.has_value()}},           {"decode_ms", {"--decode-ms", decode_ms.has_value()}},
+      {"deadline_s", {"--deadline", deadline_s.has_value()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);
     if ((it != flags.end() && it->second.second) || plan_file.empty())
       return it != flags.end() ? std::string(it->second.first) : std::string(field);
     return fmt::format("{}: field '{}'", plan_file, field);
   });
+  if (!plan_file.empty()) {
+    // The whole file is checked whatever the command reads of it (model, profile, weights, offload,
+    // draft), so that a broken plan is never half-used; a message names the file, and the plan's
+    // field where the flag that would set it was not given.
+    try {
+      (void)resolve_plan(p);
+    } catch (const InputError& e) {
+      std::string message = e.what();
+      if (weights.empty() && message.starts_with("--weights")) message = "field 'weights'" + message.substr(9);
+      if (message.starts_with("plan: ")) message = message.substr(6);
+      if (message.find(plan_file) == std::string::npos) message = fmt::format("{}: {}", plan_file, message);
+      throw InputError(message);
+    }
+  }
   return p;
 }
 

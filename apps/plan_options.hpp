@@ -3,6 +3,7 @@
 // given on the command line override its fields.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,32 @@ inline const CLI::Validator kNonNegativeCount(
                                              : std::string();
     },
     "", "non-negative count");
+
+// For flags bound to floating-point figures: a number above `lo` (or from it, when `lo_closed`)
+// and at most `hi`. CLI11's Range lets NaN through (every comparison with it is false).
+inline CLI::Validator number_in(double lo, double hi, bool lo_closed = false) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
+        if ((lo_closed ? v >= lo : v > lo) && v <= hi) return {};
+        return fmt::format("{} is out of range; expected {} {:g} and at most {:g}", text,
+                           lo_closed ? "at least" : "above", lo, hi);
+      },
+      "", "number in range");
+}
+inline const CLI::Validator kPositiveMs = number_in(0, kMaxTimeS * 1e3);
+inline const CLI::Validator kNonNegativeMs = number_in(0, kMaxTimeS * 1e3, true);
+inline const CLI::Validator kPositiveSeconds = number_in(0, kMaxTimeS);
+inline const CLI::Validator kNonNegativeSeconds = number_in(0, kMaxTimeS, true);
+inline const CLI::Validator kArrivalRate = number_in(0, kMaxArrivalRate);
+inline const CLI::Validator kFraction = number_in(0, 1, true);
 
 struct PlanOptions {
   std::string plan_file;

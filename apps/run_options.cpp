@@ -5,11 +5,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
+#include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/core/input_error.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/server.hpp"
 
 namespace infer_plan::apps {
@@ -17,8 +20,11 @@ namespace infer_plan::apps {
 void RuntimeOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--backend", backend, "Where to execute: cpu, or cuda when built with CUDA (default cpu)")
       ->type_name("NAME");
-  cmd.add_option("--threads", threads, "CPU threads (default: one per hardware thread)")
-      ->check(kNonNegativeCount)
+  // More threads than hardware threads only spin against each other (the pool busy-waits).
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  cmd.add_option("--threads", threads, fmt::format("CPU threads, 1 to {} (this machine's hardware threads); default "
+                                                   "one per hardware thread", hardware))
+      ->check(CLI::Range(0u, hardware))
       ->type_name("N");
   cmd.add_option("--seed", seed, "Seed of the synthetic weights and prompts (default 1)")
       ->check(kNonNegativeCount)
@@ -37,6 +43,7 @@ auto with_backend(const RuntimeOptions& options, Body body) {
   ro.seed = options.seed;
   const bool tty = !options.quiet && isatty(fileno(stderr));
   if (tty) ro.progress = [](const std::string& line) { fmt::print(stderr, "\r\033[K{}", line); };
+  const runtime::InterruptGuard interrupts;  // a first SIGINT ends the run after its step, with figures
   auto r = body(*backend, ro);
   if (tty) fmt::print(stderr, "\r\033[K");
   return r;
@@ -66,14 +73,36 @@ void add_spec_repeats_option(CLI::App& cmd, uint64_t& repeats) {
 void check_output_path(const std::string& path, std::string_view flag) {
   if (path.empty()) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent))
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
     throw InputError(fmt::format("{}: cannot write '{}': folder '{}' does not exist", flag, path, parent.string()));
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: cannot write '{}': it is a folder; expected a file name", flag, path));
+  const std::string folder = parent.empty() ? "." : parent.string();
+  if (::access(folder.c_str(), W_OK) != 0 ||
+      (std::filesystem::exists(path, ec) && ::access(path.c_str(), W_OK) != 0))
+    throw InputError(fmt::format("{}: cannot write '{}': permission denied", flag, path));
+}
+
+void check_output_dir(const std::string& dir, std::string_view flag) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: cannot create folder '{}'{}", flag, dir, ec ? ": " + ec.message() : ""));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw InputError(fmt::format("{}: cannot write into folder '{}': permission denied", flag, dir));
+}
+
+void write_text_file(const std::string& path, const std::string& text, std::string_view flag) {
+  std::ofstream out(path);
+  if (!(out << text)) throw InputError(fmt::format("{}: cannot write '{}'", flag, path));
 }
 
 void write_json_file(const std::string& path, const Json& j, std::string_view flag) {
   std::ofstream out(path);
   if (!out) throw InputError(fmt::format("{}: cannot write '{}'", flag, path));
-  out << j.dump(2) << "\n";
+  out << json_text(j) << "\n";
 }
 
 }  // namespace infer_plan::apps

@@ -49,6 +49,9 @@ void add_spec_repeats_option(CLI::App& cmd, uint64_t& repeats);
 
 // Refuses an output path whose folder does not exist, before minutes of probing or running.
 void check_output_path(const std::string& path, std::string_view flag);
+// Creates the folder (with its parents) for files written after the run, or refuses it now.
+void check_output_dir(const std::string& dir, std::string_view flag);
+void write_text_file(const std::string& path, const std::string& text, std::string_view flag);
 
 void write_json_file(const std::string& path, const Json& j, std::string_view flag);
 

@@ -2,6 +2,7 @@
 // measured memory is comparable to the planner's breakdown), copy, synchronize, and a clock.
 // `cpu` implements it now; `cuda` (runtime/cuda_*) implements it next. One place picks.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -40,14 +41,31 @@ class Backend {
   // Device memory in use as the driver reports it (cudaMemGetInfo's total - free), to set beside
   // the accounting; none on the CPU, where the process's heap has no such figure.
   virtual std::optional<uint64_t> driver_used_bytes() const { return std::nullopt; }
+  // Memory that buffers of `category` can still take (the host's MemAvailable on the CPU; the
+  // driver's free device memory on CUDA, the host's for offload_host): a run refuses a plan beyond
+  // it before writing any weights. None when the backend cannot tell.
+  virtual std::optional<uint64_t> available_bytes(MemoryCategory category) const = 0;
 
   // Bytes currently allocated per category, from the backend's own accounting.
   const std::map<MemoryCategory, uint64_t>& allocated() const { return allocated_; }
   uint64_t allocated(MemoryCategory c) const;
+  // The most bytes each category held at once since the backend was made.
+  const std::map<MemoryCategory, uint64_t>& peak() const { return peak_; }
 
  protected:
+  void count_allocation(MemoryCategory c, uint64_t bytes) {
+    allocated_[c] += bytes;
+    peak_[c] = std::max(peak_[c], allocated_[c]);
+  }
+  void count_free(MemoryCategory c, uint64_t bytes) { allocated_[c] -= bytes; }
+
+ private:
   std::map<MemoryCategory, uint64_t> allocated_;
+  std::map<MemoryCategory, uint64_t> peak_;
 };
+
+// The host's MemAvailable (/proc/meminfo): what new allocations can take without swapping.
+std::optional<uint64_t> host_available_bytes();
 
 // "cpu" (always) or "cuda" (when built with CUDA); throws InputError for anything else.
 std::unique_ptr<Backend> make_backend(std::string_view name);

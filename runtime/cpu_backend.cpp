@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <fmt/format.h>
 #include <new>
 
@@ -40,7 +41,7 @@ DeviceBuffer CpuBackend::allocate(size_t bytes, MemoryCategory category) {
   const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
   if (!p) throw std::bad_alloc();
-  allocated_[category] += bytes;
+  count_allocation(category, bytes);
   ++live_buffers_;
   return {p, bytes, category};
 }
@@ -48,7 +49,7 @@ DeviceBuffer CpuBackend::allocate(size_t bytes, MemoryCategory category) {
 void CpuBackend::free(DeviceBuffer& b) {
   if (!b.data) return;
   std::free(b.data);
-  allocated_[b.category] -= b.bytes;
+  count_free(b.category, b.bytes);
   --live_buffers_;
   b = {};
 }
@@ -67,6 +68,18 @@ uint64_t CpuBackend::now_ns() const {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
+}
+
+std::optional<uint64_t> host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view name) {

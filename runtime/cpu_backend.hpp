@@ -16,6 +16,7 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
   uint64_t now_ns() const override;
   bool host_addressable(MemoryCategory) const override { return true; }
+  std::optional<uint64_t> available_bytes(MemoryCategory) const override { return host_available_bytes(); }
 
  private:
   uint64_t live_buffers_ = 0;

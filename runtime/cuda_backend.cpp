@@ -33,7 +33,7 @@ DeviceBuffer CudaBackend::allocate(size_t bytes, MemoryCategory category) {
   if (category == MemoryCategory::offload_host) return allocate_pinned_host(bytes);
   void* p = nullptr;
   CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));  // a zero-byte buffer still gets a distinct pointer
-  allocated_[category] += bytes;
+  count_allocation(category, bytes);
   ++live_buffers_;
   return {p, bytes, category};
 }
@@ -41,7 +41,7 @@ DeviceBuffer CudaBackend::allocate(size_t bytes, MemoryCategory category) {
 DeviceBuffer CudaBackend::allocate_pinned_host(size_t bytes) {
   void* p = nullptr;
   CUDA_CHECK(cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault));
-  allocated_[MemoryCategory::offload_host] += bytes;
+  count_allocation(MemoryCategory::offload_host, bytes);
   ++live_buffers_;
   return {p, bytes, MemoryCategory::offload_host};
 }
@@ -50,7 +50,7 @@ void CudaBackend::free(DeviceBuffer& b) {
   if (!b.data) return;
   if (b.category == MemoryCategory::offload_host) CUDA_CHECK(cudaFreeHost(b.data));
   else CUDA_CHECK(cudaFree(b.data));
-  allocated_[b.category] -= b.bytes;
+  count_free(b.category, b.bytes);
   --live_buffers_;
   b = {};
 }
@@ -76,7 +76,7 @@ uint64_t CudaBackend::now_ns() const {
 
 CudaMemoryInfo CudaBackend::memory_info() const {
   CudaMemoryInfo m;
-  for (const auto& [category, bytes] : allocated_) {
+  for (const auto& [category, bytes] : allocated()) {
     if (category == MemoryCategory::offload_host) m.allocated_host_bytes += bytes;
     else m.allocated_device_bytes += bytes;
   }

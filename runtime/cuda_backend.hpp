@@ -50,6 +50,10 @@ class CudaBackend final : public Backend {
 
   CudaMemoryInfo memory_info() const;
   std::optional<uint64_t> driver_used_bytes() const override { return memory_info().driver_used_bytes(); }
+  std::optional<uint64_t> available_bytes(MemoryCategory category) const override {
+    return category == MemoryCategory::offload_host ? host_available_bytes()
+                                                    : std::optional<uint64_t>(memory_info().driver_free_bytes);
+  }
   int device() const { return device_; }
   void* stream() const { return stream_; }  // a cudaStream_t, for kernels and events
 

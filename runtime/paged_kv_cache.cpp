@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <span>
 
@@ -38,6 +39,7 @@ bool PagedKvCache::reserve(SequenceId seq, uint64_t tokens) {
     mine.push_back(free_.back());
     free_.pop_back();
   }
+  peak_in_use_ = std::max(peak_in_use_, pages_total_ - free_.size());
   return true;
 }
 

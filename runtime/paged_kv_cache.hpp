@@ -26,6 +26,7 @@ class PagedKvCache {
 
   uint64_t pages_total() const { return pages_total_; }
   uint64_t pages_free() const { return free_.size(); }
+  uint64_t peak_pages_in_use() const { return peak_in_use_; }  // the most reserved at once
   uint64_t page_bytes() const { return page_bytes_; }
   uint64_t bytes() const { return buffer_.bytes; }
   static uint64_t pages_for(uint64_t tokens) { return kv_cache_tokens(tokens) / kKvPageTokens; }
@@ -66,6 +67,7 @@ class PagedKvCache {
   uint64_t pages_total_ = 0;
   DeviceBuffer buffer_;
   std::vector<uint64_t> free_;  // page indices, used from the back
+  uint64_t peak_in_use_ = 0;
   std::map<SequenceId, std::vector<uint64_t>> owned_;
 };
 

@@ -10,11 +10,13 @@
 
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/forward_pass.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
@@ -53,10 +55,37 @@ unsigned compute_threads(const Plan& plan, unsigned threads) {
   return plan.offload ? std::max(1u, threads - 1) : threads;
 }
 
-RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
+void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
+  if (rp.spec.max_context && plan.context > rp.spec.max_context)
+    throw InputError(fmt::format("run: context {} tokens is beyond the {} tokens {} was trained for; lower the "
+                                 "context (--ctx)", plan.context, rp.spec.max_context, rp.spec.name));
+  // Weights (less what is offloaded, plus the prefetch slots) and the KV pool on the device; the
+  // offloaded groups in host memory. On the CPU both are the host's.
+  const uint64_t device_bytes = rp.fit.device_weights_bytes + rp.fit.kv_bytes;
+  const uint64_t host_bytes = rp.fit.offload ? rp.fit.offload->freed_bytes : 0;
+  auto refuse_beyond = [&](const char* where, uint64_t need, std::optional<uint64_t> available) {
+    if (!available || need <= *available) return;
+    throw InputError(fmt::format("run: the plan needs {} of {} (weights {}, KV {}{}) but {} has {} available; lower "
+                                 "--scale, --ctx or --requests, or pick smaller weights or KV types",
+                                 format_gib(static_cast<double>(need)), where, format_gib(static_cast<double>(rp.fit.device_weights_bytes)),
+                                 format_gib(static_cast<double>(rp.fit.kv_bytes)),
+                                 host_bytes ? fmt::format(", offloaded {}", format_gib(static_cast<double>(host_bytes))) : "",
+                                 backend.name(), format_gib(static_cast<double>(*available))));
+  };
+  if (backend.host_addressable(MemoryCategory::weights)) {
+    refuse_beyond("memory", device_bytes + host_bytes, backend.available_bytes(MemoryCategory::weights));
+  } else {
+    refuse_beyond("device memory", device_bytes, backend.available_bytes(MemoryCategory::weights));
+    refuse_beyond("host memory", host_bytes, backend.available_bytes(MemoryCategory::offload_host));
+  }
+}
+
+RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
+  const Plan& plan = rp.plan;
+  check_runnable(rp, backend);
   const std::vector<ServingRequest> arrivals = plan_requests(plan);
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const bool closed = !(plan.load && plan.load->rate_per_s);
@@ -117,6 +146,10 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   double last_progress_s = 0, seen_s = 0;
   uint64_t present = 0;  // waiting + running as the scheduler last saw it
   while (scheduler.ended() < arrivals.size()) {
+    if (interrupt_requested()) {  // between steps: what ran so far is whole
+      result.interrupted = true;
+      break;
+    }
     const double now = clock_s(t0);
     result.in_system_area += static_cast<double>(present) * (now - seen_s);
     seen_s = now;
@@ -161,7 +194,15 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       break;
     }
   }
+  result.kv_peak_pages = cache.peak_pages_in_use();
+  result.peak_bytes = backend.peak();
   result.requests = scheduler.take_records();
+  if (result.interrupted) {  // keep the requests that ended; count the rest
+    const auto ended = [](const RequestRecord& r) { return r.finish_s >= 0 || !r.rejected.empty(); };
+    result.unfinished = static_cast<uint64_t>(std::count_if(result.requests.begin(), result.requests.end(),
+                                                            [&](const RequestRecord& r) { return !ended(r); }));
+    std::erase_if(result.requests, [&](const RequestRecord& r) { return !ended(r); });
+  }
   result.span_s = clock_s(t0);
   result.in_system_area += static_cast<double>(present) * (result.span_s - seen_s);
   for (const RequestRecord& r : result.requests) {
@@ -232,6 +273,10 @@ MeasuredFigures measured_figures(const RunResult& r) {
   m.weights_bytes = r.weights_bytes;
   m.kv_bytes = r.kv_bytes;
   m.kv_pages = r.kv_pages;
+  m.kv_peak_pages = r.kv_peak_pages;
+  for (const auto& [category, bytes] : r.peak_bytes) m.peak_bytes[std::string(memory_category_name(category))] = bytes;
+  m.interrupted = r.interrupted;
+  m.unfinished = r.unfinished;
   m.setup_s = r.setup_s;
   m.span_s = r.span_s;
   m.decode_iteration_ms = summarize(decode_ms);
@@ -244,7 +289,7 @@ MeasuredFigures measured_figures(const RunResult& r) {
   m.mean_sojourn_s = m.sojourn_s.mean;
   m.rate_per_s = static_cast<double>(m.completed) / span;
   m.littles_law_in_system = m.rate_per_s * m.mean_sojourn_s;
-  m.requests = r.requests.size();
+  m.requests = r.requests.size() + r.unfinished;  // arrived or due: ended, or cut off by an interrupt
   if (r.driver_before_bytes && r.driver_after_setup_bytes)
     m.driver_setup_bytes = *r.driver_after_setup_bytes - *r.driver_before_bytes;
   return m;
@@ -259,6 +304,10 @@ Json measured_json(const MeasuredFigures& m) {
          {"weights_bytes", m.weights_bytes},
          {"kv_bytes", m.kv_bytes},
          {"kv_pages", m.kv_pages},
+         {"kv_peak_pages", m.kv_peak_pages},
+         {"peak_bytes", m.peak_bytes},
+         {"interrupted", m.interrupted},
+         {"unfinished", m.unfinished},
          {"setup_s", m.setup_s},
          {"span_s", m.span_s},
          {"decode_iteration_ms", distribution_figures(m.decode_iteration_ms)},

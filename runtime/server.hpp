@@ -55,6 +55,12 @@ struct RunResult {
   uint64_t weights_bytes = 0;   // allocated, from the backend's accounting
   uint64_t kv_bytes = 0;
   uint64_t kv_pages = 0;
+  uint64_t kv_peak_pages = 0;   // the most pages reserved at once
+  std::map<MemoryCategory, uint64_t> peak_bytes;  // the most each category held at once
+  // SIGINT or SIGTERM stopped the run after a step (runtime/interrupt.hpp): the records are
+  // the requests that ended by then; `unfinished` arrived or were due and did not.
+  bool interrupted = false;
+  uint64_t unfinished = 0;
   // With offload: the host pool (offloaded groups) and the device slots, from the backend's
   // accounting; weights_bytes above is what stays in device weights.
   bool offload = false;
@@ -74,6 +80,11 @@ struct RunResult {
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;
 };
+
+// Refuses, before any allocation, a plan the runtime cannot execute or this machine cannot hold:
+// tp > 1, a given weights size, a context beyond the model's trained one, or weights and KV
+// beyond the backend's available memory.
+void check_runnable(const ResolvedPlan& rp, const Backend& backend);
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options);
 
@@ -95,7 +106,10 @@ struct MeasuredFigures {
   std::string backend;
   unsigned threads = 0;
   std::string model;
-  uint64_t weights_bytes = 0, kv_bytes = 0, kv_pages = 0;
+  uint64_t weights_bytes = 0, kv_bytes = 0, kv_pages = 0, kv_peak_pages = 0;
+  std::map<std::string, uint64_t> peak_bytes;  // by memory category name
+  bool interrupted = false;
+  uint64_t unfinished = 0;
   double setup_s = 0, span_s = 0;
   Distribution decode_iteration_ms, prefill_ms, ttft_s, tpot_ms, sojourn_s;
   double throughput_tok_s = 0;

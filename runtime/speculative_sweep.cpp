@@ -81,6 +81,7 @@ void check_speculative_sweep(const ResolvedPlan& rp, uint64_t repeats) {
 SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, const RunOptions& options,
                                       uint64_t repeats) {
   check_speculative_sweep(rp, repeats);
+  check_runnable(rp, backend);
   const Plan& plan = rp.plan;
   const SpeculativePlan& sp = *plan.speculative;
 

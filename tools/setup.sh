@@ -4,7 +4,8 @@
 #                                    (qwen3-8b on h200), or with the flags given
 #   tools/setup.sh test              runs the whole test suite (CTest)
 #   tools/setup.sh sanitize          builds with clang under ASan + UBSan in build-asan/, runs the
-#                                    tests, then fuzzes the GGUF reader for 60 s (libFuzzer)
+#                                    tests, then fuzzes the GGUF reader and the JSON inputs for 30 s
+#                                    each (libFuzzer)
 # Installs only the Debian packages that are missing; builds with -j2 (CI has two cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,8 +55,8 @@ case "$mode" in
     CXX=clang++ build build-asan -DCMAKE_BUILD_TYPE=Debug -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_FUZZ=ON \
       -DINFER_PLAN_CUDA=OFF -DINFER_PLAN_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics"
-    tools/fuzz.sh 60 build-asan
+      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics|battery"
+    tools/fuzz.sh 30 build-asan  # each target: the GGUF reader, then the JSON inputs
     ;;
   *)
     echo "usage: tools/setup.sh run [fit flags] | test | sanitize" >&2

@@ -61,6 +61,10 @@ Json parse_json_text(std::string_view text, std::string_view origin) {
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
     throw InputError(fmt::format("{}: malformed JSON: {}", origin, msg));
+  } catch (const Json::exception& e) {  // out_of_range.406: a number beyond a double (1e400)
+    std::string msg = e.what();
+    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    throw InputError(fmt::format("{}: malformed JSON: {}", origin, msg));
   }
 }
 

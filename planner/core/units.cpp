@@ -202,6 +202,12 @@ std::string format_flops(double v) {
   return trim_decimal(v, 0) + " FLOPS";
 }
 
+std::string format_int_ops(double v) {
+  if (v >= 1e12) return trim_decimal(v / 1e12, 3) + " TOPS";
+  if (v >= 1e9) return trim_decimal(v / 1e9, 3) + " GOPS";
+  return trim_decimal(v, 0) + " OPS";
+}
+
 }  // namespace infer_plan
 
 namespace infer_plan {

@@ -33,6 +33,7 @@ std::string format_gib(double bytes);  // "81.41 GiB" (two decimals; accepts neg
 std::string format_mib(double bytes);  // "1152.00 MiB"
 std::string format_rate(double bytes_per_s);   // "64 GB/s", "4.8 TB/s"
 std::string format_flops(double ops_per_s);    // "989 TFLOPS"
+std::string format_int_ops(double ops_per_s);  // integer math as datasheets give it: "1979 TOPS"
 
 }  // namespace infer_plan
 

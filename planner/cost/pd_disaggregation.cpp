@@ -253,8 +253,20 @@ PdResult plan_pd(const PdInputs& in) {
   // Little's law L = lambda x W, with W = prefill + output x decode step.
   r.decode_step_ms = in.times.decode_step_ms;
   r.decode_batch = in.times.decode_batch;
-  r.concurrency = in.workload.concurrency.value_or(in.times.decode_batch);
   r.request_time_s = (r.prefill_ms + static_cast<double>(in.workload.output_tokens) * r.decode_step_ms) / 1e3;
+  if (in.workload.concurrency) {
+    r.concurrency = *in.workload.concurrency;
+  } else if (in.workload.rate_per_s) {  // Little's law the other way: the rate sets what is in flight
+    r.concurrency_from_littles_law = true;
+    r.littles_law_in_flight = *in.workload.rate_per_s * r.request_time_s;
+    r.concurrency = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(std::min(r.littles_law_in_flight, 1e18))));
+    d.push_back(fmt::format("concurrency (Little's law) = rate x (prefill + output x decode step) = {:.4g} x ({} + {} x "
+                            "{}) = {:.4g} x {:.4g} s = {:.4g}, about {}", *in.workload.rate_per_s, ms(r.prefill_ms),
+                            in.workload.output_tokens, ms(r.decode_step_ms), *in.workload.rate_per_s,
+                            r.request_time_s, r.littles_law_in_flight, r.concurrency));
+  } else {
+    r.concurrency = in.times.decode_batch;
+  }
   if (in.workload.rate_per_s) {
     r.rate_per_s = *in.workload.rate_per_s;
   } else {

@@ -117,6 +117,9 @@ struct PdResult {
   std::optional<double> ttft_split_ms;  // prefill + transfer, no queueing; none when the link saturates
   double rate_per_s = 0;
   bool rate_from_littles_law = false;
+  // With a rate and no concurrency: rate x request time, and concurrency is it rounded (at least 1).
+  bool concurrency_from_littles_law = false;
+  double littles_law_in_flight = 0;
   uint64_t concurrency = 0;
   double request_time_s = 0;          // prefill + output x decode step (for Little's law)
   double link_load = 0;               // rate x bytes per request / bandwidth; >= 1: saturated

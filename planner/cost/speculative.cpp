@@ -20,30 +20,43 @@ void check_time_ms(double ms, const std::string& what, std::string_view detail =
     throw InputError(fmt::format("{}: {:g} ms{} is not a time; expected a number of ms > 0", what, ms, detail));
 }
 
-void validate(const SpecInputs& in) {
-  const SpecInputNames& n = in.names;
-  if (in.max_block < 1 || in.max_block > spec_max_block_limit)
+}  // namespace
+
+void validate_spec_rates(const std::vector<double>& accept_rates, uint64_t max_block, uint64_t group,
+                         const SpecInputNames& n) {
+  // first: a long list sets max_block when none is given, and the list is what to name
+  if (accept_rates.size() > spec_max_block_limit)
+    throw InputError(fmt::format("{}: {} per-position rates; expected at most {}, one per draft position",
+                                 n.accept, accept_rates.size(), spec_max_block_limit));
+  if (max_block < 1 || max_block > spec_max_block_limit)
     throw InputError(fmt::format("{}: {} is out of range; expected a block length of 1 to {}", n.max_block,
-                                 in.max_block, spec_max_block_limit));
-  if (in.group < 1 || in.group > spec_max_block_limit)
+                                 max_block, spec_max_block_limit));
+  if (group < 1 || group > spec_max_block_limit)
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} draft positions per group", n.group,
-                                 in.group, spec_max_block_limit));
-  if (in.accept_rates.empty())
+                                 group, spec_max_block_limit));
+  if (accept_rates.empty())
     throw InputError(fmt::format("{}: no acceptance rate; expected one rate in [0, 1] or one per position",
                                  n.accept));
-  for (size_t i = 0; i < in.accept_rates.size(); ++i) {
-    const double a = in.accept_rates[i];
+  for (size_t i = 0; i < accept_rates.size(); ++i) {
+    const double a = accept_rates[i];
     if (!(a >= 0.0 && a <= 1.0))  // also rejects NaN
       throw InputError(fmt::format("{}: {:g}{} is not an acceptance rate; expected a value in [0, 1]{}", n.accept, a,
-                                   in.accept_rates.size() > 1 ? fmt::format(" (position {})", i + 1) : "",
+                                   accept_rates.size() > 1 ? fmt::format(" (position {})", i + 1) : "",
                                    a > 1 ? " (rates are fractions: write 75% as 0.75)" : ""));
   }
   // A per-position list says nothing past its end; guessing a tail would invent acceptance.
-  if (in.accept_rates.size() > 1 && in.accept_rates.size() < in.max_block)
+  if (accept_rates.size() > 1 && accept_rates.size() < max_block)
     throw InputError(fmt::format("{}: {} per-position rates cover blocks up to {}, but {} is {}; give a rate for "
                                  "every position up to {} or lower {}",
-                                 n.accept, in.accept_rates.size(), in.accept_rates.size(), n.max_block,
-                                 in.max_block, in.max_block, n.max_block));
+                                 n.accept, accept_rates.size(), accept_rates.size(), n.max_block,
+                                 max_block, max_block, n.max_block));
+}
+
+namespace {
+
+void validate(const SpecInputs& in) {
+  const SpecInputNames& n = in.names;
+  validate_spec_rates(in.accept_rates, in.max_block, in.group, n);
   if (!in.verify_ms) throw InputError(fmt::format("{}: no verify time; expected ms > 0", n.verify_ms));
   check_time_ms(in.verify_ms(0), n.verify_ms);
   for (uint64_t m = 1; m <= in.max_block; ++m)

@@ -30,6 +30,12 @@ struct SpecInputNames {
   std::string group = "--group";
 };
 
+// The rates and the block range alone, as a plan's speculative section is checked when read:
+// max_block and group in 1..spec_max_block_limit, rates in [0, 1], a per-position list that covers
+// max_block and is no longer than the limit.
+void validate_spec_rates(const std::vector<double>& accept_rates, uint64_t max_block, uint64_t group,
+                         const SpecInputNames& names);
+
 struct SpecInputs {
   // One entry: the i.i.d. acceptance rate a at every position. Several: a_1..a_n, where a_i is
   // the probability that draft i is accepted given drafts 1..i-1 were (measured acceptance falls

@@ -9,6 +9,7 @@
 
 #include "planner/core/ggml_type.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan {
@@ -42,14 +43,26 @@ double rate_field(const Json& obj, std::string_view key, std::string_view where)
   const Json& v = obj.at(std::string(key));
   if (v.is_number()) {
     double d = v.get<double>();
-    if (d <= 0) throw InputError(fmt::format("{} is {}; expected a positive rate", field_path(where, key), d));
+    if (!(d > 0 && d <= kMaxRateBytesPerS))
+      throw InputError(fmt::format("{} is {}; expected a positive rate up to {:g} B/s", field_path(where, key), d,
+                                   kMaxRateBytesPerS));
     return d;
   }
   if (!v.is_string())
     throw InputError(fmt::format("{} is {}; expected a rate such as \"64 GB/s\"", field_path(where, key), v.dump()));
   double r = parse_rate(v.get<std::string>(), field_path(where, key));
-  if (r <= 0) throw InputError(fmt::format("{} must be positive", field_path(where, key)));
+  if (!(r > 0 && r <= kMaxRateBytesPerS))
+    throw InputError(fmt::format("{} is \"{}\"; expected a positive rate up to 1 EB/s", field_path(where, key),
+                                 v.get<std::string>()));
   return r;
+}
+
+// 0 would divide every compute time into inf or NaN.
+double compute_rate(const std::string& text, const std::string& where) {
+  const double ops = parse_flops(text, where);
+  if (!(ops > 0 && ops <= kMaxOpsPerS))
+    throw InputError(fmt::format("{} is \"{}\"; expected a positive figure up to 1e24 (a million EFLOPS)", where, text));
+  return ops;
 }
 
 LinkProfile inline_link(const Json& j, std::string_view where) {
@@ -119,7 +132,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
                                      "bf16, fp8, int8, int4", cw, prec));
       if (!value.is_string())
         throw InputError(fmt::format("{}: field '{}' is {}; expected a figure such as \"989 TFLOPS\"", cw, prec, value.dump()));
-      p.compute_ops_per_s[prec] = parse_flops(value.get<std::string>(), field_path(cw, prec));
+      p.compute_ops_per_s[prec] = compute_rate(value.get<std::string>(), field_path(cw, prec));
     }
   }
 
@@ -173,7 +186,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
       for (const auto& [prec, value] : require_object(m, "compute", mw).items()) {
         if (!value.is_string())
           throw InputError(fmt::format("{}: compute.{} is {}; expected a figure such as \"790 TFLOPS\"", mw, prec, value.dump()));
-        f.compute_ops_per_s[prec] = parse_flops(value.get<std::string>(), fmt::format("{}: compute.{}", mw, prec));
+        f.compute_ops_per_s[prec] = compute_rate(value.get<std::string>(), fmt::format("{}: compute.{}", mw, prec));
       }
     }
     if (m.contains("matvec"))
@@ -186,7 +199,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
         const GgmlTypeInfo& t = ggml_type_by_name(type, fmt::format("{}: matmul.{}", mw, type));
         if (!value.is_string())
           throw InputError(fmt::format("{}: matmul.{} is {}; expected a figure such as \"90 GFLOPS\"", mw, type, value.dump()));
-        f.matmul_ops_per_s[std::string(t.name)] = parse_flops(value.get<std::string>(), fmt::format("{}: matmul.{}", mw, type));
+        f.matmul_ops_per_s[std::string(t.name)] = compute_rate(value.get<std::string>(), fmt::format("{}: matmul.{}", mw, type));
       }
     if (auto us = optional_number(m, "launch_overhead_us", mw)) {
       if (!(*us >= 0) || *us > 1e6)

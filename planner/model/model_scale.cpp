@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 
 namespace infer_plan {
 namespace {
@@ -25,8 +26,9 @@ uint64_t scaled_width(uint64_t n, double scale) {
 }  // namespace
 
 ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view what) {
-  if (!(scale > 0 && scale <= 1))
-    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25", what, scale));
+  if (!(scale >= kMinModelScale && scale <= 1))
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor from {} to 1, e.g. 0.25 (below {} every "
+                                 "width is at its floor)", what, scale, kMinModelScale, kMinModelScale));
   if (scale == 1) return spec;
   ModelSpec s = spec;
   s.name = fmt::format("{}@{}", spec.name, scale);

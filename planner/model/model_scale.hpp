@@ -10,7 +10,7 @@ namespace infer_plan {
 // quantizes every row); head_dim stays (attention kernels and KV blocks depend on it); KV heads
 // scale and the query heads keep their group size; layers, experts and vocab scale with a floor
 // of 1 (experts: of experts_active). scale == 1 returns the spec unchanged; the name gains
-// "@scale" otherwise. InputError (naming `what`) for a scale outside (0, 1].
+// "@scale" otherwise. InputError (naming `what`) for a scale outside [kMinModelScale, 1].
 ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view what);
 
 }  // namespace infer_plan

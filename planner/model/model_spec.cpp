@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/model/tensor_inventory.hpp"
 
 namespace infer_plan {
@@ -34,7 +35,68 @@ uint64_t require_positive(const Json& c, std::string_view key, std::string_view 
   return v;
 }
 
+// config.json's key for each ModelSpec member.
+std::string hf_field_name(const Json& c, std::string_view member) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kKeys{{
+      {"hidden", "hidden_size"}, {"layers", "num_hidden_layers"}, {"heads", "num_attention_heads"},
+      {"kv_heads", "num_key_value_heads"}, {"head_dim", "head_dim"},
+      {"intermediate", "intermediate_size"}, {"vocab", "vocab_size"}, {"experts", "num_experts"},
+      {"experts_active", "num_experts_per_tok"}, {"moe_intermediate", "moe_intermediate_size"},
+      {"decoder_sparse_step", "decoder_sparse_step"}, {"max_context", "max_position_embeddings"},
+      {"sliding_window", "sliding_window"}, {"rope_theta", "rope_theta"},
+      {"rms_norm_eps", "rms_norm_eps"}}};
+  if (member == "head_dim" && !c.contains("head_dim"))
+    return "head_dim (hidden_size / num_attention_heads, no 'head_dim' given)";
+  for (const auto& [m, key] : kKeys)
+    if (m == member) return fmt::format("field '{}'", key);
+  return std::string(member);
+}
+
 }  // namespace
+
+void validate_model_shape(const ModelSpec& s, const ShapeFieldName& name_of, std::string_view where) {
+  auto in_range = [&](std::string_view member, uint64_t v, uint64_t lo, uint64_t hi) {
+    if (v < lo || v > hi)
+      throw InputError(fmt::format("{}: {} is {}; expected {} to {}", where, name_of(member), v, lo, hi));
+  };
+  in_range("hidden", s.hidden, 1, kMaxModelWidth);
+  in_range("layers", s.layers, 1, kMaxModelLayers);
+  in_range("heads", s.heads, 1, kMaxAttentionHeads);
+  in_range("kv_heads", s.kv_heads, 1, s.heads);
+  if (s.heads % s.kv_heads != 0)
+    throw InputError(fmt::format("{}: {} is {}; expected a divisor of {} = {}", where, name_of("kv_heads"),
+                                 s.kv_heads, name_of("heads"), s.heads));
+  in_range("head_dim", s.head_dim, 2, kMaxHeadDim);
+  if (s.head_dim % 2 != 0)
+    throw InputError(fmt::format("{}: {} is {}; expected an even number (RoPE rotates pairs)", where,
+                                 name_of("head_dim"), s.head_dim));
+  in_range("vocab", s.vocab, 1, kMaxVocab);
+  in_range("max_context", s.max_context, 0, kMaxContextTokens);
+  in_range("sliding_window", s.sliding_window, 0, kMaxContextTokens);
+  if (s.is_moe()) {
+    in_range("experts", s.experts, 1, kMaxExperts);
+    in_range("experts_active", s.experts_active, 1, s.experts);
+    in_range("moe_intermediate", s.moe_intermediate, 1, kMaxFfnWidth);
+    in_range("decoder_sparse_step", s.decoder_sparse_step, 1, s.layers);
+  }
+  bool has_dense_layer = false;
+  for (uint64_t l = 0; l < s.layers && !has_dense_layer; ++l) has_dense_layer = !s.layer_is_moe(l);
+  in_range("intermediate", s.intermediate, has_dense_layer ? 1 : 0, kMaxFfnWidth);
+  auto positive_finite = [&](std::string_view member, double v, double hi) {
+    if (!(v > 0.0 && v <= hi))
+      throw InputError(fmt::format("{}: {} is {}; expected a number above 0 and at most {}", where,
+                                   name_of(member), v, hi));
+  };
+  positive_finite("rope_theta", s.rope_theta, 1e12);
+  positive_finite("rms_norm_eps", s.rms_norm_eps, 1.0);
+  // Within the bounds above each tensor holds < 2^50 elements and all of them < 2^63.
+  const uint64_t total = parameter_count(s).total;
+  if (total > kMaxParameters)
+    throw InputError(fmt::format("{}: the shape holds {:.3g} parameters; at most {:.3g} (2^44) "
+                                 "expected: check {}, {} and the FFN widths", where,
+                                 static_cast<double>(total), static_cast<double>(kMaxParameters),
+                                 name_of("hidden"), name_of("layers")));
+}
 
 bool ModelSpec::layer_is_moe(uint64_t layer) const {
   if (!is_moe()) return false;
@@ -78,8 +140,6 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
                                    "num_attention_heads {}", where, s.hidden, s.heads));
     s.head_dim = s.hidden / s.heads;
   }
-  if (s.head_dim == 0 || s.head_dim % 2 != 0)
-    throw InputError(fmt::format("{}: head_dim = {}; expected a positive even integer", where, s.head_dim));
   s.intermediate = require_positive(c, "intermediate_size", where);
   s.vocab = require_positive(c, "vocab_size", where);
   s.tied_embeddings = optional_bool(c, "tie_word_embeddings", where).value_or(false);
@@ -115,6 +175,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       }
     }
   }
+  validate_model_shape(s, [&](std::string_view member) { return hf_field_name(c, member); }, where);
   return s;
 }
 

@@ -2,6 +2,7 @@
 // KV and latency formula needs. Dense and MoE (Qwen3-MoE style), GQA, explicit head_dim.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,15 @@ struct ModelSpec {
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V
 };
+
+// How the source names a ModelSpec member in messages: "field 'hidden_size'" for config.json,
+// "metadata key 'qwen3.embedding_length'" for a GGUF. Called with the member's name ("hidden").
+using ShapeFieldName = std::function<std::string(std::string_view member)>;
+
+// Refuses a shape that no model has and that would divide by zero or overflow the size
+// arithmetic downstream: every width, count and the total parameter count within
+// planner/core/limits, head_dim even, heads a multiple of KV heads, finite RoPE base and epsilon.
+void validate_model_shape(const ModelSpec& spec, const ShapeFieldName& name_of, std::string_view where);
 
 // Parses a config.json object; `where` names the file for errors. `name` becomes spec.name.
 ModelSpec model_spec_from_hf_config(const Json& config, const std::string& name,

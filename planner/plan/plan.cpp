@@ -9,6 +9,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
+#include "planner/cost/speculative.hpp"
 
 namespace infer_plan {
 
@@ -54,11 +55,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     }
   }
   p.decode_ms = optional_number(j, "decode_ms", where);
-  if (p.decode_ms && !(*p.decode_ms > 0))
-    throw InputError(fmt::format("{}: field 'decode_ms' is {}; expected a positive time in ms", where, *p.decode_ms));
   p.deadline_s = optional_number(j, "deadline_s", where);
-  if (p.deadline_s && !(*p.deadline_s > 0))
-    throw InputError(fmt::format("{}: field 'deadline_s' is {}; expected a positive time in s", where, *p.deadline_s));
   if (j.contains("offload") && !j.at("offload").is_null()) {
     const std::string ow = where + ": offload";
     const Json& o = require_object(j, "offload", where);
@@ -135,8 +132,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (p.output > kMaxContextTokens)
     throw InputError(fmt::format("{}: {} tokens is out of range; expected 0 to {}", name("output"), p.output,
                                  kMaxContextTokens));
-  if (!(p.scale > 0 && p.scale <= 1))
-    throw InputError(fmt::format("{}: {} is out of range; expected a factor in (0, 1], e.g. 0.25", name("scale"), p.scale));
+  if (!(p.scale >= kMinModelScale && p.scale <= 1))
+    throw InputError(fmt::format("{}: {} is out of range; expected a factor from {} to 1, e.g. 0.25", name("scale"),
+                                 p.scale, kMinModelScale));
   if (p.tp == 0 || p.tp > kMaxTensorParallel)
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} devices", name("tp"), p.tp, kMaxTensorParallel));
   if (p.load && (p.load->requests == 0 || p.load->requests > kMaxSimulatedRequests))
@@ -145,6 +143,30 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (p.load && (p.load->max_batch == 0 || p.load->max_batch > kMaxConcurrentRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("load.max_batch"),
                                  p.load->max_batch, kMaxConcurrentRequests));
+  // Times and rates: finite and positive (NaN fails every comparison, so test the range itself).
+  auto in_range = [&](std::string_view field, const std::optional<double>& v, double hi, std::string_view unit) {
+    if (v && !(*v > 0 && *v <= hi))
+      throw InputError(fmt::format("{}: {} is out of range; expected a positive {} up to {:g}", name(field), *v, unit, hi));
+  };
+  in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
+  in_range("deadline_s", p.deadline_s, kMaxTimeS, "time in s");
+  if (p.load) {
+    in_range("load.rate_per_s", p.load->rate_per_s, kMaxArrivalRate, "rate in requests/s");
+    in_range("load.sojourn_s", p.load->sojourn_s, kMaxTimeS, "time in s");
+    in_range("load.in_system", p.load->in_system, static_cast<double>(kMaxConcurrentRequests), "number of requests");
+  }
+  if (p.speculative) {
+    const SpeculativePlan& sp = *p.speculative;
+    const SpecInputNames names{name("speculative.accept"),    name("speculative.verify_ms"),
+                               name("speculative.draft_ms"),  name("decode_ms"),
+                               name("speculative.max_block"), name("speculative.group")};
+    validate_spec_rates(sp.accept, sp.max_block, sp.group, names);
+    if (sp.block && (*sp.block == 0 || *sp.block > sp.max_block))
+      throw InputError(fmt::format("{}: {} is out of range; expected a block length of 1 to {} ({})",
+                                   name("speculative.block"), *sp.block, sp.max_block, name("speculative.max_block")));
+    in_range("speculative.verify_ms", sp.verify_ms, kMaxTimeS * 1e3, "time in ms");
+    in_range("speculative.draft_ms", sp.draft_ms, kMaxTimeS * 1e3, "time in ms");
+  }
 }
 
 void validate_plan(const Plan& plan, std::string_view where) {

@@ -24,6 +24,19 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   ResolvedPlan rp;
   rp.plan = plan;
   rp.spec = plan_model_spec(plan);
+  if (plan.speculative) {  // the draft is checked with the plan, by every command that reads one
+    const SpeculativePlan& sp = *plan.speculative;
+    if (sp.draft_layers && *sp.draft_layers > rp.spec.layers)
+      throw InputError(fmt::format("plan: field 'speculative.draft_layers' is {}; expected at most the target's {} layers",
+                                   *sp.draft_layers, rp.spec.layers));
+    if (!sp.draft.empty()) {
+      try {
+        (void)load_model(sp.draft);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("plan: field 'speculative.draft': {}", e.what()));
+      }
+    }
+  }
   rp.hw = plan.hw_inline ? hw_profile_from_json(*plan.hw_inline, "inline", "plan: field 'hw'",
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
@@ -81,10 +94,7 @@ double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {
 
 std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp) {
   const SpeculativePlan& sp = *rp.plan.speculative;
-  if (sp.draft_layers) {
-    if (*sp.draft_layers > rp.spec.layers)
-      throw InputError(fmt::format("speculative.draft_layers: {} is more than the target's {} layers", *sp.draft_layers,
-                                   rp.spec.layers));
+  if (sp.draft_layers) {  // at most the target's layers: resolve_plan checked
     return std::make_unique<Roofline>(first_layers_spec(rp.spec, *sp.draft_layers),
                                       first_layers_layout(rp.weights.layout, *sp.draft_layers), rp.plan.kv, rp.hw,
                                       rp.plan.tp, rp.weights.scale);

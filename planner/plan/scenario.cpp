@@ -68,6 +68,40 @@ double factor(const std::string& f, const std::string& where) {
   throw InputError(fmt::format("{}: '{}' is not a number or KiB, MiB, GiB, GB", where, f));
 }
 
+bool figure_named(const Json& figures, const std::string& path) {
+  try {
+    return figures.contains(pointer(path));
+  } catch (const Json::exception&) {
+    return false;
+  }
+}
+
+// The figures in the deepest section of `path` that exists, for the message: "fit.fits, fit.margin_bytes, ...".
+std::string figure_siblings(const std::vector<const ScenarioPoint*>& points, const std::string& path) {
+  const ScenarioPoint* p = nullptr;
+  for (const ScenarioPoint* q : points)
+    if (q->error.empty()) p = q;
+  if (!p) return "none";
+  std::string prefix = path;
+  const Json* at = &p->figures;
+  while (true) {
+    const size_t dot = prefix.rfind('.');
+    if (dot == std::string::npos) {
+      prefix.clear();
+      break;
+    }
+    prefix.resize(dot);
+    if (figure_named(p->figures, prefix) && p->figures.at(pointer(prefix)).is_object()) {
+      at = &p->figures.at(pointer(prefix));
+      break;
+    }
+  }
+  std::string keys;
+  for (const auto& item : at->items())
+    keys += (keys.empty() ? "" : ", ") + (prefix.empty() ? item.key() : prefix + "." + item.key());
+  return keys;
+}
+
 }  // namespace
 
 const Json* figure_at(const Json& figures, const std::string& path) {
@@ -158,7 +192,13 @@ ScenarioRun run_scenario(const Scenario& s) {
       p.case_name = c.name;
       Json plan = c.plan;
       for (size_t a = 0; a < c.axes.size(); ++a) {
-        plan[pointer(c.axes[a].path)] = c.axes[a].values[index[a]];
+        try {
+          plan[pointer(c.axes[a].path)] = c.axes[a].values[index[a]];
+        } catch (const Json::exception&) {  // the path runs through a string or number
+          throw InputError(fmt::format("{}: case '{}': axis '{}' cannot be written into the plan: a "
+                                       "section on its path is not an object", s.source, c.name,
+                                       c.axes[a].path));
+        }
         p.axes[c.axes[a].path] = c.axes[a].values[index[a]];
       }
       try {
@@ -178,6 +218,18 @@ ScenarioRun run_scenario(const Scenario& s) {
     }
     std::vector<const ScenarioPoint*> points;
     for (size_t i = first; i < run.points.size(); ++i) points.push_back(&run.points[i]);
+    // A path that names no figure at any point it applies to is a typo, not a failed expectation.
+    for (const Expectation& e : c.expect) {
+      bool applied = false, named = false;
+      for (const ScenarioPoint* p : points)
+        if (p->error.empty() && matches(e.where, p->axes)) {
+          applied = true;
+          named = named || figure_named(p->figures, e.path);
+        }
+      if (applied && !named)
+        throw InputError(fmt::format("{}: case '{}': expectation path '{}' names no figure (beside "
+                                     "it: {})", s.source, c.name, e.path, figure_siblings(points, e.path)));
+    }
     for (const std::string& line : c.lines)
       run.lines.push_back(render_line(line, points, fmt::format("{}: case '{}'", s.source, c.name)));
   }

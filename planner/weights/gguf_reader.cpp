@@ -500,10 +500,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.layers = key_u64(m, arch + ".block_count");
   s.heads = key_u64(m, arch + ".attention.head_count");
   s.kv_heads = key_u64(m, arch + ".attention.head_count_kv", s.heads);
-  if (s.hidden == 0 || s.layers == 0 || s.heads == 0 || s.kv_heads == 0 || s.heads % s.kv_heads != 0)
-    throw InputError(fmt::format("{}: {}.embedding_length/block_count/attention.head_count(_kv) must be positive, "
-                                 "head_count a multiple of head_count_kv", m.paths.front(), arch));
-  s.head_dim = key_u64(m, arch + ".attention.key_length", s.hidden / s.heads);
+  s.head_dim = key_u64(m, arch + ".attention.key_length", s.heads == 0 ? 0 : s.hidden / s.heads);
   s.intermediate = key_u64(m, arch + ".feed_forward_length", 0);
   s.max_context = key_u64(m, arch + ".context_length", 0);
   s.rope_theta = key_f64(m, arch + ".rope.freq_base", 10000.0);
@@ -537,9 +534,25 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   if (!has_token_embd || s.vocab == 0)
     throw InputError(fmt::format("{}: tensor 'token_embd.weight' (n_embd x n_vocab) is missing", m.paths.front()));
   s.tied_embeddings = !has_output;
-  if (s.experts > 0)
+  const auto name_of = [&](std::string_view member) -> std::string {
+    static const std::map<std::string_view, std::string_view> kKeys{
+        {"hidden", "embedding_length"}, {"layers", "block_count"}, {"heads", "attention.head_count"},
+        {"kv_heads", "attention.head_count_kv"}, {"head_dim", "attention.key_length"},
+        {"intermediate", "feed_forward_length"}, {"experts", "expert_count"},
+        {"experts_active", "expert_used_count"}, {"moe_intermediate", "expert_feed_forward_length"},
+        {"max_context", "context_length"}, {"rope_theta", "rope.freq_base"},
+        {"rms_norm_eps", "attention.layer_norm_rms_epsilon"}};
+    if (member == "vocab") return "tensor 'token_embd.weight' dimension 1 (n_vocab)";
+    const auto k = kKeys.find(member);
+    return k == kKeys.end() ? std::string(member) : fmt::format("metadata key '{}.{}'", arch, k->second);
+  };
+  // The layer count bounds the loop below (a hostile block_count of 2^62 would never end).
+  validate_model_shape(s, name_of, m.paths.front());
+  if (s.experts > 0) {
     for (uint64_t l = 0; l < s.layers; ++l)
       if (!moe_layers.contains(static_cast<int64_t>(l))) s.mlp_only_layers.push_back(l);
+    validate_model_shape(s, name_of, m.paths.front());  // again, now that dense layers are known
+  }
   return s;
 }
 

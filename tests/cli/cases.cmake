@@ -181,7 +181,7 @@ infer_plan_cli_case(bad_spec_accept_short EXIT 2 ARGS spec --accept 0.9,0.8 --ma
 infer_plan_cli_case(bad_spec_max_block EXIT 2 ARGS spec --max-block 65 MATCH "--max-block: 65 is out of range; expected a block length of 1 to 64")
 infer_plan_cli_case(bad_spec_max_block_zero EXIT 2 ARGS spec --max-block 0 MATCH "--max-block: 0 is out of range")
 infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 is out of range")
-infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 ms is not a time; expected a number of ms > 0")
+infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 is out of range; expected above 0")
 infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
 infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")
 infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd --prompt 0 MATCH "--prompt: 0 tokens is out of range")
@@ -237,8 +237,10 @@ infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH 
 infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--batch")
 infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
 infer_plan_cli_case(bad_roofline_tp_link EXIT 2 ARGS roofline --hw rtx-4090 --tp 2 MATCH "device_link")
+# 10 req/s x 4.19 s per request = 41.9 in flight (Little's law): medium concurrency, so no row of the
+# table matches. (Before issue 15 it took --decode-batch's 100 as the concurrency: "strongly yes".)
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10
-  MATCH "prefill +62.[0-9]+ ms +roofline of qwen3-8b" "verdict: STRONGLY YES")
+  MATCH "prefill +62.[0-9]+ ms +roofline of qwen3-8b" "concurrency +42 +requests in flight, Little's law" "verdict: MAYBE")
 infer_plan_cli_case(bad_pd_hw EXIT 2 ARGS pd --hw h300 MATCH "unknown hardware profile 'h300'")
 # --- GGUF: sizes from llama.cpp's recipes (SPEC 1 seed file), inspect, .gguf as --model ---
 infer_plan_cli_case(gguf_size_seed EXIT 0 ARGS gguf size --model qwen3-235b-a22b --type Q2_K

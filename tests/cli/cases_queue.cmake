@@ -56,8 +56,8 @@ infer_plan_cli_case(queue_help EXIT 0 ARGS queue --help
 infer_plan_cli_case(bad_queue_one EXIT 2 ARGS queue --rate 4 MATCH "needs exactly two of --rate .*1 given")
 infer_plan_cli_case(bad_queue_three EXIT 2 ARGS queue --rate 4 --sojourn 0.5 --in-system 2
   MATCH "leave out the one to solve for")
-infer_plan_cli_case(bad_queue_zero_rate EXIT 2 ARGS queue --rate 0 --sojourn 1 MATCH "--rate: 0 is not a positive")
-infer_plan_cli_case(bad_queue_negative EXIT 2 ARGS queue --rate 4 --sojourn -1 MATCH "--sojourn: -1 is not a positive")
+infer_plan_cli_case(bad_queue_zero_rate EXIT 2 ARGS queue --rate 0 --sojourn 1 MATCH "--rate: 0 is out of range; expected above 0")
+infer_plan_cli_case(bad_queue_negative EXIT 2 ARGS queue --rate 4 --sojourn -1 MATCH "--sojourn: -1 is out of range; expected above 0")
 infer_plan_cli_case(bad_queue_sim_flag EXIT 2 ARGS queue --rate 4 --sojourn 1 --iteration-ms 5
   MATCH "--iteration-ms needs --simulate")
 infer_plan_cli_case(bad_queue_sim_no_iteration EXIT 2 ARGS queue --simulate --rate 4 MATCH "--simulate needs the server.s times: --hw .* or --iteration-ms")
@@ -69,17 +69,17 @@ infer_plan_cli_case(bad_queue_prompt EXIT 2 ARGS queue --simulate --rate 2 --ite
 infer_plan_cli_case(bad_queue_requests EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --requests 0
   MATCH "--requests: 0 is out of range")
 infer_plan_cli_case(bad_queue_prefill EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --prefill-ms -5
-  MATCH "--prefill-ms: -5 is not a non-negative")
+  MATCH "--prefill-ms: -5 is out of range; expected at least 0")
 infer_plan_cli_case(bad_queue_arrivals EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --arrivals bursty
   MATCH "--arrivals")
 infer_plan_cli_case(bad_queue_kv EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --kv-tokens 0
   MATCH "--kv-tokens: must be at least 1")
 infer_plan_cli_case(bad_queue_slo EXIT 2 ARGS queue --max-rate --iteration-ms 5 --slo-reject 2
-  MATCH "--slo-reject: 2 is not a fraction")
+  MATCH "--slo-reject: 2 is out of range; expected at least 0 and at most 1")
 infer_plan_cli_case(bad_admit_missing EXIT 2 ARGS admit --ttft 0.2 --generation 6 MATCH "--deadline is required")
 infer_plan_cli_case(bad_admit_deadline EXIT 2 ARGS admit --ttft 0.2 --generation 6 --deadline 0
-  MATCH "--deadline: 0 is not a positive")
+  MATCH "--deadline: 0 is out of range; expected above 0")
 infer_plan_cli_case(bad_admit_wait EXIT 2 ARGS admit --queue-wait -0.1 --ttft 0.2 --generation 6 --deadline 7
-  MATCH "--queue-wait: -0.1 is not a non-negative")
+  MATCH "--queue-wait: -0.1 is out of range; expected at least 0")
 infer_plan_cli_case(bad_admit_kv EXIT 2 ARGS admit --ttft 0.2 --generation 6 --deadline 7 --kv-free 100
   MATCH "--kv-free and --kv-need: give both or neither")

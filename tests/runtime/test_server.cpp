@@ -9,6 +9,12 @@
 #include <cmath>
 #include <vector>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
 #include "planner/weights/gguf_writer.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -17,6 +23,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "kernels/cpu/sampling.hpp"
 #include "runtime/decoder.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/offload_prefetcher.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/server.hpp"
@@ -181,6 +188,59 @@ TEST_CASE("deadline: arrivals the planner predicts late are rejected; none is lo
   CHECK(m.completed == 20);
   CHECK(m.rejected == 0);
   CHECK(m.completed_late == 0);
+}
+
+TEST_CASE("overload at twice the planner's capacity: every request accounted for; peak memory within the fit") {
+  Plan plan = tiny_plan();
+  ResolvedPlan rp = resolve_plan(plan);
+  // The planner's capacity: a full batch of `requests` sequences every prefill + output x step.
+  const double request_s = rp.server.prefill_s(plan.context - plan.output) +
+                           static_cast<double>(plan.output) * rp.server.decode_iteration_s(plan.requests, plan.context);
+  const double capacity_per_s = static_cast<double>(plan.requests) / request_s;
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 2 * capacity_per_s;
+  plan.load->requests = 30;
+  for (const std::optional<double> deadline : {std::optional<double>{}, std::optional<double>{4 * request_s}}) {
+    plan.deadline_s = deadline;
+    rp = resolve_plan(plan);
+    CpuBackend backend;
+    const RunResult r = run_plan(rp, backend, {});
+    const runtime::MeasuredFigures m = measured_figures(r);
+    CHECK(m.completed + m.rejected == 30);  // arrived = completed + rejected: none lost, none twice
+    CHECK(m.requests == 30);
+    CHECK_FALSE(m.interrupted);
+    CHECK(r.kv_peak_pages >= 1);
+    CHECK(r.kv_peak_pages <= r.kv_pages);  // never more pages than the pool fit sized
+    // every category's peak is what the setup allocated: nothing grows while serving
+    CHECK(r.peak_bytes.at(MemoryCategory::kv_cache) == rp.fit.kv_bytes);
+    CHECK(r.peak_bytes.at(MemoryCategory::weights) == r.weights_bytes);
+    CHECK(m.peak_bytes.at("kv_cache") == rp.fit.kv_bytes);
+  }
+}
+
+TEST_CASE("SIGINT during a run: the step ends, the figures so far come back marked interrupted") {
+  Plan plan = tiny_plan();
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 20;  // 400 arrivals over about 20 s: the signal comes long before the end
+  plan.load->requests = 400;
+  const ResolvedPlan rp = resolve_plan(plan);
+  CpuBackend backend;
+  const InterruptGuard guard;
+  std::thread signaller([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(getpid(), SIGINT);
+  });
+  const RunResult r = run_plan(rp, backend, {});
+  signaller.join();
+  CHECK(r.interrupted);
+  CHECK(interrupt_requested());
+  CHECK(r.unfinished > 0);
+  CHECK(r.requests.size() + r.unfinished == 400);
+  for (const RequestRecord& q : r.requests) CHECK((q.finish_s >= 0 || !q.rejected.empty()));  // only ended ones
+  const runtime::MeasuredFigures m = measured_figures(r);
+  CHECK(m.interrupted);
+  CHECK(m.completed + m.rejected + m.unfinished == m.requests);
+  CHECK(measured_json(m).at("interrupted") == true);
 }
 
 TEST_CASE("decoder: a sequence computes the same logits alone and in a batch") {

@@ -66,4 +66,6 @@ TEST_CASE("formatting") {
   CHECK(format_rate(4.8e12) == "4.8 TB/s");
   CHECK(format_rate(64e9) == "64 GB/s");
   CHECK(format_flops(989e12) == "989 TFLOPS");
+  CHECK(format_int_ops(1979e12) == "1979 TOPS");  // H200 INT8, as the datasheet writes it (not 1.979 PFLOPS)
+  CHECK(format_int_ops(624e9) == "624 GOPS");
 }

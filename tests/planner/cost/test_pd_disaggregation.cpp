@@ -271,6 +271,7 @@ TEST_CASE("one GPU has nothing to split; the 1:3 check and a GPU split reach the
   PdInputs in = base(4096, 256);
   in.times.prefill_ms = 200;
   in.workload.rate_per_s = 1;
+  in.workload.concurrency = 100;
   in.deployment.gpus = 1;
   PdResult r = plan_pd(in);
   CHECK(r.table_verdict == PdVerdict::StronglyYes);
@@ -336,4 +337,16 @@ TEST_CASE("bad inputs name the flag") {
   in = ok;
   in.deployment.link.bandwidth_bytes_per_s = 0;
   refuses(in, "--link");
+}
+
+TEST_CASE("a rate without a concurrency: Little's law gives what is in flight, not --decode-batch") {
+  PdInputs in = base(2048, 256);  // prefill 40 ms, decode step 5 ms (the defaults), decode batch 100
+  in.workload.rate_per_s = 1;
+  const PdResult r = plan_pd(in);
+  // L = lambda x W = 1/s x (40 ms + 256 x 5 ms) = 1.32 requests: low, where --decode-batch said 100 (high)
+  CHECK(r.request_time_s == doctest::Approx(1.32));
+  CHECK(r.concurrency_from_littles_law);
+  CHECK(r.littles_law_in_flight == doctest::Approx(1.32));
+  CHECK(r.concurrency == 1);
+  CHECK_FALSE(r.table[1].matched);  // row 2 needs concurrency >= 64
 }

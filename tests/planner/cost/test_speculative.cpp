@@ -307,6 +307,7 @@ TEST_CASE("a draft of the target's first layers: its tensors, bytes and roofline
   plan.speculative->draft_layers = 36;
   CHECK(plan_draft_roofline(resolve_plan(plan))->dense_weight_bytes() == rp.roofline->dense_weight_bytes());
   plan.speculative->draft_layers = 37;
-  CHECK_THROWS_WITH_AS(plan_draft_roofline(resolve_plan(plan)), doctest::Contains("more than the target's 36 layers"),
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("'speculative.draft_layers' is 37; expected at most the "
+                                                             "target's 36 layers"),
                        InputError);
 }

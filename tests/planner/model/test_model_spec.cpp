@@ -94,3 +94,46 @@ TEST_CASE("bad configs name the file and the field") {
   CHECK_THROWS_WITH_AS(load_model("qwen9"), doctest::Contains("built-in: "), InputError);
   CHECK_THROWS_WITH_AS(load_model("/nonexistent/config.json"), doctest::Contains("cannot open"), InputError);
 }
+
+TEST_CASE("shape fields beyond their bounds are refused, naming the field (no division by zero, no wrap)") {
+  const Json c = {{"model_type", "qwen3"}, {"hidden_size", 1024}, {"num_hidden_layers", 2},
+                  {"num_attention_heads", 16}, {"num_key_value_heads", 8}, {"intermediate_size", 3072},
+                  {"vocab_size", 1000}};
+  auto error_with = [&](const char* key, const Json& value) {
+    Json bad = c;
+    bad[key] = value;
+    try {
+      model_spec_from_hf_config(bad, "t", "c.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Each value crashed, hung or wrapped before: head_dim 0 divided by zero; 2^40 wrapped the KV
+  // bytes into a fit; vocab 2^62 gave 0 embedding parameters; 1e9 layers built 1e10 tensors.
+  CHECK(error_with("head_dim", 0) == "c.json: field 'head_dim' is 0; expected 2 to 4096");
+  CHECK(error_with("head_dim", uint64_t{1} << 40) == "c.json: field 'head_dim' is 1099511627776; expected 2 to 4096");
+  CHECK(error_with("head_dim", 63) == "c.json: field 'head_dim' is 63; expected an even number (RoPE rotates pairs)");
+  CHECK(error_with("hidden_size", uint64_t{1} << 63) ==
+        "c.json: field 'hidden_size' is 9223372036854775808; expected 1 to 131072");
+  CHECK(error_with("vocab_size", uint64_t{1} << 62) ==
+        "c.json: field 'vocab_size' is 4611686018427387904; expected 1 to 16777216");
+  CHECK(error_with("num_hidden_layers", 1000000000) ==
+        "c.json: field 'num_hidden_layers' is 1000000000; expected 1 to 4096");
+  CHECK(error_with("max_position_embeddings", uint64_t{1} << 30) ==
+        "c.json: field 'max_position_embeddings' is 1073741824; expected 0 to 16777216");
+  CHECK(error_with("rope_theta", 0) == "c.json: field 'rope_theta' is 0; expected a number above 0 and at most 1000000000000");
+  // without head_dim the derived value is named with where it came from (1024 / 1024 = 1)
+  CHECK(error_with("num_attention_heads", 1024).find("head_dim (hidden_size / num_attention_heads") != std::string::npos);
+  // every field in range, the product not: 131072 wide x 4096 layers of 2^20 FFN is 3.4e15 parameters
+  Json big = c;
+  big["hidden_size"] = 131072;
+  big["num_hidden_layers"] = 4096;
+  big["intermediate_size"] = 1 << 20;
+  big["num_attention_heads"] = 1024;
+  big["num_key_value_heads"] = 1024;
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(big, "t", "c.json"),
+                       doctest::Contains("parameters; at most 1.76e+13 (2^44)"), InputError);
+  // the largest built-in passes (235 B parameters, 94 layers, 128 experts)
+  CHECK(parameter_count(load_model("qwen3-235b-a22b")).total > 235'000'000'000ULL);
+}

@@ -33,16 +33,31 @@ TEST_CASE("tolerances and failures") {
   const Scenario s = scenario_from_json(
       Json::parse(R"({"name": "t", "cases": [{"name": "c", "plan": {"model": "qwen3-8b"},
         "expect": [{"path": "fit.kv_bytes_per_token", "value": 147000, "rel_tolerance": 0.01},
-                   {"path": "fit.kv_bytes_per_token", "value": 147000, "tolerance": 100},
-                   {"path": "fit.no_such_figure", "value": 1}]}]})"),
+                   {"path": "fit.kv_bytes_per_token", "value": 147000, "tolerance": 100}]}]})"),
       "t.json");
   const ScenarioRun run = run_scenario(s);
-  REQUIRE(run.points[0].checks.size() == 3);
+  REQUIRE(run.points[0].checks.size() == 2);
   CHECK(run.points[0].checks[0].ok);        // |147456 - 147000| = 456 <= 1470
   CHECK_FALSE(run.points[0].checks[1].ok);  // 456 > 100
-  CHECK_FALSE(run.points[0].checks[2].ok);  // absent
-  CHECK(run.points[0].checks[2].got.is_null());
-  CHECK(run.failures() == 2);
+  CHECK(run.failures() == 1);
+}
+
+TEST_CASE("a path that names no figure is bad input, not a failed expectation") {
+  // It used to fail as an expectation (exit 1), as if the planner's figure were wrong.
+  const Scenario typo = scenario_from_json(
+      Json::parse(R"({"name": "t", "cases": [{"name": "c", "plan": {"model": "qwen3-8b"},
+        "expect": [{"path": "fit.kv_bytes_per_tokn", "value": 147456}]}]})"),
+      "t.json");
+  CHECK_THROWS_WITH_AS(run_scenario(typo),
+                       doctest::Contains("t.json: case 'c': expectation path 'fit.kv_bytes_per_tokn' names no figure "
+                                         "(beside it: fit.capacity_bytes, fit.context"),
+                       InputError);
+  // an axis through a section that is a string ("hw": "h200") cannot be written
+  const Scenario axis = scenario_from_json(
+      Json::parse(R"({"name": "t", "cases": [{"name": "c", "plan": {"model": "qwen3-8b", "hw": "h200"},
+        "sweep": {"hw.memory.bandwidth": ["1 TB/s"]}}]})"),
+      "t.json");
+  CHECK_THROWS_WITH_AS(run_scenario(axis), doctest::Contains("axis 'hw.memory.bandwidth' cannot be written"), InputError);
 }
 
 TEST_CASE("bad scenario files name the field") {

@@ -177,6 +177,51 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
 }
 
+// A dense toy written from its spec, with one metadata key replaced by a hostile value.
+std::string spec_error_with(const std::string& key, GgufValue value) {
+  ModelSpec s;
+  s.name = "toy";
+  s.model_type = "qwen3";
+  s.gguf_arch = "qwen3";
+  s.hidden = 64; s.layers = 2; s.heads = 2; s.kv_heads = 1; s.head_dim = 32; s.intermediate = 128;
+  s.vocab = 32; s.qk_norm = true; s.tied_embeddings = true; s.max_context = 256;
+  std::vector<GgufKeyValue> meta = gguf_metadata_for(s);
+  bool replaced = false;
+  for (GgufKeyValue& kv : meta)
+    if (kv.key == key) { kv.value = value; replaced = true; }
+  if (!replaced) meta.push_back({key, value});
+  const WeightsLayout recipe = recipe_weights_layout(s, LlamaFileType::F16);
+  std::vector<GgufTensorData> tensors;
+  for (const TensorPlacement& p : recipe.tensors)
+    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, 7)});
+  const std::string path = temp_path("hostile-shape.gguf");
+  write_gguf(path, meta, tensors);
+  try {
+    model_spec_from_gguf(read_gguf_model(path));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST_CASE("shape keys beyond their bounds are refused, naming the key (a zero key_length divided by zero)") {
+  CHECK(spec_error_with("qwen3.context_length", GgufValue::of_u32(512)) == "no error");  // the writer's shape reads back
+  CHECK_MESSAGE(spec_error_with("qwen3.attention.key_length", GgufValue::of_u32(0)).find(
+                    "metadata key 'qwen3.attention.key_length' is 0; expected 2 to 4096") != std::string::npos,
+                spec_error_with("qwen3.attention.key_length", GgufValue::of_u32(0)));
+  // 2^62 layers used to loop for ever adding dense layers (the tensors stop at blk.1)
+  CHECK(spec_error_with("qwen3.block_count", GgufValue::of_u64(uint64_t{1} << 62))
+            .find("metadata key 'qwen3.block_count' is 4611686018427387904; expected 1 to 4096") != std::string::npos);
+  CHECK(spec_error_with("qwen3.embedding_length", GgufValue::of_u64(uint64_t{1} << 63))
+            .find("'qwen3.embedding_length' is 9223372036854775808") != std::string::npos);
+  CHECK(spec_error_with("qwen3.attention.head_count_kv", GgufValue::of_u32(0))
+            .find("'qwen3.attention.head_count_kv' is 0; expected 1 to 2") != std::string::npos);
+  CHECK(spec_error_with("qwen3.rope.freq_base", GgufValue::of_f32(-1.0f))
+            .find("'qwen3.rope.freq_base' is -1; expected a number above 0") != std::string::npos);
+  CHECK(spec_error_with("qwen3.context_length", GgufValue::of_u64(uint64_t{1} << 40))
+            .find("'qwen3.context_length' is 1099511627776; expected 0 to 16777216") != std::string::npos);
+}
+
 TEST_CASE("split files read as one model") {
   const std::string stem = temp_path("split");
   write_gguf(stem + "-00001-of-00002.gguf", {{"general.architecture", GgufValue::of_string("x")}, {"split.count", GgufValue::of_u32(2)}},
