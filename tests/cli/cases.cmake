@@ -345,3 +345,12 @@ infer_plan_cli_case(queue_engine EXIT 0 ARGS queue --simulate --hw rtx-4090 --en
   MATCH "calibrated: llama.cpp" "llama.cpp: compute buffer")
 # text inputs: regular files only (a FIFO with no writer would block, /dev/zero never ends)
 infer_plan_cli_case(bad_calibrate_dev_zero EXIT 2 ARGS calibrate /dev/zero --hw rtx-4090 MATCH "/dev/zero: not a regular file")
+# The fuzz corpus's MoE seed reads as a Qwen3 MoE (tests/data/gguf/make_tiny.py writes both files).
+infer_plan_cli_case(model_gguf_moe_seed EXIT 0 ARGS model tests/data/gguf/tiny-qwen3moe.gguf
+  MATCH "MoE: 4 experts, 2 active, expert FFN 8")
+# spec derives its times for a batch that must fit (issue 15, class 9): 64 x 8K tokens of KV for
+# Qwen3-8B (72 GiB) and Qwen3-0.6B (56 GiB) beside the weights exceed an H200; it reported 1.05x.
+infer_plan_cli_case(bad_spec_batch_memory EXIT 2 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 64
+  MATCH "--batch: 64 sequences of 8192 tokens do not fit on h200: .* short of the 140.40 GiB usable")
+infer_plan_cli_case(spec_batch_fits EXIT 0 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 8
+  MATCH "draft qwen3-0.6b")

@@ -72,3 +72,36 @@ for d in datas:
     body += d + b"\0" * ((-len(d)) % ALIGN)
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny-qwen3.gguf"), "wb") as f:
     f.write(head + body)
+
+# tiny-qwen3moe.gguf: the fuzz corpus's MoE seed (issue 15), small enough for -max_len 8192 so that
+# mutations reach the MoE keys and tensors: one layer, hidden 16, 4 experts of 8, 2 active, F16.
+h, e, used, eff, v, hd = 16, 4, 2, 8, 8, 8
+kvs = [kv_str("general.architecture", "qwen3moe"), kv_u32("general.alignment", ALIGN),
+       kv_u32("qwen3moe.block_count", 1), kv_u32("qwen3moe.context_length", 256),
+       kv_u32("qwen3moe.embedding_length", h), kv_u32("qwen3moe.attention.head_count", 2),
+       kv_u32("qwen3moe.attention.head_count_kv", 1), kv_u32("qwen3moe.attention.key_length", hd),
+       kv_u32("qwen3moe.expert_count", e), kv_u32("qwen3moe.expert_used_count", used),
+       kv_u32("qwen3moe.expert_feed_forward_length", eff), kv_f32("qwen3moe.rope.freq_base", 1000000.0)]
+p = "blk.0."
+tensors = [("token_embd.weight", [h, v], "F32"), (p + "attn_norm.weight", [h], "F32"),
+           (p + "attn_q.weight", [h, 2 * hd], "F32"), (p + "attn_k.weight", [h, hd], "F32"),
+           (p + "attn_v.weight", [h, hd], "F32"), (p + "attn_output.weight", [2 * hd, h], "F32"),
+           (p + "attn_q_norm.weight", [hd], "F32"), (p + "attn_k_norm.weight", [hd], "F32"),
+           (p + "ffn_norm.weight", [h], "F32"), (p + "ffn_gate_inp.weight", [h, e], "F32"),
+           (p + "ffn_gate_exps.weight", [h, eff, e], "F32"), (p + "ffn_up_exps.weight", [h, eff, e], "F32"),
+           (p + "ffn_down_exps.weight", [eff, h, e], "F32"), ("output_norm.weight", [h], "F32")]
+infos, datas, off = b"", [], 0
+for name, shape, t in tensors:
+    n = 1
+    for d in shape:
+        n *= d
+    infos += s(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in shape)
+    tid, width = (0, 4) if len(shape) == 1 else (1, 2)  # norms F32, matrices F16
+    infos += struct.pack("<IQ", tid, off)
+    datas.append(b"\0" * (n * width))
+    off = (off + n * width + ALIGN - 1) // ALIGN * ALIGN
+head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + infos
+head += b"\0" * ((-len(head)) % ALIGN)
+body = b"".join(d + b"\0" * ((-len(d)) % ALIGN) for d in datas)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny-qwen3moe.gguf"), "wb") as f:
+    f.write(head + body)
