@@ -354,3 +354,5 @@ infer_plan_cli_case(bad_spec_batch_memory EXIT 2 ARGS spec --model qwen3-8b --dr
   MATCH "--batch: 64 sequences of 8192 tokens do not fit on h200: .* short of the 140.40 GiB usable")
 infer_plan_cli_case(spec_batch_fits EXIT 0 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 8
   MATCH "draft qwen3-0.6b")
+# Integer compute as datasheets write it (issue 15): H200 INT8 "1979 TOPS", not "1.979 PFLOPS".
+infer_plan_cli_case(hw_int8_tops EXIT 0 ARGS hw h200 MATCH "int8 +1979 TOPS" "bf16 +989 TFLOPS")

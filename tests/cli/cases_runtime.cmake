@@ -64,3 +64,9 @@ infer_plan_cli_case(run_deadline_cpu_profile EXIT 0 ARGS run ${PROJECT_SOURCE_DI
   MATCH "probing it" "\"rejected\": [1-9][0-9]*,")
 # Both probe the CPU (about 20 s at -O2): the sanitizer pass, 10x slower, leaves them out.
 set_tests_properties(cli_run_deadline_closed cli_run_deadline_cpu_profile PROPERTIES LABELS timing)
+# What this machine cannot hold or the model was not trained for is refused before a weight is
+# written (issue 15, class 6): Qwen3-235B at BF16 is about 440 GiB.
+infer_plan_cli_case(bad_run_host_memory EXIT 2 ARGS run --model qwen3-235b-a22b --quiet
+  MATCH "run: the plan needs [0-9.]+ GiB of memory \\(weights [0-9.]+ GiB, KV [0-9.]+ GiB\\) but cpu has [0-9.]+ GiB available")
+infer_plan_cli_case(bad_run_trained_context EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --ctx 1M --quiet
+  MATCH "run: context 1048576 tokens is beyond the 40960 tokens qwen3-0.6b@0.1 was trained for")
