@@ -374,6 +374,11 @@ Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober) {
   }
   std::optional<runtime::SpecSweepResult> sweep;
   if (plan.speculative) sweep = execute_speculative_sweep(m.rp, a.runtime, a.spec_repeats);
+  if (sweep && sweep->interrupted) {  // whole repeats were run: the serving figures stand, the sweep is cut
+    m.run.interrupted = true;
+    m.measured = runtime::measured_figures(m.run);
+    return m;
+  }
   if (std::optional<ResolvedPlan> later = prober.after(plan)) m.rp = std::move(*later);
   m.measured = runtime::measured_figures(m.run);
   m.predicted = predict(m.rp);

@@ -82,18 +82,27 @@ void run(const RunArgs& a) {
   if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving
   const runtime::MeasuredFigures figures = runtime::measured_figures(execute_plan(rp, a.runtime));
   Json measured = runtime::measured_json(figures);
-  if (plan.speculative && !figures.interrupted) measured["speculative"] = runtime::spec_sweep_json(execute_speculative_sweep(rp, a.runtime, a.spec_repeats));
+  bool interrupted = figures.interrupted;
+  if (plan.speculative && !interrupted) {
+    const runtime::SpecSweepResult sweep = execute_speculative_sweep(rp, a.runtime, a.spec_repeats);
+    interrupted = sweep.interrupted;
+    measured["speculative"] = runtime::spec_sweep_json(sweep);
+  }
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
   if (a.out.json) {
     print_json(measured);
-    if (figures.interrupted) throw ExitCode{runtime::kInterruptedExitCode};
+    if (interrupted) throw ExitCode{runtime::kInterruptedExitCode};
     return;
   }
   print_measured(figures);
-  if (plan.speculative) print_speculative(measured.at("speculative"));
-  if (figures.interrupted) {
-    fmt::print(stderr, "run: interrupted; {} requests ended, {} did not (the figures above are theirs)\n",
-               figures.requests - figures.unfinished, figures.unfinished);
+  if (measured.contains("speculative")) print_speculative(measured.at("speculative"));
+  if (interrupted) {
+    if (figures.interrupted)
+      fmt::print(stderr, "run: interrupted; {} requests ended, {} did not (the figures above are theirs)\n",
+                 figures.requests - figures.unfinished, figures.unfinished);
+    else
+      fmt::print(stderr, "run: interrupted during the speculative sweep, after {} of {} repeats (the figures above "
+                         "are theirs)\n", measured.at("speculative").at("repeats").get<uint64_t>(), a.spec_repeats);
     throw ExitCode{runtime::kInterruptedExitCode};
   }
 }

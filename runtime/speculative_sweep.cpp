@@ -7,6 +7,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/cost/speculative.hpp"
 #include "runtime/forward_pass.hpp"
+#include "runtime/interrupt.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/scheduler.hpp"
@@ -120,6 +121,11 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
   double plain_s = 0;
   uint64_t plain_tokens = 0;
   for (uint64_t rep = 0; rep < repeats; ++rep) {
+    if (rep > 0 && interrupt_requested()) {  // whole repeats only: every m keeps the same count
+      r.interrupted = true;
+      r.repeats = rep;
+      break;
+    }
     const uint64_t seed = options.seed + 7919 * rep;
     if (options.progress) options.progress(fmt::format("speculative sweep {}/{}: plain", rep + 1, repeats));
     double decode_s = 0;
@@ -170,6 +176,7 @@ Json spec_sweep_json(const SpecSweepResult& r) {
               {"prompt_tokens", r.prompt_tokens},
               {"output_tokens", r.output_tokens},
               {"repeats", r.repeats},
+              {"interrupted", r.interrupted},
               {"threads", r.threads},
               {"plain_ms_per_token", r.plain_ms_per_token},
               {"spec_accept_rate", r.draft_accept_rate()},

@@ -27,7 +27,8 @@ struct SpecSweepResult {
   std::string model, draft;         // "qwen3-8b@0.25", "first 1 of 9 layers"
   uint64_t draft_layers = 0;
   float temperature = 0;
-  uint64_t prompt_tokens = 0, output_tokens = 0, repeats = 0;
+  uint64_t prompt_tokens = 0, output_tokens = 0, repeats = 0;  // repeats run (fewer when interrupted)
+  bool interrupted = false;  // SIGINT or SIGTERM: after the first repeat, whole repeats only
   unsigned threads = 0;
   double plain_ms_per_token = 0;    // plain generation, the same tokens
   std::vector<SpecSweepPoint> points;  // m = 1..max_block
