@@ -24,9 +24,7 @@
 #include <vector>
 
 #include "planner/core/json_fields.hpp"
-#include "planner/model/model_spec.hpp"
-#include "planner/weights/gguf_recipe.hpp"
-#include "planner/weights/gguf_writer.hpp"
+#include "tests/support/toy_gguf.hpp"
 
 using namespace infer_plan;
 namespace fs = std::filesystem;
@@ -339,24 +337,9 @@ TEST_CASE("mutated config.json shapes in every command that reads a model [confi
 
 TEST_CASE("mutated GGUF metadata and bytes [gguf]") {
   const Files f;
-  ModelSpec s;
-  s.name = "toy";
-  s.model_type = "qwen3";
-  s.gguf_arch = "qwen3";
-  s.hidden = 64; s.layers = 2; s.heads = 2; s.kv_heads = 1; s.head_dim = 32; s.intermediate = 128;
-  s.vocab = 32; s.qk_norm = true; s.tied_embeddings = true; s.max_context = 256;
-  const WeightsLayout recipe = recipe_weights_layout(s, LlamaFileType::F16);
-  std::vector<GgufTensorData> tensors;
-  for (const TensorPlacement& p : recipe.tensors)
-    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, std::vector<uint8_t>(p.bytes, 0x3c)});
   auto write_with = [&](const std::string& name, const std::string& key, const GgufValue& value) {
-    std::vector<GgufKeyValue> meta = gguf_metadata_for(s);
-    bool replaced = false;
-    for (GgufKeyValue& kv : meta)
-      if (kv.key == key) { kv.value = value; replaced = true; }
-    if (!replaced) meta.push_back({key, value});
     const std::string path = (f.dir / name).string();
-    write_gguf(path, meta, tensors);
+    test_support::write_toy_gguf_with(path, key, value);
     return path;
   };
   const std::vector<std::pair<std::string, GgufValue>> mutations{

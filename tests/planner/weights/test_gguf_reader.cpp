@@ -14,6 +14,7 @@
 #include "planner/weights/gguf_writer.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/model/tensor_inventory.hpp"
+#include "tests/support/toy_gguf.hpp"
 
 using namespace infer_plan;
 
@@ -177,25 +178,10 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
 }
 
-// A dense toy written from its spec, with one metadata key replaced by a hostile value.
+// The toy with one metadata key replaced by a hostile value: what reading its spec says.
 std::string spec_error_with(const std::string& key, GgufValue value) {
-  ModelSpec s;
-  s.name = "toy";
-  s.model_type = "qwen3";
-  s.gguf_arch = "qwen3";
-  s.hidden = 64; s.layers = 2; s.heads = 2; s.kv_heads = 1; s.head_dim = 32; s.intermediate = 128;
-  s.vocab = 32; s.qk_norm = true; s.tied_embeddings = true; s.max_context = 256;
-  std::vector<GgufKeyValue> meta = gguf_metadata_for(s);
-  bool replaced = false;
-  for (GgufKeyValue& kv : meta)
-    if (kv.key == key) { kv.value = value; replaced = true; }
-  if (!replaced) meta.push_back({key, value});
-  const WeightsLayout recipe = recipe_weights_layout(s, LlamaFileType::F16);
-  std::vector<GgufTensorData> tensors;
-  for (const TensorPlacement& p : recipe.tensors)
-    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, 7)});
   const std::string path = temp_path("hostile-shape.gguf");
-  write_gguf(path, meta, tensors);
+  test_support::write_toy_gguf_with(path, key, value);
   try {
     model_spec_from_gguf(read_gguf_model(path));
   } catch (const InputError& e) {
