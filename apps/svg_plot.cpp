@@ -1,5 +1,6 @@
 // SVG built by appending text: one <g> per bar group or series, shapes as self-closing elements.
-// Coordinates are SVG user units (pixels at 100% zoom) on a fixed 720x420 canvas; y grows downward.
+// Coordinates are SVG user units (pixels at 100% zoom) on a canvas 720 wide (420 high for line
+// charts; bar charts grow a row of panels at a time); y grows downward.
 #include "apps/svg_plot.hpp"
 
 #include <algorithm>
@@ -11,20 +12,23 @@ namespace infer_plan::apps {
 namespace {
 
 constexpr int canvas_width = 720;
-constexpr int canvas_height = 420;
-constexpr double legend_y = 46;  // baseline of the legend row, under the title
-constexpr double char_width = 7;  // rough advance of a 12px sans-serif glyph, to space legend entries
+constexpr double legend_y = 46;  // baseline of the first legend row, under the title
+constexpr double legend_row = 18;
 
-// Bar chart: bars stand on bar_base_y; the tallest bar of a group is bar_max_height tall, which
-// leaves room above it for the value text and below the base for the label and the error line.
-constexpr double bar_left = 40, bar_right = 680;
-constexpr double bar_base_y = 340, bar_max_height = 240;
-constexpr double bar_width_max = 60;
+// Bar chart: a grid of panels, at most four to a row, each with its own axis.
+constexpr int panels_per_row = 4;
+constexpr double grid_left = 16, grid_top = 62;
+constexpr double panel_width = (canvas_width - 2 * grid_left) / panels_per_row;
+constexpr double panel_height = 236;
+constexpr double panel_plot_top = 26, panel_plot_height = 150;  // from the panel's top
+constexpr double panel_axis_gutter = 46;                         // tick labels left of the axis
 
 // Line chart: the plot area; the left margin holds the y tick labels, the bottom the x labels.
-constexpr double plot_left = 80, plot_right = 690, plot_top = 60, plot_bottom = 350;
+constexpr int line_canvas_height = 420;
+constexpr double plot_left = 80, plot_right = 690, plot_top_base = 62, plot_bottom = 350;
 
 constexpr const char* predicted_colour = "#4C72B0";
+constexpr const char* predicted_second_colour = "#1F3A66";  // a second predicted series, dashed
 constexpr const char* measured_colour = "#DD8452";
 // The rest of seaborn's "deep" palette, for series named neither "predicted" nor "measured".
 constexpr const char* other_colours[] = {"#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"};
@@ -34,10 +38,21 @@ constexpr size_t other_colour_count = sizeof(other_colours) / sizeof(other_colou
 std::string coord(double v) { return fmt::format("{:.1f}", v + 0.0); }
 std::string value_text(double v) { return fmt::format("{:.4g}", v + 0.0); }
 
-void text(std::string& out, double x, double y, const char* anchor, std::string_view content,
+// `content` cut (with "...") to fit `max_width` at `font_size`.
+std::string fit_text(std::string content, double font_size, double max_width) {
+  if (svg_text_width(content, font_size) <= max_width) return content;
+  while (!content.empty() && svg_text_width(content + "...", font_size) > max_width) {
+    content.pop_back();
+    while (!content.empty() && (static_cast<unsigned char>(content.back()) & 0xC0) == 0x80) content.pop_back();
+  }
+  return content.empty() ? std::string() : content + "...";
+}
+
+void text(std::string& out, double x, double y, const char* anchor, std::string_view content, double font_size,
           std::string_view extra_attributes = "") {
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}>{}</text>\n", coord(x), coord(y), anchor,
-                     extra_attributes, xml_escape(content));
+  if (content.empty()) return;
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"{}\"{}>{}</text>\n", coord(x), coord(y),
+                     anchor, font_size, extra_attributes, xml_escape(content));
 }
 
 void line(std::string& out, double x1, double y1, double x2, double y2, const char* colour) {
@@ -45,19 +60,18 @@ void line(std::string& out, double x1, double y1, double x2, double y2, const ch
                      coord(y1), coord(x2), coord(y2), colour);
 }
 
-void open_svg(std::string& out, const std::string& title) {
+void open_svg(std::string& out, const std::string& title, double height) {
   out += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n",
-      canvas_width, canvas_height);
+      canvas_width, height);
   out += "<title>" + xml_escape(title) + "</title>\n";
-  out += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#FFFFFF\"/>\n", canvas_width,
-                     canvas_height);
-  text(out, canvas_width / 2.0, 24, "middle", title, " font-size=\"16\" font-weight=\"bold\"");
+  out += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#FFFFFF\"/>\n", canvas_width, height);
+  text(out, canvas_width / 2.0, 24, "middle", fit_text(title, 16, canvas_width - 20), 16, " font-weight=\"bold\"");
 }
 
-std::string close_with_no_data(std::string& out) {
-  text(out, canvas_width / 2.0, canvas_height / 2.0, "middle", "no data", " font-size=\"14\" fill=\"#888888\"");
+std::string close_with_no_data(std::string& out, double height) {
+  text(out, canvas_width / 2.0, height / 2.0, "middle", "no data", 14, " fill=\"#888888\"");
   return out + "</svg>\n";
 }
 
@@ -66,40 +80,97 @@ struct LegendEntry {
   const char* colour;
 };
 
-// A row of swatches, left to right from x.
-void legend(std::string& out, const std::vector<LegendEntry>& entries, double x) {
+// Swatches left to right from x, wrapping to a new row at the canvas's edge; returns the rows used.
+int legend(std::string& out, const std::vector<LegendEntry>& entries, double left) {
   out += "<g>\n";
+  double x = left;
+  int row = 0;
   for (const LegendEntry& e : entries) {
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{}\"/>\n", coord(x),
-                       coord(legend_y - 9), e.colour);
-    text(out, x + 16, legend_y, "start", e.name);
-    x += 16 + char_width * static_cast<double>(e.name.size()) + 20;
+    const std::string name = fit_text(e.name, 12, canvas_width - left - 40);
+    const double width = 16 + svg_text_width(name, 12);
+    if (x > left && x + width > canvas_width - 10) {
+      x = left;
+      ++row;
+    }
+    const double y = legend_y + row * legend_row;
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{}\"/>\n", coord(x), coord(y - 9),
+                       e.colour);
+    text(out, x + 16, y, "start", name, 12);
+    x += width + 20;
   }
   out += "</g>\n";
+  return row + 1;
 }
 
-// One bar standing on the base line with its value and unit above; nothing for a NaN/inf value. Values
-// <= 0 (or a group whose largest value is <= 0) draw a zero-height bar but still print the value.
-void bar(std::string& out, double centre, double width, double value, double group_max, const std::string& unit,
-         const char* css_class, const char* colour) {
-  if (!std::isfinite(value)) return;
-  const double height = (group_max > 0 && value > 0) ? value / group_max * bar_max_height : 0;
-  out += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", css_class,
-                     coord(centre - width / 2), coord(bar_base_y - height), coord(width), coord(height), colour);
-  // The unit goes on its own line under the value: side by side, "4.33 GiB" is wider than a bar
-  // and runs into its neighbour's label when the two bars are of equal height.
-  const double unit_height = unit.empty() ? 0 : 12;
-  text(out, centre, bar_base_y - height - 4 - unit_height, "middle", value_text(value), " font-size=\"11\"");
-  if (!unit.empty()) text(out, centre, bar_base_y - height - 4, "middle", unit, " font-size=\"10\" fill=\"#555555\"");
+// Ticks for [lo, hi]; whole numbers only when `whole` (a tick step below 1 becomes 1).
+std::vector<double> axis_ticks(double lo, double hi, int target_count, bool whole) {
+  std::vector<double> ticks = nice_ticks(lo, hi, target_count);
+  if (whole && ticks.size() >= 2 && ticks[1] - ticks[0] < 1) {
+    ticks.clear();
+    for (double t = std::floor(lo); t <= std::ceil(hi) + 0.5; ++t) ticks.push_back(t);
+    if (ticks.size() < 2) ticks.push_back(ticks.empty() ? 1 : ticks.back() + 1);
+  }
+  return ticks;
 }
 
-const char* series_colour(const std::string& name, size_t& others_used) {
-  if (name == "predicted") return predicted_colour;
-  if (name == "measured") return measured_colour;
+const char* series_colour(const std::string& name, size_t& predicted_used, size_t& others_used) {
+  if (name.starts_with("predicted")) return predicted_used++ == 0 ? predicted_colour : predicted_second_colour;
+  if (name.starts_with("measured")) return measured_colour;
   return other_colours[others_used++ % other_colour_count];
 }
 
+// One panel of the bar chart: the figure's own axis from 0, its two bars, three lines of text under it.
+void bar_panel(std::string& out, const BarGroup& g, double left, double top) {
+  const double axis_x = left + panel_axis_gutter, right = left + panel_width - 8;
+  const double plot_top = top + panel_plot_top, base_y = plot_top + panel_plot_height;
+  std::string label = g.unit.empty() ? g.label : fmt::format("{} ({})", g.label, g.unit);
+  text(out, left + panel_width / 2, top + 14, "middle", fit_text(label, 12, panel_width - 8), 12,
+       " font-weight=\"bold\"");
+  double top_value = 0;
+  for (double v : {g.predicted, g.measured})
+    if (std::isfinite(v)) top_value = std::max(top_value, v);
+  const std::vector<double> ticks = nice_ticks(0, top_value > 0 ? top_value : 1, 4);
+  const double axis_top = ticks.size() >= 2 && ticks.back() > 0 ? ticks.back() : 1;
+  auto map_y = [&](double v) { return base_y - v / axis_top * panel_plot_height; };
+  for (double t : ticks) {
+    line(out, axis_x - 4, map_y(t), axis_x, map_y(t), "#000000");
+    line(out, axis_x, map_y(t), right, map_y(t), "#EEEEEE");
+    text(out, axis_x - 6, map_y(t) + 3.5, "end", fit_text(value_text(t), 10, panel_axis_gutter - 8), 10);
+  }
+  line(out, axis_x, plot_top, axis_x, base_y, "#000000");
+  line(out, axis_x, base_y, right, base_y, "#000000");
+  const double slot = (right - axis_x) / 2, bar_width = std::min(36.0, slot * 0.6);
+  auto bar = [&](double value, int k, const char* css_class, const char* colour) {
+    if (!std::isfinite(value)) return;
+    const double height = value > 0 ? base_y - map_y(value) : 0;
+    const double centre = axis_x + slot * (k + 0.5);
+    out += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", css_class,
+                       coord(centre - bar_width / 2), coord(base_y - height), coord(bar_width), coord(height), colour);
+  };
+  bar(g.predicted, 0, "predicted", predicted_colour);
+  bar(g.measured, 1, "measured", measured_colour);
+  const double text_width = panel_width - 12;
+  const double lines_x = left + 6;
+  if (std::isfinite(g.predicted))
+    text(out, lines_x, base_y + 16, "start", fit_text("predicted " + value_text(g.predicted), 10, text_width), 10,
+         fmt::format(" fill=\"{}\"", predicted_colour));
+  if (std::isfinite(g.measured))
+    text(out, lines_x, base_y + 30, "start", fit_text("measured " + value_text(g.measured), 10, text_width), 10,
+         fmt::format(" fill=\"{}\"", measured_colour));
+  if (std::isfinite(g.predicted) && std::isfinite(g.measured) && g.predicted != 0) {
+    const double error_percent = (g.measured - g.predicted) / g.predicted * 100;  // as report's table
+    text(out, lines_x, base_y + 44, "start", fit_text(fmt::format("error {:+.1f}%", error_percent + 0.0), 10, text_width),
+         10, " fill=\"#555555\"");
+  }
+}
+
 }  // namespace
+
+double svg_text_width(std::string_view text, double font_size) {
+  size_t characters = 0;
+  for (char c : text) characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // UTF-8 lead bytes
+  return 0.65 * font_size * static_cast<double>(characters);
+}
 
 std::string xml_escape(std::string_view text) {
   std::string out;
@@ -154,30 +225,17 @@ std::vector<double> nice_ticks(double lo, double hi, int target_count) {
 
 std::string svg_predicted_vs_measured(const std::string& title, const std::vector<BarGroup>& groups) {
   std::string out;
-  open_svg(out, title);
+  const size_t rows = std::max<size_t>(1, (groups.size() + panels_per_row - 1) / panels_per_row);
+  const double height = grid_top + static_cast<double>(rows) * panel_height + 8;
+  open_svg(out, title, height);
   bool any_value = false;
   for (const BarGroup& g : groups) any_value = any_value || std::isfinite(g.predicted) || std::isfinite(g.measured);
-  if (!any_value) return close_with_no_data(out);
-
-  legend(out, {{"predicted", predicted_colour}, {"measured", measured_colour}}, bar_left);
-  line(out, bar_left, bar_base_y, bar_right, bar_base_y, "#000000");
-  const double slot = (bar_right - bar_left) / static_cast<double>(groups.size());
-  const double bar_width = std::min(slot * 0.3, bar_width_max);
+  if (!any_value) return close_with_no_data(out, height);
+  legend(out, {{"predicted", predicted_colour}, {"measured", measured_colour}}, grid_left + 6);
   for (size_t i = 0; i < groups.size(); ++i) {
-    const BarGroup& g = groups[i];
-    const double centre = bar_left + slot * (static_cast<double>(i) + 0.5);
-    double group_max = 0;
-    for (double v : {g.predicted, g.measured})
-      if (std::isfinite(v)) group_max = std::max(group_max, v);
     out += "<g>\n";
-    bar(out, centre - bar_width * 0.55, bar_width, g.predicted, group_max, g.unit, "predicted", predicted_colour);
-    bar(out, centre + bar_width * 0.55, bar_width, g.measured, group_max, g.unit, "measured", measured_colour);
-    text(out, centre, bar_base_y + 16, "middle", g.label);
-    if (std::isfinite(g.predicted) && std::isfinite(g.measured) && g.predicted != 0) {
-      const double error_percent = (g.measured - g.predicted) / g.predicted * 100;  // as report's table
-      text(out, centre, bar_base_y + 32, "middle", fmt::format("error {:+.1f}%", error_percent + 0.0),
-           " font-size=\"11\" fill=\"#555555\"");
-    }
+    bar_panel(out, groups[i], grid_left + static_cast<double>(i % panels_per_row) * panel_width,
+              grid_top + static_cast<double>(i / panels_per_row) * panel_height);
     out += "</g>\n";
   }
   return out + "</svg>\n";
@@ -186,9 +244,12 @@ std::string svg_predicted_vs_measured(const std::string& title, const std::vecto
 std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<Series>& series) {
   std::string out;
-  open_svg(out, title);
+  const double height = line_canvas_height;
+  open_svg(out, title, height);
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
-  double y_lo = 0, y_hi = 0;  // 0 is always on the y axis (see the header)
+  double y_lo = 0, y_hi = 0, predicted_top = 0;  // 0 is always on the y axis (see the header)
+  bool whole_x = true;
+  std::vector<double> measured_y;
   for (const Series& s : series) {
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
@@ -196,15 +257,44 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
       x_hi = std::max(x_hi, s.x[i]);
       y_lo = std::min(y_lo, s.y[i]);
       y_hi = std::max(y_hi, s.y[i]);
+      whole_x = whole_x && s.x[i] == std::round(s.x[i]);
+      if (s.name.starts_with("predicted"))
+        predicted_top = std::max(predicted_top, s.y[i]);
+      else
+        measured_y.push_back(s.y[i]);
     }
   }
-  if (x_lo > x_hi) return close_with_no_data(out);
-  const std::vector<double> x_ticks = nice_ticks(x_lo, x_hi, 6);
-  const std::vector<double> y_ticks = nice_ticks(y_lo, y_hi, 5);
+  if (x_lo > x_hi) return close_with_no_data(out, height);
+  // Outliers: the axis ends at 1.25 x max(the predictions' top, the measured points' 90th percentile).
+  double y_cap = y_hi;
+  if (!measured_y.empty()) {
+    std::sort(measured_y.begin(), measured_y.end());
+    const auto k = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(measured_y.size())));
+    const double q90 = measured_y[std::clamp<size_t>(k, 1, measured_y.size()) - 1];
+    const double cap = 1.25 * std::max(predicted_top, q90);
+    if (cap > 0 && y_hi > cap) y_cap = cap;
+  }
+
+  std::vector<LegendEntry> entries;
+  size_t predicted_used = 0, others_used = 0;
+  for (const Series& s : series) entries.push_back({s.name, series_colour(s.name, predicted_used, others_used)});
+  const int legend_rows = legend(out, entries, plot_left);
+  const double plot_top = plot_top_base + (legend_rows - 1) * legend_row;
+
+  // x ticks: as many as fit with their labels apart.
+  std::vector<double> x_ticks;
+  for (int target = 8; target >= 1; --target) {
+    x_ticks = axis_ticks(x_lo, x_hi, target, whole_x);
+    if (x_ticks.size() < 2) break;
+    double widest = 0;
+    for (double t : x_ticks) widest = std::max(widest, svg_text_width(value_text(t), 11));
+    if ((plot_right - plot_left) / static_cast<double>(x_ticks.size() - 1) >= widest + 10) break;
+  }
+  const std::vector<double> y_ticks = nice_ticks(y_lo, y_cap, 5);
   // Ranges near the limits of double can leave no usable axis; say so rather than print "inf".
   if (x_ticks.size() < 2 || y_ticks.size() < 2 || !(x_ticks.back() > x_ticks.front()) ||
       !(y_ticks.back() > y_ticks.front()))
-    return close_with_no_data(out);
+    return close_with_no_data(out, height);
   const double x0 = x_ticks.front(), x_span = x_ticks.back() - x0;
   const double y0 = y_ticks.front(), y_span = y_ticks.back() - y0;
   auto map_x = [&](double x) { return plot_left + (x - x0) / x_span * (plot_right - plot_left); };
@@ -213,35 +303,34 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
   out += "<g>\n";
   for (double t : y_ticks) {
     line(out, plot_left, map_y(t), plot_right, map_y(t), "#E5E5E5");
-    text(out, plot_left - 6, map_y(t) + 4, "end", value_text(t));
+    text(out, plot_left - 6, map_y(t) + 4, "end", fit_text(value_text(t), 11, plot_left - 36), 11);
   }
   for (double t : x_ticks) {
     line(out, map_x(t), plot_bottom, map_x(t), plot_bottom + 5, "#000000");
-    text(out, map_x(t), plot_bottom + 18, "middle", value_text(t));
+    text(out, map_x(t), plot_bottom + 18, "middle", value_text(t), 11);
   }
   line(out, plot_left, plot_bottom, plot_right, plot_bottom, "#000000");
   line(out, plot_left, plot_top, plot_left, plot_bottom, "#000000");
-  text(out, (plot_left + plot_right) / 2, plot_bottom + 40, "middle", x_label);
+  text(out, (plot_left + plot_right) / 2, plot_bottom + 38, "middle", fit_text(x_label, 12, plot_right - plot_left), 12);
   const double y_label_x = 18, y_label_y = (plot_top + plot_bottom) / 2;
-  text(out, y_label_x, y_label_y, "middle", y_label,
+  text(out, y_label_x, y_label_y, "middle", fit_text(y_label, 12, plot_bottom - plot_top), 12,
        fmt::format(" transform=\"rotate(-90 {} {})\"", coord(y_label_x), coord(y_label_y)));
   out += "</g>\n";
 
-  std::vector<LegendEntry> entries;
-  size_t others_used = 0;
-  for (const Series& s : series) entries.push_back({s.name, series_colour(s.name, others_used)});
-  legend(out, entries, plot_left);
-
+  size_t above = 0;
+  double above_max = 0;
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
     const char* colour = entries[k].colour;
+    const bool dashed = colour == predicted_second_colour;
     out += "<g>\n";
     // Lines first, markers on top. A skipped point ends a run; a run of one point is a marker only.
     std::string run;
     size_t run_points = 0;
     auto flush_run = [&] {
       if (!s.markers_only && run_points >= 2)
-        out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", run, colour);
+        out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", run, colour,
+                           dashed ? " stroke-dasharray=\"6 4\"" : "");
       run.clear();
       run_points = 0;
     };
@@ -251,13 +340,28 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
         flush_run();
         continue;
       }
-      const std::string px = coord(map_x(s.x[i])), py = coord(map_y(s.y[i]));
+      const bool clipped = s.y[i] > y_ticks.back();
+      const std::string px = coord(map_x(s.x[i])), py = coord(map_y(std::min(s.y[i], y_ticks.back())));
       run += (run_points++ ? " " : "") + px + "," + py;
-      markers += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", px, py, colour);
+      if (clipped) {  // a triangle on the top edge, pointing up
+        ++above;
+        above_max = std::max(above_max, s.y[i]);
+        const double cx = map_x(s.x[i]), cy = plot_top;
+        markers += fmt::format("<polygon points=\"{},{} {},{} {},{}\" fill=\"{}\"/>\n", coord(cx - 4), coord(cy + 4),
+                               coord(cx + 4), coord(cy + 4), coord(cx), coord(cy - 3), colour);
+      } else {
+        markers += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", px, py, colour);
+      }
     }
     flush_run();
     out += markers + "</g>\n";
   }
+  if (above > 0)
+    text(out, plot_left, plot_bottom + 58, "start",
+         fit_text(fmt::format("triangles: {} point{} above the axis, the largest {}", above, above == 1 ? "" : "s",
+                              value_text(above_max)),
+                  11, plot_right - plot_left),
+         11, " fill=\"#555555\"");
   return out + "</svg>\n";
 }
 

@@ -16,10 +16,11 @@ struct BarGroup {
   double measured;
 };
 
-// One group per figure, two bars each (predicted, measured). Each group is scaled to its own
-// largest value, so figures of different units share one chart; bar heights compare only within
-// a group. The value and unit sit above each bar, the error as `report`'s table gives it,
-// (measured - predicted) / predicted, under the group. NaN/inf values draw no bar.
+// One panel per figure, two bars each (predicted, measured), in a grid. Figures of different
+// units never share an axis: each panel has its own y axis from 0, with ticks and the unit. Under
+// each panel, one line each: predicted, measured and the error as `report`'s table gives it,
+// (measured - predicted) / predicted. NaN/inf values draw no bar. No two texts overlap (each
+// text is kept to the width the layout gives it, by the advance of svg_text_width).
 std::string svg_predicted_vs_measured(const std::string& title, const std::vector<BarGroup>& groups);
 
 // One line (or set of markers) of an x-y chart. Points pair x[i] with y[i] up to the shorter of
@@ -31,7 +32,12 @@ struct Series {
 };
 
 // Axes with round ticks, axis labels and a legend. The y axis always includes 0: the charts show
-// rates and times, and a baseline above zero would exaggerate the gap between two series.
+// rates and times, and a baseline above zero would exaggerate the gap between two series. When
+// every x is a whole number (batch sizes, block lengths) the x ticks are whole numbers. Outliers
+// do not flatten the rest: the y axis ends at 1.25 x the larger of the predicted series' top and
+// the 90th percentile of the measured points, and a point above it is drawn as a triangle on the
+// top edge, with a note of how many and the largest value. Series whose names start with
+// "predicted" are blue (the second one dashed), "measured" orange, in every chart.
 std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<Series>& series);
 
@@ -40,6 +46,10 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
 // (hi - lo) / step <= target_count. The first tick is <= lo, the last >= hi.
 // lo == hi is widened (by 10% of |lo|, or by 1 around 0). Empty when lo or hi is not finite.
 std::vector<double> nice_ticks(double lo, double hi, int target_count);
+// The width the layout gives a text of `font_size` px: 0.65 em per character, wider than the
+// digits and most letters of DejaVu Sans and Liberation Sans (tests/apps/test_svg_plot checks
+// that no two texts' boxes meet at this width).
+double svg_text_width(std::string_view text, double font_size);
 // &, <, >, " and ' as entities; control bytes other than tab and newline dropped (XML 1.0 forbids them).
 std::string xml_escape(std::string_view text);
 

@@ -88,7 +88,7 @@ void check_standalone_svg(const std::string& svg) {
   CHECK(svg.size() >= 7);
   CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
   CHECK(svg.find("xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
-  CHECK(svg.find("viewBox=\"0 0 720 420\"") != std::string::npos);
+  CHECK(svg.find("viewBox=\"0 0 720 ") != std::string::npos);
   CHECK(tag_nesting_error(svg) == "");
   for (const char* name : {"g", "text", "rect", "polyline"}) {
     INFO("<", name, ">");
@@ -136,7 +136,7 @@ TEST_CASE("xml_escape: the five special characters and control bytes") {
   CHECK(xml_escape(std::string("bell\a!")) == "bell!");
 }
 
-TEST_CASE("bars: standalone SVG, heights in proportion within each group, error under the group") {
+TEST_CASE("bars: standalone SVG, one panel per figure on its own axis, values and error under it") {
   // Group 1: predicted 10, measured 5. Group 2, another unit: predicted 1000, measured 2000.
   const std::string svg = svg_predicted_vs_measured(
       "decode", {{"tokens/s", "tok/s", 10, 5}, {"weights", "MiB", 1000, 2000}});
@@ -149,13 +149,14 @@ TEST_CASE("bars: standalone SVG, heights in proportion within each group, error 
   CHECK(predicted[0] > 100);  // the group's largest bar is full height, not a sliver
   CHECK(std::abs(measured[0] - predicted[0] / 2) <= 0.075);
   CHECK(std::abs(predicted[1] - measured[1] / 2) <= 0.075);
-  // Each group is scaled to its own largest value: 10 and 2000 draw the same height.
+  // Each panel's axis runs from 0 to a round tick at or above its largest value: 10 and 2000
+  // are both round (ticks 0, 5, 10 and 0, 500, ..., 2000), so both draw the full height.
   CHECK(std::abs(predicted[0] - measured[1]) <= 0.1);
-  // Values with {:.4g}, each with its unit on the line under it.
-  for (const char* label : {">10</text>", ">5</text>", ">1000</text>", ">2000</text>"})
+  for (const char* tick : {">5</text>", ">500</text>", ">1500</text>"}) CHECK(svg.find(tick) != std::string::npos);
+  // Values with {:.4g} under the panel; the unit in the panel's title.
+  for (const char* label : {">predicted 10</text>", ">measured 5</text>", ">predicted 1000</text>", ">measured 2000</text>",
+                            ">tokens/s (tok/s)</text>", ">weights (MiB)</text>"})
     CHECK(svg.find(label) != std::string::npos);
-  CHECK(count(svg, ">tok/s</text>") == 2);
-  CHECK(count(svg, ">MiB</text>") == 2);
   // (5 - 10) / 10 = -50%; (2000 - 1000) / 1000 = +100%.
   CHECK(svg.find(">error -50.0%</text>") != std::string::npos);
   CHECK(svg.find(">error +100.0%</text>") != std::string::npos);
@@ -174,7 +175,8 @@ TEST_CASE("bars: text is escaped, NaN and inf draw nothing, no groups give a not
   CHECK(lower(svg).find("nan") == std::string::npos);
   CHECK(lower(svg).find("inf") == std::string::npos);
   CHECK(bar_heights(svg, "predicted").size() == 1);  // only the 3
-  CHECK(svg.find(">&lt;unit&gt;</text>") == std::string::npos);  // the unit of bars not drawn
+  CHECK(count(svg, ">predicted ") == 1);             // and only its value line
+  CHECK(count(svg, ">measured ") == 0);
   CHECK(bar_heights(svg, "measured").empty());
   CHECK(svg.find(">error") == std::string::npos);  // no pair of finite values
 
@@ -237,4 +239,132 @@ TEST_CASE("lines: NaN and inf points are skipped and break the line; no points g
   check_standalone_svg(one);
   CHECK(count(one, "<circle ") == 1);
   CHECK(lower(one).find("nan") == std::string::npos);
+}
+
+namespace {
+
+// A text element's box, from its x, y, anchor, font size and rotation, at the layout's advance
+// (svg_text_width); the box's height is the font size, from the baseline up.
+struct Box {
+  double x0, y0, x1, y1;
+  std::string content;
+};
+
+std::string attribute(const std::string& tag, const std::string& name) {
+  const size_t at = tag.find(" " + name + "=\"");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 3;
+  return tag.substr(from, tag.find('"', from) - from);
+}
+
+std::vector<Box> text_boxes(const std::string& svg) {
+  std::vector<Box> boxes;
+  for (size_t pos = svg.find("<text "); pos != std::string::npos; pos = svg.find("<text ", pos + 1)) {
+    const size_t close = svg.find('>', pos);
+    const std::string tag = svg.substr(pos, close - pos);
+    const std::string content = svg.substr(close + 1, svg.find("</text>", close) - close - 1);
+    const double x = std::stod(attribute(tag, "x")), y = std::stod(attribute(tag, "y"));
+    const std::string size_text = attribute(tag, "font-size");
+    const double size = size_text.empty() ? 12 : std::stod(size_text);
+    std::string plain = content;  // entities count as one character
+    for (const char* e : {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"})
+      for (size_t k = plain.find(e); k != std::string::npos; k = plain.find(e)) plain.replace(k, std::string(e).size(), "x");
+    const double w = svg_text_width(plain, size);
+    const std::string anchor = attribute(tag, "text-anchor");
+    const double left = anchor == "middle" ? x - w / 2 : anchor == "end" ? x - w : x;
+    Box b{left, y - size, left + w, y + 0.25 * size, content};
+    if (attribute(tag, "transform").starts_with("rotate(-90")) {  // about (x, y): the box turns on its side
+      b = Box{x - size, y - (left + w - x), x + 0.25 * size, y + (x - left), content};
+    }
+    boxes.push_back(b);
+  }
+  return boxes;
+}
+
+// Every pair of texts apart, and every text inside the canvas.
+void check_no_overlap(const std::string& svg) {
+  const std::vector<Box> boxes = text_boxes(svg);
+  const size_t width_at = svg.find("width=\"");
+  const double canvas_width = std::stod(svg.substr(width_at + 7));
+  const double canvas_height = std::stod(svg.substr(svg.find("height=\"", width_at) + 8));
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const Box& a = boxes[i];
+    INFO("text '", a.content, "' at [", a.x0, ", ", a.y0, "] - [", a.x1, ", ", a.y1, "]");
+    CHECK(a.x0 >= 0);
+    CHECK(a.y0 >= 0);
+    CHECK(a.x1 <= canvas_width);
+    CHECK(a.y1 <= canvas_height);
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      const Box& b = boxes[j];
+      const bool apart = a.x1 <= b.x0 || b.x1 <= a.x0 || a.y1 <= b.y0 || b.y1 <= a.y0;
+      INFO("meets '", b.content, "' at [", b.x0, ", ", b.y0, "] - [", b.x1, ", ", b.y1, "]");
+      CHECK(apart);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no two texts overlap, in any chart report draws, nor with hostile labels") {
+  // report's eight figures, with the values the issue saw collide (+712.2% beside +577.5%,
+  // 2.271 beside 2.236), then nine long-named ones (two rows of panels).
+  const std::vector<BarGroup> report{{"decode", "ms", 2.271, 2.236},      {"prefill", "ms", 12.87, 104.6},
+                                     {"sojourn", "s", 0.02388, 0.1942},   {"in system", "", 0.103, 0.8366},
+                                     {"TTFT", "s", 0.01, 0.0812},         {"TPOT", "ms", 2.3, 18.66},
+                                     {"tok/s", "tok/s", 1234.5, 987.6},   {"Little", "", 1, 1.04}};
+  check_no_overlap(svg_predicted_vs_measured("qwen3-8b: predicted vs measured", report));
+  std::vector<BarGroup> long_names;
+  for (int i = 0; i < 9; ++i)
+    long_names.push_back({"a very long figure name that no panel can hold " + std::to_string(i),
+                          "requests per second", -1234567.0 * i, 1e-7 * i});
+  check_no_overlap(svg_predicted_vs_measured(std::string(300, 'T'), long_names));
+
+  std::vector<double> batch, step, predicted_step;
+  for (int b = 1; b <= 4; ++b)
+    for (int k = 0; k < 20; ++k) {
+      batch.push_back(b);
+      step.push_back(k == 7 ? 300.0 : 20.0 + b);  // one outlier per batch
+    }
+  for (int b = 1; b <= 4; ++b) predicted_step.push_back(19.5 + b);
+  const std::string decode = svg_line_chart("decode iteration against batch", "batch (running requests)",
+                                            "decode iteration (ms)",
+                                            {{"predicted (roofline)", {1, 2, 3, 4}, predicted_step, false},
+                                             {"measured", batch, step, true}});
+  check_no_overlap(decode);
+  check_no_overlap(svg_line_chart(std::string(200, 'L'), std::string(200, 'x'), std::string(200, 'y'),
+                                  {{std::string(120, 'a'), {0, 1e9}, {0, 1e-9}, false},
+                                   {std::string(80, 'b'), {0, 1e9}, {0, 2e-9}, false},
+                                   {"predicted (per-position rates)", {0, 1e9}, {0, 3e-9}, false},
+                                   {"measured", {5e8}, {1.2345678e-9}, true}}));
+}
+
+TEST_CASE("lines: whole-number x gets whole-number ticks; outliers are marked, not plotted to scale") {
+  std::vector<double> batch, step;
+  for (int b = 1; b <= 4; ++b)
+    for (int k = 0; k < 20; ++k) {
+      batch.push_back(b);
+      step.push_back(k == 7 ? 300.0 : 20.0 + b);
+    }
+  const std::string svg = svg_line_chart("decode", "batch", "ms",
+                                         {{"predicted (roofline)", {1, 2, 3, 4}, {20, 21, 22, 23}, false},
+                                          {"measured", batch, step, true}});
+  check_standalone_svg(svg);
+  for (const char* tick : {">1</text>", ">2</text>", ">3</text>", ">4</text>"}) CHECK(svg.find(tick) != std::string::npos);
+  for (const char* tick : {">1.5</text>", ">2.5</text>", ">3.5</text>", ">0.5</text>"}) CHECK(svg.find(tick) == std::string::npos);
+  // The axis ends at 1.25 x max(23, the measured 90th percentile 24) = 30: ticks 0, 10, 20, 30.
+  CHECK(svg.find(">30</text>") != std::string::npos);
+  CHECK(svg.find(">300</text>") == std::string::npos);
+  CHECK(count(svg, "<polygon ") == 4);  // the four 300 ms points, as triangles on the top edge
+  CHECK(count(svg, "<circle ") == 80);  // 4 predicted and the 76 measured below the axis top
+  CHECK(svg.find(">triangles: 4 points above the axis, the largest 300</text>") != std::string::npos);
+  // One colour per series in every chart: predicted blue (a second predicted series dashed), measured orange.
+  CHECK(svg.find("stroke=\"#4C72B0\"") != std::string::npos);
+  const std::string spec = svg_line_chart("spec", "m", "ms/token",
+                                          {{"predicted (i.i.d. rate)", {1, 2}, {3, 2}, false},
+                                           {"predicted (per-position rates)", {1, 2}, {3, 2.5}, false},
+                                           {"measured", {1, 2}, {3.1, 2.2}, true}});
+  CHECK(spec.find("stroke=\"#4C72B0\"") != std::string::npos);
+  CHECK(spec.find("stroke=\"#1F3A66\" stroke-width=\"2\" stroke-dasharray=\"6 4\"") != std::string::npos);
+  CHECK(spec.find("fill=\"#DD8452\"") != std::string::npos);
+  CHECK(spec.find("#55A868") == std::string::npos);
 }
