@@ -54,7 +54,7 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
               {"decode_bound", e.decode.compute_bound ? "compute" : "memory"},
               {"prefill_ms", e.prefill_ms},
               {"prefill_bound", e.prefill.compute_bound ? "compute" : "memory"},
-              {"ttft_s", e.ttft_s},
+              {"ttft_ms", e.ttft_s * 1e3},
               {"tpot_ms", e.tpot_ms},
               {"tokens_per_s", e.tokens_per_s},
               {"memory_bandwidth_bytes_per_s", rates.memory_bytes_per_s},
@@ -113,8 +113,32 @@ Json offload_figures(const OffloadResult& r) {
 }
 
 Json distribution_figures(const Distribution& d, double scale) {
-  return Json{{"mean", d.mean * scale}, {"p50", d.p50 * scale}, {"p90", d.p90 * scale}, {"p99", d.p99 * scale},
-              {"max", d.max * scale}, {"count", d.count}};
+  Json unresolved = Json::array();
+  for (const auto& [name, p] : {std::pair{"p90", 0.90}, std::pair{"p99", 0.99}})
+    if (!percentile_resolved(d.count, p)) unresolved.push_back(name);
+  return Json{{"mean", d.mean * scale}, {"median", d.p50 * scale}, {"p90", d.p90 * scale}, {"p99", d.p99 * scale},
+              {"max", d.max * scale},   {"count", d.count},          {"unresolved", unresolved}};
+}
+
+Json serving_metrics(const ServingResult& r) {
+  Json j;
+  const ServingLatency* lat = r.latency ? &*r.latency : nullptr;
+  auto dist = [&](const char* key, Distribution ServingLatency::*member) {
+    j[key] = lat && (lat->*member).count > 0 ? distribution_figures(lat->*member, 1e3) : Json(nullptr);
+  };
+  dist("ttft_ms", &ServingLatency::ttft_s);
+  dist("tpot_ms", &ServingLatency::tpot_s);
+  dist("itl_ms", &ServingLatency::itl_s);
+  dist("e2el_ms", &ServingLatency::sojourn_s);
+  dist("queue_wait_ms", &ServingLatency::queue_wait_s);
+  j["request_throughput_req_s"] = lat ? Json(lat->rate_effective_per_s) : Json(nullptr);
+  j["output_throughput_tok_s"] = lat ? Json(r.throughput_tok_s) : Json(nullptr);
+  j["goodput_req_s"] = lat && r.good_requests && r.span_s > 0
+                           ? Json(static_cast<double>(*r.good_requests) / r.span_s)
+                           : Json(nullptr);
+  j["mean_in_system"] = lat ? Json(lat->mean_in_system) : Json(nullptr);
+  j["littles_law_in_system"] = lat ? Json(lat->littles_law_in_system) : Json(nullptr);
+  return j;
 }
 
 namespace {
@@ -174,18 +198,8 @@ Json serving_figures(const ServingPrediction& p) {
          {"completed", r.completed}, {"rejected", r.rejected.total()}, {"rejection_rate", r.rejection_rate},
          {"kv_capacity_tokens", p.kv_capacity_tokens}, {"utilisation", r.utilisation},
          {"mean_batch", r.mean_batch}, {"rate_per_s", p.rate_per_s}};
-  if (r.stable && r.latency) {
-    j["mean_in_system"] = r.latency->mean_in_system;
-    j["mean_sojourn_s"] = r.latency->sojourn_s.mean;
-    j["littles_law_in_system"] = r.latency->littles_law_in_system;
-    j["throughput_tok_s"] = r.throughput_tok_s;
-    j["sojourn_s"] = distribution_figures(r.latency->sojourn_s);
-    j["ttft_s"] = distribution_figures(r.latency->ttft_s);
-    j["tpot_ms"] = distribution_figures(r.latency->tpot_s, 1e3);
-  } else {  // an unstable load has no latency figures, never a number
-    for (const char* k : {"mean_in_system", "mean_sojourn_s", "throughput_tok_s", "sojourn_s", "ttft_s", "tpot_ms"})
-      j[k] = nullptr;
-  }
+  // An unstable load has no latency figures (null), never a number.
+  j.update(serving_metrics(r));
   return j;
 }
 

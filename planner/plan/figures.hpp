@@ -16,7 +16,14 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates);
 Json offload_figures(const OffloadResult& r);
 // {mean, p50, p90, p99, max, count}, the values times `scale` (1e3: seconds as ms): predicted
 // and measured distributions alike.
+// {mean, median, p90, p99, max, count, unresolved}: `unresolved` lists the percentiles too few
+// samples cannot tell from the maximum (percentile_resolved).
 Json distribution_figures(const Distribution& d, double scale = 1);
+// A serving run in vLLM bench's vocabulary: ttft_ms, tpot_ms, itl_ms, e2el_ms (end to end) and
+// queue_wait_ms distributions; request_throughput_req_s, output_throughput_tok_s, goodput_req_s
+// (null without goodput limits); mean_in_system and littles_law_in_system. All null when the
+// run has no latency (unstable, or nothing completed).
+Json serving_metrics(const ServingResult& r);
 // Every section of a prediction (planner/plan/predict.hpp), keyed as the commands print them.
 Json prediction_figures(const Prediction& p);
 

@@ -89,6 +89,13 @@ class Engine {
   uint64_t batch_sum = 0;  // sum over iterations of the batch size
   uint64_t peak_kv_tokens = 0;
   std::vector<Outcome>* outcomes = nullptr;  // null in lookahead copies
+  // Inter-token latencies of the main run (null in lookahead copies): each gap between two
+  // tokens of a request, as (gap, how many requests had it) since a batch shares its gaps.
+  struct TokenGaps {
+    std::vector<std::pair<double, uint64_t>> gaps;
+    std::vector<double> last_token_s;  // per request: when its latest token came
+  };
+  TokenGaps* itl = nullptr;
 
   // The lookahead watches one request and, predicting with load_persists, replaces every
   // request that leaves by a phantom with the same lengths, queued behind the watched one.
@@ -137,6 +144,7 @@ class Engine {
     now_s += dt;
     busy_s += dt;
     if (outcomes) (*outcomes)[id].first_token_s = now_s;
+    if (itl) itl->last_token_s[id] = now_s;
     if (r.output_tokens == 1) {
       depart(id);
       return;
@@ -147,9 +155,15 @@ class Engine {
   }
 
   void decode(double stop_at_s) {
+    decode_until(stop_at_s);
+    if (itl)
+      for (const Running& r : running) itl->last_token_s[r.id] = now_s;
+  }
+
+  void decode_until(double stop_at_s) {
     assert(!running.empty());
     const uint64_t batch = running.size();
-    for (;;) {
+    for (bool first = true;; first = false) {
       const double dt = checked_decode_s(*server_, batch, context_tokens_);
       now_s += dt;
       busy_s += dt;
@@ -157,11 +171,32 @@ class Engine {
       ++decode_iterations;
       batch_sum += batch;
       context_tokens_ += batch;  // one more token in each request's context
+      if (itl) record_gaps(first, dt, batch);
       if (iteration_ == running.front().finish_iteration) {
         remove_finished();
         return;
       }
       if (now_s >= stop_at_s) return;
+    }
+  }
+
+  // The first iteration after other steps: each request's gap runs from its own latest token (a
+  // prefill in between stalled it); later ones: every request waited dt.
+  void record_gaps(bool first, double dt, uint64_t batch) {
+    std::vector<std::pair<double, uint64_t>>& gaps = itl->gaps;
+    if (!first) {
+      gaps.emplace_back(dt, batch);
+      return;
+    }
+    const size_t from = gaps.size();
+    for (const Running& r : running) {
+      const double gap = now_s - itl->last_token_s[r.id];
+      auto same = std::find_if(gaps.begin() + static_cast<std::ptrdiff_t>(from), gaps.end(),
+                               [&](const auto& e) { return e.first == gap; });
+      if (same == gaps.end())
+        gaps.emplace_back(gap, 1);
+      else
+        ++same->second;
     }
   }
 
@@ -205,6 +240,7 @@ double predicted_finish_s(const Engine& engine, uint32_t id, double give_up_at_s
                           DeadlinePrediction how) {
   Engine copy = engine;
   copy.outcomes = nullptr;
+  copy.itl = nullptr;
   copy.watched = id;
   copy.replace_departures = how == DeadlinePrediction::load_persists;
   copy.waiting.push_back(id);
@@ -291,6 +327,10 @@ void validate(const ServerModel& server, const ServingLoad& load) {
   }
   if (load.deadline_s && (!std::isfinite(*load.deadline_s) || *load.deadline_s <= 0))
     throw InputError(fmt::format("deadline_s: {} is not a positive, finite time", *load.deadline_s));
+  for (const auto& [limit, what] : {std::pair{load.goodput.ttft_s, "goodput ttft"}, std::pair{load.goodput.tpot_s, "goodput tpot"},
+                                    std::pair{load.goodput.e2el_s, "goodput e2el"}})
+    if (limit && (!std::isfinite(*limit) || *limit <= 0))
+      throw InputError(fmt::format("{}: {} s is not a positive, finite time", what, *limit));
 }
 
 }  // namespace
@@ -312,6 +352,34 @@ Distribution summarize(std::vector<double> values) {
   d.p99 = rank(0.99);
   d.max = values.back();
   return d;
+}
+
+Distribution summarize_weighted(std::vector<std::pair<double, uint64_t>> values) {
+  Distribution d;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (const auto& [v, w] : values) {
+    d.count += w;
+    sum += v * static_cast<double>(w);
+  }
+  if (d.count == 0) return d;
+  d.mean = sum / static_cast<double>(d.count);
+  auto rank = [&](double p) {  // the value holding the ceil(p n)-th smallest place
+    const auto k = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(d.count))));
+    uint64_t seen = 0;
+    for (const auto& [v, w] : values)
+      if ((seen += w) >= k) return v;
+    return values.back().first;
+  };
+  d.p50 = rank(0.50);
+  d.p90 = rank(0.90);
+  d.p99 = rank(0.99);
+  d.max = values.back().first;
+  return d;
+}
+
+bool percentile_resolved(uint64_t count, double p) {
+  return static_cast<double>(count) * (1 - p) >= 1 - 1e-9;
 }
 
 namespace {
@@ -386,6 +454,9 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   std::vector<Outcome> outcomes(requests.size());
   Engine engine(server, requests);
   engine.outcomes = &outcomes;
+  Engine::TokenGaps itl;
+  itl.last_token_s.assign(requests.size(), 0);
+  engine.itl = &itl;
 
   ServingResult res;
   res.requests = load.requests;
@@ -444,7 +515,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   // The books.
   res.span_s = std::max(engine.now_s, res.offered_span_s);
   std::vector<double> sojourn, wait, ttft, tpot;
-  uint64_t output_tokens = 0;
+  uint64_t output_tokens = 0, good = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome& o = outcomes[i];
     if (o.rejected) continue;
@@ -457,6 +528,11 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     if (requests[i].output_tokens >= 2)
       tpot.push_back((o.finish_s - o.first_token_s) / static_cast<double>(requests[i].output_tokens - 1));
     if (load.deadline_s && o.finish_s - a > *load.deadline_s) ++res.completed_late;
+    const ServingLoad::Goodput& g = load.goodput;
+    const double tpot_s = requests[i].output_tokens >= 2 ? tpot.back() : 0;
+    if ((!g.ttft_s || ttft.back() <= *g.ttft_s) && (!g.tpot_s || tpot_s <= *g.tpot_s) &&
+        (!g.e2el_s || sojourn.back() <= *g.e2el_s))
+      ++good;
     output_tokens += requests[i].output_tokens;
   }
   if (res.completed + res.rejected.total() != res.requests)
@@ -471,6 +547,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
                        ? static_cast<double>(engine.batch_sum) / static_cast<double>(engine.decode_iterations)
                        : 0;
   res.peak_kv_tokens = engine.peak_kv_tokens;
+  if (load.goodput.any()) res.good_requests = good;
   res.in_system_q2 = occ.window_mean(0);
   res.in_system_q3 = occ.window_mean(1);
   res.in_system_q4 = occ.window_mean(2);
@@ -492,6 +569,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     lat.queue_wait_s = summarize(std::move(wait));
     lat.ttft_s = summarize(std::move(ttft));
     lat.tpot_s = summarize(std::move(tpot));
+    lat.itl_s = summarize_weighted(std::move(itl.gaps));
     lat.mean_in_system = occ.area / res.span_s;
     lat.rate_effective_per_s = static_cast<double>(res.completed) / res.span_s;
     lat.littles_law_in_system = lat.rate_effective_per_s * lat.sojourn_s.mean;

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace infer_plan {
@@ -82,6 +83,11 @@ struct ServingLoad {
   std::optional<double> deadline_s;  // from arrival to last token; absent: no deadline
   DeadlinePrediction deadline_prediction = DeadlinePrediction::load_persists;
   uint64_t seed = 1;                 // std::mt19937_64; same seed, same run on every platform
+  // Goodput (vLLM bench's --goodput): a completed request is good when it meets every limit given.
+  struct Goodput {
+    std::optional<double> ttft_s, tpot_s, e2el_s;
+    bool any() const { return ttft_s || tpot_s || e2el_s; }
+  } goodput;
 };
 
 // One request of a load: when it arrives and its lengths.
@@ -104,12 +110,18 @@ struct Distribution {
 // The mean and nearest-rank percentiles of a sample (all zero when it is empty); the runtime's
 // measured distributions use it too, so predicted and measured percentiles mean the same thing.
 Distribution summarize(std::vector<double> values);
+// The same over (value, how many times it occurs) pairs: count is the sum of the weights.
+Distribution summarize_weighted(std::vector<std::pair<double, uint64_t>> values);
+// Nearest rank cannot tell the p-th percentile from the maximum with fewer than 1 / (1 - p)
+// samples (p99 needs 100): such a percentile is the sample's largest value.
+bool percentile_resolved(uint64_t count, double p);
 
 struct ServingLatency {
   Distribution sojourn_s;     // arrival to last token
   Distribution queue_wait_s;  // arrival to prefill start
   Distribution ttft_s;        // arrival to first token
   Distribution tpot_s;        // (last token - first token) / (output - 1); requests with output >= 2
+  Distribution itl_s;         // every gap between two consecutive tokens of a request (vLLM's ITL)
   double mean_in_system = 0;  // time average of requests present over [0, span_s]
   double rate_effective_per_s = 0;  // admitted requests / span_s
   // Little's law on the sample path: mean_in_system vs rate_effective_per_s * sojourn_s.mean.
@@ -135,6 +147,7 @@ struct ServingResult {
   double mean_batch = 0;        // running requests per decode iteration
   uint64_t decode_iterations = 0;
   uint64_t peak_kv_tokens = 0;  // most KV tokens reserved at once
+  std::optional<uint64_t> good_requests;  // with load.goodput: completed requests meeting all its limits
 
   // Stability: unstable when either test says so.
   // (a) Work: rho_lower_bound = the server time the admitted requests need at the best batching

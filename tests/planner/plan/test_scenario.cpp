@@ -100,8 +100,8 @@ TEST_CASE("predict: Little's law and the serving simulation on the roofline") {
   plan.load->max_batch = 8;
   const Json overload = predicted_figures(plan)["serving"];
   CHECK(overload["stable"] == false);
-  CHECK(overload["ttft_s"].is_null());
-  CHECK(overload["mean_sojourn_s"].is_null());
+  CHECK(overload["ttft_ms"].is_null());
+  CHECK(overload["e2el_ms"].is_null());
   // the prompt is context - output: an output as long as the context leaves no prompt
   plan.output = 8192;
   CHECK_THROWS_WITH_AS(predicted_figures(plan), doctest::Contains("less than context 8192"), InputError);

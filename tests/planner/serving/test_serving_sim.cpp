@@ -90,6 +90,44 @@ TEST_CASE("hand timeline: prefill stalls the batch, contexts grow by one token p
   // busy: 3 prefills x 0.125 + 7 x 0.0625 = 0.8125 s of 1.0625 s
   CHECK(r.utilisation == doctest::Approx(0.8125 / 1.0625));
   CHECK(r.latency->mean_in_system == doctest::Approx(1.1875 / 1.0625));
+  // ITL, every gap between two tokens: R0 0.0625, 0.0625, then 0.1875 (R1's prefill in between);
+  // R1 the same (R2's prefill); R2 three of 0.0625. Seven of 0.0625 and two of 0.1875.
+  const Distribution& itl = r.latency->itl_s;
+  CHECK(itl.count == 9);
+  CHECK(itl.mean == doctest::Approx((7 * 0.0625 + 2 * 0.1875) / 9));
+  CHECK(itl.p50 == doctest::Approx(0.0625));  // the 5th of 9
+  CHECK(itl.p90 == doctest::Approx(0.1875));  // the ceil(8.1) = 9th
+  CHECK(itl.max == doctest::Approx(0.1875));
+  CHECK_FALSE(percentile_resolved(itl.count, 0.90));  // 9 samples cannot tell p90 from the max
+  CHECK(percentile_resolved(10, 0.90));
+  CHECK_FALSE(percentile_resolved(99, 0.99));
+  CHECK(percentile_resolved(100, 0.99));
+  CHECK_FALSE(r.good_requests.has_value());  // no goodput limits given
+  // Goodput (vLLM's): TPOTs are 0.104, 0.104 and 0.0625 s, TTFTs all 0.125 s; a 0.1 s TPOT
+  // limit passes R2 alone, a TTFT limit below 0.125 s none.
+  ServingLoad load = fixed_load(4, 3, 10, 4);
+  load.goodput.tpot_s = 0.1;
+  CHECK(simulate_serving(m, load).good_requests == 1);
+  load.goodput.ttft_s = 0.12;
+  CHECK(simulate_serving(m, load).good_requests == 0);
+  load.goodput = {};
+  load.goodput.e2el_s = 0.4375;  // sojourns 0.4375, 0.4375, 0.3125: all within
+  CHECK(simulate_serving(m, load).good_requests == 3);
+}
+
+TEST_CASE("summarize_weighted equals summarize on the expanded sample") {
+  const std::vector<std::pair<double, uint64_t>> weighted{{3.0, 2}, {1.0, 5}, {10.0, 1}, {2.0, 92}};
+  std::vector<double> expanded;
+  for (const auto& [v, w] : weighted) expanded.insert(expanded.end(), w, v);
+  const Distribution a = summarize_weighted(weighted), b = summarize(expanded);
+  CHECK(a.count == b.count);
+  CHECK(a.mean == doctest::Approx(b.mean));
+  CHECK(a.p50 == b.p50);
+  CHECK(a.p90 == b.p90);
+  CHECK(a.p99 == b.p99);  // the 99th of 100: 3.0, not the maximum
+  CHECK(a.p99 == 3.0);
+  CHECK(a.max == 10.0);
+  CHECK(summarize_weighted({}).count == 0);
 }
 
 TEST_CASE("KV capacity: the head of the queue waits for space; a request larger than it is rejected") {
