@@ -35,7 +35,7 @@ void run(const AdmitArgs& a) {
     if (v && (!std::isfinite(*v) || *v < 0))
       throw InputError(fmt::format("{}: {} is not a non-negative token count", flag, *v));
   const AdmissionDecision d = decide_admission(q);
-  if (a.out.json) {
+  if (a.out.json()) {
     const Json j{{"finish_s", d.finish_s},
                  {"margin_s", d.margin_s},
                  {"admit", d.admit},
@@ -93,6 +93,9 @@ void add_admit_command(CLI::App& app) {
   cmd->add_option("--kv-need", a->kv_needed_tokens, "KV tokens this request reserves: prompt + output (optional)")
       ->check(number_in(0, static_cast<double>(kMaxContextTokens), true))->type_name("TOKENS");
   a->out.add_to(*cmd);
+  cmd->footer("Examples:\n"
+              "  infer-plan admit --ttft 0.196 --generation 6.76 --deadline 7                    # 6.956 s: admit\n"
+              "  infer-plan admit --queue-wait 0.1 --ttft 0.196 --generation 6.76 --deadline 7   # 7.056 s: reject");
   cmd->callback([a] { run(*a); });
 }
 

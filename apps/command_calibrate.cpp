@@ -22,7 +22,7 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> files;
   std::string hw, engine, model, out;
-  bool json = false;
+  OutputOptions output;
 };
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", x * 100); }
@@ -77,7 +77,7 @@ void run(const CalibrateArgs& a) {
     out << json_text(profile) << "\n";
     if (!out) throw InputError(fmt::format("--out {}: write failed", a.out));
   }
-  if (a.json) {
+  if (a.output.json()) {
     Json points = Json::array();
     for (const CalibrationPoint& p : r.points) points.push_back(point_json(p));
     Json skipped = Json::array();
@@ -150,9 +150,11 @@ void add_calibrate_command(CLI::App& app) {
                   "row's architecture and parameter count")
       ->type_name("NAME|PATH");
   cmd->add_option("--out", args->out, "Write the profile with its calibration block here")->type_name("OUT.json");
-  cmd->add_flag("--json", args->json, "Print the points, the terms and the leave-one-out error as JSON");
-  cmd->footer("Example (published RTX 3090 runs, shipped with infer-plan):\n"
+  args->output.add_to(*cmd, false);
+  cmd->footer("Examples (published RTX 3090 runs, shipped with infer-plan; then your own llama-bench output, any of its -o formats):\n"
               "  infer-plan calibrate hwprofiles/calibrations/rtx-3090.json --hw rtx-3090 --out rtx-3090-llama.json\n"
+              "  infer-plan calibrate my-llama-bench.jsonl --hw rtx-4090 -o md\n"
+              "and predict with the profile it wrote:\n"
               "  infer-plan roofline --hw rtx-3090-llama.json --model llama-3.1-8b --weights Q4_K_M --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });
 }

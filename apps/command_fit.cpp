@@ -84,7 +84,7 @@ void run(const FitArgs& a) {
   const ModelSpec& spec = rp.spec;
   const HwProfile& hw = rp.hw;
   const FitResult& r = rp.fit;
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
     if (a.out.explain) j["derivation"] = r.derivation;
     print_json(j);
@@ -106,7 +106,7 @@ void add_fit_command(CLI::App& app) {
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
   args->out.add_to(*cmd);
   cmd->footer(
-      "Example (the seed's M2 Max case; by default Metal wires 72 of its 96 GiB for the GPU):\n"
+      "Example (an M2 Max with 96 GiB, of which Metal wires 72 GiB for the GPU by default):\n"
       "  infer-plan fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1\n"
       "A plan with an 'offload' section counts the groups it moves to host memory and its prefetch slots:\n"
       "  infer-plan fit --plan scenarios/plans/h200-offload.json");

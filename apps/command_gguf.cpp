@@ -124,7 +124,7 @@ GgufFileSize file_size_for_type(const ModelSpec& spec, const std::string& type) 
 void run_size(const SizeArgs& a) {
   const ModelSpec spec = load_model(a.model);
   const GgufFileSize g = file_size_for_type(spec, a.type);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = size_json(g, a.tensors);
     j["model"] = spec.name;
     if (a.out.explain) j["derivation"] = g.derivation;
@@ -151,7 +151,7 @@ std::string value_text(const GgufValue& v) {
 void run_inspect(const InspectArgs& a) {
   const GgufModel file = read_gguf_model(a.file);
   const GgufFileSize g = gguf_file_size_of(file);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = size_json(g, a.tensors);
     j["files"] = file.paths;
     j["version"] = file.version;
@@ -183,12 +183,17 @@ void add_gguf_command(CLI::App& app) {
       "size", "Size of the GGUF file llama-quantize writes for a model at a file type, by tensor class");
   s->add_option("--model,-m", size->model,
                 "Model: a built-in name, a Hugging Face config.json, or a .gguf file (default qwen3-8b)");
-  s->add_option("--type,-t", size->type,
+  s->add_option("--type", size->type,
                 "llama.cpp file type (Q2_K, Q3_K_S/M/L, Q4_0, Q4_1, Q4_K_S/M, Q5_0, Q5_1, Q5_K_S/M, Q6_K, "
                 "Q8_0, F16, BF16) or a GGML type stored throughout, e.g. Q4_K (default Q4_K_M)");
   s->add_flag("--tensors", size->tensors, "List every tensor with its type, shape and bytes");
   size->out.add_to(*s);
-  s->footer("Example (the seed's file):\n  infer-plan gguf size --model qwen3-235b-a22b --type Q2_K");
+  s->footer("Examples:\n"
+            "  infer-plan gguf size --model qwen3-235b-a22b --type Q2_K   # a published 79.81 GiB file\n"
+            "  infer-plan gguf size -m qwen3-8b --type Q4_K_M,Q8_0 -o md  # two file types, one table");
+  gguf->footer("Examples:\n"
+               "  infer-plan gguf size -m qwen3-8b --type Q4_K_M   # the file llama.cpp's quantize would write\n"
+               "  infer-plan gguf inspect model.gguf              # what a file holds");
   s->callback([size] { run_size(*size); });
 
   auto inspect = std::make_shared<InspectArgs>();
@@ -198,6 +203,9 @@ void add_gguf_command(CLI::App& app) {
       ->required();
   i->add_flag("--tensors", inspect->tensors, "List every tensor with its type, shape and bytes");
   inspect->out.add_to(*i);
+  i->footer("Examples:\n"
+            "  infer-plan gguf inspect model.gguf              # metadata, tensor types by class, sizes\n"
+            "  infer-plan gguf inspect model.gguf --tensors    # every tensor");
   i->callback([inspect] { run_inspect(*inspect); });
 }
 

@@ -35,7 +35,7 @@ Json profile_json(const HwProfile& p) {
 
 void run(const HwArgs& a) {
   if (a.name.empty()) {
-    if (a.out.json) {
+    if (a.out.json()) {
       Json devices = Json::array(), links = Json::array();
       for (const auto& n : builtin_hw_names()) devices.push_back(profile_json(load_hw_profile(n)));
       for (const auto& n : builtin_link_names()) {
@@ -65,7 +65,7 @@ void run(const HwArgs& a) {
     return;
   }
   const HwProfile p = load_hw_profile(a.name);
-  if (a.out.json) {
+  if (a.out.json()) {
     print_json(profile_json(p));
     return;
   }
@@ -90,6 +90,10 @@ void add_hw_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("hw", "Hardware profiles and links; lists the built-ins when no name is given");
   cmd->add_option("PROFILE", args->name, "Built-in profile name or profile JSON path");
   args->out.add_to(*cmd);
+  cmd->footer("A profile is a JSON file (see hwprofiles/h200.json): memory capacity, reserved and bandwidth, compute\n"
+              "per precision, links; sizes and rates with units (\"141 GB\", \"4.8 TB/s\"). Examples:\n"
+              "  infer-plan hw                # the built-in profiles and links\n"
+              "  infer-plan hw h200 --json    # one profile as the planner reads it");
   cmd->callback([args] { run(*args); });
 }
 

@@ -47,7 +47,7 @@ void run(const KvArgs& a) {
   const uint64_t bf16_token = kv_bytes_per_token(spec, {GgmlType::BF16, GgmlType::BF16}, plan.tp);
   const uint64_t bf16_request = bf16_token * plan.context;
 
-  if (a.out.json) {
+  if (a.out.json()) {
     Json per_type = Json::array();
     for (KvTypes t : rows) {
       const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
@@ -107,6 +107,9 @@ void add_kv_command(CLI::App& app) {
   args->plan.add_to(*cmd, PlanOptions::kModel);
   cmd->add_option("--types", args->types, "KV types to list (default bf16 f16 q8_0 q4_0)")->type_name("TYPE...");
   args->out.add_to(*cmd);
+  cmd->footer("Examples:\n"
+              "  infer-plan kv -m qwen3-8b -c 8K                      # bytes per token and per request, every type\n"
+              "  infer-plan kv -m llama-3.1-70b -c 32K -np 16 -o md   # for 16 requests, as a Markdown table");
   cmd->callback([args] { run(*args); });
 }
 

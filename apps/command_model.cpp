@@ -38,7 +38,7 @@ Json spec_json(const ModelSpec& s) {
 
 void run(const ModelArgs& a) {
   if (a.model.empty()) {
-    if (a.out.json) {
+    if (a.out.json()) {
       Json all = Json::array();
       for (const auto& n : builtin_model_names()) all.push_back(spec_json(load_model(n)));
       print_json(Json{{"models", all}});
@@ -58,7 +58,7 @@ void run(const ModelArgs& a) {
   }
   const ModelSpec s = load_model(a.model);
   const auto inventory = tensor_inventory(s);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = spec_json(s);
     if (a.tensors) {
       Json ts = Json::array();
@@ -102,6 +102,9 @@ void add_model_command(CLI::App& app) {
                   "Built-in name or config.json path; lists the built-in models when omitted");
   cmd->add_flag("--tensors", args->tensors, "List every tensor with its GGUF name and shape");
   args->out.add_to(*cmd);
+  cmd->footer("Examples:\n"
+              "  infer-plan model qwen3-235b-a22b --tensors   # parameters (total, active) and GGUF tensor names\n"
+              "  infer-plan model path/to/config.json         # a Hugging Face config.json");
   cmd->callback([args] { run(*args); });
 }
 

@@ -40,7 +40,7 @@ void run(const OffloadArgs& a) {
   const OffloadInput in = plan_offload_input(rp, &link);
   const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,
                                        rp.roofline.get(), a.max_batch);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = offload_figures(r);
     j["link"] = link.name;
     j["model"] = rp.spec.name;
@@ -118,8 +118,9 @@ void add_offload_command(CLI::App& app) {
       ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))
       ->type_name("N");
   args->out.add_to(*cmd);
-  cmd->footer("Example (the seed: Qwen3-8B, FFN of 1 layer in 4, PCIe Gen5, measured 26.26 ms iteration):\n"
-              "  infer-plan offload --model qwen3-8b --hw h200 --link pcie-gen5-x16 --decode-ms 26.26 --deadline 7");
+  cmd->footer("Examples (Qwen3-8B, FFN of 1 layer in 4, measured 26.26 ms iteration; over PCIe Gen5, then NVLink-C2C):\n"
+              "  infer-plan offload --model qwen3-8b --hw h200 --link pcie-gen5-x16 --decode-ms 26.26 --deadline 7\n"
+              "  infer-plan offload --model qwen3-8b --hw gh200 --link nvlink-c2c --decode-ms 26.26 --deadline 7");
   cmd->callback([args] { run(*args); });
 }
 

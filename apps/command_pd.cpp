@@ -150,7 +150,7 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
     row("link load", fmt::format("{:.1f}%", 100.0 * r.link_load), "of the link's bandwidth, for KV alone");
   row("link needed", format_rate(r.link_needed_bytes_per_s), "transfer <= prefill and load < 1");
 
-  fmt::print("\n  seed 002's decision table:\n");
+  fmt::print("\n  the PD decision table (when a split pays, by workload):\n");
   TextTable t{{"row", "workload", "advice", "match", "because"}, {true, false, false, false, false}, {}};
   for (const PdTableRow& tr : r.table)
     t.rows.push_back({fmt::format("{}", tr.row), tr.workload, tr.advice, tr.matched ? "yes" : "-", tr.because});
@@ -171,10 +171,10 @@ void print_explain(const PdResult& r) {
   fmt::print("\nderivation:\n");
   for (const auto& line : r.derivation) fmt::print("  {}\n", line);
   const PdSeedReference& s = kSeed002PdReference;
-  fmt::print("\nreference (seed 002 section 4.2, measured by its author, not computed here):\n"
+  fmt::print("\nreference (a published measurement, not computed here):\n"
              "  {}: mixed about {:.0f} tok/s, PD split about {:.0f} tok/s, TTFT about {:.0f}%\n",
              s.setup, s.mixed_tokens_per_s, s.split_tokens_per_s, 100.0 * s.ttft_change);
-  fmt::print("thresholds (this tool's reading of the table; the seed gives no numbers for load):\n"
+  fmt::print("thresholds (this tool's reading of the table, which gives no numbers for load):\n"
              "  low QPS < {} req/s; medium concurrency {} to {}; high concurrency >= {}\n",
              kPdLowRatePerS, kPdMediumConcurrency, kPdHighConcurrency - 1, kPdHighConcurrency);
 }
@@ -183,10 +183,10 @@ void run(const PdArgs& a) {
   PdInputs in;
   in.spec = load_model(a.model);
   if (!a.kv.empty()) in.kv.k = in.kv.v = kv_cache_type(a.kv, "--kv").type;
-  if (!a.kv_k.empty()) in.kv.k = kv_cache_type(a.kv_k, "--kv-k").type;
-  if (!a.kv_v.empty()) in.kv.v = kv_cache_type(a.kv_v, "--kv-v").type;
-  in.workload.prompt_tokens = parse_tokens(a.prompt, "--prompt");
-  in.workload.output_tokens = parse_tokens(a.output, "--output");
+  if (!a.kv_k.empty()) in.kv.k = kv_cache_type(a.kv_k, "--cache-type-k").type;
+  if (!a.kv_v.empty()) in.kv.v = kv_cache_type(a.kv_v, "--cache-type-v").type;
+  in.workload.prompt_tokens = parse_tokens(a.prompt, "--input-len");
+  in.workload.output_tokens = parse_tokens(a.output, "--output-len");
   in.workload.rate_per_s = a.qps;
   in.workload.concurrency = a.concurrency;
   in.times = {a.prefill_ms, a.decode_ms, a.decode_batch};
@@ -213,14 +213,14 @@ void run(const PdArgs& a) {
   in.deployment.prefill_concurrency = a.prefill_concurrency;
   in.deployment.decode_concurrency = a.decode_concurrency;
   const PdResult r = plan_pd(in);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = pd_json(r, in);
     if (a.out.explain) {
       const PdSeedReference& s = kSeed002PdReference;
       j["derivation"] = r.derivation;
-      j["seed_reference"] = {{"setup", s.setup}, {"mixed_tokens_per_s", s.mixed_tokens_per_s},
+      j["reference"] = {{"setup", s.setup}, {"mixed_tokens_per_s", s.mixed_tokens_per_s},
                              {"split_tokens_per_s", s.split_tokens_per_s}, {"ttft_change", s.ttft_change},
-                             {"note", "measured by seed 002's author; a reference, not computed here"}};
+                             {"note", "a published measurement; a reference, not computed here"}};
     }
     print_json(j);
     return;
@@ -237,7 +237,7 @@ void run(const PdArgs& a) {
 void add_pd_command(CLI::App& app) {
   auto args = std::make_shared<PdArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "pd", "Prefill/decode disaggregation: KV transfer vs prefill stall, seed 002's table, the 1:3 rule");
+      "pd", "Prefill/decode disaggregation: KV transfer vs prefill stall, the decision table, the 1:3 rule");
   cmd->add_option("--model,-m", args->model,
                   fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path (default qwen3-8b)",
                               fmt::join(builtin_model_names(), ", ")))
@@ -245,14 +245,14 @@ void add_pd_command(CLI::App& app) {
   cmd->add_option("--kv", args->kv, "KV cache type for K and V: bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1 "
                                     "(default bf16); the transfer moves the cache as stored")
       ->type_name("TYPE");
-  cmd->add_option("--kv-k", args->kv_k, "K cache type, overriding --kv")->type_name("TYPE");
-  cmd->add_option("--kv-v", args->kv_v, "V cache type, overriding --kv")->type_name("TYPE");
-  cmd->add_option("--prompt,-p", args->prompt,
-                  fmt::format("Mean input per request in tokens (2048 or 2K); its KV is what a split transfers "
-                              "(default {})", kDefaultPrompt))
+  cmd->add_option("--cache-type-k,--kv-k", args->kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
+  cmd->add_option("--cache-type-v,--kv-v", args->kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
+  cmd->add_option("--input-len,-p,--prompt", args->prompt,
+                  fmt::format("Mean prompt per request in tokens (2048 or 2K; llama-bench's -p); its KV is what a "
+                              "split transfers (default {})", kDefaultPrompt))
       ->type_name("TOKENS");
-  cmd->add_option("--output,-o", args->output,
-                  fmt::format("Mean generated tokens per request (default {})", kDefaultOutput))
+  cmd->add_option("--output-len,-n,--output", args->output,
+                  fmt::format("Mean generated tokens per request (llama.cpp's -n; default {})", kDefaultOutput))
       ->type_name("TOKENS");
   cmd->add_option("--link", args->link,
                   fmt::format("Link that carries the KV from prefill to decode: a built-in name ({}) or a link "
@@ -265,8 +265,8 @@ void add_pd_command(CLI::App& app) {
       ->type_name("NAME|PATH");
   cmd->add_option("--weights,-w", args->weights, "Weight type for the roofline with --hw (default BF16)")->type_name("TYPE");
   cmd->add_option("--prefill-ms", args->prefill_ms,
-                  fmt::format("Time of one prefill of --prompt tokens, in milliseconds (default {}, SPEC 7's "
-                              "example)", kDefaultPrefillMs))
+                  fmt::format("Time of one prefill of --input-len tokens, in milliseconds (default {}, the "
+                              "example below)", kDefaultPrefillMs))
       ->check(kPositiveMs)->type_name("MS");
   cmd->add_option("--decode-ms", args->decode_ms,
                   fmt::format("Time of one decode step of the mixed batch, in milliseconds (default {})",
@@ -304,12 +304,13 @@ void add_pd_command(CLI::App& app) {
                 "(default: separate machines)");
   args->out.add_to(*cmd);
   cmd->footer(
-      "Thresholds (this tool's reading of seed 002's table): short input < 500 tokens, long input > 2000,\n"
+      "Thresholds (this tool's reading of the decision table): short input < 500 tokens, long input > 2000,\n"
       "long output > 1000; low QPS < 2 req/s; medium concurrency 16-63, high >= 64.\n"
       "JSON: stall_ms is the decode step with the prefill inside (decode + prefill); stall_ratio is that\n"
       "over the step alone.\n"
-      "Example (SPEC 7: a 40 ms prefill in a batch of 100 decodes at 5 ms):\n"
-      "  infer-plan pd --model qwen3-8b --prompt 2000 --link 400g-rdma --prefill-ms 40 --decode-ms 5 --decode-batch 100");
+      "Examples (a 40 ms prefill in a batch of 100 decodes at 5 ms; then the times from Qwen3-8B's roofline on an H200):\n"
+      "  infer-plan pd --model qwen3-8b --input-len 2000 --link 400g-rdma --prefill-ms 40 --decode-ms 5 --decode-batch 100\n"
+      "  infer-plan pd --model qwen3-8b --hw h200 -p 2K --link 25gbe --qps 1");
   cmd->callback([args, cmd] {
     args->prefill_given = cmd->count("--prefill-ms") > 0;
     args->decode_given = cmd->count("--decode-ms") > 0;

@@ -64,7 +64,7 @@ void run_cuda(const ProbeArgs& a) {
   const std::string name = a.name == "cpu-probed" ? "cuda-probed" : a.name;
   const Json profile = runtime::cuda_probe_profile_json(r, name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
-  if (a.out.json) {
+  if (a.out.json()) {
     print_json(profile);
     return;
   }
@@ -95,7 +95,7 @@ void run(const ProbeArgs& a) {
   const runtime::ProbeResult r = probe_on(a.runtime, a.quick, a.copy);
   const Json profile = runtime::probe_profile_json(r, a.name);
   if (!a.out_path.empty()) write_json_file(a.out_path, profile, "--out");
-  if (a.out.json) {
+  if (a.out.json()) {
     print_json(profile);
     return;
   }

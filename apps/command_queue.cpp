@@ -1,4 +1,4 @@
-// `infer-plan queue`: Little's law (n = lambda x T from any two, SPEC 6), or with --simulate a
+// `infer-plan queue`: Little's law (n = lambda x T from any two), or with --simulate a
 // discrete-event run of a continuous-batching server under Poisson arrivals (latency
 // percentiles, rejections, stability), and with --max-rate the highest rate meeting an SLO.
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "planner/core/json_fields.hpp"
 #include "planner/serving/littles_law.hpp"
 #include "planner/cost/memory_fit.hpp"
+#include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/serving/serving_sim.hpp"
@@ -38,17 +39,11 @@ struct QueueArgs {
   bool max_rate = false;
   std::optional<double> slo_ttft_p99_s, slo_tpot_p99_ms, slo_reject;
   double rate_tolerance = 0.01;
+  std::vector<std::string> goodput;  // vLLM's KEY:MS, e.g. ttft:500 tpot:50
   std::vector<CLI::Option*> simulation_options;  // given without --simulate: an error
   // Roofline mode: iteration and prefill times from a model on a profile, KV capacity from fit.
   std::string model = "qwen3-8b", hw, weights = "BF16", kv, engine;
 };
-
-// Seconds for people: 4 significant digits ("6.956", "0.044", "0.0035").
-
-void check_time(double v, const char* flag, bool zero_ok) {
-  if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
-    throw InputError(fmt::format("{}: {} is not a {} finite number", flag, v, zero_ok ? "non-negative" : "positive"));
-}
 
 // --- Little's law ---
 
@@ -64,7 +59,7 @@ void run_little(const QueueArgs& a) {
   const char* solved = r.solved_for == LittleUnknown::in_system ? "mean_in_system"
                        : r.solved_for == LittleUnknown::rate    ? "rate_per_s"
                                                                 : "mean_sojourn_s";
-  if (a.out.json) {
+  if (a.out.json()) {
     const Json j{{"mode", "littles_law"}, {"mean_in_system", r.mean_in_system}, {"rate_per_s", r.rate_per_s},
                  {"mean_sojourn_s", r.mean_sojourn_s}, {"solved_for", solved}};
     print_json(j);
@@ -98,15 +93,10 @@ Simulation build_simulation(const QueueArgs& a) {
                      "--iteration-ms (the time of one decode iteration at batch 1)");
   if (a.iteration_ms && !a.hw.empty())
     throw InputError("--iteration-ms and --hw both given: the times come from one or the other");
-  if (a.iteration_ms) check_time(*a.iteration_ms, "--iteration-ms", true);
-  check_time(a.per_seq_ms, "--per-seq-ms", true);
-  check_time(a.per_ktoken_ms, "--per-ktoken-ms", true);
-  check_time(a.prefill_ms, "--prefill-ms", true);
-  check_time(a.prefill_per_ktoken_ms, "--prefill-per-ktoken-ms", true);
+  // The times, rates and fractions are range-checked by their flags' validators.
   if (a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
   if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
-    throw InputError(fmt::format("--requests: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
-  if (a.deadline_s) check_time(*a.deadline_s, "--deadline", false);
+    throw InputError(fmt::format("--num-prompts: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
 
   Simulation s;
   if (!a.hw.empty()) {
@@ -150,18 +140,41 @@ Simulation build_simulation(const QueueArgs& a) {
     s.load.rate_per_s = 1;  // the search sets it
   } else {
     if (!a.rate_per_s) throw InputError("--rate is required with --simulate (arrivals per second), or give --max-rate");
-    if (!std::isfinite(*a.rate_per_s) || *a.rate_per_s <= 0)
-      throw InputError(fmt::format("--rate: {} is not a positive, finite number of requests per second", *a.rate_per_s));
     s.load.rate_per_s = *a.rate_per_s;
   }
   s.load.requests = a.requests;
   s.load.arrivals = a.arrivals == "fixed" ? ArrivalProcess::fixed : ArrivalProcess::poisson;
-  s.load.prompt_tokens = parse_token_lengths(a.prompt, "--prompt");
-  s.load.output_tokens = parse_token_lengths(a.output, "--output");
+  s.load.prompt_tokens = parse_token_lengths(a.prompt, "--input-len");
+  s.load.output_tokens = parse_token_lengths(a.output, "--output-len");
   s.load.deadline_s = a.deadline_s;
   s.load.deadline_prediction =
       a.deadline_rule == "lower-bound" ? DeadlinePrediction::no_more_arrivals : DeadlinePrediction::load_persists;
   s.load.seed = a.seed;
+  for (const std::string& limit : a.goodput) {
+    const size_t colon = limit.find(':');
+    const std::string key = limit.substr(0, colon);
+    std::optional<double>* slot = key == "ttft"   ? &s.load.goodput.ttft_s
+                                  : key == "tpot" ? &s.load.goodput.tpot_s
+                                  : key == "e2el" ? &s.load.goodput.e2el_s
+                                                  : nullptr;
+    if (colon == std::string::npos || slot == nullptr)
+      throw InputError(fmt::format("--goodput: '{}' is not KEY:MS; KEY is ttft, tpot or e2el (vLLM's names), MS "
+                                   "a limit in milliseconds, e.g. --goodput ttft:500 tpot:50",
+                                   limit));
+    const std::string ms_text = limit.substr(colon + 1);
+    double limit_ms = 0;
+    size_t used = 0;
+    try {
+      limit_ms = std::stod(ms_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != ms_text.size() || !std::isfinite(limit_ms) || limit_ms <= 0 || limit_ms > kMaxTimeS * 1e3)
+      throw InputError(fmt::format("--goodput: '{}': '{}' is not a time in milliseconds above 0 and at most {:g}",
+                                   limit, ms_text, kMaxTimeS * 1e3));
+    if (*slot) throw InputError(fmt::format("--goodput: {} is given twice", key));
+    *slot = limit_ms / 1e3;
+  }
   return s;
 }
 
@@ -174,12 +187,12 @@ Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t
 
 // Latency keys are null when the run has none (unstable, or nothing completed).
 Json simulation_json(const Simulation& s, const ServingResult& r) {
-  Json j{{"requests", r.requests},
+  Json j{{"num_prompts", r.requests},
          {"rate_per_s", s.load.rate_per_s},
          {"arrivals", s.load.arrivals == ArrivalProcess::poisson ? "poisson" : "fixed"},
          {"seed", s.load.seed},
-         {"prompt_tokens", lengths_json(s.load.prompt_tokens)},
-         {"output_tokens", lengths_json(s.load.output_tokens)},
+         {"input_len", lengths_json(s.load.prompt_tokens)},
+         {"output_len", lengths_json(s.load.output_tokens)},
          {"deadline_s", s.load.deadline_s ? Json(*s.load.deadline_s) : Json(nullptr)},
          {"deadline_rule", s.load.deadline_prediction == DeadlinePrediction::load_persists ? "persists" : "lower-bound"},
          {"max_batch", s.server.max_batch},
@@ -193,37 +206,24 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"unstable_reason", r.stable ? Json(nullptr) : Json(r.unstable_reason)},
          {"rho_lower_bound", s.load.deadline_s ? Json(nullptr) : Json(r.rho_lower_bound)},
          {"in_system_by_quarter", {r.in_system_q2, r.in_system_q3, r.in_system_q4}},
-         {"throughput_tok_s", r.throughput_tok_s},
          {"utilisation", r.utilisation},
          {"mean_batch", r.mean_batch},
          {"decode_iterations", r.decode_iterations},
          {"peak_kv_tokens", r.peak_kv_tokens},
-         {"span_s", r.span_s}};
-  const ServingLatency* lat = r.latency ? &*r.latency : nullptr;
-  auto put = [&](const char* key, auto field) { j[key] = lat ? Json(field(*lat)) : Json(nullptr); };
-  put("mean_in_system", [](const ServingLatency& l) { return l.mean_in_system; });
-  put("rate_effective_per_s", [](const ServingLatency& l) { return l.rate_effective_per_s; });
-  put("littles_law_in_system", [](const ServingLatency& l) { return l.littles_law_in_system; });
-  auto dist = [&](const char* name, const char* unit, double scale, Distribution ServingLatency::*member) {
-    const bool has = lat && (lat->*member).count > 0;
-    const Distribution d = has ? lat->*member : Distribution{};
-    auto v = [&](double x) { return has ? Json(x * scale) : Json(nullptr); };
-    j[fmt::format("{}_mean_{}", name, unit)] = v(d.mean);
-    j[fmt::format("{}_p50_{}", name, unit)] = v(d.p50);
-    j[fmt::format("{}_p90_{}", name, unit)] = v(d.p90);
-    j[fmt::format("{}_p99_{}", name, unit)] = v(d.p99);
-    j[fmt::format("{}_max_{}", name, unit)] = v(d.max);
-  };
-  dist("sojourn", "s", 1, &ServingLatency::sojourn_s);
-  j["mean_sojourn_s"] = j["sojourn_mean_s"];  // the Little's-law name
-  dist("queue_wait", "s", 1, &ServingLatency::queue_wait_s);
-  dist("ttft", "s", 1, &ServingLatency::ttft_s);
-  dist("tpot", "ms", 1e3, &ServingLatency::tpot_s);
+         {"duration_s", r.span_s}};
+  j.update(serving_metrics(r));
+  Json goodput = Json::object();
+  const ServingLoad::Goodput& g = s.load.goodput;
+  if (g.ttft_s) goodput["ttft_ms"] = *g.ttft_s * 1e3;
+  if (g.tpot_s) goodput["tpot_ms"] = *g.tpot_s * 1e3;
+  if (g.e2el_s) goodput["e2el_ms"] = *g.e2el_s * 1e3;
+  j["goodput_slo"] = g.any() ? goodput : Json(nullptr);
+  j["good_requests"] = r.good_requests ? Json(*r.good_requests) : Json(nullptr);
   return j;
 }
 
 void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const ServingResult& r) {
-  fmt::print("serving simulation: {} {} arrivals at {:g} req/s (seed {}); prompt {} tokens, output {} tokens{}\n",
+  fmt::print("serving simulation: {} {} arrivals at {:g} req/s (seed {}); input {} tokens, output {} tokens{}\n",
              r.requests, s.load.arrivals == ArrivalProcess::poisson ? "Poisson" : "evenly spaced",
              s.load.rate_per_s, s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
              s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
@@ -247,28 +247,43 @@ void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const Serving
   }
   if (r.latency) {
     const ServingLatency& l = *r.latency;
-    TextTable t{{"", "mean", "p50", "p90", "p99", "max"}, {false, true, true, true, true, true}, {}};
-    auto row = [&](const char* name, const Distribution& d, double scale) {
+    // vLLM bench serve's names, all in ms, one format for the whole table.
+    TextTable t{{"(ms)", "mean", "median", "p90", "p99", "max", "samples"}, {false, true, true, true, true, true, true}, {}};
+    bool marked = false;
+    auto row = [&](const char* name, const Distribution& d) {
       if (d.count == 0) {
-        t.rows.push_back({name, "-", "-", "-", "-", "-"});
+        t.rows.push_back({name, "-", "-", "-", "-", "-", "0"});
         return;
       }
-      t.rows.push_back({name, secs(d.mean * scale), secs(d.p50 * scale), secs(d.p90 * scale), secs(d.p99 * scale),
-                        secs(d.max * scale)});
+      auto pct = [&](double v, double p) {
+        const bool resolved = percentile_resolved(d.count, p);
+        marked = marked || !resolved;
+        return fmt::format("{:.2f}{}", v * 1e3, resolved ? "" : "*");
+      };
+      t.rows.push_back({name, fmt::format("{:.2f}", d.mean * 1e3), fmt::format("{:.2f}", d.p50 * 1e3),
+                        pct(d.p90, 0.90), pct(d.p99, 0.99), fmt::format("{:.2f}", d.max * 1e3),
+                        fmt::format("{}", d.count)});
     };
-    row("sojourn (s)", l.sojourn_s, 1);
-    row("queue wait (s)", l.queue_wait_s, 1);
-    row("TTFT (s)", l.ttft_s, 1);
-    row("TPOT (ms)", l.tpot_s, 1e3);
-    fmt::print("\n{}\n", t.render("  "));
-    fmt::print("mean in system {:.3f} requests (time average); Little: {:.4g} req/s x {} s = {:.3f}\n",
+    row("TTFT", l.ttft_s);
+    row("TPOT", l.tpot_s);
+    row("ITL", l.itl_s);
+    row("E2EL", l.sojourn_s);
+    row("queue wait", l.queue_wait_s);
+    fmt::print("\n{}", t.render("  "));
+    if (marked)
+      fmt::print("  * fewer samples than the percentile can resolve (p90 needs 10, p99 100): it is the largest value\n");
+    fmt::print("\nrequest throughput {:.4g} req/s, output throughput {:.1f} tok/s", l.rate_effective_per_s,
+               r.throughput_tok_s);
+    if (r.good_requests)
+      fmt::print(", goodput {:.4g} req/s ({} of {} completed meet the --goodput limits)",
+                 static_cast<double>(*r.good_requests) / r.span_s, *r.good_requests, r.completed);
+    fmt::print("\nmean in system {:.3f} requests (time average); Little: {:.4g} req/s x {} s mean E2EL = {:.3f}\n",
                l.mean_in_system, l.rate_effective_per_s, secs(l.sojourn_s.mean), l.littles_law_in_system);
   } else if (r.stable) {
     fmt::print("latency: none: no request completed\n");
   }
-  fmt::print("throughput {:.1f} tok/s{}; server busy {:.1f}% of {} s; mean batch {:.2f}; peak KV {} tokens\n",
-             r.throughput_tok_s, r.stable ? "" : " (saturated)", 100 * r.utilisation, secs(r.span_s), r.mean_batch,
-             r.peak_kv_tokens);
+  fmt::print("server busy {:.1f}% of {} s; mean batch {:.2f}; peak KV {} tokens{}\n", 100 * r.utilisation,
+             secs(r.span_s), r.mean_batch, r.peak_kv_tokens, r.stable ? "" : " (saturated)");
 }
 
 void explain_simulation(const QueueArgs& a, const Simulation& s, const ServingResult& r) {
@@ -325,7 +340,7 @@ void run_simulation(const QueueArgs& a) {
   Simulation s = build_simulation(a);
   if (!a.max_rate) {
     const ServingResult r = simulate_serving(s.server, s.load);
-    if (a.out.json) {
+    if (a.out.json()) {
       Json j = simulation_json(s, r);
       j["mode"] = "simulate";
       print_json(j);
@@ -337,17 +352,11 @@ void run_simulation(const QueueArgs& a) {
   }
 
   ServingSlo slo;
-  if (a.slo_ttft_p99_s) check_time(*a.slo_ttft_p99_s, "--slo-ttft-p99", false);
-  if (a.slo_tpot_p99_ms) check_time(*a.slo_tpot_p99_ms, "--slo-tpot-p99-ms", false);
-  if (a.slo_reject && !(*a.slo_reject >= 0 && *a.slo_reject <= 1))
-    throw InputError(fmt::format("--slo-reject: {} is not a fraction between 0 and 1", *a.slo_reject));
-  if (!(a.rate_tolerance > 0 && a.rate_tolerance < 1))
-    throw InputError(fmt::format("--rate-tolerance: {} is not a fraction between 0 and 1", a.rate_tolerance));
   slo.ttft_p99_s = a.slo_ttft_p99_s;
   if (a.slo_tpot_p99_ms) slo.tpot_p99_s = *a.slo_tpot_p99_ms / 1e3;
   slo.rejection_rate_max = a.slo_reject;
   const SustainableRate m = max_sustainable_rate(s.server, s.load, slo, a.rate_tolerance);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j{{"mode", "max_rate"},
            {"max_rate_per_s", m.rate_per_s ? Json(*m.rate_per_s) : Json(nullptr)},
            {"lower_bound_per_s", m.rate_per_s ? Json(m.lower_bound_per_s) : Json(nullptr)},
@@ -408,11 +417,16 @@ void add_queue_command(CLI::App& app) {
                 "Simulate a server instead: FCFS, continuous batching, each prefill alone (no chunked "
                 "prefill), admission by KV space and --deadline");
   auto sim = [&](CLI::Option* o) { a->simulation_options.push_back(o); };
-  sim(cmd->add_option("--requests", a->requests, "Simulated requests (default 1000)")
+  sim(cmd->add_option("--num-prompts,--requests", a->requests,
+                      "Requests to simulate (vLLM bench's --num-prompts; default 1000; --requests: the old name, "
+                      "kept for this release)")
       ->check(kNonNegativeCount)->type_name("N"));
-  sim(cmd->add_option("--prompt", a->prompt, "Prompt tokens: N or MIN:MAX for uniform (default 512)")
+  sim(cmd->add_option("--input-len,-p,--prompt", a->prompt,
+                      "Prompt tokens per request: N, or MIN:MAX for uniform (llama-bench's -p; default 512)")
           ->type_name("TOKENS"));
-  sim(cmd->add_option("--output", a->output, "Output tokens per request, incl. the first: N or MIN:MAX (default 256)")
+  sim(cmd->add_option("--output-len,-n,--output", a->output,
+                      "Output tokens per request, incl. the first: N, or MIN:MAX for uniform (llama.cpp's -n; "
+                      "default 256)")
           ->type_name("TOKENS"));
   sim(cmd->add_option("--arrivals", a->arrivals, "poisson (exponential gaps) or fixed (every 1/rate s) (default poisson)")
           ->check(CLI::IsMember({"poisson", "fixed"}))
@@ -430,8 +444,8 @@ void add_queue_command(CLI::App& app) {
                       "Time the server with the roofline of --model on this profile (iteration and prefill), KV "
                       "capacity from fit; instead of --iteration-ms")
           ->type_name("NAME|PATH"));
-  sim(cmd->add_option("--model", a->model, "Model for --hw (default qwen3-8b)")->type_name("NAME|PATH"));
-  sim(cmd->add_option("--weights", a->weights, "Weight type for --hw (default BF16)")->type_name("TYPE"));
+  sim(cmd->add_option("--model,-m", a->model, "Model for --hw (default qwen3-8b)")->type_name("NAME|PATH"));
+  sim(cmd->add_option("--weights,-w", a->weights, "Weight type for --hw (default BF16)")->type_name("TYPE"));
   sim(cmd->add_option("--kv", a->kv, "KV cache type for --hw (default bf16)")->type_name("TYPE"));
   sim(cmd->add_option("--engine", a->engine,
                       "For --hw: the engine's step model (llama.cpp: the device's built-in calibration) and its memory "
@@ -459,6 +473,11 @@ void add_queue_command(CLI::App& app) {
           ->type_name("RULE"));
   sim(cmd->add_option("--seed", a->seed, "Seed of the arrival and length draws (default 1)")
       ->check(kNonNegativeCount)->type_name("N"));
+  sim(cmd->add_option("--goodput", a->goodput,
+                      "Count the completed requests meeting every limit, as vLLM bench serve does: KEY:MS with KEY "
+                      "ttft, tpot or e2el, e.g. --goodput ttft:500 tpot:50 (default none)")
+          ->expected(1, 3)
+          ->type_name("KEY:MS"));
   sim(cmd->add_flag("--max-rate", a->max_rate,
                     "Search (bisection) for the highest rate meeting the --slo-* flags and stability; implies "
                     "--simulate"));
@@ -472,6 +491,10 @@ void add_queue_command(CLI::App& app) {
                       "Stop the search when (fail - meet) <= this x meet (default 0.01)")
           ->check(number_in(0, 1))->type_name("FRACTION"));
   a->out.add_to(*cmd);
+  cmd->footer("Examples:\n"
+              "  infer-plan queue --rate 4 --sojourn 0.5     # Little's law: 2 requests in the system\n"
+              "  infer-plan queue --simulate --rate 4 --hw h200 -m qwen3-8b -p 2K -n 256 --goodput ttft:500 tpot:50\n"
+              "                                               # TTFT, TPOT, ITL, E2EL (ms) and goodput, as vLLM bench serve");
   cmd->callback([a] { run(*a); });
 }
 

@@ -228,7 +228,7 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
   const std::map<std::string, std::string> short_name{
       {"decode_iteration_ms p50", "decode"}, {"prefill_ms p50", "prefill"}, {"mean_sojourn_s", "sojourn"},
       {"mean_in_system", "in system"},       {"ttft_s p50", "TTFT"},        {"tpot_ms p50", "TPOT"},
-      {"throughput_tok_s", "tok/s"},         {"Little's law (measured)", "Little"}};
+      {"throughput_tok_s", "throughput"},    {"Little's law (measured)", "Little"}};
   std::vector<BarGroup> bars;
   for (const Row& r : rows)
     if (r.unit != "B" && r.figure != "rejected")
@@ -500,7 +500,7 @@ void run(const ReportArgs& a) {
   }
   const Verdict v = verdict(a, m.rows, retried);
   const std::string header = report_header(plan, m);
-  if (a.out.json) print_json(report_json(plan, m, v));
+  if (a.out.json()) print_json(report_json(plan, m, v));
   else print_text(header, m, v);
   if (!a.out_path.empty()) write_markdown(a.out_path, header, m, v);
   if (!a.svg_dir.empty()) {

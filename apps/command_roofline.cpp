@@ -48,7 +48,7 @@ void run(const RooflineArgs& a) {
   if (plan.requests == 0) throw InputError("--batch: expected at least 1 sequence");
   const ResolvedPlan rp = resolve_plan(plan);
   const LatencyEstimate e = estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output);
-  if (a.out.json) {
+  if (a.out.json()) {
     Json j = latency_figures(e, rp.roofline->rates());
     j["model"] = rp.spec.name;
     j["hw"] = rp.hw.name;
@@ -91,7 +91,7 @@ void add_roofline_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "roofline", "Decode and prefill time from bytes over bandwidth and FLOPs over compute; TTFT, TPOT, tokens/s");
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
-  cmd->add_option("--batch,-b", args->batch, "Sequences decoded together (default: --requests, 4)")
+  cmd->add_option("--batch", args->batch, "Sequences decoded together (default: --requests, 4)")
       ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Examples (a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token; llama.cpp adds its fixed time):\n"

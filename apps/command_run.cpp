@@ -89,7 +89,7 @@ void run(const RunArgs& a) {
     measured["speculative"] = runtime::spec_sweep_json(sweep);
   }
   if (!a.out_path.empty()) write_json_file(a.out_path, measured, "--out");
-  if (a.out.json) {
+  if (a.out.json()) {
     print_json(measured);
     if (interrupted) throw ExitCode{runtime::kInterruptedExitCode};
     return;
@@ -119,9 +119,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--out", args->out_path, "Write the measured figures as JSON to this file")->type_name("FILE");
   add_spec_repeats_option(*cmd, args->spec_repeats);
   args->out.add_to(*cmd);
-  cmd->footer("Without a 'load' section the plan runs as a closed batch of --requests requests (prompt =\n"
-              "context - output). Example, a quarter-size Qwen3-8B at Q8_0 on this CPU:\n"
-              "  infer-plan run --model qwen3-8b --scale 0.25 --weights Q8_0 --ctx 128 --output 32 --requests 4");
+  cmd->footer("Without a 'load' section the plan runs as a closed batch of -np requests (prompt =\n"
+              "context - output). Examples, a quarter-size Qwen3-8B at Q8_0 on this CPU, then a plan under load:\n"
+              "  infer-plan run -m qwen3-8b --scale 0.25 -w Q8_0 -c 128 -n 32 -np 4\n"
+              "  infer-plan run scenarios/plans/cpu-small.json --json");
   cmd->callback([args] { run(*args); });
 }
 

@@ -181,7 +181,7 @@ Json spec_json(const SpecInputs& in, const SpecResult& r, const SpecArgs& a, dou
               // 0 = plain decoding: no block length pays for its drafts.
               {"recommended_block", r.beats_plain ? r.best_block : 0},
               {"rule_of_thumb",
-               {{"source", "seed 002"}, {"accept_rate", rule_rate}, {"block_min", rule.block_min},
+               {{"source", "rule of thumb"}, {"accept_rate", rule_rate}, {"block_min", rule.block_min},
                 {"block_max", rule.block_max}}}};
 }
 
@@ -249,7 +249,7 @@ void run(SpecArgs a) {
   const double rule_rate = spec_mean_accept_rate(in.accept_rates, in.max_block);
   const SpecRuleOfThumb rule = spec_rule_of_thumb(rule_rate);
 
-  if (a.out.json) {
+  if (a.out.json()) {
     print_json(spec_json(in, r, a, rule_rate, rule));
     return;
   }
@@ -283,7 +283,7 @@ void run(SpecArgs a) {
   const std::string basis = rule_rate > spec_rule_high_accept  ? "above 70%"
                             : rule_rate < spec_rule_low_accept ? "below 40%"
                                                                : "between 40% and 70%";
-  fmt::print("seed 002's rule of thumb (a starting point, not the answer): acceptance {}{} is {} -> block {}{}\n",
+  fmt::print("rule of thumb (a starting point, not the answer): acceptance {}{} is {} -> block {}{}\n",
              rate(rule_rate),
              in.accept_rates.size() > 1 ? fmt::format(" (mean of positions 1..{})", in.max_block) : "", basis,
              blocks,
@@ -312,11 +312,12 @@ void add_spec_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "spec", "Speculative decoding: expected tokens, round time and ms/token per block length, the optimum");
   cmd->footer(
-      "Model (SPEC 5): E_m = 1 + sum_(i=1..m) a_1...a_i tokens per round; T_m = verify + drafts x draft;\n"
-      "ms/token = T_m / E_m. Defaults are the seed's figures (a = 0.75, 26.3 ms, 3.6 ms); a --plan file's\n"
+      "Model: E_m = 1 + sum_(i=1..m) a_1...a_i tokens per round; T_m = verify + drafts x draft;\n"
+      "ms/token = T_m / E_m. Defaults are a worked example's figures (a = 0.75, 26.3 ms, 3.6 ms); a --plan file's\n"
       "'speculative' section replaces them (its rates, block range, group, draft_layers or draft, or times),\n"
-      "and a flag given here overrides its field:\n"
-      "  infer-plan spec --plan scenarios/plans/cpu-spec.json --hw cpu.json");
+      "and a flag given here overrides its field. Examples:\n"
+      "  infer-plan spec --accept 0.75 --verify-ms 26.3 --draft-ms 3.6          # block 4: 13.34 ms/token\n"
+      "  infer-plan spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 8  # times from the rooflines");
   cmd->add_option("--accept", args->accept,
                   "Acceptance rate in [0, 1]: one rate for every position (i.i.d.), or a comma list, one per "
                   "position (0.9,0.8,0.7: a_i = P(draft i accepted | drafts before it were)); default 0.75")
@@ -345,7 +346,7 @@ void add_spec_command(CLI::App& app) {
       ->type_name("NAME|PATH");
   cmd->add_option("--draft-weights", args->draft_weights, "Draft model's weight type (default: the target's --weights)")
       ->type_name("TYPE");
-  cmd->add_option("--batch,-b", args->batch, "Sequences verified together in derived mode (default 1)")
+  cmd->add_option("--batch", args->batch, "Sequences verified together in derived mode (default 1)")
       ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))->type_name("N");
   CLI::Option* draft_layers = cmd->add_option("--draft-layers", args->draft_layers,
                   "Draft made of the target's first N layers and its head (as the runtime's synthetic draft): "

@@ -1,6 +1,6 @@
 // `infer-plan sweep FILE|DIR...`: runs scenario files (plans x sweep axes), prints the figures
-// their expectations name, or their report lines (--lines: e.g. SPEC 9's block), as a table,
-// CSV or JSON. With --check, exit 1 listing every expectation that fails.
+// their expectations name, or their report lines (--lines: e.g. the worked example's block), as
+// a table, CSV, Markdown, JSON or JSON Lines. With --check, exit 1 listing every expectation that fails.
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -19,7 +19,8 @@ struct SweepArgs {
   std::vector<std::string> files;
   bool check = false;
   bool lines = false;
-  std::string format = "table";
+  std::string format;  // --format, the old name of -o (table = text)
+  OutputOptions out;
 };
 
 std::vector<std::string> expand(const std::vector<std::string>& args) {
@@ -59,7 +60,10 @@ void run(const SweepArgs& a) {
   std::vector<ScenarioRun> runs;
   for (const Scenario& s : scenarios) runs.push_back(run_scenario(s));
 
-  if (a.format == "json") {
+  const OutputFormat format = a.format.empty()    ? output_state().format
+                              : a.format == "table" ? OutputFormat::text
+                                                    : parse_output_format(a.format, "--format");
+  if (format == OutputFormat::json) {
     Json out = Json::array();
     for (const ScenarioRun& r : runs) {
       Json points = Json::array();
@@ -74,8 +78,19 @@ void run(const SweepArgs& a) {
       out.push_back({{"scenario", r.scenario->name}, {"file", r.scenario->source}, {"points", points},
                      {"lines", r.lines}, {"failures", r.failures()}});
     }
-    print_json(out);
-  } else if (a.format == "csv") {
+    print_json(Json{{"scenarios", out}});
+  } else if (format == OutputFormat::md || format == OutputFormat::jsonl) {  // main prints one row per check
+    for (const ScenarioRun& r : runs)
+      for (const ScenarioPoint& p : r.points) {
+        if (!p.error.empty())
+          print_json({{"scenario", r.scenario->name}, {"case", p.case_name}, {"axes", axes_text(p.axes)},
+                      {"path", "error: " + p.error}, {"ok", false}});
+        for (const CheckResult& c : p.checks)
+          print_json({{"scenario", r.scenario->name}, {"case", p.case_name}, {"axes", axes_text(p.axes)},
+                      {"path", c.path}, {"expected", c.expected}, {"got", c.got}, {"ok", c.ok},
+                      {"source", c.source}});
+      }
+  } else if (format == OutputFormat::csv) {
     fmt::print("scenario,case,axes,path,expected,got,ok\n");
     auto q = [](std::string s) {
       std::string o = "\"";
@@ -156,11 +171,14 @@ void add_sweep_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sweep", "Run scenario files: plans x sweep axes, expectations, report lines");
   cmd->add_option("FILE", args->files, "Scenario files, or directories of them (e.g. scenarios/)")->required();
   cmd->add_flag("--check", args->check, "Exit 1, listing each failure (path, expected, got), when an expectation fails");
-  cmd->add_flag("--lines", args->lines, "Print only the scenarios' report lines (e.g. SPEC 9's block)");
-  cmd->add_option("--format", args->format, "Output: table (default), csv or json")
-      ->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_flag("--lines", args->lines, "Print only the scenarios' report lines (e.g. the worked example in scenarios/s23-j23.json)");
+  cmd->add_option("--format", args->format, "The old name of -o, kept for this release: table (= text), csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))->type_name("FORMAT");
+  args->out.add_to(*cmd, false);
   cmd->footer("Scenario format: see scenarios/s23-j23.json (cases: plan, sweep {plan.path: [values]},\n"
-              "expect [{path, value, tolerance | rel_tolerance, where, source}], lines [templates]).");
+              "expect [{path, value, tolerance | rel_tolerance, where, source}], lines [templates]). Examples:\n"
+              "  infer-plan sweep --check scenarios/              # every shipped expectation; exit 1 on a failure\n"
+              "  infer-plan sweep --lines scenarios/s23-j23.json  # a worked example's lines, computed");
   cmd->callback([args] { run(*args); });
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "apps/output.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/core/units.hpp"
 
@@ -28,11 +29,11 @@ inline std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(b
 // Whole MiB: "288 MiB".
 inline std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / MiB); }
 
-// Writes a command's JSON to stdout. Strings from a GGUF or a path need not be UTF-8; invalid
-// bytes become U+FFFD instead of an exception after the work is done.
+// JSON as text. Strings from a GGUF or a path need not be UTF-8; invalid bytes become U+FFFD
+// instead of an exception after the work is done. Commands hand documents to print_json
+// (apps/output.hpp), which main prints in the chosen format.
 inline std::string json_text(const Json& j, int indent = 2) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
-inline void print_json(const Json& j) { fmt::print("{}\n", json_text(j)); }
 
 }  // namespace infer_plan::apps

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <map>
 
 #include "planner/calibration/calibration.hpp"
@@ -29,13 +30,14 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
                  "q5_0, q5_1 (default bf16)")
       ->type_name("TYPE");
-  cmd.add_option("--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp --cache-type-k)")->type_name("TYPE");
-  cmd.add_option("--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp --cache-type-v)")->type_name("TYPE");
-  cmd.add_option("--ctx,-c", ctx,
+  cmd.add_option("--cache-type-k,--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
+  cmd.add_option("--cache-type-v,--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
+  cmd.add_option("--ctx-size,-c,--ctx", ctx,
                  fmt::format("Context per request in tokens: 8192, 8K or 32K (default {})", d.context))
       ->type_name("TOKENS");
-  cmd.add_option("--requests,-n", requests,
-                 fmt::format("Concurrent requests, each holding --ctx tokens of KV (default {})", d.requests))
+  cmd.add_option("--parallel,--requests", requests,
+                 fmt::format("Concurrent requests (llama.cpp's -np, parallel sequences), each holding --ctx tokens "
+                             "of KV (default {}; --requests: the old name, kept for this release)", d.requests))
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--tp", tp,
@@ -44,8 +46,9 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->check(kNonNegativeCount)
       ->type_name("N");
   if (groups & kGeneration) {
-    cmd.add_option("--output,-o", output,
-                   fmt::format("Tokens generated per request (default {})", d.output))
+    cmd.add_option("--output-len,-n,--output", output,
+                   fmt::format("Tokens generated per request (llama.cpp's -n; default {}; --output: the old name, "
+                               "kept for this release)", d.output))
       ->check(kNonNegativeCount)
         ->type_name("TOKENS");
     cmd.add_option("--decode-ms", decode_ms,
@@ -76,6 +79,23 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   cmd.add_option("--weights-size", weights_size,
                  "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")
       ->type_name("SIZE");
+  cmd.add_option("--n-gpu-layers", gpu_layers,
+                 "llama.cpp's -ngl: layers on the device; every layer (all, auto, or N >= the model's layers) is "
+                 "what infer-plan plans; a split across device and host is not modelled yet (default all)")
+      ->type_name("N|all");
+  // llama.cpp's batch and attention flags change only its compute buffer, which --engine llama.cpp
+  // sizes for n_ubatch 512 without flash attention: refused, saying so, rather than ignored.
+  for (const char* name : {"--flash-attn", "--ubatch-size", "--batch-size,-b"})
+    cmd.add_option_function<std::string>(
+           name,
+           [name](const std::string&) {
+             throw InputError(fmt::format(
+                 "{}: llama.cpp's flag is not an input here yet: --engine llama.cpp sizes its compute buffer for "
+                 "n_ubatch 512 and flash attention off; give another size with --reserve NAME=SIZE",
+                 std::string_view(name).substr(0, std::string_view(name).find(','))));
+           },
+           "llama.cpp's flag (-fa, -ub, -b): refused with the reason; not modelled yet")
+        ->type_name("VALUE");
   cmd.add_option("--reserve", reserves,
                  "A named runtime reserve subtracted before KV, e.g. --reserve cuda_context=512MiB "
                  "(repeatable; default: the profile's reserves, none for the built-ins)")
@@ -99,9 +119,9 @@ Plan PlanOptions::resolve() const {
     p.weights_bytes = parse_bytes(weights_size, "--weights-size");
   }
   if (!kv.empty()) p.kv.k = p.kv.v = kv_cache_type(kv, "--kv").type;
-  if (!kv_k.empty()) p.kv.k = kv_cache_type(kv_k, "--kv-k").type;
-  if (!kv_v.empty()) p.kv.v = kv_cache_type(kv_v, "--kv-v").type;
-  if (!ctx.empty()) p.context = parse_tokens(ctx, "--ctx");
+  if (!kv_k.empty()) p.kv.k = kv_cache_type(kv_k, "--cache-type-k").type;
+  if (!kv_v.empty()) p.kv.v = kv_cache_type(kv_v, "--cache-type-v").type;
+  if (!ctx.empty()) p.context = parse_tokens(ctx, "--ctx-size");
   if (requests) p.requests = *requests;
   if (tp) p.tp = *tp;
   if (output) p.output = *output;
@@ -113,10 +133,24 @@ Plan PlanOptions::resolve() const {
       throw InputError(fmt::format("--reserve: '{}' is not NAME=SIZE (e.g. cuda_context=512MiB)", r));
     p.reserves.push_back({r.substr(0, eq), parse_bytes(r.substr(eq + 1), "--reserve " + r.substr(0, eq))});
   }
+  if (!gpu_layers.empty() && gpu_layers != "all" && gpu_layers != "auto") {
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(gpu_layers.data(), gpu_layers.data() + gpu_layers.size(), n);
+    if (ec != std::errc() || end != gpu_layers.data() + gpu_layers.size())
+      throw InputError(fmt::format("--n-gpu-layers: '{}' is not a layer count; expected N >= 0, all or auto",
+                                   gpu_layers));
+    const uint64_t layers = resolve_plan(p).spec.layers;
+    if (n < layers)
+      throw InputError(fmt::format(
+          "--n-gpu-layers: {} of {} layers on the device, the rest run by the host, is not modelled yet; "
+          "infer-plan plans every layer on the device (-ngl all). To move weights to host memory, a plan's "
+          "'offload' section streams a part of every k-th layer over the link (see infer-plan offload --help)",
+          n, layers));
+  }
   // A field set by a flag is named by its flag; one from the plan file by the file and field.
   const std::map<std::string_view, std::pair<const char*, bool>> flags{
-      {"context", {"--ctx", !ctx.empty()}},        {"requests", {"--requests", requests.has_value()}},
-      {"output", {"--output", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
+      {"context", {"--ctx-size", !ctx.empty()}},   {"requests", {"--parallel", requests.has_value()}},
+      {"output", {"--output-len", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
       {"tp", {"--tp", tp.has_value()}},           {"decode_ms", {"--decode-ms", decode_ms.has_value()}},
       {"deadline_s", {"--deadline", deadline_s.has_value()}}};
   validate_plan(p, [&](std::string_view field) {
@@ -140,11 +174,6 @@ Plan PlanOptions::resolve() const {
     }
   }
   return p;
-}
-
-void OutputOptions::add_to(CLI::App& cmd) {
-  cmd.add_flag("--json", json, "Print JSON for scripts (byte figures are integers)");
-  cmd.add_flag("--explain", explain, "Print the derivation with the numbers substituted");
 }
 
 }  // namespace infer_plan::apps

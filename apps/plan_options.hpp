@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/output.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace infer_plan::apps {
@@ -48,7 +49,7 @@ inline const CLI::Validator kFraction = number_in(0, 1, true);
 
 struct PlanOptions {
   std::string plan_file;
-  std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx;
+  std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers;
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale;
   std::vector<std::string> reserves;  // NAME=SIZE
@@ -59,12 +60,6 @@ struct PlanOptions {
   static constexpr unsigned kGeneration = 4; // --output --decode-ms --deadline
   void add_to(CLI::App& cmd, unsigned groups);
   Plan resolve() const;  // throws InputError with the flag's name
-};
-
-struct OutputOptions {
-  bool json = false;
-  bool explain = false;
-  void add_to(CLI::App& cmd);
 };
 
 }  // namespace infer_plan::apps

@@ -22,7 +22,7 @@ void RuntimeOptions::add_to(CLI::App& cmd) {
       ->type_name("NAME");
   // More threads than hardware threads only spin against each other (the pool busy-waits).
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  cmd.add_option("--threads", threads, fmt::format("CPU threads, 1 to {} (this machine's hardware threads); default "
+  cmd.add_option("--threads,-t", threads, fmt::format("CPU threads, 1 to {} (this machine's hardware threads); default "
                                                    "one per hardware thread", hardware))
       ->check(CLI::Range(0u, hardware))
       ->type_name("N");

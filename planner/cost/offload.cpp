@@ -89,7 +89,7 @@ OffloadResult plan_offload(const ModelSpec& spec, const WeightsLayout& layout, d
   const OffloadMemory memory = offload_memory(spec, layout, weights_scale, in.part, in.every, in.buffers);
   if (!(in.link_bytes_per_s > 0)) throw InputError("--link: the link bandwidth must be positive");
   if (!(in.iteration_s > 0)) throw InputError("--decode-ms: the decode iteration must be positive");
-  if (in.requests == 0) throw InputError("--requests: expected at least 1");
+  if (in.requests == 0) throw InputError("--parallel: expected at least 1");
 
   OffloadResult r;
   r.layers_offloaded = memory.layers_offloaded;

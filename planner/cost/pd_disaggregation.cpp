@@ -31,8 +31,8 @@ void require_count(uint64_t v, uint64_t max, std::string_view flag, std::string_
 }
 
 void validate(const PdInputs& in) {
-  require_count(in.workload.prompt_tokens, kMaxTokens, "--prompt", "tokens");
-  require_count(in.workload.output_tokens, kMaxTokens, "--output", "tokens");
+  require_count(in.workload.prompt_tokens, kMaxTokens, "--input-len", "tokens");
+  require_count(in.workload.output_tokens, kMaxTokens, "--output-len", "tokens");
   require_positive(in.times.prefill_ms, "--prefill-ms", "milliseconds");
   require_positive(in.times.decode_step_ms, "--decode-ms", "milliseconds");
   require_count(in.times.decode_batch, kMaxCount, "--decode-batch", "decodes");
@@ -147,7 +147,7 @@ void read_table(const PdInputs& in, PdResult& r) {
                                        row.matched ? "matches" : "does not match", row.because));
     if (!row.matched) continue;
     if (!any)
-      r.reasons.push_back(fmt::format("seed 002's table row {} matches ({}): {}", row.row, row.because, row.advice));
+      r.reasons.push_back(fmt::format("the decision table's row {} matches ({}): {}", row.row, row.because, row.advice));
     else if (row.row == 4 && r.table_verdict != PdVerdict::No)
       r.reasons.push_back(fmt::format("row 4 also matches: {}, so the KV crosses {} rather than a network",
                                       row.advice, r.link.name));
@@ -156,7 +156,7 @@ void read_table(const PdInputs& in, PdResult& r) {
     any = true;
   }
   if (!any)
-    r.reasons.push_back("no row of seed 002's table matches; its rule of thumb: split when prefill steals more "
+    r.reasons.push_back("no row of the decision table matches; the rule of thumb: split when prefill steals more "
                         "decode time than the split's transfer costs");
   r.reasons.push_back(fmt::format("a {} prefill inside a step of {} decodes at {} makes it {} ({:.1f}x); "
                                   "a split removes this stall", ms(r.prefill_ms), r.decode_batch,
@@ -180,7 +180,7 @@ void apply_link_rules(PdResult& r) {
                                     "saturates and transfers queue without bound", r.rate_per_s,
                                     format_bytes(r.kv_bytes_per_request), r.link_load, link.name, format_rate(bw)));
   if (r.link_below_minimum)
-    r.reasons.push_back(fmt::format("{} ({}) is under the 25 Gb/s (3.125 GB/s) seed 002 wants for KV transfer",
+    r.reasons.push_back(fmt::format("{} ({}) is under the 25 Gb/s (3.125 GB/s) a KV transfer needs at least",
                                     link.name, format_rate(bw)));
   const bool link_fails = r.transfer_exceeds_prefill || r.link_saturated || r.link_below_minimum;
   if (split_wanted && link_fails) {
@@ -190,7 +190,7 @@ void apply_link_rules(PdResult& r) {
                                     link.name, r.split_across_gpus ? "between the GPUs" : "across machines",
                                     format_rate(std::max(r.link_needed_bytes_per_s, kPdMinLinkBytesPerS))));
   } else if (split_wanted) {
-    r.reasons.push_back(fmt::format("{} ({}) meets seed 002's 25 Gb/s minimum for the KV hop", link.name,
+    r.reasons.push_back(fmt::format("{} ({}) meets the 25 Gb/s minimum for the KV hop", link.name,
                                     format_rate(bw)));
   }
 }

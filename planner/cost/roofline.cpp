@@ -306,7 +306,7 @@ std::string step_line(std::string_view what, const StepCost& c, const RooflineRa
 
 LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t context, uint64_t output) {
   if (batch == 0) throw InputError("--batch: expected at least 1 sequence");
-  if (context == 0) throw InputError("--ctx: expected at least 1 token");
+  if (context == 0) throw InputError("--ctx-size: expected at least 1 token");
   LatencyEstimate e;
   e.batch = batch;
   e.context = context;

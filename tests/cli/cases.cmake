@@ -1,13 +1,14 @@
 # CLI cases run the real binary: seed figures reproduced from the command line, and bad input
 # that must exit 2 with a message naming the flag, field or file.
-# infer_plan_cli_case(NAME EXIT CODE MATCH regex... ARGS args...)
+# infer_plan_cli_case(NAME EXIT CODE MATCH regex... [NOMATCH regex...] ARGS args...)
 function(infer_plan_cli_case NAME)
-  cmake_parse_arguments(C "" "EXIT" "MATCH;ARGS" ${ARGN})
+  cmake_parse_arguments(C "" "EXIT" "MATCH;NOMATCH;ARGS" ${ARGN})
   string(REPLACE ";" "#SEP#" _args "${C_ARGS}")
   string(REPLACE ";" "#SEP#" _match "${C_MATCH}")
+  string(REPLACE ";" "#SEP#" _nomatch "${C_NOMATCH}")
   add_test(NAME cli_${NAME}
            COMMAND ${CMAKE_COMMAND} "-DEXE=$<TARGET_FILE:infer-plan>" "-DARGS=${_args}"
-                   "-DEXPECT_EXIT=${C_EXIT}" "-DMATCH=${_match}"
+                   "-DEXPECT_EXIT=${C_EXIT}" "-DMATCH=${_match}" "-DNOMATCH=${_nomatch}"
                    "-DWORKDIR=${PROJECT_SOURCE_DIR}"
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_case.cmake)
 endfunction()
@@ -75,7 +76,7 @@ infer_plan_cli_case(pd_25gbe_json EXIT 0 ARGS ${_pd} --link 25gbe --qps 1 --json
         "\"verdict\": \"no\"" "\"reasons\": " "costs more than it saves")
 infer_plan_cli_case(pd_rdma EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10
   MATCH "KV per request +281.25 MiB" "KV transfer +5.90 ms" "TTFT with the split +45.90 ms"
-        "15% of the prefill" "meets seed 002's 25 Gb/s minimum")
+        "15% of the prefill" "meets the 25 Gb/s minimum")
 infer_plan_cli_case(pd_stall_10ms EXIT 0 ARGS ${_pd} --prefill-ms 40 --decode-ms 10 --decode-batch 100 --link 400g-rdma
   MATCH "stalled decode step +50.00 ms +5.00x: a prefill in the step delays each of 100 decodes by 40.00 ms")
 infer_plan_cli_case(pd_row1_no EXIT 0 ARGS pd --prompt 300 --output 200 --qps 1 --link 100gbe
@@ -93,7 +94,7 @@ infer_plan_cli_case(pd_one_to_three EXIT 0 ARGS pd --prefill-concurrency 30 --de
 infer_plan_cli_case(pd_q8_kv EXIT 0 ARGS ${_pd} --kv q8_0 --json MATCH "\"kv_bytes_per_request\": 156672000")
 infer_plan_cli_case(pd_explain EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10 --explain
   MATCH "transfer = 294912000 B / 50 GB/s" "stalled decode step = decode \\+ prefill = 5.00 ms \\+ 40.00 ms = 45.00 ms"
-        "seed 002 section 4.2, measured by its author, not computed here" "mixed about 180 tok/s, PD split about 260 tok/s, TTFT about -35"
+        "reference \\(a published measurement, not computed here\\)" "mixed about 180 tok/s, PD split about 260 tok/s, TTFT about -35"
         "low QPS < 2 req/s")
 infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help
   MATCH "--prefill-ms" "default 40" "--decode-batch" "--same-machine" "default 25gbe, or nvlink-4 with --same-machine"
@@ -114,9 +115,9 @@ infer_plan_cli_case(bad_missing_file EXIT 2 ARGS fit --model no/such/config.json
 infer_plan_cli_case(bad_kv_type EXIT 2 ARGS fit --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_X MATCH "--weights: unknown type 'Q4_K_X'.*Q4_K_M")
 infer_plan_cli_case(bad_size EXIT 2 ARGS fit --weights-size 80GB/s MATCH "--weights-size: unknown unit 'GB/s'")
-infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit --ctx 0 MATCH "--ctx: 0 tokens is out of range")
-infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx: 'lots' is not a token count")
-infer_plan_cli_case(bad_requests EXIT 2 ARGS fit --requests -3 MATCH "--requests")
+infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit -c 0 MATCH "--ctx-size: 0 tokens is out of range")
+infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx-size: 'lots' is not a token count")
+infer_plan_cli_case(bad_requests EXIT 2 ARGS fit -np -3 MATCH "--parallel: '-3' is negative")
 infer_plan_cli_case(bad_tp EXIT 2 ARGS fit --tp 3 MATCH "--tp: 3 devices cannot split")
 infer_plan_cli_case(bad_reserve EXIT 2 ARGS fit --reserve cuda512MiB MATCH "--reserve: 'cuda512MiB' is not NAME=SIZE")
 infer_plan_cli_case(bad_both_weights EXIT 2 ARGS fit --weights Q8_0 --weights-size 8GiB MATCH "not both")
@@ -189,7 +190,7 @@ infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 
 infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 is out of range; expected above 0")
 infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
 infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")
-infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd --prompt 0 MATCH "--prompt: 0 tokens is out of range")
+infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd -p 0 MATCH "--input-len: 0 tokens is out of range")
 infer_plan_cli_case(bad_pd_prefill EXIT 2 ARGS pd --prefill-ms -3 MATCH "--prefill-ms: -3 is out of range")
 infer_plan_cli_case(bad_pd_decode_nan EXIT 2 ARGS pd --decode-ms nan MATCH "--decode-ms")
 infer_plan_cli_case(bad_pd_batch EXIT 2 ARGS pd --decode-batch 0 MATCH "--decode-batch: 0 decodes is out of range")
@@ -279,7 +280,7 @@ infer_plan_cli_case(bad_gguf_truncated EXIT 2 ARGS gguf inspect tests/data/gguf/
 infer_plan_cli_case(bad_gguf_file_weights EXIT 2 ARGS fit --model qwen3-8b --weights file
   MATCH "--weights file: the types come from a .gguf")
 infer_plan_cli_case(bad_gguf_nosub EXIT 2 ARGS gguf MATCH "subcommand")
-infer_plan_cli_case(queue_sim_roofline EXIT 0 ARGS queue --simulate --hw h200 --rate 4 --prompt 2K --output 256 --deadline 7 --requests 500 --json
+infer_plan_cli_case(queue_sim_roofline EXIT 0 ARGS queue --simulate --hw h200 --rate 4 -p 2K -n 256 --deadline 7 --num-prompts 500 --json
   MATCH "\"stable\": true" "\"kv_capacity_tokens\": 911273")
 infer_plan_cli_case(bad_queue_sim_both EXIT 2 ARGS queue --simulate --hw h200 --iteration-ms 20 --rate 4 MATCH "both given")
 infer_plan_cli_case(fit_gguf_default_weights EXIT 0 ARGS fit --model tests/data/gguf/tiny-qwen3.gguf --hw rtx-4090 --ctx 1K

@@ -26,25 +26,25 @@ infer_plan_cli_case(admit_help EXIT 0 ARGS admit --help MATCH "--queue-wait" "se
 # --- simulation ---
 # M/D/1: S = 0.1 s, rho = 0.5: Pollaczek-Khinchine Wq = 0.5 x 0.1 / (2 x 0.5) = 0.05 s, L = 0.75
 # (10^5 requests, seed 1: within 4% by the spread measured over seeds)
-set(_md1 queue --simulate --rate 5 --requests 100000 --iteration-ms 10 --prefill-ms 100 --output 1 --max-batch 1)
+set(_md1 queue --simulate --rate 5 --num-prompts 100000 --iteration-ms 10 --prefill-ms 100 --output-len 1 --max-batch 1)
 infer_plan_cli_case(queue_sim_md1 EXIT 0 ARGS ${_md1} --json
-  MATCH "\"stable\": true" "\"queue_wait_mean_s\": 0.0(4[89]|5[01])" "\"mean_in_system\": 0.7[45]"
+  MATCH "\"stable\": true" "\"queue_wait_ms\": {[^}]*\"mean\": (4[89]|5[01])\\." "\"mean_in_system\": 0.7[45]"
         "\"utilisation\": 0.50" "\"rejected\": 0")
 infer_plan_cli_case(queue_sim_text EXIT 0 ARGS ${_md1} --explain
-  MATCH "stability: stable \\(work rho >= 0.50" "queue wait \\(s\\)" "Little: 5.0[0-9]* req/s x 0.15[0-9]* s = 0.75"
+  MATCH "stability: stable \\(work rho >= 0.50" "queue wait +(4[89]|5[01])\\.[0-9][0-9] " "Little: 5.0[0-9]* req/s x 0.15[0-9]* s mean E2EL = 0.75"
         "no chunked prefill" "percentiles: nearest rank")
 # rho = 1.3: unstable, and no latency figure anywhere
-set(_md1_over queue --simulate --rate 13 --requests 10000 --iteration-ms 10 --prefill-ms 100 --output 1 --max-batch 1)
+set(_md1_over queue --simulate --rate 13 --num-prompts 10000 --iteration-ms 10 --prefill-ms 100 --output 1 --max-batch 1)
 infer_plan_cli_case(queue_sim_unstable EXIT 0 ARGS ${_md1_over}
   MATCH "stability: UNSTABLE: .*rho >= 1.2" "latency: none")
 infer_plan_cli_case(queue_sim_unstable_json EXIT 0 ARGS ${_md1_over} --json
-  MATCH "\"stable\": false" "\"mean_sojourn_s\": null" "\"sojourn_p99_s\": null" "\"ttft_p99_s\": null"
+  MATCH "\"stable\": false" "\"e2el_ms\": null" "\"itl_ms\": null" "\"ttft_ms\": null" "\"goodput_req_s\": null"
         "\"mean_in_system\": null")
 # The SPEC 6 request on a batch-1 server, arrivals every 6.856 s: each second one would wait
 # 0.1 s and finish at 7.056 s -> rejected at arrival; the others finish at 6.956 s.
-infer_plan_cli_case(queue_sim_deadline EXIT 0 ARGS queue --simulate --arrivals fixed --rate 0.145857642940490 --requests 4
-  --prompt 1000 --output 256 --prefill-ms 196 --iteration-ms 26.509803921568627 --max-batch 1 --deadline 7 --json
-  MATCH "\"completed\": 2" "\"deadline\": 2" "\"rejection_rate\": 0.5" "\"sojourn_max_s\": 6.95[56]")
+infer_plan_cli_case(queue_sim_deadline EXIT 0 ARGS queue --simulate --arrivals fixed --rate 0.145857642940490 --num-prompts 4
+  --input-len 1000 --output-len 256 --prefill-ms 196 --iteration-ms 26.509803921568627 --max-batch 1 --deadline 7 --json
+  MATCH "\"completed\": 2" "\"deadline\": 2" "\"rejection_rate\": 0.5" "\"e2el_ms\": {[^}]*\"max\": 695[56]\\.")
 # D/D/1 with S = 0.1 s: every rate below 10 req/s meets a 0.15 s TTFT, none above is stable.
 infer_plan_cli_case(queue_max_rate EXIT 0 ARGS queue --max-rate --arrivals fixed --requests 200 --iteration-ms 10
   --prefill-ms 100 --output 1 --max-batch 1 --slo-ttft-p99 0.15
@@ -64,10 +64,10 @@ infer_plan_cli_case(bad_queue_sim_no_iteration EXIT 2 ARGS queue --simulate --ra
 infer_plan_cli_case(bad_queue_sim_no_rate EXIT 2 ARGS queue --simulate --iteration-ms 20 MATCH "--rate is required")
 infer_plan_cli_case(bad_queue_sim_little EXIT 2 ARGS queue --simulate --rate 2 --sojourn 1 --iteration-ms 5
   MATCH "--sojourn and --in-system belong to Little's law")
-infer_plan_cli_case(bad_queue_prompt EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --prompt 512:256
-  MATCH "--prompt: '512:256'")
-infer_plan_cli_case(bad_queue_requests EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --requests 0
-  MATCH "--requests: 0 is out of range")
+infer_plan_cli_case(bad_queue_prompt EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --input-len 512:256
+  MATCH "--input-len: '512:256'")
+infer_plan_cli_case(bad_queue_requests EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --num-prompts 0
+  MATCH "--num-prompts: 0 is out of range")
 infer_plan_cli_case(bad_queue_prefill EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --prefill-ms -5
   MATCH "--prefill-ms: -5 is out of range; expected at least 0")
 infer_plan_cli_case(bad_queue_arrivals EXIT 2 ARGS queue --simulate --rate 2 --iteration-ms 5 --arrivals bursty

@@ -1,6 +1,8 @@
-# Runs one CLI case: checks the exit code and that every MATCH regex occurs in stdout+stderr.
+# Runs one CLI case: checks the exit code, that every MATCH regex occurs in stdout+stderr and
+# that no NOMATCH regex does.
 string(REPLACE "#SEP#" ";" ARGS "${ARGS}")
 string(REPLACE "#SEP#" ";" MATCH "${MATCH}")
+string(REPLACE "#SEP#" ";" NOMATCH "${NOMATCH}")
 execute_process(COMMAND ${EXE} ${ARGS} WORKING_DIRECTORY ${WORKDIR}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
@@ -10,6 +12,11 @@ endif()
 foreach(re ${MATCH})
   if(NOT all MATCHES "${re}")
     message(FATAL_ERROR "infer-plan ${ARGS}: output lacks /${re}/\n${all}")
+  endif()
+endforeach()
+foreach(re ${NOMATCH})
+  if(all MATCHES "${re}")
+    message(FATAL_ERROR "infer-plan ${ARGS}: output has /${re}/ (${CMAKE_MATCH_0})\n${all}")
   endif()
 endforeach()
 message(STATUS "ok: infer-plan ${ARGS}")

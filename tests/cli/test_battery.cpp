@@ -218,12 +218,13 @@ TEST_CASE("bad numbers in every numeric flag [numbers]") {
   const std::vector<std::string> bad{"-1", "nan", "99999999999999999999999"};
   const std::vector<std::string> odd{"0"};
   const std::vector<std::pair<std::string, std::string>> flags{
-      {"fit", "--ctx"},          {"fit", "--requests"},     {"fit", "--tp"},             {"fit", "--scale"},
-      {"fit", "--weights-size"}, {"kv", "--ctx"},           {"kv", "--requests"},        {"roofline", "--batch"},
+      {"fit", "--ctx-size"},     {"fit", "--parallel"},     {"fit", "--tp"},             {"fit", "--scale"},
+      {"fit", "--weights-size"}, {"kv", "--ctx"},           {"kv", "--parallel"},        {"roofline", "--batch"},
+      {"fit", "--n-gpu-layers"}, {"roofline", "--output-len"},
       {"roofline", "--decode-ms"}, {"roofline", "--output"}, {"roofline", "--deadline"},  {"spec", "--verify-ms"},
       {"spec", "--draft-ms"},    {"spec", "--decode-ms"},   {"spec", "--max-block"},     {"spec", "--group"},
       {"spec", "--accept"},      {"spec", "--batch"},       {"spec", "--draft-layers"},  {"offload", "--every"},
-      {"offload", "--buffers"},  {"offload", "--max-batch"}, {"pd", "--prompt"},         {"pd", "--output"},
+      {"offload", "--buffers"},  {"offload", "--max-batch"}, {"pd", "--input-len"},      {"pd", "--output-len"},
       {"pd", "--prefill-ms"},    {"pd", "--decode-ms"},     {"pd", "--decode-batch"},    {"pd", "--qps"},
       {"pd", "--concurrency"},   {"pd", "--gpus"},          {"admit", "--deadline"},     {"admit", "--ttft"},
       {"admit", "--kv-free"},    {"queue", "--rate"},       {"queue", "--sojourn"},      {"queue", "--in-system"}};
@@ -255,11 +256,12 @@ TEST_CASE("bad numbers in every numeric flag [numbers]") {
   }
   // the serving simulation's flags
   for (const char* flag : {"--iteration-ms", "--per-seq-ms", "--prefill-ms", "--deadline", "--slo-reject",
-                                  "--rate-tolerance", "--requests", "--max-batch", "--kv-tokens"})
+                                  "--rate-tolerance", "--num-prompts", "--max-batch", "--kv-tokens", "--input-len",
+                                  "--output-len", "--goodput"})
     for (const char* v : {"-1", "1e308"})
       cases.push_back({{"queue", "--simulate", "--rate", "2", "--iteration-ms", "10", flag, v}, flag});
   // the runtime's: every one refused before a weight is written
-  for (const char* flag : {"--threads", "--seed", "--ctx", "--requests", "--scale", "--spec-repeats"})
+  for (const char* flag : {"--threads", "--seed", "--ctx", "--parallel", "--scale", "--spec-repeats"})
     for (const char* v : {"-1", "99999999999999999999999"})
       cases.push_back({{"run", "--model", "tests/data/tiny_config.json", "--quiet", flag, v}, flag, false, 10});
   cases.push_back({{"run", "--model", "tests/data/tiny_config.json", "--quiet", "--threads", "100000"}, "--threads", false, 10});
@@ -291,6 +293,8 @@ TEST_CASE("unknown names: models, types, devices, links, commands, flags [names]
   cases.push_back({{"run", "--backend", "tpu", "--model", "tests/data/tiny_config.json", "--quiet"}, "tpu"});
   cases.push_back({{"quant", "--quantize", "q9_9:x"}, "--quantize"});
   cases.push_back({{"sweep", "--format", "xml", "scenarios/"}, "--format"});
+  for (const char* cmd : {"fit", "kv", "roofline", "queue", "sweep", "hw", "model"})
+    cases.push_back({{cmd, "-o", "xml"}, "--output-format"});
   run_battery(cases);
 }
 
@@ -494,4 +498,89 @@ TEST_CASE("mutated hardware profiles and scenarios [profiles]") {
   cases.push_back({{"sweep", "--check", f.fifo}, "fifo.json"});
   cases.push_back({{"sweep", "--check", f.folder}, "folder"});
   run_battery(cases);
+}
+
+namespace {
+
+// The documented form of every key in `j`: nested objects joined by '.', lists of objects as
+// "key[]", numeric keys as N; a distribution (it has "unresolved") and the opaque objects
+// (`at_rate`: a whole simulation document; `metadata`: a GGUF's own keys; a calibration's
+// efficiency by weight type) count as one key.
+void documented_keys(const Json& j, const std::string& prefix, std::set<std::string>& out) {
+  if (j.is_object() && !j.contains("unresolved") && prefix != "at_rate" && prefix != "metadata" &&
+      prefix != "terms.decode.read_efficiency_by_type") {
+    for (const auto& [key, value] : j.items()) {
+      const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+      documented_keys(value, (prefix.empty() ? "" : prefix + ".") + (numeric ? "N" : key), out);
+    }
+    return;
+  }
+  if (j.is_array() && !j.empty() && j.front().is_object()) {
+    for (const Json& e : j) documented_keys(e, prefix + "[]", out);
+    return;
+  }
+  out.insert(prefix);
+}
+
+// Every figure whose key names bytes is a whole number, written as one (never 17510719488.0).
+void check_byte_figures(const Json& j, const std::string& path, const std::string& command) {
+  if (j.is_object())
+    for (const auto& [key, value] : j.items()) check_byte_figures(value, path + "." + key, command);
+  else if (j.is_array())
+    for (const Json& e : j) check_byte_figures(e, path + "[]", command);
+  else if (j.is_number_float() && path.find("bytes") != std::string::npos && path.find("_per_s") == std::string::npos)
+    FAIL_CHECK(command << ": " << path << " = " << j.dump() << " is a byte figure written as a float");
+}
+
+}  // namespace
+
+TEST_CASE("every key a command prints is in docs/json.md, byte figures are integers [jsondoc]") {
+  std::ifstream in("docs/json.md");
+  REQUIRE(in.good());
+  const std::string doc(std::istreambuf_iterator<char>(in), {});
+  const std::vector<std::vector<std::string>> commands{
+      {"fit", "--json"},
+      {"fit", "--plan", "scenarios/plans/h200-offload.json", "--json"},
+      {"fit", "--engine", "llama.cpp", "--hw", "rtx-4090", "--json"},
+      {"kv", "--json"},
+      {"roofline", "--json"},
+      {"roofline", "--hw", "rtx-4090", "--engine", "llama.cpp", "-m", "llama-2-7b", "-w", "Q4_0", "--batch", "1", "--json"},
+      {"offload", "--json"},
+      {"quant", "Q2_K", "--json"},
+      {"model", "qwen3-235b-a22b", "--json"},
+      {"hw", "h200", "--json"},
+      {"hw", "--json"},
+      {"model", "--json"},
+      {"quant", "--json"},
+      {"spec", "--json"},
+      {"pd", "--gpus", "8", "--prefill-concurrency", "4", "--json"},
+      {"queue", "--rate", "4", "--sojourn", "0.5", "--json"},
+      {"queue", "--simulate", "--rate", "4", "--iteration-ms", "20", "--goodput", "ttft:500", "--json"},
+      {"queue", "--max-rate", "--iteration-ms", "20", "--slo-ttft-p99", "1", "--json"},
+      {"admit", "--ttft", "0.196", "--generation", "6.76", "--deadline", "7", "--json"},
+      {"gguf", "size", "--json"},
+      {"gguf", "inspect", "tests/data/gguf/tiny-qwen3.gguf", "--json"},
+      {"calibrate", "hwprofiles/calibrations/rtx-3090.json", "--hw", "rtx-3090", "--json"},
+      {"sweep", "scenarios/s23-j23.json", "--json"}};
+  for (const auto& args : commands) {
+    const Outcome o = run_cli(args, 30);
+    const std::string command = fmt::format("{}", fmt::join(args, " "));
+    REQUIRE_MESSAGE(o.exit_code == 0, command << ": " << o.output);
+    const Json j = Json::parse(o.output);
+    CHECK_MESSAGE(j.value("schema", 0) == 1, command << ": no \"schema\": 1");
+    check_byte_figures(j, "", command);
+    std::set<std::string> keys;
+    documented_keys(j, "", keys);
+    for (const std::string& key : keys) {
+      // sweep nests the other commands' figures: its own keys are documented by their last name;
+      // a list of every built-in (hw, model, quant without a name) has the keys of one of them.
+      std::string name = args[0] == "sweep" ? key.substr(key.find_last_of(".]") + 1) : key;
+      for (const char* list : {"devices[].", "links[].", "models[].", "types[]."})
+        if (name.starts_with(list)) name = name.substr(std::string_view(list).size());
+      if (args[0] == "sweep" && (key.find(".figures.") != std::string::npos || key.find(".axes.") != std::string::npos))
+        continue;  // the figures and the plan fields a point sets are documented as objects
+      CHECK_MESSAGE(doc.find("`" + name + "`") != std::string::npos,
+                    command << ": key '" << name << "' is not in docs/json.md");
+    }
+  }
 }

@@ -301,7 +301,7 @@ TEST_CASE("bad inputs name the flag") {
   const PdInputs ok = base(2000, 256);
   PdInputs in = ok;
   in.workload.prompt_tokens = 0;
-  refuses(in, "--prompt");
+  refuses(in, "--input-len");
   in = ok;
   in.workload.output_tokens = 0;
   refuses(in, "--output");

@@ -1,0 +1,70 @@
+# CLI cases for the field's conventions: llama.cpp's flag names, comma sweeps and -o formats,
+# vLLM's serving metrics, the JSON schema, and help that speaks the user's language.
+
+# --- a sweep as llama-bench runs one: -c 8K,32K x -ctk f16,q8_0 = 4 rows ---
+# KV per token for qwen3-8b (36 layers, 8 KV heads x 128): V bf16 36 x 1024 x 2 B = 73728 B;
+# K f16 the same, K q8_0 36 x 1024 x 34/32 B = 39168 B. x 4 requests: 8K f16 = 147456 x 8192 x 4
+# = 4831838208 B; 32K q8_0 = 112896 x 32768 x 4 = 14797504512 B.
+set(_sweep fit -m qwen3-8b -c 8K,32K -ctk f16,q8_0)
+infer_plan_cli_case(fit_sweep_csv EXIT 0 ARGS ${_sweep} -o csv
+  MATCH "^ctx-size,cache-type-k,capacity_bytes," "\n8K,f16,[^\n]*,4831838208,"
+        "\n8K,q8_0,[^\n]*,3699376128," "\n32K,f16,[^\n]*,19327352832," "\n32K,q8_0,[^\n]*,14797504512,[^\n]*\n$"
+  NOMATCH "schema" "\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]")
+infer_plan_cli_case(fit_sweep_md EXIT 0 ARGS ${_sweep} -o md
+  MATCH "^\\| ctx-size \\| cache-type-k \\| model" "\\| 32K \\| q8_0 \\| qwen3-8b \\| h200 \\| BF16 \\| Q8_0 \\| BF16 \\| 32768 \\| 4 \\| 15.26 GiB \\| 13.78 GiB \\|")
+infer_plan_cli_case(fit_sweep_text EXIT 0 ARGS ${_sweep}
+  MATCH "ctx-size +cache-type-k +model" "32K +q8_0 +qwen3-8b +h200 +BF16 +Q8_0 +BF16 +32768 +4 +15.26 GiB +13.78 GiB")
+infer_plan_cli_case(fit_sweep_json EXIT 0 ARGS ${_sweep} --json
+  MATCH "\"schema\": 1" "\"command\": \"fit\"" "\"sweep\": {[^}]*\"cache-type-k\": \"q8_0\"")
+infer_plan_cli_case(fit_sweep_jsonl EXIT 0 ARGS ${_sweep} -o jsonl
+  MATCH "^{[^\n]*\"kv_bytes\":4831838208[^\n]*\"sweep\":{\"cache-type-k\":\"f16\",\"ctx-size\":\"8K\"}[^\n]*}\n{")
+infer_plan_cli_case(fit_sweep_weights EXIT 0 ARGS fit --weights Q4_K_M,Q8_0 -o csv MATCH "\nQ4_K_M,[^\n]*\nQ8_0,")
+infer_plan_cli_case(bad_sweep_item EXIT 2 ARGS fit -c 8K,,32K MATCH "--ctx-size: '8K,,32K' has an empty item")
+infer_plan_cli_case(bad_sweep_point EXIT 2 ARGS fit -c 8K,0 MATCH "\\[--ctx-size 0\\] --ctx-size: 0 tokens is out of range")
+infer_plan_cli_case(bad_output_format EXIT 2 ARGS fit -o xml MATCH "--output-format: 'xml' is not an output format; accepted: text, md, csv, json, jsonl")
+# a flag whose value is itself a list is not swept: per-position acceptance rates
+infer_plan_cli_case(spec_accept_list_not_swept EXIT 0 ARGS spec --accept 0.9,0.8,0.7 --max-block 3 -o json
+  MATCH "\"schema\": 1" NOMATCH "\"runs\"")
+# a single run of a command whose answer is a list prints the list as rows: one per KV type.
+# Q8_0: 36 layers x 1024 x 2 (K and V) x 34/32 B = 78336 B per token, x 8192 = 641728512 B.
+infer_plan_cli_case(single_csv EXIT 0 ARGS kv -m qwen3-8b -c 8K -o csv
+  MATCH "^bytes_all_requests,bytes_per_request,bytes_per_token,k_type," "\n2566914048,641728512,78336,Q8_0,566231040,Q8_0,Q8_0\n")
+
+# --- llama.cpp's names mean what they mean there ---
+infer_plan_cli_case(fit_llama_flags EXIT 0 ARGS fit -m qwen3-8b -c 32K -ctk q8_0 -ctv q8_0 -np 8 -ngl 99 --json
+  MATCH "\"kv_k\": \"Q8_0\"" "\"kv_v\": \"Q8_0\"" "\"requests\": 8" "\"context\": 32768")
+infer_plan_cli_case(bad_ngl_split EXIT 2 ARGS fit -m qwen3-8b -ngl 20
+  MATCH "--n-gpu-layers: 20 of 36 layers on the device, the rest run by the host, is not modelled yet")
+infer_plan_cli_case(bad_fa EXIT 2 ARGS fit -fa on MATCH "--flash-attn: llama.cpp's flag is not an input here yet")
+infer_plan_cli_case(bad_ub EXIT 2 ARGS roofline -ub 256 MATCH "--ubatch-size: llama.cpp's flag is not an input here yet")
+infer_plan_cli_case(roofline_n_is_output EXIT 0 ARGS roofline -m qwen3-8b -n 100 -np 2 --json
+  MATCH "\"output\": 100" "\"batch\": 2")
+infer_plan_cli_case(version EXIT 0 ARGS -V MATCH "^infer-plan [0-9]+\\.[0-9]+\\.[0-9]+\n$")
+infer_plan_cli_case(threads_t EXIT 2 ARGS run -t 100000 MATCH "--threads")
+
+# --- vLLM's serving vocabulary: TTFT, TPOT, ITL, E2EL in ms; throughput; goodput ---
+set(_serve queue --simulate --rate 5 --num-prompts 2000 --iteration-ms 10 --per-seq-ms 1 --prefill-ms 50 -n 64 -p 256)
+infer_plan_cli_case(queue_vllm_json EXIT 0 ARGS ${_serve} --goodput ttft:500 tpot:50 -o json
+  MATCH "\"ttft_ms\": {[^}]*\"p99\"" "\"tpot_ms\": {[^}]*\"p99\"" "\"itl_ms\": {[^}]*\"count\": 126000" "\"e2el_ms\": {[^}]*\"p99\""
+        "\"goodput_req_s\": [0-9]" "\"request_throughput_req_s\"" "\"output_throughput_tok_s\"" "\"schema\": 1"
+  NOMATCH "sojourn")
+infer_plan_cli_case(queue_vllm_text EXIT 0 ARGS ${_serve} --goodput ttft:500 tpot:50
+  MATCH "\\(ms\\) +mean +median +p90 +p99 +max +samples" "\n +ITL +[0-9]+\\.[0-9][0-9] " "goodput [0-9.]+ req/s \\([0-9]+ of 2000 completed")
+# 4 requests: p90 and p99 are each the largest value, and marked
+infer_plan_cli_case(queue_few_samples EXIT 0 ARGS queue --simulate --rate 1 --num-prompts 4 --iteration-ms 10 -n 8
+  MATCH "TTFT +[0-9.]+ +[0-9.]+ +[0-9.]+\\* +[0-9.]+\\*" "fewer samples than the percentile can resolve")
+infer_plan_cli_case(queue_few_samples_json EXIT 0 ARGS queue --simulate --rate 1 --num-prompts 4 --iteration-ms 10 -n 8 --json
+  MATCH "\"unresolved\": \\[\n +\"p90\",\n +\"p99\"\n +\\]")
+infer_plan_cli_case(bad_goodput_key EXIT 2 ARGS ${_serve} --goodput ttfb:500 MATCH "--goodput: 'ttfb:500' is not KEY:MS; KEY is ttft, tpot or e2el")
+infer_plan_cli_case(bad_goodput_ms EXIT 2 ARGS ${_serve} --goodput tpot:-5 MATCH "--goodput: 'tpot:-5': '-5' is not a time in milliseconds")
+
+# --- every command's help in the user's words, ending in examples ---
+foreach(_cmd fit gguf kv roofline offload quant model hw spec pd sweep queue admit run probe report calibrate)
+  infer_plan_cli_case(help_${_cmd} EXIT 0 ARGS ${_cmd} --help MATCH "\n  infer-plan ${_cmd}[^\n]*(.|\n)*\n  infer-plan ${_cmd}"
+    NOMATCH "[Ss]eed 0[0-9][0-9]" "SPEC [0-9]" "the seed")
+endforeach()
+infer_plan_cli_case(pd_words EXIT 0 ARGS pd --link 25gbe --qps 1 --explain NOMATCH "[Ss]eed 0[0-9][0-9]" "SPEC [0-9]")
+infer_plan_cli_case(spec_words EXIT 0 ARGS spec --explain NOMATCH "[Ss]eed 0[0-9][0-9]" "SPEC [0-9]")
+infer_plan_cli_case(sweep_words EXIT 0 ARGS sweep scenarios/ NOMATCH "[Ss]eed 0[0-9][0-9]" "SPEC [0-9]")
+infer_plan_cli_case(sweep_json EXIT 0 ARGS sweep scenarios/s23-j23.json --json MATCH "\"schema\": 1" "\"scenarios\": \\[")
+infer_plan_cli_case(sweep_md EXIT 0 ARGS sweep scenarios/s23-j23.json -o md MATCH "^\\| axes \\| case \\| expected \\| got \\| ok \\|")
