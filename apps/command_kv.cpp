@@ -72,7 +72,7 @@ void run(const KvArgs& a) {
              spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
              plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
   TextTable table{{"type", "bits/value", "per token", fmt::format("per request ({} tokens)", plan.context),
-                   fmt::format("{} requests", plan.requests), "saving vs BF16 (per request)"},
+                   count_of(plan.requests, "request"), "saving vs BF16 (per request)"},
                   {false, true, true, true, true, true}, {}};
   for (KvTypes t : rows) {
     const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);

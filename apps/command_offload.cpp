@@ -56,7 +56,7 @@ void run(const OffloadArgs& a) {
   fmt::print("offload: {} of one layer in every {} of {} ({}), {} buffer{}, over {} ({})\n", o.part, o.every,
              rp.spec.name, rp.weights.label, o.buffers, o.buffers == 1 ? "" : "s", link.name,
              format_rate(link.bandwidth_bytes_per_s));
-  fmt::print("  {} requests x {} prompt + {} output tokens\n\n", plan.requests, plan.context, plan.output);
+  fmt::print("  {} x {} prompt + {} output tokens\n\n", count_of(plan.requests, "request"), plan.context, plan.output);
   fmt::print("  memory\n");
   fmt::print("    offloaded layers        {} of {} ({} per group)\n", r.layers_offloaded, rp.spec.layers,
              mib(static_cast<double>(r.group_bytes)));
@@ -75,7 +75,7 @@ void run(const OffloadArgs& a) {
                                                      : "hidden under compute");
   fmt::print("    effective round         {:.2f} ms (each group's copy hides under {:.3f} ms of compute{}; stall {:.3f} ms)\n",
              r.effective_round_ms, r.window_ms, r.overlapped ? "" : ", 1 buffer", r.stall_per_group_ms);
-  fmt::print("    throughput ceiling      {:.1f} tok/s ({} requests)\n", r.throughput_ceiling_tok_s, plan.requests);
+  fmt::print("    throughput ceiling      {:.1f} tok/s ({})\n", r.throughput_ceiling_tok_s, count_of(plan.requests, "request"));
   fmt::print("    generation              {} rounds x {:.2f} ms = {:.2f} s (transfer alone {:.2f} s)\n", r.rounds,
              r.effective_round_ms, r.generation_s, r.transfer_total_s);
   if (r.meets_deadline)

@@ -99,7 +99,7 @@ void run(const ProbeArgs& a) {
     print_json(profile);
     return;
   }
-  fmt::print("probe: {} ({} threads)\n", r.device, r.threads);
+  fmt::print("probe: {} ({})\n", r.device, count_of(r.threads, "thread"));
   print_rate("memory read", r.read_bytes_per_s, 1e9, "GB/s");
   print_rate("memory copy", r.copy_bytes_per_s, 1e9, "GB/s");
   print_rate("copy thread beside compute", r.copy_beside_compute_bytes_per_s, 1e9, "GB/s");

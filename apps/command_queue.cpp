@@ -382,8 +382,8 @@ void run_simulation(const QueueArgs& a) {
     fmt::print("max sustainable rate: none: {}\n", m.note);
     return;
   }
-  fmt::print("max sustainable rate: {:.4g} req/s ({}; tolerance {:g}%, for this seed and {} requests)\n\n",
-             *m.rate_per_s, m.note, 100 * a.rate_tolerance, s.load.requests);
+  fmt::print("max sustainable rate: {:.4g} req/s ({}; tolerance {:g}%, for this seed and {})\n\n",
+             *m.rate_per_s, m.note, 100 * a.rate_tolerance, count_of(s.load.requests, "request"));
   s.load.rate_per_s = *m.rate_per_s;
   print_simulation(a, s, *m.at_rate);
   if (a.out.explain) explain_simulation(a, s, *m.at_rate);

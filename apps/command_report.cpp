@@ -202,17 +202,18 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
   const ServingLatency* served = p.serving && p.serving->result.stable && p.serving->result.latency
                                      ? &*p.serving->result.latency : nullptr;
   if (served) {
-    rows.push_back({"mean_sojourn_s", "s", served->sojourn_s.mean, m.mean_sojourn_s, kSojournBound,
+    // vLLM bench serve's names and units (ms), as queue --simulate and run print them.
+    rows.push_back({"e2el_ms mean", "ms", served->sojourn_s.mean * 1e3, m.mean_sojourn_s * 1e3, kSojournBound,
                     "serving simulation vs measured, same arrivals"});
     rows.push_back({"mean_in_system", "", served->mean_in_system, m.mean_in_system, std::nullopt, "time average"});
-    rows.push_back({"ttft_s p50", "s", served->ttft_s.p50, m.ttft_s.p50, std::nullopt, ""});
-    rows.push_back({"tpot_ms p50", "ms", served->tpot_s.p50 * 1e3, m.tpot_ms.p50, std::nullopt, ""});
-    rows.push_back({"throughput_tok_s", "tok/s", p.serving->result.throughput_tok_s, m.throughput_tok_s, std::nullopt,
-                    ""});
+    rows.push_back({"ttft_ms median", "ms", served->ttft_s.p50 * 1e3, m.ttft_s.p50 * 1e3, std::nullopt, ""});
+    rows.push_back({"tpot_ms median", "ms", served->tpot_s.p50 * 1e3, m.tpot_ms.p50, std::nullopt, ""});
+    rows.push_back({"output_throughput_tok_s", "tok/s", p.serving->result.throughput_tok_s, m.throughput_tok_s,
+                    std::nullopt, ""});
   }
   if (m.completed > 1) {
     Row little{"Little's law (measured)", "", m.littles_law_in_system, m.mean_in_system, kLittleBound,
-               "scheduler's in-system count vs measured rate x mean sojourn"};
+               "scheduler's in-system count vs measured request rate x mean E2EL"};
     little.law = true;
     rows.push_back(little);
   }
@@ -226,9 +227,9 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
                 const runtime::MeasuredFigures& m) {
   // Short names under the bars (eight groups share 720 px).
   const std::map<std::string, std::string> short_name{
-      {"decode_iteration_ms p50", "decode"}, {"prefill_ms p50", "prefill"}, {"mean_sojourn_s", "sojourn"},
-      {"mean_in_system", "in system"},       {"ttft_s p50", "TTFT"},        {"tpot_ms p50", "TPOT"},
-      {"throughput_tok_s", "throughput"},    {"Little's law (measured)", "Little"}};
+      {"decode_iteration_ms p50", "decode"}, {"prefill_ms p50", "prefill"}, {"e2el_ms mean", "E2EL"},
+      {"mean_in_system", "in system"},       {"ttft_ms median", "TTFT"},   {"tpot_ms median", "TPOT"},
+      {"output_throughput_tok_s", "throughput"}, {"Little's law (measured)", "Little"}};
   std::vector<BarGroup> bars;
   for (const Row& r : rows)
     if (r.unit != "B" && r.figure != "rejected")
@@ -258,7 +259,7 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
                                  "decode iteration (ms)", {predicted, measured}),
                   "--svg");
   if (!(rp.plan.load && rp.plan.load->rate_per_s)) return;
-  // Latency against load: the serving simulation's mean sojourn from a tenth of the plan's rate
+  // Latency against load: the serving simulation's mean E2EL from a tenth of the plan's rate
   // to twice it (the same seed: common random numbers), and the measured point at the plan's rate.
   ServingLoad load = plan_serving_load(rp.plan);
   const double rate = load.rate_per_s;
@@ -268,13 +269,13 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
     const ServingResult r = simulate_serving(rp.server, load);
     if (!r.stable || !r.latency) break;  // past saturation the mean has no meaning
     sim.x.push_back(load.rate_per_s);
-    sim.y.push_back(r.latency->sojourn_s.mean);
+    sim.y.push_back(r.latency->sojourn_s.mean * 1e3);
   }
   point.x.push_back(rate);
-  point.y.push_back(m.mean_sojourn_s);
-  write_text_file(dir + "/sojourn_vs_rate.svg",
-                  svg_line_chart(rp.spec.name + ": mean sojourn against arrival rate", "arrival rate (requests/s)",
-                                 "mean sojourn (s)", {sim, point}),
+  point.y.push_back(m.mean_sojourn_s * 1e3);
+  write_text_file(dir + "/e2el_vs_rate.svg",
+                  svg_line_chart(rp.spec.name + ": mean E2EL (end-to-end latency) against arrival rate",
+                                 "arrival rate (requests/s)", "mean E2EL (ms)", {sim, point}),
                   "--svg");
 }
 
@@ -421,12 +422,13 @@ Verdict verdict(const ReportArgs& a, const std::vector<Row>& rows, bool retried)
 
 std::string report_header(const Plan& plan, const Measurement& m) {
   return fmt::format(
-      "report: {} ({}), KV {}, {} requests x {} tokens ({} out){}, on {}; profile {}: {}", m.rp.spec.name,
-      m.rp.weights.label, kv_types_label(plan.kv), plan.load ? plan.load->requests : plan.requests, plan.context,
+      "report: {} ({}), KV {}, {} x {} tokens ({} out){}, on {}; profile {}: {}", m.rp.spec.name,
+      m.rp.weights.label, kv_types_label(plan.kv), count_of(plan.load ? plan.load->requests : plan.requests, "request"),
+      plan.context,
       plan.output,
       plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
       // The CPU's compute threads; on the GPU the host's threads only write the weights.
-      m.run.backend == "cpu" ? fmt::format("cpu ({} threads)", m.run.threads) : m.run.backend, m.rp.hw.name,
+      m.run.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.run.threads, "thread")) : m.run.backend, m.rp.hw.name,
       m.rp.roofline->rates().memory_source);
 }
 

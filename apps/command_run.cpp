@@ -27,22 +27,22 @@ struct RunArgs {
 };
 
 void print_measured(const runtime::MeasuredFigures& m) {
-  auto d = [&](const char* key, const Distribution& j, const char* unit) {
+  auto d = [&](const char* key, const Distribution& j, double scale) {
     if (j.count == 0) return;
-    fmt::print("  {:<22} p50 {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} {}  (n = {})\n", key, j.p50, j.p90,
-               j.p99, j.mean, unit, j.count);
+    fmt::print("  {:<22} median {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} ms  (n = {})\n", key,
+               j.p50 * scale, j.p90 * scale, j.p99 * scale, j.mean * scale, j.count);
   };
-  fmt::print("measured on {}: {}\n", m.backend == "cpu" ? fmt::format("cpu ({} threads)", m.threads) : m.backend,
+  fmt::print("measured on {}: {}\n", m.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.threads, "thread")) : m.backend,
              m.model);
   fmt::print("  weights_bytes          {} B ({})\n", m.weights_bytes, format_bytes(m.weights_bytes));
   fmt::print("  kv_bytes               {} B ({}, {} pages)\n", m.kv_bytes, format_bytes(m.kv_bytes), m.kv_pages);
-  d("decode_iteration_ms", m.decode_iteration_ms, "ms");
-  d("prefill_ms", m.prefill_ms, "ms");
-  d("ttft_s", m.ttft_s, "s");
-  d("tpot_ms", m.tpot_ms, "ms");
-  d("sojourn_s", m.sojourn_s, "s");
-  fmt::print("  throughput_tok_s       {:.1f}\n", m.throughput_tok_s);
-  fmt::print("  mean_in_system         {:.3f} (Little: rate {:.3f}/s x sojourn {:.3f} s = {:.3f})\n", m.mean_in_system,
+  d("decode_iteration_ms", m.decode_iteration_ms, 1);
+  d("prefill_ms", m.prefill_ms, 1);
+  d("ttft_ms", m.ttft_s, 1e3);
+  d("tpot_ms", m.tpot_ms, 1);
+  d("e2el_ms", m.sojourn_s, 1e3);
+  fmt::print("  output_throughput      {:.1f} tok/s, request throughput {:.3f} req/s\n", m.throughput_tok_s, m.rate_per_s);
+  fmt::print("  mean_in_system         {:.3f} (Little: {:.3f} req/s x mean E2EL {:.3f} s = {:.3f})\n", m.mean_in_system,
              m.rate_per_s, m.mean_sojourn_s, m.littles_law_in_system);
   fmt::print("  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n", m.completed,
              m.rejected, m.span_s, m.setup_s);

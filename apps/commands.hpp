@@ -22,5 +22,6 @@ void add_run_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+void add_completion_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

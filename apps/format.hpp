@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "apps/output.hpp"
 #include "planner/core/json_fields.hpp"
@@ -22,6 +23,10 @@ inline std::string short_decimal(double v) {
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();
   return s;
+}
+// "1 request", "4 requests": a count with its noun, singular for one.
+inline std::string count_of(uint64_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 // "81.41 GiB"; a negative margin keeps its sign.
 inline std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }

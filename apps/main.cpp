@@ -50,6 +50,7 @@ std::unique_ptr<CLI::App> make_app() {
   infer_plan::apps::add_probe_command(*app);
   infer_plan::apps::add_report_command(*app);
   infer_plan::apps::add_calibrate_command(*app);
+  infer_plan::apps::add_completion_command(*app);
   return app;
 }
 

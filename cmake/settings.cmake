@@ -29,3 +29,21 @@ if(INFER_PLAN_SANITIZE)
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# Build time (CI has two cores; the test and the sanitizer builds each compile everything):
+# - a precompiled header of the large header-only libraries for the targets with many sources
+#   (the CLI's commands, the test binaries): each of their files parses CLI11, nlohmann/json,
+#   fmt and doctest in about half its compile time;
+option(INFER_PLAN_PCH "Precompile CLI11, fmt, nlohmann/json and doctest for the CLI and the tests" ON)
+function(infer_plan_precompile TARGET)
+  if(INFER_PLAN_PCH)
+    target_precompile_headers(${TARGET} PRIVATE ${ARGN})
+  endif()
+endfunction()
+# - under the sanitizers, the kernels and the runtime at -O1 (ASan's recommended level): at -O0
+#   the runtime's tests spend minutes in instrumented matrix products; asserts stay on.
+function(infer_plan_sanitized_speed TARGET)
+  if(INFER_PLAN_SANITIZE AND CMAKE_BUILD_TYPE STREQUAL "Debug")
+    target_compile_options(${TARGET} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+  endif()
+endfunction()

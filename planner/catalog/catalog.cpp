@@ -15,6 +15,10 @@ namespace {
 
 constexpr std::string_view kModelDir = "scenarios/models/";
 constexpr std::string_view kHwDir = "hwprofiles/";
+// Where an unknown device's message sends the user: the format by example.
+constexpr std::string_view kProfileFormat =
+    "a profile JSON file (copy hwprofiles/h200.json, installed in share/infer-plan/: memory capacity, reserved "
+    "and bandwidth, compute per precision, links, each with its unit: \"141 GB\", \"4.8 TB/s\")";
 constexpr std::string_view kLinkDir = "hwprofiles/links/";
 
 std::vector<std::string> names_in(std::string_view dir) {
@@ -78,11 +82,11 @@ LinkProfile load_link(std::string_view arg) {
 }
 
 Json hw_profile_json(std::string_view arg) {
-  return load(arg, kHwDir, "hardware profile", builtin_hw_names(), "a profile JSON file").json;
+  return load(arg, kHwDir, "hardware profile", builtin_hw_names(), kProfileFormat).json;
 }
 
 HwProfile load_hw_profile(std::string_view arg) {
-  Loaded l = load(arg, kHwDir, "hardware profile", builtin_hw_names(), "a profile JSON file");
+  Loaded l = load(arg, kHwDir, "hardware profile", builtin_hw_names(), kProfileFormat);
   return hw_profile_from_json(l.json, l.name, l.where,
                               [](const std::string& name) { return load_link(name); });
 }

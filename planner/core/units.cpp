@@ -137,6 +137,17 @@ uint64_t parse_bytes(std::string_view text, std::string_view what) {
   u128 factor = 1;
   if (!n.unit.empty()) {
     const Unit* u = find_unit(n.unit, kSizeUnits);
+    // "14G" (as ls -h and Ollama write it) names no unit here: a binary GiB and a decimal GB
+    // differ by 7%, so the user says which.
+    const size_t prefix = n.unit.size() == 1 ? std::string_view("KMGTP").find(static_cast<char>(std::toupper(n.unit[0])))
+                                             : std::string_view::npos;
+    if (!u && prefix != std::string_view::npos) {
+      const std::string_view number = text.substr(0, text.size() - 1);
+      const char upper = "KMGTP"[prefix];
+      throw InputError(fmt::format("{}: '{}': write {}{}iB (binary, 2^{}) or {}{}B (decimal, 10^{}); accepted units: {}",
+                                   what, text, number, upper, 10 * (prefix + 1), number, upper == 'K' ? 'k' : upper,
+                                   3 * (prefix + 1), unit_list(kSizeUnits)));
+    }
     if (!u)
       throw InputError(fmt::format("{}: unknown unit '{}' in '{}'; accepted units: {}", what, n.unit,
                                    text, unit_list(kSizeUnits)));

@@ -68,3 +68,26 @@ infer_plan_cli_case(spec_words EXIT 0 ARGS spec --explain NOMATCH "[Ss]eed 0[0-9
 infer_plan_cli_case(sweep_words EXIT 0 ARGS sweep scenarios/ NOMATCH "[Ss]eed 0[0-9][0-9]" "SPEC [0-9]")
 infer_plan_cli_case(sweep_json EXIT 0 ARGS sweep scenarios/s23-j23.json --json MATCH "\"schema\": 1" "\"scenarios\": \\[")
 infer_plan_cli_case(sweep_md EXIT 0 ARGS sweep scenarios/s23-j23.json -o md MATCH "^\\| axes \\| case \\| expected \\| got \\| ok \\|")
+
+# run measures with the same names: TTFT, TPOT, E2EL in ms, request and output throughput
+infer_plan_cli_case(run_vllm_json EXIT 0 ARGS run -m qwen3-0.6b --scale 0.1 -w Q8_0 -c 40 -n 8 -np 2 -t 1 --quiet --json
+  MATCH "\"ttft_ms\": {[^}]*\"median\"" "\"e2el_ms\": {[^}]*\"count\": 2" "\"output_throughput_tok_s\"" "\"request_throughput_req_s\""
+        "\"schema\": 1"
+  NOMATCH "sojourn" "\"ttft_s\"")
+infer_plan_cli_case(run_vllm_text EXIT 0 ARGS run -m qwen3-0.6b --scale 0.1 -w Q8_0 -c 40 -n 8 -np 1 -t 1 --quiet
+  MATCH "cpu \\(1 thread\\)" "e2el_ms +median" "1 completed, 0 rejected")
+
+# --- errors that say what is accepted ---
+infer_plan_cli_case(bad_size_bare_prefix EXIT 2 ARGS fit --weights-size 14G
+  MATCH "--weights-size: '14G': write 14GiB \\(binary, 2\\^30\\) or 14GB \\(decimal, 10\\^9\\)")
+infer_plan_cli_case(bad_hw_format_hint EXIT 2 ARGS fit --hw tpu-v9 MATCH "unknown hardware profile 'tpu-v9'.*copy hwprofiles/h200.json")
+infer_plan_cli_case(offload_plural EXIT 0 ARGS offload -np 1 MATCH "  1 request x 8192 prompt" NOMATCH "1 requests")
+
+# --- bash completion from the CLI's own definition ---
+infer_plan_cli_case(completion_bash EXIT 0 ARGS completion bash
+  MATCH "complete -F _infer_plan infer-plan" "\n    fit\\) opts=\"[^\"]*--ctx-size[^\"]*-ctk" "h200" "Q4_K_M")
+infer_plan_cli_case(bad_completion_shell EXIT 2 ARGS completion zsh MATCH "'zsh' is not a shell it writes; accepted: bash")
+# and bash completes with it: a device name after --hw, llama.cpp's -ctk among fit's flags
+add_test(NAME cli_completion_in_bash
+         COMMAND bash -c "source <('$<TARGET_FILE:infer-plan>' completion bash) && COMP_WORDS=(infer-plan fit --hw h2) && COMP_CWORD=3 && _infer_plan && echo \"hw: \${COMPREPLY[*]}\" && COMP_WORDS=(infer-plan fit -ct) && COMP_CWORD=2 && _infer_plan && echo \"flags: \${COMPREPLY[*]}\"")
+set_tests_properties(cli_completion_in_bash PROPERTIES PASS_REGULAR_EXPRESSION "hw: h200\nflags: -ctk -ctv\n")
