@@ -3,10 +3,13 @@
 // with the same threads (a STREAM-like read-only sum). A batch-1 GEMV reads each weight byte once
 // and does a few operations per byte, so it should run near that read bandwidth; target >= 70%
 // for the quantized types. Threads split the rows, as the runtime does. Read and GEMV passes
-// alternate and the fraction is the median of each pair's ratio, so a machine whose bandwidth
-// drifts (a shared VM) still gives a fair fraction.
+// alternate and the fraction is the mean of each pair's ratio (the median over
+// --benchmark_repetitions), so a machine whose bandwidth drifts (a shared VM) still gives a fair
+// fraction.
 //
-//   bench_gemv [GiB]   (weights per matrix, default 1; one matrix is alive at a time)
+//   bench_gemv [--gib=N] [Google Benchmark's flags]   (weights per matrix, default 1; one matrix alive at a time)
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -72,35 +75,7 @@ double time_pass(int threads, const std::function<void(int, int)>& work) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-struct Figures {
-  double median, min, max;  // of the samples
-};
-Figures figures(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {(v[(n - 1) / 2] + v[n / 2]) / 2, v.front(), v.back()};
-}
-
-// After one warm-up pass of each, kRepeats pairs (read pass, GEMV pass): GB/s of each and the
-// ratio within each pair.
-struct Paired {
-  Figures read_gbps, gemv_gbps, fraction;
-};
-Paired time_paired(int threads, uint64_t read_bytes, const std::function<void(int, int)>& read,
-                   uint64_t gemv_bytes, const std::function<void(int, int)>& gemv) {
-  time_pass(threads, read);
-  time_pass(threads, gemv);
-  std::vector<double> r, g, f;
-  for (int rep = 0; rep < kRepeats; ++rep) {
-    r.push_back(static_cast<double>(read_bytes) / time_pass(threads, read) / 1e9);
-    g.push_back(static_cast<double>(gemv_bytes) / time_pass(threads, gemv) / 1e9);
-    f.push_back(g.back() / r.back());
-  }
-  return {figures(r), figures(g), figures(f)};
-}
-
 uint64_t slice_begin(uint64_t n, int t, int threads) { return n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads); }
-
 
 std::vector<float> random_values(uint64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -109,65 +84,92 @@ std::vector<float> random_values(uint64_t n, uint32_t seed) {
   return v;
 }
 
-}  // namespace
+uint64_t g_target_bytes = 1ull << 30;
+double g_checksum = 0;
 
-int main(int argc, char** argv) {
-  const double gib = argc > 1 ? std::atof(argv[1]) : 1.0;
-  if (!(gib > 0 && gib <= 1.5)) {
-    std::fprintf(stderr, "usage: bench_gemv [GiB of weights, 0 < GiB <= 1.5 (twice that is allocated)]\n");
-    return 2;
-  }
-  const auto target_bytes = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
-  const int thread_counts[] = {1, 2};
-  std::printf("bench_gemv: batch-1 GEMV, %llu columns, ~%.2f GiB of weights per matrix, %s dots\n"
-              "  %d pairs of passes (read %.2f GiB, then GEMV) after a warm-up: median (min..max);\n"
-              "  fraction = GEMV weight GB/s / read GB/s of the same pair, median (min..max)\n",
-              static_cast<unsigned long long>(kCols), gib, std::string(matmul_implementation()).c_str(), kRepeats,
-              gib);
-
-  // Speed of light: read a buffer of the same size with the same threads.
-  BigBuffer read_buf(target_bytes);
+// Each iteration is a pair: a read pass over a buffer of the weights' size, then the GEMV pass;
+// the time is the GEMV's, and the counters are each pair's GB/s and their ratio, averaged.
+void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
+  static BigBuffer read_buf(g_target_bytes);
   const uint64_t words = read_buf.bytes / 8;
   const auto* words_p = reinterpret_cast<const uint64_t*>(read_buf.data);
-  std::vector<uint64_t> sinks(2);  // one per thread, written once per pass
+  std::vector<uint64_t> sinks(static_cast<size_t>(threads));
   auto read = [&](int th, int n) {
     const uint64_t b = slice_begin(words, th, n), e = slice_begin(words, th + 1, n);
     sinks[static_cast<size_t>(th)] += read_sum(words_p + b, e - b);
   };
-
-  double checksum = 0;
-  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K,
-                            GgmlType::BF16, GgmlType::F16,  GgmlType::F32};
-  for (GgmlType type : types) {
-    const uint64_t row_bytes = ggml_row_bytes(type, kCols, "bench");
-    const uint64_t rows = target_bytes / row_bytes;
-    const uint64_t weight_bytes = rows * row_bytes;
-    BigBuffer w(weight_bytes);
-    {
-      const std::vector<float> values = random_values(kDistinctRows * kCols, 1);
-      std::vector<uint8_t> distinct(kDistinctRows * row_bytes);
-      quantize_row(type, values, distinct, "bench");
-      for (uint64_t r = 0; r < rows; ++r)
-        std::memcpy(w.data + r * row_bytes, distinct.data() + (r % kDistinctRows) * row_bytes, row_bytes);
-    }
-    const std::vector<float> xf = random_values(kCols, 2);
-    Activations x;
-    convert_activations(type, xf.data(), 1, kCols, x);
-    std::vector<float> y(rows);
-    auto gemv = [&](int th, int n) {
-      matmul_rows(type, w.data, rows, x, slice_begin(rows, th, n), slice_begin(rows, th + 1, n), y.data());
-    };
-    for (int threads : thread_counts) {
-      const Paired p = time_paired(threads, read_buf.bytes, read, weight_bytes, gemv);
-      std::printf("  %-5s %d thread%s  GEMV %6.2f GB/s (%5.2f..%5.2f)  read %6.2f GB/s (%5.2f..%5.2f)  "
-                  "fraction %3.0f%% (%3.0f..%3.0f%%)\n",
-                  std::string(ggml_type_info(type).name).c_str(), threads, threads > 1 ? "s" : " ",
-                  p.gemv_gbps.median, p.gemv_gbps.min, p.gemv_gbps.max, p.read_gbps.median, p.read_gbps.min,
-                  p.read_gbps.max, 100 * p.fraction.median, 100 * p.fraction.min, 100 * p.fraction.max);
-      checksum += static_cast<double>(y[rows / 2]);
-    }
+  const uint64_t row_bytes = ggml_row_bytes(type, kCols, "bench");
+  const uint64_t rows = g_target_bytes / row_bytes;
+  const uint64_t weight_bytes = rows * row_bytes;
+  BigBuffer w(weight_bytes);
+  {
+    const std::vector<float> values = random_values(kDistinctRows * kCols, 1);
+    std::vector<uint8_t> distinct(kDistinctRows * row_bytes);
+    quantize_row(type, values, distinct, "bench");
+    for (uint64_t r = 0; r < rows; ++r)
+      std::memcpy(w.data + r * row_bytes, distinct.data() + (r % kDistinctRows) * row_bytes, row_bytes);
   }
-  checksum += static_cast<double>(sinks[0] + sinks[1]);  // printed, so the sums are not optimised away
-  std::printf("  (checksum %.6g)\n", checksum);
+  const std::vector<float> xf = random_values(kCols, 2);
+  Activations x;
+  convert_activations(type, xf.data(), 1, kCols, x);
+  std::vector<float> y(rows);
+  auto gemv = [&](int th, int n) {
+    matmul_rows(type, w.data, rows, x, slice_begin(rows, th, n), slice_begin(rows, th + 1, n), y.data());
+  };
+  time_pass(threads, read);  // warm-up
+  time_pass(threads, gemv);
+  double read_gbps = 0, gemv_gbps = 0, fraction = 0;
+  for (auto _ : state) {
+    const double r = static_cast<double>(read_buf.bytes) / time_pass(threads, read) / 1e9;
+    const double seconds = time_pass(threads, gemv);
+    const double g = static_cast<double>(weight_bytes) / seconds / 1e9;
+    state.SetIterationTime(seconds);
+    read_gbps += r;
+    gemv_gbps += g;
+    fraction += g / r;
+  }
+  state.counters["read_GBps"] = benchmark::Counter(read_gbps, benchmark::Counter::kAvgIterations);
+  state.counters["gemv_GBps"] = benchmark::Counter(gemv_gbps, benchmark::Counter::kAvgIterations);
+  state.counters["fraction"] = benchmark::Counter(fraction, benchmark::Counter::kAvgIterations);
+  g_checksum += static_cast<double>(y[rows / 2]) + static_cast<double>(sinks[0]);
+}
+
+// "--name=value" taken out of argv (Google Benchmark refuses flags it does not know).
+std::string take_flag(int& argc, char** argv, const char* name, const char* fallback) {
+  const std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
+      std::string value = argv[i] + prefix.size();
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      return value;
+    }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double gib = std::atof(take_flag(argc, argv, "gib", "1").c_str());
+  if (!(gib > 0 && gib <= 1.5)) {
+    std::fprintf(stderr, "bench_gemv: --gib=N: weights per matrix, 0 < N <= 1.5 (twice that is allocated)\n");
+    return 2;
+  }
+  g_target_bytes = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
+  benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
+  benchmark::AddCustomContext("weights_gib", std::to_string(gib));
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::BF16, GgmlType::F16, GgmlType::F32})
+    for (int threads : {1, 2})
+      benchmark::RegisterBenchmark(("gemv/" + std::string(ggml_type_info(type).name) + "/threads:" +
+                                    std::to_string(threads)).c_str(),
+                                   BM_gemv, type, threads)
+          ->Iterations(kRepeats)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::fprintf(stderr, "(checksum %.6g)\n", g_checksum);  // printed, so the products are not optimised away
   return 0;
 }

@@ -1,11 +1,10 @@
-// How long the serving simulation takes for 10^4 requests (target: well under 0.5 s, so a
-// sweep or a max-rate bisection of ~20 runs stays interactive). Warm-up, then repeats; prints
-// the median and spread, and the cost per simulated request and per decode iteration.
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+// How long the serving simulation takes for 10^4 requests (target: well under 0.5 s, so a sweep or
+// a max-rate bisection of ~20 runs stays interactive): a Qwen3-8B-like server on one GPU under a
+// moderate load, and under overload with a deadline (every arrival then runs a lookahead) by each
+// prediction rule. Counters: simulated requests per second (items_per_second), decode iterations
+// and rejections per run.
+//   bench_serving_sim [--benchmark_repetitions=5 ...]   (Google Benchmark's flags)
+#include <benchmark/benchmark.h>
 
 #include "planner/serving/serving_sim.hpp"
 
@@ -13,14 +12,8 @@ using namespace infer_plan;
 
 namespace {
 
-struct Scenario {
-  const char* name;
-  ServerModel server;
-  ServingLoad load;
-};
-
-// A Qwen3-8B-like server on one GPU: ~26 ms decode iteration at batch 1 growing with batch and
-// context, ~0.2 s prefill for 4K tokens; KV for 64 requests of 1K tokens.
+// ~26 ms decode iteration at batch 1 growing with batch and context, ~0.2 s prefill for 4K
+// tokens; KV for 64 requests of 1K tokens.
 ServerModel gpu_like() {
   ServerModel m;
   m.max_batch = 64;
@@ -32,47 +25,40 @@ ServerModel gpu_like() {
   return m;
 }
 
-std::vector<Scenario> scenarios() {
-  std::vector<Scenario> s;
-  ServingLoad base;
-  base.requests = 10'000;
-  base.prompt_tokens = {128, 768};
-  base.output_tokens = {32, 256};
-  base.seed = 1;
-  ServingLoad light = base;
-  light.rate_per_s = 5;
-  s.push_back({"moderate load, no deadline", gpu_like(), light});
-  ServingLoad heavy = base;
-  heavy.rate_per_s = 20;  // past capacity: the deadline rejects, every arrival runs a lookahead
-  heavy.deadline_s = 10;
-  s.push_back({"overload, deadline 10 s (persists)", gpu_like(), heavy});
-  heavy.deadline_prediction = DeadlinePrediction::no_more_arrivals;
-  s.push_back({"overload, deadline 10 s (lower-bound)", gpu_like(), heavy});
-  return s;
+ServingLoad load(double rate_per_s, bool deadline, DeadlinePrediction rule) {
+  ServingLoad l;
+  l.requests = 10'000;
+  l.prompt_tokens = {128, 768};
+  l.output_tokens = {32, 256};
+  l.seed = 1;
+  l.rate_per_s = rate_per_s;
+  if (deadline) l.deadline_s = 10;
+  l.deadline_prediction = rule;
+  return l;
 }
+
+void simulate(benchmark::State& state, const ServingLoad& l) {
+  const ServerModel server = gpu_like();
+  ServingResult r;
+  for (auto _ : state) {
+    r = simulate_serving(server, l);
+    benchmark::DoNotOptimize(r.completed);
+  }
+  // items_per_second: simulated requests per second of simulation
+  state.SetItemsProcessed(static_cast<int64_t>(l.requests) * state.iterations());
+  state.counters["decode_iterations"] = static_cast<double>(r.decode_iterations);
+  state.counters["rejected"] = static_cast<double>(r.rejected.total());
+}
+
+void BM_moderate_load(benchmark::State& s) { simulate(s, load(5, false, DeadlinePrediction::load_persists)); }
+void BM_overload_deadline_persists(benchmark::State& s) { simulate(s, load(20, true, DeadlinePrediction::load_persists)); }
+void BM_overload_deadline_lower_bound(benchmark::State& s) {
+  simulate(s, load(20, true, DeadlinePrediction::no_more_arrivals));
+}
+BENCHMARK(BM_moderate_load)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_overload_deadline_persists)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_overload_deadline_lower_bound)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const int repeats = argc > 1 ? std::atoi(argv[1]) : 11;
-  std::printf("serving simulation, 10^4 requests, %d repeats after one warm-up (target < 0.5 s each)\n", repeats);
-  for (const Scenario& sc : scenarios()) {
-    ServingResult r = simulate_serving(sc.server, sc.load);  // warm-up
-    std::vector<double> seconds;
-    for (int i = 0; i < repeats; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      r = simulate_serving(sc.server, sc.load);
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(seconds.begin(), seconds.end());
-    const double median = seconds[seconds.size() / 2];
-    std::printf("  %-38s median %7.2f ms  (min %.2f, max %.2f)  %.2f us/request  %.0f ns per run iteration (lookaheads incl.)"
-                "  [%llu iterations, %llu rejected, %s]\n",
-                sc.name, 1e3 * median, 1e3 * seconds.front(), 1e3 * seconds.back(),
-                1e6 * median / static_cast<double>(r.requests),
-                1e9 * median / static_cast<double>(std::max<uint64_t>(1, r.decode_iterations)),
-                static_cast<unsigned long long>(r.decode_iterations),
-                static_cast<unsigned long long>(r.rejected.total()), r.stable ? "stable" : "unstable");
-  }
-  return 0;
-}
+BENCHMARK_MAIN();

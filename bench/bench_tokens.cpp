@@ -3,14 +3,17 @@
 // decode batch. With the weights streamed once per pass, a pass over T tokens should cost about
 // max(read, T x arithmetic), not read + (T - 1) x arithmetic: the figure that decides whether a
 // verify pass is nearly free (an interior optimum over the block length) or not. Threads split
-// the rows, as the runtime does.
+// the rows, as the runtime does. Each benchmark is TYPE/tokens:T; the extra cost per token is
+// (time at T - time at 1) / (T - 1), and the counter weight_GBps is the weights read per second.
 //
-//   bench_tokens [cols [threads]]   (default 640 columns, the CI spec plan's width; 2 threads)
-#include <algorithm>
-#include <chrono>
+//   bench_tokens [--cols=N] [--threads=N] [Google Benchmark's flags]   (default 640 columns, the CI
+//   spec plan's width, and 2 threads)
+#include <benchmark/benchmark.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,7 +28,6 @@ using namespace infer_plan::kernels;
 namespace {
 
 constexpr uint64_t kMatrixBytes = 96ull << 20;
-constexpr int kRepeats = 15;  // timed passes per token count after one warm-up; the median is printed
 constexpr uint64_t kMaxTokens = 9;
 
 std::vector<float> random_values(uint64_t n, uint32_t seed) {
@@ -35,73 +37,91 @@ std::vector<float> random_values(uint64_t n, uint32_t seed) {
   return v;
 }
 
-// One pass of the product on `threads` threads, each on its slice of the rows; seconds.
-double time_pass(GgmlType type, const std::vector<uint8_t>& w, uint64_t rows, const Activations& x,
-                 std::vector<float>& y, int threads) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  auto slice = [&](int t) { return rows * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads); };
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] { matmul_rows(type, w.data(), rows, x, slice(t), slice(t + 1), y.data()); });
-  matmul_rows(type, w.data(), rows, x, slice(0), slice(1), y.data());
-  for (std::thread& th : pool) th.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// One matrix per type, quantized once (64 distinct rows, tiled: quantizing 96 MiB of Q2_K is slow).
+struct Matrix {
+  uint64_t rows = 0;
+  std::vector<uint8_t> w;
+};
+Matrix make_matrix(GgmlType type, uint64_t cols) {
+  Matrix m;
+  const uint64_t row_bytes = ggml_row_bytes(type, cols, "bench");
+  m.rows = kMatrixBytes / row_bytes;
+  m.w.resize(m.rows * row_bytes);
+  const uint64_t distinct = 64;
+  std::vector<uint8_t> block(distinct * row_bytes);
+  quantize_row(type, random_values(distinct * cols, 1), block, "bench");
+  for (uint64_t r = 0; r < m.rows; ++r)
+    std::memcpy(m.w.data() + r * row_bytes, block.data() + (r % distinct) * row_bytes, row_bytes);
+  return m;
+}
+
+void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, int threads) {
+  static std::vector<std::pair<GgmlType, Matrix>> matrices;  // built on first use, kept across token counts
+  const Matrix* m = nullptr;
+  for (const auto& [t, matrix] : matrices)
+    if (t == type) m = &matrix;
+  if (m == nullptr) {
+    matrices.clear();  // one matrix alive at a time
+    matrices.emplace_back(type, make_matrix(type, cols));
+    m = &matrices.back().second;
+  }
+  const auto tokens = static_cast<uint64_t>(state.range(0));
+  const std::vector<float> xf = random_values(tokens * cols, 2);
+  Activations x;
+  convert_activations(type, xf.data(), tokens, cols, x);
+  std::vector<float> y(tokens * m->rows);
+  auto slice = [&](int t) { return m->rows * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads); };
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back([&, t] { matmul_rows(type, m->w.data(), m->rows, x, slice(t), slice(t + 1), y.data()); });
+    matmul_rows(type, m->w.data(), m->rows, x, slice(0), slice(1), y.data());
+    for (std::thread& th : pool) th.join();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["weight_GBps"] = benchmark::Counter(static_cast<double>(m->w.size()) * 1e-9 *
+                                                         static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate);
+}
+
+// "--name=value" taken out of argv (Google Benchmark refuses flags it does not know).
+std::string take_flag(int& argc, char** argv, const char* name, const char* fallback) {
+  const std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
+      std::string value = argv[i] + prefix.size();
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      return value;
+    }
+  return fallback;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const uint64_t cols = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 640;
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const uint64_t cols = std::strtoull(take_flag(argc, argv, "cols", "640").c_str(), nullptr, 10);
+  const int threads = std::atoi(take_flag(argc, argv, "threads", "2").c_str());
   if (cols == 0 || cols % 32 != 0 || threads < 1 || threads > 64) {
-    std::fprintf(stderr, "usage: bench_tokens [cols, a multiple of 32 (Q2_K runs at multiples of 256) [threads, 1..64]]\n");
+    std::fprintf(stderr, "bench_tokens: --cols must be a multiple of 32 (Q2_K runs at multiples of 256), "
+                         "--threads 1..64\n");
     return 2;
   }
-  std::printf("bench_tokens: %llu MiB of weights, %llu columns, %d thread%s, %s dots; median of %d passes\n"
-              "  per token count T: ms per pass, and ms over T = 1 per extra token\n",
-              static_cast<unsigned long long>(kMatrixBytes >> 20), static_cast<unsigned long long>(cols), threads,
-              threads > 1 ? "s" : "", std::string(matmul_implementation()).c_str(), kRepeats);
-  double checksum = 0;
+  benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
+  benchmark::AddCustomContext("cols", std::to_string(cols));
+  benchmark::AddCustomContext("threads", std::to_string(threads));
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
-    if (cols % ggml_type_info(type).block_values != 0) {
-      std::printf("  %-5s  skipped: %llu columns are not whole blocks of %u\n", std::string(ggml_type_info(type).name).c_str(),
-                  static_cast<unsigned long long>(cols), ggml_type_info(type).block_values);
-      continue;
-    }
-    const uint64_t row_bytes = ggml_row_bytes(type, cols, "bench");
-    const uint64_t rows = kMatrixBytes / row_bytes;
-    std::vector<uint8_t> w(rows * row_bytes);
-    {
-      const uint64_t distinct = 64;  // quantized once, then tiled: quantizing 96 MiB of Q2_K is slow
-      std::vector<uint8_t> block(distinct * row_bytes);
-      quantize_row(type, random_values(distinct * cols, 1), block, "bench");
-      for (uint64_t r = 0; r < rows; ++r)
-        std::copy_n(block.data() + (r % distinct) * row_bytes, row_bytes, w.data() + r * row_bytes);
-    }
-    const std::vector<float> xf = random_values(kMaxTokens * cols, 2);
-    std::printf("  %-5s", std::string(ggml_type_info(type).name).c_str());
-    double one_token_ms = 0;
-    for (uint64_t tokens = 1; tokens <= kMaxTokens; ++tokens) {
-      Activations x;
-      convert_activations(type, xf.data(), tokens, cols, x);
-      std::vector<float> y(tokens * rows);
-      time_pass(type, w, rows, x, y, threads);
-      std::vector<double> ms;
-      for (int rep = 0; rep < kRepeats; ++rep) ms.push_back(1e3 * time_pass(type, w, rows, x, y, threads));
-      std::sort(ms.begin(), ms.end());
-      const double median = ms[ms.size() / 2];
-      if (tokens == 1) {
-        one_token_ms = median;
-        std::printf("  T=1 %.2f", median);
-      } else {
-        std::printf("  T=%llu %.2f (+%.2f)", static_cast<unsigned long long>(tokens), median,
-                    (median - one_token_ms) / static_cast<double>(tokens - 1));
-      }
-      std::fflush(stdout);
-      checksum += static_cast<double>(y[rows / 2]);
-    }
-    std::printf("\n");
+    if (cols % ggml_type_info(type).block_values != 0) continue;  // not whole blocks
+    benchmark::RegisterBenchmark(("product/" + std::string(ggml_type_info(type).name)).c_str(), BM_product, type, cols,
+                                 threads)
+        ->ArgName("tokens")
+        ->DenseRange(1, static_cast<int64_t>(kMaxTokens))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
-  std::printf("  (checksum %.6g)\n", checksum);  // printed, so the products are not optimised away
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
   return 0;
 }
