@@ -162,14 +162,8 @@ Simulation build_simulation(const QueueArgs& a) {
                                    "a limit in milliseconds, e.g. --goodput ttft:500 tpot:50",
                                    limit));
     const std::string ms_text = limit.substr(colon + 1);
-    double limit_ms = 0;
-    size_t used = 0;
-    try {
-      limit_ms = std::stod(ms_text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != ms_text.size() || !std::isfinite(limit_ms) || limit_ms <= 0 || limit_ms > kMaxTimeS * 1e3)
+    const double limit_ms = parse_number(ms_text).value_or(-1);
+    if (!std::isfinite(limit_ms) || limit_ms <= 0 || limit_ms > kMaxTimeS * 1e3)
       throw InputError(fmt::format("--goodput: '{}': '{}' is not a time in milliseconds above 0 and at most {:g}",
                                    limit, ms_text, kMaxTimeS * 1e3));
     if (*slot) throw InputError(fmt::format("--goodput: {} is given twice", key));

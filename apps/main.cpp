@@ -239,6 +239,7 @@ int main(int argc, char** argv) {
         row.sweep.insert(row.sweep.begin(), {axes[a].flag, v});
       }
       for (const auto& [flag, value] : row.sweep) label += fmt::format("{}--{} {}", label.empty() ? "[" : ", ", flag, value);
+      if (!values_are_sane(point_args)) return 2;  // each item of a list, as a value of its own
       output_state().documents.clear();
       code = parse_and_run(point_args, label + "] ");
       if (code != 0) return code;

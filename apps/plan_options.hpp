@@ -21,19 +21,27 @@ inline const CLI::Validator kNonNegativeCount(
     },
     "", "non-negative count");
 
+// `text` as a number, the whole of it (std::stod stops early and throws); nullopt otherwise.
+inline std::optional<double> parse_number(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return v;
+}
+
 // For flags bound to floating-point figures: a number above `lo` (or from it, when `lo_closed`)
 // and at most `hi`. CLI11's Range lets NaN through (every comparison with it is false).
 inline CLI::Validator number_in(double lo, double hi, bool lo_closed = false) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        double v = 0;
-        size_t used = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
+        const std::optional<double> parsed = parse_number(text);
+        if (!parsed) return "'" + text + "' is not a number";
+        const double v = *parsed;
         if ((lo_closed ? v >= lo : v > lo) && v <= hi) return {};
         return fmt::format("{} is out of range; expected {} {:g} and at most {:g}", text,
                            lo_closed ? "at least" : "above", lo, hi);

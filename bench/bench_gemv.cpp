@@ -29,12 +29,14 @@
 #include <immintrin.h>
 #endif
 
+#include "bench/bench_flags.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/stream_read.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;
+using infer_plan::bench::take_flag;
 
 namespace {
 
@@ -134,18 +136,6 @@ void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
   g_checksum += static_cast<double>(y[rows / 2]) + static_cast<double>(sinks[0]);
 }
 
-// "--name=value" taken out of argv (Google Benchmark refuses flags it does not know).
-std::string take_flag(int& argc, char** argv, const char* name, const char* fallback) {
-  const std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
-      std::string value = argv[i] + prefix.size();
-      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
-      --argc;
-      return value;
-    }
-  return fallback;
-}
 
 }  // namespace
 

@@ -19,11 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_flags.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;
+using infer_plan::bench::take_flag;
 
 namespace {
 
@@ -84,18 +86,6 @@ void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, int threa
                                                      benchmark::Counter::kIsRate);
 }
 
-// "--name=value" taken out of argv (Google Benchmark refuses flags it does not know).
-std::string take_flag(int& argc, char** argv, const char* name, const char* fallback) {
-  const std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
-      std::string value = argv[i] + prefix.size();
-      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
-      --argc;
-      return value;
-    }
-  return fallback;
-}
 
 }  // namespace
 

@@ -152,12 +152,12 @@ gpu_report() {  # NAME CAP ARGS...: the report as text (log), markdown, JSON and
   note "         $(grep -m1 -o '"holds": [a-z]*' "$out/report-$name.json" || echo 'no verdict in the JSON')"
 }
 for w in BF16 Q8_0:pure Q4_0:pure Q2_K:pure; do
-  gpu_report "qwen3-8b-${w%%:*}-kv-bf16" 60 --model qwen3-8b --weights "$w" --kv bf16 --ctx 1024 --output 64 --requests 1
+  gpu_report "qwen3-8b-${w%%:*}-kv-bf16" 60 --model qwen3-8b --weights "$w" --kv bf16 --ctx 1024 --output-len 64 --parallel 1
 done
 for kv in q8_0 q4_0; do
-  gpu_report "qwen3-8b-Q8_0-kv-$kv" 60 --model qwen3-8b --weights Q8_0:pure --kv "$kv" --ctx 1024 --output 64 --requests 1
+  gpu_report "qwen3-8b-Q8_0-kv-$kv" 60 --model qwen3-8b --weights Q8_0:pure --kv "$kv" --ctx 1024 --output-len 64 --parallel 1
 done
-gpu_report qwen3-8b-BF16-batch8 60 --model qwen3-8b --weights BF16 --kv bf16 --ctx 1024 --output 64 --requests 8
+gpu_report qwen3-8b-BF16-batch8 60 --model qwen3-8b --weights BF16 --kv bf16 --ctx 1024 --output-len 64 --parallel 8
 gpu_report offload-pcie 90 "$root/scenarios/plans/h200-offload.json"
 gpu_report speculative 120 "$root/scenarios/plans/h200-spec.json" --spec-repeats 2
 

@@ -91,3 +91,6 @@ infer_plan_cli_case(bad_completion_shell EXIT 2 ARGS completion zsh MATCH "'zsh'
 add_test(NAME cli_completion_in_bash
          COMMAND bash -c "source <('$<TARGET_FILE:infer-plan>' completion bash) && COMP_WORDS=(infer-plan fit --hw h2) && COMP_CWORD=3 && _infer_plan && echo \"hw: \${COMPREPLY[*]}\" && COMP_WORDS=(infer-plan fit -ct) && COMP_CWORD=2 && _infer_plan && echo \"flags: \${COMPREPLY[*]}\"")
 set_tests_properties(cli_completion_in_bash PROPERTIES PASS_REGULAR_EXPRESSION "hw: h200\nflags: -ctk -ctv\n")
+# each item of a comma list is checked as a value of its own: no wrap past 2^64 - 1, no NaN
+infer_plan_cli_case(bad_sweep_item_huge EXIT 2 ARGS fit -np 1,99999999999999999999999
+  MATCH "--parallel: '99999999999999999999999' is beyond 2\\^64 - 1")
