@@ -60,6 +60,8 @@ void run(const SweepArgs& a) {
   std::vector<ScenarioRun> runs;
   for (const Scenario& s : scenarios) runs.push_back(run_scenario(s));
 
+  if (!a.format.empty() && output_state().format != OutputFormat::text)
+    throw InputError("--format and -o (or --json) both given: --format is the old name of -o; give one");
   const OutputFormat format = a.format.empty()    ? output_state().format
                               : a.format == "table" ? OutputFormat::text
                                                     : parse_output_format(a.format, "--format");

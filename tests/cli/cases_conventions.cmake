@@ -94,3 +94,5 @@ set_tests_properties(cli_completion_in_bash PROPERTIES PASS_REGULAR_EXPRESSION "
 # each item of a comma list is checked as a value of its own: no wrap past 2^64 - 1, no NaN
 infer_plan_cli_case(bad_sweep_item_huge EXIT 2 ARGS fit -np 1,99999999999999999999999
   MATCH "--parallel: '99999999999999999999999' is beyond 2\\^64 - 1")
+infer_plan_cli_case(bad_sweep_both_formats EXIT 2 ARGS sweep scenarios/ --format csv -o json
+  MATCH "--format and -o \\(or --json\\) both given")
