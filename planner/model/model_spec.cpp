@@ -150,8 +150,13 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.sliding_window = optional_uint(c, "sliding_window", where).value_or(0);
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
     auto type = optional_string(*it, "rope_type", where + ": rope_scaling");
-    if (!type) type = optional_string(*it, "type", where + ": rope_scaling");
+    s.rope_scaling_key = where + ": rope_scaling.rope_type";
+    if (!type) {
+      type = optional_string(*it, "type", where + ": rope_scaling");
+      s.rope_scaling_key = where + ": rope_scaling.type";
+    }
     s.rope_freqs_tensor = type && *type == "llama3";
+    s.rope_scaling = type.value_or("");
   }
 
   if (arch->moe) {

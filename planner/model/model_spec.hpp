@@ -27,6 +27,11 @@ struct ModelSpec {
   bool qk_norm = false;            // Qwen3: RMSNorm on q and k per head
   bool qkv_bias = false;           // Qwen2: biases on q, k, v projections
   bool rope_freqs_tensor = false;  // Llama 3.1 "llama3" rope scaling: GGUF stores rope_freqs
+  // RoPE as the source declares it, for the runtime to refuse what it does not apply (issue 17):
+  // the scaling type ("" or "none": none; "llama3"; "yarn", "linear", ...) and the key that said
+  // so, and the rotated dimensions per head (0: all of head_dim; fewer: partial RoPE).
+  std::string rope_scaling, rope_scaling_key;
+  uint64_t rope_dims = 0;
 
   // MoE (zero experts = dense).
   uint64_t experts = 0;              // num_experts

@@ -504,6 +504,15 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.intermediate = key_u64(m, arch + ".feed_forward_length", 0);
   s.max_context = key_u64(m, arch + ".context_length", 0);
   s.rope_theta = key_f64(m, arch + ".rope.freq_base", 10000.0);
+  if (const GgufValue* scaling = m.find(arch + ".rope.scaling.type")) {
+    if (scaling->type != GgufType::string)
+      throw InputError(fmt::format("{}: metadata key '{}.rope.scaling.type' is a {}, expected a string",
+                                   m.paths.front(), arch, gguf_type_name(scaling->type)));
+    s.rope_scaling = scaling->str;
+    s.rope_scaling_key = fmt::format("{}: {}.rope.scaling.type", m.paths.front(), arch);
+  }
+  s.rope_dims = key_u64(m, arch + ".rope.dimension_count", 0);
+  if (s.rope_dims == s.head_dim) s.rope_dims = 0;  // all of it, whatever --scale later makes head_dim
   s.rms_norm_eps = key_f64(m, arch + ".attention.layer_norm_rms_epsilon", 1e-6);
   s.experts = key_u64(m, arch + ".expert_count", 0);
   s.experts_active = key_u64(m, arch + ".expert_used_count", 0);

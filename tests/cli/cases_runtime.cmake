@@ -71,3 +71,9 @@ infer_plan_cli_case(bad_run_host_memory EXIT 2 ARGS run --model qwen3-235b-a22b 
   MATCH "run: the plan needs [0-9.]+ GiB of memory \\(weights [0-9.]+ GiB, KV [0-9.]+ GiB\\) but cpu has [0-9.]+ GiB available")
 infer_plan_cli_case(bad_run_trained_context EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --ctx 1M --quiet
   MATCH "run: context 1048576 tokens is beyond the 40960 tokens qwen3-0.6b@0.1 was trained for")
+
+# RoPE scaling the decoder does not apply (issue 17): run refuses it, naming the key, instead of
+# computing the unscaled model's logits in silence; the planner's figures do not depend on it.
+infer_plan_cli_case(bad_run_rope_yarn EXIT 2 ARGS run --model tests/data/tiny_config_yarn.json --ctx 40 -n 8 --quiet
+  MATCH "rope_scaling.type = 'yarn': the runtime does not apply this RoPE scaling yet")
+infer_plan_cli_case(fit_rope_yarn EXIT 0 ARGS fit --model tests/data/tiny_config_yarn.json MATCH "verdict: FITS")

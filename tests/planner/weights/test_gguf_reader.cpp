@@ -305,3 +305,17 @@ TEST_CASE("writer refuses inconsistent input") {
                        doctest::Contains("twice"), InputError);
   CHECK_THROWS_AS(write_gguf(path, {}, {{"t", {100}, GgmlType::Q4_0, {}}}), InputError);
 }
+
+TEST_CASE("RoPE scaling and partial RoPE are read, for the runtime to refuse what it does not apply") {
+  const std::string path = temp_path("rope.gguf");
+  test_support::write_toy_gguf_with(path, "qwen3.rope.scaling.type", GgufValue::of_string("yarn"));
+  const ModelSpec yarn = model_spec_from_gguf(read_gguf_model(path));
+  CHECK(yarn.rope_scaling == "yarn");
+  CHECK(yarn.rope_scaling_key.find("qwen3.rope.scaling.type") != std::string::npos);
+  test_support::write_toy_gguf_with(path, "qwen3.rope.dimension_count", GgufValue::of_u32(16));
+  CHECK(model_spec_from_gguf(read_gguf_model(path)).rope_dims == 16);  // of head_dim 32
+  test_support::write_toy_gguf_with(path, "qwen3.rope.dimension_count", GgufValue::of_u32(32));
+  CHECK(model_spec_from_gguf(read_gguf_model(path)).rope_dims == 0);  // all of it
+  CHECK(spec_error_with("qwen3.rope.scaling.type", GgufValue::of_u32(2)).find(
+            "'qwen3.rope.scaling.type' is a u32, expected a string") != std::string::npos);
+}
