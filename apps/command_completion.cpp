@@ -3,13 +3,13 @@
 // that take them. `cmake --install` puts it where bash-completion finds it.
 #include <fmt/format.h>
 
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "apps/commands.hpp"
+#include "apps/llama_flags.hpp"
 #include "apps/output.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
@@ -17,14 +17,6 @@
 
 namespace infer_plan::apps {
 namespace {
-
-// llama.cpp's multi-letter short flags, which main reads as these long names.
-const std::map<std::string, std::string>& llama_cpp_shorts() {
-  static const std::map<std::string, std::string> shorts{{"--n-gpu-layers", "-ngl"}, {"--cache-type-k", "-ctk"},
-                                                         {"--cache-type-v", "-ctv"}, {"--parallel", "-np"},
-                                                         {"--flash-attn", "-fa"},    {"--ubatch-size", "-ub"}};
-  return shorts;
-}
 
 std::string words(const std::vector<std::string>& list) { return fmt::format("{}", fmt::join(list, " ")); }
 
@@ -34,8 +26,8 @@ std::vector<std::string> flags_of(const CLI::App& cmd) {
   for (const CLI::Option* o : cmd.get_options()) {
     for (const std::string& l : o->get_lnames()) {
       out.insert("--" + l);
-      const auto it = llama_cpp_shorts().find("--" + l);
-      if (it != llama_cpp_shorts().end()) out.insert(it->second);
+      for (const auto& [short_name, long_name] : kLlamaCppShortFlags)
+        if (long_name == "--" + l) out.insert(std::string(short_name));
     }
     for (const std::string& s : o->get_snames()) out.insert("-" + s);
   }

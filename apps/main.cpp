@@ -14,6 +14,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
+#include "apps/llama_flags.hpp"
 #include "apps/output.hpp"
 #include "planner/core/input_error.hpp"
 
@@ -54,13 +55,9 @@ std::unique_ptr<CLI::App> make_app() {
   return app;
 }
 
-// llama.cpp's flags of more than one letter after a single dash, which CLI11 cannot name: each is
-// read as its long name.
+// llama.cpp's multi-letter short flags (apps/llama_flags.hpp) read as their long names.
 std::string llama_cpp_long_name(std::string_view flag) {
-  static const std::pair<std::string_view, std::string_view> names[] = {
-      {"-ngl", "--n-gpu-layers"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-np", "--parallel"},
-      {"-fa", "--flash-attn"},    {"-ub", "--ubatch-size"},   {"-ps", "--p-split"}};
-  for (const auto& [short_name, long_name] : names)
+  for (const auto& [short_name, long_name] : infer_plan::apps::kLlamaCppShortFlags)
     if (flag == short_name) return std::string(long_name);
   return std::string(flag);
 }
@@ -161,9 +158,9 @@ std::vector<Axis> sweep_axes(CLI::App& app, const std::vector<std::string>& args
   return axes;
 }
 
-// Parses and runs one command line; returns its exit code. `label` prefixes errors (a sweep's point).
-int parse_and_run(const std::vector<std::string>& args, const std::string& label) {
-  auto app = make_app();
+// Parses and runs one command line with `app` (not parsed before); returns its exit code. `label`
+// prefixes errors (a sweep's point).
+int parse_and_run(std::unique_ptr<CLI::App> app, const std::vector<std::string>& args, const std::string& label) {
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app->parse(reversed);
@@ -218,7 +215,7 @@ int main(int argc, char** argv) {
   std::vector<infer_plan::apps::OutputRow> rows;
   int code = 0;
   if (axes.empty()) {
-    code = parse_and_run(args, "");  // a command that ends with a verdict (sweep --check: 1) has printed
+    code = parse_and_run(std::move(app), args, "");  // a command that ends with a verdict (sweep --check: 1) has printed
     for (infer_plan::Json& d : output_state().documents) rows.push_back({{}, std::move(d)});
   } else {
     output_state().documents_wanted = true;  // every point is a row, text included
@@ -241,7 +238,7 @@ int main(int argc, char** argv) {
       for (const auto& [flag, value] : row.sweep) label += fmt::format("{}--{} {}", label.empty() ? "[" : ", ", flag, value);
       if (!values_are_sane(point_args)) return 2;  // each item of a list, as a value of its own
       output_state().documents.clear();
-      code = parse_and_run(point_args, label + "] ");
+      code = parse_and_run(make_app(), point_args, label + "] ");  // a fresh parser per point
       if (code != 0) return code;
       if (output_state().documents.size() != 1) {
         fmt::print(stderr, "infer-plan: error: {}: this command has no table output; run its points one by one\n",
