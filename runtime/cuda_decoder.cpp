@@ -26,15 +26,11 @@
 #include "planner/core/input_error.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/offload_prefetcher.hpp"
+#include "runtime/rope_params.hpp"
 
 namespace infer_plan::runtime {
 namespace cuk = kernels::cuda;
 namespace {
-
-// llama.cpp's rope type per architecture, as runtime/decoder: NeoX for Qwen, normal for Llama.
-kernels::RopeLayout rope_layout_of(const ModelSpec& s) {
-  return s.gguf_arch == "llama" ? kernels::RopeLayout::normal : kernels::RopeLayout::neox;
-}
 
 uint64_t round_up_pow2(uint64_t n) {
   uint64_t p = 8;
@@ -70,7 +66,7 @@ struct CudaDecoder::State {
   OffloadPrefetcher* prefetcher = nullptr;
   CudaDecoderOptions options;
   cudaStream_t stream = nullptr;
-  kernels::RopeLayout rope_layout;
+  kernels::RopeParams rope;  // freq_factors on the device
   uint64_t ffn_width = 0;  // the widest FFN row count: dense intermediate or one expert's
   bool moe = false;
 
@@ -94,7 +90,8 @@ struct CudaDecoder::State {
         CudaDecoderOptions o)
       : backend(b), weights(w), cache(c), spec(w.spec()),
         layers(n_layers == 0 ? spec.layers : std::min(n_layers, spec.layers)), prefetcher(p), options(o),
-        stream(static_cast<cudaStream_t>(b.stream())), rope_layout(rope_layout_of(spec)) {}
+        stream(static_cast<cudaStream_t>(b.stream())),
+        rope(rope_params(spec, w.rope_freqs() ? w.rope_freqs()->floats() : nullptr)) {}
 
   ~State() {
     for (auto& [key, exec] : graphs) (void)cudaGraphExecDestroy(exec);
@@ -260,12 +257,8 @@ struct CudaDecoder::State {
     if (L.attn_k_norm)
       cuk::rmsnorm(f(k), L.attn_k_norm->floats(), static_cast<uint32_t>(tokens * spec.kv_heads),
                    static_cast<uint32_t>(D), eps, f(k), stream);
-    const float theta = static_cast<float>(spec.rope_theta);
-    const float* freq_factors = weights.rope_freqs() ? weights.rope_freqs()->floats() : nullptr;  // on the device
-    cuk::rope(f(q), T, static_cast<uint32_t>(spec.heads), static_cast<uint32_t>(D), positions(), theta, rope_layout, stream,
-              freq_factors);
-    cuk::rope(f(k), T, static_cast<uint32_t>(spec.kv_heads), static_cast<uint32_t>(D), positions(), theta, rope_layout,
-              stream, freq_factors);
+    cuk::rope(f(q), T, static_cast<uint32_t>(spec.heads), positions(), rope, stream);
+    cuk::rope(f(k), T, static_cast<uint32_t>(spec.kv_heads), positions(), rope, stream);
     const cuk::PagedKvLayer kv = kv_layer(l);
     cuk::kv_store(kv, static_cast<uint32_t>(KW), f(k), f(v), T, positions(), page_starts(), page_table(), stream);
     cuk::attention(attention_shape(), kv, {contexts(), page_starts(), page_table()}, f(q), T,

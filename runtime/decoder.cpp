@@ -12,6 +12,7 @@
 #include "kernels/cpu/rmsnorm.hpp"
 #include "kernels/cpu/swiglu.hpp"
 #include "runtime/projection.hpp"
+#include "runtime/rope_params.hpp"
 
 namespace infer_plan::runtime {
 namespace {
@@ -26,18 +27,13 @@ void add_bias(float* y, const WeightTensor* bias, uint64_t tokens, uint64_t widt
     for (uint64_t i = 0; i < width; ++i) y[t * width + i] += bias->floats()[i];
 }
 
-// llama.cpp's rope type per architecture: NeoX for Qwen2/Qwen3 (and MoE), normal for Llama.
-kernels::RopeLayout rope_layout_of(const ModelSpec& s) {
-  return s.gguf_arch == "llama" ? kernels::RopeLayout::normal : kernels::RopeLayout::neox;
-}
-
 }  // namespace
 
 Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& pool, uint64_t layers,
                  OffloadPrefetcher* prefetcher)
     : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()),
       layers_(layers == 0 ? spec_.layers : std::min(layers, spec_.layers)), prefetcher_(prefetcher),
-      rope_layout_(rope_layout_of(spec_)) {
+      rope_(rope_params(spec_, weights.rope_freqs() ? weights.rope_freqs()->floats() : nullptr)) {
   // The prefetcher hands out groups pass after pass in order: a pass must visit all of them.
   if (prefetcher_ && (layers_ != spec_.layers || prefetcher_->groups() != weights_.offload_groups().size()))
     throw std::logic_error("Decoder: a prefetcher needs the offloaded weights it copies and every layer");
@@ -122,8 +118,7 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   add_bias(q_.data(), L.attn_q_bias, tokens, QW);
   add_bias(k_.data(), L.attn_k_bias, tokens, KW);
   add_bias(v_.data(), L.attn_v_bias, tokens, KW);
-  const float eps = static_cast<float>(spec_.rms_norm_eps), theta = static_cast<float>(spec_.rope_theta);
-  const float* freq_factors = weights_.rope_freqs() ? weights_.rope_freqs()->floats() : nullptr;
+  const float eps = static_cast<float>(spec_.rms_norm_eps);
   for (uint64_t t = 0; t < tokens; ++t) {
     float* q = &q_[t * QW];
     float* k = &k_[t * KW];
@@ -131,8 +126,8 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       for (uint64_t h = 0; h < spec_.heads; ++h) kernels::rmsnorm(q + h * D, L.attn_q_norm->floats(), D, eps, q + h * D);
     if (L.attn_k_norm)
       for (uint64_t h = 0; h < spec_.kv_heads; ++h) kernels::rmsnorm(k + h * D, L.attn_k_norm->floats(), D, eps, k + h * D);
-    kernels::rope(q, spec_.heads, D, positions_[t], theta, rope_layout_, freq_factors);
-    kernels::rope(k, spec_.kv_heads, D, positions_[t], theta, rope_layout_, freq_factors);
+    kernels::rope(q, spec_.heads, positions_[t], rope_);
+    kernels::rope(k, spec_.kv_heads, positions_[t], rope_);
     cache_.store(chunks[chunk_of_token_[t]].seq, l, positions_[t], k, &v_[t * KW]);
   }
   // Page tables per chunk, then each token attends to its sequence's positions [0, its own].

@@ -48,7 +48,7 @@ class Decoder final : public ForwardPass {
   uint64_t layers_ = 0;
   OffloadPrefetcher* prefetcher_ = nullptr;
   std::vector<WeightTensor> slot_views_;  // the offloaded tensors of the layer in flight, in its slot
-  kernels::RopeLayout rope_layout_;
+  kernels::RopeParams rope_;  // the model's RoPE (runtime/rope_params)
   // Working buffers, tokens x width, grown as needed and reused across steps.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_, head_out_;
   std::vector<uint64_t> positions_;

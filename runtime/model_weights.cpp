@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "runtime/rope_params.hpp"
 #include "kernels/cpu/sampling.hpp"
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/core/input_error.hpp"
@@ -86,8 +88,12 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
-                         t.role == TensorRole::attn_k_norm ||
-                         t.role == TensorRole::rope_freqs;  // synthetic factors 1 (a GGUF's own are read and applied)
+                         t.role == TensorRole::attn_k_norm;
+    if (t.role == TensorRole::rope_freqs) {  // llama3's factors from config.json (a GGUF's own are read)
+      const std::vector<float> factors = llama3_rope_factors(spec);
+      std::memcpy(data, factors.data(), std::min(w.placement.bytes, factors.size() * sizeof(float)));
+      return;
+    }
     if (is_norm) {
       std::vector<float> ones(w.cols, 1.0f);
       std::memcpy(data, ones.data(), w.placement.bytes);
@@ -219,9 +225,10 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     for (size_t i : group_members[g]) groups_[g].tensors.push_back(&tensors_[i]);
   if (!output_) output_ = token_embd_;  // tied embeddings
   if (!token_embd_ || !output_norm_) throw InputError(fmt::format("weights: {} has no token_embd or output_norm", spec_.name));
-  if (rope_freqs_ && (rope_freqs_->type() != GgmlType::F32 || rope_freqs_->cols != spec_.head_dim / 2))
-    throw InputError(fmt::format("weights: {}'s rope_freqs.weight is {} x {}; expected F32 x {} (head_dim / 2)", spec_.name,
-                                 ggml_type_info(rope_freqs_->type()).name, rope_freqs_->cols, spec_.head_dim / 2));
+  const uint64_t pairs = (spec_.rope_dims ? spec_.rope_dims : spec_.head_dim) / 2;
+  if (rope_freqs_ && (rope_freqs_->type() != GgmlType::F32 || rope_freqs_->cols != pairs))
+    throw InputError(fmt::format("weights: {}'s rope_freqs.weight is {} x {}; expected F32 x {} (one per rotated pair)",
+                                 spec_.name, ggml_type_info(rope_freqs_->type()).name, rope_freqs_->cols, pairs));
 }
 
 ModelWeights::~ModelWeights() {

@@ -19,6 +19,7 @@
 #include "runtime/interrupt.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/offload_prefetcher.hpp"
+#include "runtime/rope_params.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -59,17 +60,13 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
-  // RoPE the decoder does not apply would give the unscaled model's logits in silence: refused,
+  // RoPE scaling the kernels do not apply would give another model's logits in silence: refused,
   // naming the key (the planner's figures do not depend on it).
-  const std::string& scaling = rp.spec.rope_scaling;
-  if (!scaling.empty() && scaling != "none" && scaling != "default" && scaling != "llama3")
-    throw InputError(fmt::format("run: {} = '{}': the runtime does not apply this RoPE scaling yet (it applies "
-                                 "llama3's); its logits would be those of the unscaled model",
-                                 rp.spec.rope_scaling_key, scaling));
-  if (rp.spec.rope_dims != 0 && rp.spec.rope_dims != rp.spec.head_dim)
-    throw InputError(fmt::format("run: {}: RoPE over {} of {} dimensions per head (partial RoPE, "
-                                 "rope.dimension_count) is not applied by the runtime yet",
-                                 rp.spec.name, rp.spec.rope_dims, rp.spec.head_dim));
+  try {
+    rope_params(rp.spec, nullptr);
+  } catch (const InputError& e) {
+    throw InputError(std::string("run: ") + e.what());
+  }
   if (rp.spec.max_context && plan.context > rp.spec.max_context)
     throw InputError(fmt::format("run: context {} tokens is beyond the {} tokens {} was trained for; lower the "
                                  "context (--ctx)", plan.context, rp.spec.max_context, rp.spec.name));

@@ -1,7 +1,6 @@
-// Rotary position embedding on the GPU, as kernels/cpu/rope: `normal` rotates (x[2i], x[2i+1]),
-// `neox` rotates (x[i], x[i + d/2]); pair i of a head turns by pos * theta_base^(-2i / head_dim)
-// / freq_factors[i] (Llama 3.1's rope_freqs, head_dim / 2 device floats; nullptr for none).
-// Plain C++ (device pointers, stream as void*); rope.cu.
+// Rotary position embedding on the GPU, as kernels/cpu/rope (the same RopeParams: layouts,
+// partial RoPE, llama3's factors, linear and YaRN scaling, magnitude); p.freq_factors, when set,
+// points to rotated() / 2 device floats. Plain C++ (device pointers, stream as void*); rope.cu.
 #pragma once
 #include <cstdint>
 
@@ -9,10 +8,10 @@
 
 namespace infer_plan::kernels::cuda {
 
-// x: tokens x n_heads x head_dim floats on the device, rotated in place; positions: `tokens`
-// device uint32 (token t at positions[t]). head_dim even. Launches on `stream` without
-// synchronizing; throws std::invalid_argument / std::runtime_error as the other kernels.
-void rope(float* x, uint32_t tokens, uint32_t n_heads, uint32_t head_dim, const uint32_t* positions,
-          float theta_base, RopeLayout layout, void* stream, const float* freq_factors = nullptr);
+// x: tokens x n_heads x p.head_dim floats on the device, rotated in place; positions: `tokens`
+// device uint32 (token t at positions[t]). p.rotated() even and <= p.head_dim. Launches on
+// `stream` without synchronizing; throws std::invalid_argument / std::runtime_error as the other
+// kernels.
+void rope(float* x, uint32_t tokens, uint32_t n_heads, const uint32_t* positions, const RopeParams& p, void* stream);
 
 }  // namespace infer_plan::kernels::cuda

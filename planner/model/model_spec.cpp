@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
@@ -105,6 +106,55 @@ bool ModelSpec::layer_is_moe(uint64_t layer) const {
   return (layer + 1) % decoder_sparse_step == 0;
 }
 
+namespace {
+
+// rope_scaling's fields by type (transformers' rope_utils names). A field the type would use but
+// the runtime does not (DeepSeek's mscale) is refused by name rather than ignored.
+RopeScaling rope_scaling_from_hf(const Json& r, uint64_t max_context, const std::string& where) {
+  const std::string at = where + ": rope_scaling";
+  RopeScaling rs;
+  auto type = optional_string(r, "rope_type", at);
+  rs.key = at + ".rope_type";
+  if (!type) {
+    type = optional_string(r, "type", at);
+    rs.key = at + ".type";
+  }
+  rs.type = type.value_or("");
+  if (!rs.applies()) return rs;
+  const auto positive = [&](std::string_view field, double fallback) {
+    const double v = optional_number(r, field, at).value_or(fallback);
+    if (!(v > 0.0) || !std::isfinite(v) || v > 1e6)
+      throw InputError(fmt::format("{}: field '{}' is {}; expected a positive number", at, field, v));
+    return v;
+  };
+  if (rs.type == "linear" || rs.type == "yarn" || rs.type == "llama3" || rs.type == "dynamic") {
+    if (!r.contains("factor"))
+      throw InputError(fmt::format("{}: type '{}' needs field 'factor' (the context extension)", at, rs.type));
+    rs.factor = positive("factor", 1.0);
+  }
+  if (rs.type == "yarn" || rs.type == "llama3")
+    rs.original_context = optional_uint(r, "original_max_position_embeddings", at).value_or(max_context);
+  if (rs.type == "yarn") {
+    rs.beta_fast = positive("beta_fast", 32.0);
+    rs.beta_slow = positive("beta_slow", 1.0);
+    if (r.contains("attention_factor")) rs.attention_factor = positive("attention_factor", 1.0);
+    for (const char* unsupported : {"mscale", "mscale_all_dim"})
+      if (r.contains(unsupported))
+        throw InputError(fmt::format("{}: field '{}' (DeepSeek's YaRN magnitude) is not supported", at, unsupported));
+    if (rs.original_context == 0)
+      throw InputError(fmt::format("{}: YaRN needs 'original_max_position_embeddings' (or max_position_embeddings)", at));
+  }
+  if (rs.type == "llama3") {
+    rs.low_freq_factor = positive("low_freq_factor", 1.0);
+    rs.high_freq_factor = positive("high_freq_factor", 4.0);
+    if (!(rs.high_freq_factor > rs.low_freq_factor))
+      throw InputError(fmt::format("{}: high_freq_factor {} must exceed low_freq_factor {}", at, rs.high_freq_factor,
+                                   rs.low_freq_factor));
+  }
+  return rs;
+}
+}  // namespace
+
 ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, const std::string& where) {
   if (!c.is_object())
     throw InputError(fmt::format("{}: expected a config.json object, found {}", where, c.type_name()));
@@ -148,15 +198,23 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   s.rms_norm_eps = optional_number(c, "rms_norm_eps", where).value_or(1e-6);
   if (optional_bool(c, "use_sliding_window", where).value_or(s.model_type == "mistral"))
     s.sliding_window = optional_uint(c, "sliding_window", where).value_or(0);
-  if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
-    auto type = optional_string(*it, "rope_type", where + ": rope_scaling");
-    s.rope_scaling_key = where + ": rope_scaling.rope_type";
-    if (!type) {
-      type = optional_string(*it, "type", where + ": rope_scaling");
-      s.rope_scaling_key = where + ": rope_scaling.type";
-    }
-    s.rope_freqs_tensor = type && *type == "llama3";
-    s.rope_scaling = type.value_or("");
+  if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object())
+    s.rope_scaling = rope_scaling_from_hf(*it, s.max_context, where);
+  s.rope_freqs_tensor = s.rope_scaling.type == "llama3";
+  // The context a scaled model serves, as vLLM derives it: YaRN the original times the factor,
+  // linear (and dynamic) max_position_embeddings times it; llama3's is max_position_embeddings.
+  const RopeScaling& rs = s.rope_scaling;
+  if (rs.factor > 1.0 && (rs.type == "yarn" || rs.type == "linear" || rs.type == "dynamic")) {
+    const double base = static_cast<double>(rs.type == "yarn" && rs.original_context ? rs.original_context : s.max_context);
+    s.max_context = static_cast<uint64_t>(std::min(base * rs.factor, 1e12));
+  }
+  if (auto f = optional_number(c, "partial_rotary_factor", where)) {
+    if (!(*f > 0.0 && *f <= 1.0))
+      throw InputError(fmt::format("{}: field 'partial_rotary_factor' is {}; expected a fraction in (0, 1]", where, *f));
+    const auto dims = static_cast<uint64_t>(static_cast<double>(s.head_dim) * *f) / 2 * 2;
+    s.rope_dims = dims == s.head_dim ? 0 : dims;
+    if (dims == 0)
+      throw InputError(fmt::format("{}: field 'partial_rotary_factor' {} rotates no value of head_dim {}", where, *f, s.head_dim));
   }
 
   if (arch->moe) {

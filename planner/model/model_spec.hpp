@@ -10,6 +10,23 @@
 
 namespace infer_plan {
 
+// RoPE scaling as the source declares it (config.json rope_scaling, GGUF {arch}.rope.scaling.*).
+// The runtime applies none, llama3 (rope_freqs), linear and YaRN, and refuses any other type,
+// naming `key`; the planner's figures do not depend on it.
+struct RopeScaling {
+  std::string type;                 // "" (none), "none", "default", "llama3", "linear", "yarn", ...
+  std::string key;                  // where the type was declared, for messages
+  double factor = 1.0;              // context extension: linear divides positions by it
+  uint64_t original_context = 0;    // YaRN/llama3: the trained context (0: max_context)
+  double beta_fast = 32.0;          // YaRN: pairs turning more often than this over the original
+  double beta_slow = 1.0;           //   context keep their angle, fewer than beta_slow interpolate
+  double attention_factor = 0.0;    // YaRN: cos and sin times this; 0: 0.1 ln(factor) + 1
+  double low_freq_factor = 1.0;     // llama3 (config.json): the ramp between kept and slowed
+  double high_freq_factor = 4.0;    //   frequencies, for the synthetic rope_freqs
+
+  bool applies() const { return !type.empty() && type != "none" && type != "default"; }
+};
+
 struct ModelSpec {
   std::string name;          // "qwen3-8b", or the file stem for a path
   std::string source;        // where it was read from ("built-in", or a path)
@@ -27,11 +44,8 @@ struct ModelSpec {
   bool qk_norm = false;            // Qwen3: RMSNorm on q and k per head
   bool qkv_bias = false;           // Qwen2: biases on q, k, v projections
   bool rope_freqs_tensor = false;  // Llama 3.1 "llama3" rope scaling: GGUF stores rope_freqs
-  // RoPE as the source declares it, for the runtime to refuse what it does not apply (issue 17):
-  // the scaling type ("" or "none": none; "llama3"; "yarn", "linear", ...) and the key that said
-  // so, and the rotated dimensions per head (0: all of head_dim; fewer: partial RoPE).
-  std::string rope_scaling, rope_scaling_key;
-  uint64_t rope_dims = 0;
+  RopeScaling rope_scaling;
+  uint64_t rope_dims = 0;          // rotated values per head (0: all of head_dim; fewer: partial RoPE)
 
   // MoE (zero experts = dense).
   uint64_t experts = 0;              // num_experts

@@ -51,7 +51,7 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
     out.push_back({std::move(name), std::move(shape), role, -1});
   };
   global("token_embd.weight", {s.hidden, s.vocab}, TensorRole::token_embd);
-  if (s.rope_freqs_tensor) global("rope_freqs.weight", {s.head_dim / 2}, TensorRole::rope_freqs);
+  if (s.rope_freqs_tensor) global("rope_freqs.weight", {(s.rope_dims ? s.rope_dims : s.head_dim) / 2}, TensorRole::rope_freqs);
 
   for (uint64_t l = 0; l < s.layers; ++l) {
     auto add = [&](std::string_view suffix, std::vector<uint64_t> shape, TensorRole role) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -356,6 +357,56 @@ double key_f64(const GgufModel& m, const std::string& key, double fallback) {
   return v->f64;
 }
 
+// {arch}.rope.scaling.*, as llama.cpp reads them: no type but a factor means linear; the factor
+// also under its old name rope.scale_linear; YaRN's original context defaults to context_length,
+// and its magnitude is 0.1 ln(factor) + 1 times rope.scaling.attn_factor. Where the file gives
+// YaRN's betas or attention factor (convert_hf_to_gguf writes them from config.json), they are
+// used as transformers uses them (llama.cpp keeps 32, 1 and the formula for these architectures).
+RopeScaling rope_scaling_from_gguf(const GgufModel& m, const std::string& arch, uint64_t context_length) {
+  RopeScaling rs;
+  const std::string prefix = arch + ".rope.scaling.";
+  const std::string& path = m.paths.front();
+  if (const GgufValue* type = m.find(prefix + "type")) {
+    if (type->type != GgufType::string)
+      throw InputError(fmt::format("{}: metadata key '{}type' is a {}, expected a string", path, prefix,
+                                   gguf_type_name(type->type)));
+    rs.type = type->str;
+    rs.key = fmt::format("{}: {}type", path, prefix);
+  }
+  const std::string factor_key = m.find(prefix + "factor") ? prefix + "factor" : arch + ".rope.scale_linear";
+  const double factor = key_f64(m, factor_key, 0.0);
+  if (!(factor >= 0.0) || !std::isfinite(factor) || factor > 1e6)
+    throw InputError(fmt::format("{}: metadata key '{}' is {}; expected a positive factor", path, factor_key, factor));
+  if (rs.type.empty() && factor != 0.0 && factor != 1.0) {
+    rs.type = "linear";
+    rs.key = fmt::format("{}: {} (no {}type: linear, as llama.cpp reads it)", path, factor_key, prefix);
+  }
+  if (!rs.applies()) return rs;
+  rs.factor = factor == 0.0 ? 1.0 : factor;
+  rs.original_context = key_u64(m, prefix + "original_context_length", context_length);
+  const auto positive = [&](const std::string& key, double fallback) {
+    const double v = key_f64(m, key, fallback);
+    if (!(v > 0.0) || !std::isfinite(v) || v > 1e6)
+      throw InputError(fmt::format("{}: metadata key '{}' is {}; expected a positive number", path, key, v));
+    return v;
+  };
+  const double attn_factor = positive(prefix + "attn_factor", 1.0);
+  if (rs.type == "yarn") {
+    rs.beta_fast = positive(prefix + "yarn_beta_fast", 32.0);
+    rs.beta_slow = positive(prefix + "yarn_beta_slow", 1.0);
+    const double magnitude = rs.factor > 1.0 ? 0.1 * std::log(rs.factor) + 1.0 : 1.0;
+    rs.attention_factor = positive(prefix + "yarn_attn_factor", magnitude) * attn_factor;
+    if (key_f64(m, prefix + "yarn_log_multiplier", 0.0) != 0.0)
+      throw InputError(fmt::format("{}: metadata key '{}yarn_log_multiplier' (DeepSeek's YaRN magnitude) is not "
+                                   "supported", path, prefix));
+    if (rs.original_context == 0)
+      throw InputError(fmt::format("{}: YaRN needs '{}original_context_length' or '{}.context_length'", path, prefix, arch));
+  } else if (attn_factor != 1.0) {
+    rs.attention_factor = attn_factor;
+  }
+  return rs;
+}
+
 }  // namespace
 
 std::string_view gguf_type_name(GgufType t) {
@@ -504,13 +555,10 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.intermediate = key_u64(m, arch + ".feed_forward_length", 0);
   s.max_context = key_u64(m, arch + ".context_length", 0);
   s.rope_theta = key_f64(m, arch + ".rope.freq_base", 10000.0);
-  if (const GgufValue* scaling = m.find(arch + ".rope.scaling.type")) {
-    if (scaling->type != GgufType::string)
-      throw InputError(fmt::format("{}: metadata key '{}.rope.scaling.type' is a {}, expected a string",
-                                   m.paths.front(), arch, gguf_type_name(scaling->type)));
-    s.rope_scaling = scaling->str;
-    s.rope_scaling_key = fmt::format("{}: {}.rope.scaling.type", m.paths.front(), arch);
-  }
+  s.rope_scaling = rope_scaling_from_gguf(m, arch, s.max_context);
+  if (s.rope_scaling.type == "yarn")  // the context it serves: the original times the factor
+    s.max_context = std::max(s.max_context, static_cast<uint64_t>(std::min(
+                                                static_cast<double>(s.rope_scaling.original_context) * s.rope_scaling.factor, 1e12)));
   s.rope_dims = key_u64(m, arch + ".rope.dimension_count", 0);
   if (s.rope_dims == s.head_dim) s.rope_dims = 0;  // all of it, whatever --scale later makes head_dim
   s.rms_norm_eps = key_f64(m, arch + ".attention.layer_norm_rms_epsilon", 1e-6);

@@ -167,6 +167,23 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
       {a + ".rope.freq_base", GgufValue::of_f32(static_cast<float>(s.rope_theta))},
       {a + ".attention.layer_norm_rms_epsilon", GgufValue::of_f32(static_cast<float>(s.rms_norm_eps))},
   };
+  kv.push_back({a + ".rope.dimension_count", u32(s.rope_dims != 0 ? s.rope_dims : s.head_dim)});
+  // RoPE scaling under llama.cpp's keys (llama3's lives in the rope_freqs tensor instead); YaRN's
+  // betas and magnitude only where they differ from the defaults both readers assume.
+  const RopeScaling& rs = s.rope_scaling;
+  const auto f32 = [](double v) { return GgufValue::of_f32(static_cast<float>(v)); };
+  if (rs.type == "yarn" || rs.type == "linear") {
+    kv.push_back({a + ".rope.scaling.type", GgufValue::of_string(rs.type)});
+    kv.push_back({a + ".rope.scaling.factor", f32(rs.factor)});
+  }
+  if (rs.type == "yarn") {
+    kv.push_back({a + ".rope.scaling.original_context_length", u32(rs.original_context)});
+    if (rs.beta_fast != 32.0) kv.push_back({a + ".rope.scaling.yarn_beta_fast", f32(rs.beta_fast)});
+    if (rs.beta_slow != 1.0) kv.push_back({a + ".rope.scaling.yarn_beta_slow", f32(rs.beta_slow)});
+    if (rs.attention_factor != 0.0) kv.push_back({a + ".rope.scaling.yarn_attn_factor", f32(rs.attention_factor)});
+  } else if (rs.type == "linear" && rs.attention_factor != 0.0) {
+    kv.push_back({a + ".rope.scaling.attn_factor", f32(rs.attention_factor)});
+  }
   if (s.is_moe()) {
     kv.push_back({a + ".expert_count", u32(s.experts)});
     kv.push_back({a + ".expert_used_count", u32(s.experts_active)});

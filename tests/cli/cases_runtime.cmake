@@ -73,7 +73,9 @@ infer_plan_cli_case(bad_run_trained_context EXIT 2 ARGS run --model qwen3-0.6b -
   MATCH "run: context 1048576 tokens is beyond the 40960 tokens qwen3-0.6b@0.1 was trained for")
 
 # RoPE scaling the decoder does not apply (issue 17): run refuses it, naming the key, instead of
-# computing the unscaled model's logits in silence; the planner's figures do not depend on it.
-infer_plan_cli_case(bad_run_rope_yarn EXIT 2 ARGS run --model tests/data/tiny_config_yarn.json --ctx 40 -n 8 --quiet
-  MATCH "rope_scaling.type = 'yarn': the runtime does not apply this RoPE scaling yet")
-infer_plan_cli_case(fit_rope_yarn EXIT 0 ARGS fit --model tests/data/tiny_config_yarn.json MATCH "verdict: FITS")
+# computing another model's logits in silence; the planner's figures do not depend on it. YaRN
+# runs, and serves its original 256 tokens times 4.
+infer_plan_cli_case(bad_run_rope_longrope EXIT 2 ARGS run --model tests/data/tiny_config_longrope.json --ctx 40 -n 8 --quiet
+  MATCH "rope_scaling.rope_type = 'longrope': the runtime applies RoPE scaling none, llama3, linear and yarn")
+infer_plan_cli_case(fit_rope_longrope EXIT 0 ARGS fit --model tests/data/tiny_config_longrope.json MATCH "verdict: FITS")
+infer_plan_cli_case(run_rope_yarn EXIT 0 ARGS run --model tests/data/tiny_config_yarn.json --ctx 1024 -n 4 --requests 1 --quiet)

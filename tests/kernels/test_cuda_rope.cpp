@@ -1,5 +1,5 @@
 // kernels/cuda/rope against kernels/cpu's double-precision rope_reference, both layouts, positions
-// up to 30000, theta 1e4 (Llama) and 1e6 (Qwen3). The argument checks run everywhere; without a
+// up to 30000, theta 1e4 (Llama) and 1e6 (Qwen3), with llama3's factors, YaRN and partial RoPE. The argument checks run everywhere; without a
 // device the test exits 77 (CTest: skipped).
 //
 // Tolerance for each rotated pair (x0, x1) -> (y0, y1), u = 2^-24:
@@ -56,19 +56,31 @@ void check_arguments() {
   alignas(16) static float x[16];  // never dereferenced: each call throws first
   static const uint32_t positions[1] = {0};
   const auto normal = cpu::RopeLayout::normal;
-  expect_throw("rope head_dim 7", "7", [&] { cuda::rope(x, 1, 1, 7, positions, 1e4f, normal, nullptr); });
-  expect_throw("rope head_dim 0", "head_dim = 0", [&] { cuda::rope(x, 1, 1, 0, positions, 1e4f, normal, nullptr); });
-  expect_throw("rope tokens 0", "tokens = 0", [&] { cuda::rope(x, 0, 1, 8, positions, 1e4f, normal, nullptr); });
-  expect_throw("rope n_heads 0", "n_heads = 0", [&] { cuda::rope(x, 1, 0, 8, positions, 1e4f, normal, nullptr); });
-  expect_throw("rope null x", "x", [&] { cuda::rope(nullptr, 1, 1, 8, positions, 1e4f, normal, nullptr); });
-  expect_throw("rope null positions", "positions", [&] { cuda::rope(x, 1, 1, 8, nullptr, 1e4f, normal, nullptr); });
-  expect_throw("rope theta 0", "theta_base", [&] { cuda::rope(x, 1, 1, 8, positions, 0.0f, normal, nullptr); });
+  const auto params = [&](uint64_t head_dim, float theta) {
+    return cpu::RopeParams{.head_dim = head_dim, .theta_base = theta, .layout = normal};
+  };
+  cpu::RopeParams wide = params(8, 1e4f), unscaled = params(8, 1e4f);
+  wide.dims = 10;
+  unscaled.freq_scale = 0.0f;
+  expect_throw("rope head_dim 7", "7", [&] { cuda::rope(x, 1, 1, positions, params(7, 1e4f), nullptr); });
+  expect_throw("rope head_dim 0", "head_dim = 0", [&] { cuda::rope(x, 1, 1, positions, params(0, 1e4f), nullptr); });
+  expect_throw("rope dims beyond head_dim", "dims = 10", [&] { cuda::rope(x, 1, 1, positions, wide, nullptr); });
+  expect_throw("rope freq_scale 0", "freq_scale", [&] { cuda::rope(x, 1, 1, positions, unscaled, nullptr); });
+  expect_throw("rope tokens 0", "tokens = 0", [&] { cuda::rope(x, 0, 1, positions, params(8, 1e4f), nullptr); });
+  expect_throw("rope n_heads 0", "n_heads = 0", [&] { cuda::rope(x, 1, 0, positions, params(8, 1e4f), nullptr); });
+  expect_throw("rope null x", "x", [&] { cuda::rope(nullptr, 1, 1, positions, params(8, 1e4f), nullptr); });
+  expect_throw("rope null positions", "positions", [&] { cuda::rope(x, 1, 1, nullptr, params(8, 1e4f), nullptr); });
+  expect_throw("rope theta 0", "theta_base", [&] { cuda::rope(x, 1, 1, positions, params(8, 0.0f), nullptr); });
 }
 
-// `llama3`: Llama 3.1's rope_freqs shape (1 for the high frequencies, 8 for the low, a ramp
-// between), applied on both sides; otherwise none.
+// llama3: Llama 3.1's rope_freqs shape (1 for the high frequencies, 8 for the low, a ramp
+// between), applied on both sides; yarn: factor 4 over an original context of 4096 (magnitude
+// 1.139, so the bound grows by it); partial: half of each head rotated, the rest left bit for bit.
+enum class Variant { plain, llama3, yarn, partial };
+
 void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout layout, uint32_t seed,
-              bool llama3 = false) {
+              Variant variant = Variant::plain) {
+  const bool llama3 = variant == Variant::llama3;
   // Positions: 0 (the identity), small ones, and up to 30000 where the angle needs double.
   const std::vector<uint32_t> positions = {0, 1, 2, 17, 255, 1000, 4097, 12345, 29999, 30000};
   const auto tokens = static_cast<uint32_t>(positions.size());
@@ -81,11 +93,22 @@ void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout 
   std::vector<float> factors(head_dim / 2, 1.0f);
   for (uint32_t i = 0; i < head_dim / 2; ++i)
     factors[i] = 4 * i < head_dim / 2 ? 1.0f : 2 * i < head_dim / 2 ? 1.0f + 7.0f * (4.0f * i / head_dim - 0.5f) : 8.0f;
-  const float* host_factors = llama3 ? factors.data() : nullptr;
+  cpu::RopeParams p{.head_dim = head_dim, .theta_base = theta, .layout = layout,
+                    .freq_factors = llama3 ? factors.data() : nullptr};
+  if (variant == Variant::partial) p.dims = head_dim / 2;  // even for the head_dim 64 it is run with
+  if (variant == Variant::yarn) {
+    const cpu::YarnRange range = cpu::yarn_correction_range(head_dim, 4096, theta, 32.0, 1.0);
+    p.freq_scale = 0.25f;
+    p.ext_factor = 1.0f;
+    p.corr_low = range.low;
+    p.corr_high = range.high;
+    p.magnitude = static_cast<float>(0.1 * std::log(4.0) + 1.0);
+  }
+  const uint32_t n = static_cast<uint32_t>(p.rotated());
   std::vector<float> ref = x, fast = x;
   for (uint32_t t = 0; t < tokens; ++t) {
-    cpu::rope_reference(&ref[t * per_token], n_heads, head_dim, positions[t], theta, layout, host_factors);
-    cpu::rope(&fast[t * per_token], n_heads, head_dim, positions[t], theta, layout, host_factors);
+    cpu::rope_reference(&ref[t * per_token], n_heads, positions[t], p);
+    cpu::rope(&fast[t * per_token], n_heads, positions[t], p);
   }
 
   float* d_x = nullptr;
@@ -97,7 +120,9 @@ void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout 
   CHECK_CUDA(cudaMalloc(&d_positions, positions.size() * sizeof(uint32_t)));
   CHECK_CUDA(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_positions, positions.data(), positions.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
-  cuda::rope(d_x, tokens, n_heads, head_dim, d_positions, theta, layout, nullptr, llama3 ? d_factors : nullptr);
+  cpu::RopeParams on_device = p;
+  on_device.freq_factors = llama3 ? d_factors : nullptr;
+  cuda::rope(d_x, tokens, n_heads, d_positions, on_device, nullptr);
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<float> got(x.size());
   CHECK_CUDA(cudaMemcpy(got.data(), d_x, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -108,15 +133,24 @@ void run_case(uint32_t n_heads, uint32_t head_dim, float theta, cpu::RopeLayout 
   const bool neox = layout == cpu::RopeLayout::neox;
   const std::string name = std::to_string(n_heads) + " x " + std::to_string(head_dim) + ", theta " +
                            std::to_string(static_cast<double>(theta)) + (neox ? ", neox" : ", normal") +
-                           (llama3 ? ", llama3 factors" : "");
+                           (llama3 ? ", llama3 factors" : "") + (variant == Variant::yarn ? ", YaRN x4" : "") +
+                           (variant == Variant::partial ? ", partial " + std::to_string(n) : "");
   int bad = 0;
   uint64_t identical = 0;
   for (uint32_t t = 0; t < tokens; ++t)
     for (uint32_t h = 0; h < n_heads; ++h)
       for (uint32_t i = 0; i < head_dim / 2; ++i) {
         const uint64_t head = t * per_token + static_cast<uint64_t>(h) * head_dim;
-        const uint64_t a = head + (neox ? i : 2 * i), b = head + (neox ? i + head_dim / 2 : 2 * i + 1);
-        const double bound = 4 * kU * (std::fabs(static_cast<double>(x[a])) + std::fabs(static_cast<double>(x[b])));
+        if (i >= n / 2) {  // partial RoPE: the values past the rotated ones are untouched
+          for (const uint64_t j : {head + n + 2 * (i - n / 2), head + n + 2 * (i - n / 2) + 1})
+            if (j < head + head_dim && got[j] != x[j] && bad++ < 5)
+              std::printf("  mismatch rope %s: value %llu past the rotated ones changed\n", name.c_str(),
+                          static_cast<unsigned long long>(j - head));
+          continue;
+        }
+        const uint64_t a = head + (neox ? i : 2 * i), b = head + (neox ? i + n / 2 : 2 * i + 1);
+        const double bound = 4 * kU * static_cast<double>(p.magnitude) *
+                             (std::fabs(static_cast<double>(x[a])) + std::fabs(static_cast<double>(x[b])));
         for (const uint64_t j : {a, b}) {
           identical += got[j] == fast[j];
           const double diff = std::fabs(static_cast<double>(got[j]) - ref[j]);
@@ -152,7 +186,9 @@ int main() {
       run_case(5, 64, 1e4f, layout, seed++);    // heads not a multiple of the 8 a block takes
       run_case(3, 6, 1e4f, layout, seed++);     // 3 pairs: most of the warp idle
       run_case(2, 600, 1e6f, layout, seed++);   // 300 pairs: more than a block's 256 threads
-      run_case(32, 128, 5e5f, layout, seed++, true);  // Llama 3.1: rope_freqs divide the angles
+      run_case(32, 128, 5e5f, layout, seed++, Variant::llama3);  // Llama 3.1: rope_freqs divide the angles
+      run_case(8, 128, 1e6f, layout, seed++, Variant::yarn);     // Qwen3 with YaRN
+      run_case(4, 64, 1e4f, layout, seed++, Variant::partial);   // 32 of 64 rotated
     }
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());

@@ -349,7 +349,8 @@ TEST_CASE("GGUF: the runtime runs a file's own tensors, byte for byte") {
 }
 
 TEST_CASE("GGUF: a Llama 3.1 file's rope_freqs are applied") {
-  // The synthetic weights hold factors of 1. A file whose rope_freqs.weight holds 2s must give the
+  // The synthetic weights hold llama3's factors (pair 0's, a fast one, is 1). A file whose
+  // rope_freqs.weight holds 2s must give the
   // same logits for a token at position 0 (an angle of 0 is 0 whatever divides it) and different
   // ones once positions > 0 are rotated.
   CpuBackend backend;

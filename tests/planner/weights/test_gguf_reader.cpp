@@ -306,16 +306,52 @@ TEST_CASE("writer refuses inconsistent input") {
   CHECK_THROWS_AS(write_gguf(path, {}, {{"t", {100}, GgmlType::Q4_0, {}}}), InputError);
 }
 
-TEST_CASE("RoPE scaling and partial RoPE are read, for the runtime to refuse what it does not apply") {
+TEST_CASE("RoPE scaling and partial RoPE are read") {
   const std::string path = temp_path("rope.gguf");
   test_support::write_toy_gguf_with(path, "qwen3.rope.scaling.type", GgufValue::of_string("yarn"));
   const ModelSpec yarn = model_spec_from_gguf(read_gguf_model(path));
-  CHECK(yarn.rope_scaling == "yarn");
-  CHECK(yarn.rope_scaling_key.find("qwen3.rope.scaling.type") != std::string::npos);
+  CHECK(yarn.rope_scaling.type == "yarn");
+  CHECK(yarn.rope_scaling.key.find("qwen3.rope.scaling.type") != std::string::npos);
   test_support::write_toy_gguf_with(path, "qwen3.rope.dimension_count", GgufValue::of_u32(16));
   CHECK(model_spec_from_gguf(read_gguf_model(path)).rope_dims == 16);  // of head_dim 32
   test_support::write_toy_gguf_with(path, "qwen3.rope.dimension_count", GgufValue::of_u32(32));
   CHECK(model_spec_from_gguf(read_gguf_model(path)).rope_dims == 0);  // all of it
   CHECK(spec_error_with("qwen3.rope.scaling.type", GgufValue::of_u32(2)).find(
             "'qwen3.rope.scaling.type' is a u32, expected a string") != std::string::npos);
+
+  // YaRN x4 over an original 64 tokens (the toy's context_length is 256): magnitude 0.1 ln 4 + 1
+  // = 1.13863 when the file gives none; serves 64 x 4 = 256 tokens.
+  test_support::write_toy_gguf_with(path, {{"qwen3.rope.scaling.type", GgufValue::of_string("yarn")},
+                                           {"qwen3.rope.scaling.factor", GgufValue::of_f32(4.0f)},
+                                           {"qwen3.rope.scaling.original_context_length", GgufValue::of_u32(64)}});
+  const ModelSpec yarn4 = model_spec_from_gguf(read_gguf_model(path));
+  CHECK(yarn4.rope_scaling.factor == 4.0);
+  CHECK(yarn4.rope_scaling.original_context == 64);
+  CHECK(yarn4.rope_scaling.attention_factor == doctest::Approx(1.138629436).epsilon(1e-7));
+  CHECK(yarn4.rope_scaling.beta_fast == 32.0);
+  CHECK(yarn4.rope_scaling.beta_slow == 1.0);
+  CHECK(yarn4.max_context == 256);
+  // The writer's keys read back as they were written.
+  ModelSpec round = yarn4;
+  round.rope_scaling.beta_fast = 16.0;
+  round.rope_scaling.attention_factor = 1.5;
+  const auto meta = gguf_metadata_for(round);
+  test_support::write_toy_gguf_with(path, meta);
+  const ModelSpec back = model_spec_from_gguf(read_gguf_model(path));
+  CHECK(back.rope_scaling.type == "yarn");
+  CHECK(back.rope_scaling.factor == 4.0);
+  CHECK(back.rope_scaling.original_context == 64);
+  CHECK(back.rope_scaling.beta_fast == 16.0);
+  CHECK(back.rope_scaling.attention_factor == 1.5);
+  // A factor without a type is linear scaling, as llama.cpp reads it.
+  test_support::write_toy_gguf_with(path, "qwen3.rope.scaling.factor", GgufValue::of_f32(2.0f));
+  const ModelSpec linear = model_spec_from_gguf(read_gguf_model(path));
+  CHECK(linear.rope_scaling.type == "linear");
+  CHECK(linear.rope_scaling.factor == 2.0);
+  CHECK(linear.rope_scaling.key.find("qwen3.rope.scaling.factor") != std::string::npos);
+  // DeepSeek's log multiplier is refused by name, not ignored.
+  test_support::write_toy_gguf_with(path, {{"qwen3.rope.scaling.type", GgufValue::of_string("yarn")},
+                                           {"qwen3.rope.scaling.factor", GgufValue::of_f32(4.0f)},
+                                           {"qwen3.rope.scaling.yarn_log_multiplier", GgufValue::of_f32(0.1f)}});
+  CHECK_THROWS_WITH_AS(model_spec_from_gguf(read_gguf_model(path)), doctest::Contains("yarn_log_multiplier"), InputError);
 }
