@@ -2,7 +2,14 @@
 // in the planner's keys (runtime/server.hpp); --out writes the measured figures as JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
 #include <memory>
+#include <numeric>
+#include <vector>
 
 #include "apps/exit_code.hpp"
 #include "apps/format.hpp"
@@ -24,27 +31,75 @@ struct RunArgs {
   OutputOptions out;
   std::string out_path;
   uint64_t spec_repeats = kDefaultSpecRepeats;
+  std::string prompt_tokens;  // "1,2,3"
+  std::string emit;           // tokens | logits
+  uint64_t logits_top_k = 0;  // 0: the whole vocabulary
+  float temperature = 0.0f, top_p = 1.0f;
 };
 
-void print_measured(const runtime::MeasuredFigures& m) {
+// "1, 2,3" -> {1, 2, 3}; ids within uint32 (the vocabulary bound is the runtime's check).
+std::vector<uint32_t> parse_token_ids(const std::string& text) {
+  std::vector<uint32_t> ids;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    uint64_t value = 0;
+    const auto [rest, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || rest != item.data() + item.size() || value > UINT32_MAX)
+      throw InputError(fmt::format("--prompt-tokens: '{}' is not a token id; expected ids (0 to {}) separated by "
+                                   "commas, e.g. 1,2,3", item, UINT32_MAX));
+    ids.push_back(static_cast<uint32_t>(value));
+    begin = end + 1;
+  }
+  return ids;
+}
+
+// One JSON line per generated token: request, step, position, token, and the logits (all of
+// them, or the top k as [token, logit] pairs, highest first). Floats in their shortest form
+// that reads back to the same float; a non-finite logit as null.
+std::string token_event_line(const runtime::TokenEvent& e, bool with_logits, uint64_t top_k) {
+  std::string line = fmt::format(R"({{"request": {}, "step": {}, "position": {}, "token": {})", e.request, e.step,
+                                 e.position, e.token);
+  const auto number = [](float v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
+  if (with_logits && top_k == 0) {
+    line += R"(, "logits": [)";
+    for (size_t i = 0; i < e.logits.size(); ++i) line += (i ? ", " : "") + number(e.logits[i]);
+    line += "]";
+  } else if (with_logits) {
+    std::vector<uint32_t> order(e.logits.size());
+    std::iota(order.begin(), order.end(), 0u);
+    const size_t k = std::min<size_t>(top_k, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](uint32_t a, uint32_t b) { return e.logits[a] > e.logits[b] || (e.logits[a] == e.logits[b] && a < b); });
+    line += R"(, "top_logits": [)";
+    for (size_t i = 0; i < k; ++i) line += fmt::format("{}[{}, {}]", i ? ", " : "", order[i], number(e.logits[order[i]]));
+    line += "]";
+  }
+  return line + "}\n";
+}
+
+void print_measured(std::FILE* to, const runtime::MeasuredFigures& m) {
   auto d = [&](const char* key, const Distribution& j, double scale) {
     if (j.count == 0) return;
-    fmt::print("  {:<22} median {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} ms  (n = {})\n", key,
+    fmt::print(to, "  {:<22} median {:>9.3f}  p90 {:>9.3f}  p99 {:>9.3f}  mean {:>9.3f} ms  (n = {})\n", key,
                j.p50 * scale, j.p90 * scale, j.p99 * scale, j.mean * scale, j.count);
   };
-  fmt::print("measured on {}: {}\n", m.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.threads, "thread")) : m.backend,
+  fmt::print(to, "measured on {}: {}\n", m.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.threads, "thread")) : m.backend,
              m.model);
-  fmt::print("  weights_bytes          {} B ({})\n", m.weights_bytes, format_bytes(m.weights_bytes));
-  fmt::print("  kv_bytes               {} B ({}, {} pages)\n", m.kv_bytes, format_bytes(m.kv_bytes), m.kv_pages);
+  fmt::print(to, "  weights_bytes          {} B ({})\n", m.weights_bytes, format_bytes(m.weights_bytes));
+  fmt::print(to, "  kv_bytes               {} B ({}, {} pages)\n", m.kv_bytes, format_bytes(m.kv_bytes), m.kv_pages);
   d("decode_iteration_ms", m.decode_iteration_ms, 1);
   d("prefill_ms", m.prefill_ms, 1);
   d("ttft_ms", m.ttft_s, 1e3);
   d("tpot_ms", m.tpot_ms, 1);
   d("e2el_ms", m.sojourn_s, 1e3);
-  fmt::print("  output_throughput      {:.1f} tok/s, request throughput {:.3f} req/s\n", m.throughput_tok_s, m.rate_per_s);
-  fmt::print("  mean_in_system         {:.3f} (Little: {:.3f} req/s x mean E2EL {:.3f} s = {:.3f})\n", m.mean_in_system,
+  fmt::print(to, "  output_throughput      {:.1f} tok/s, request throughput {:.3f} req/s\n", m.throughput_tok_s, m.rate_per_s);
+  fmt::print(to, "  mean_in_system         {:.3f} (Little: {:.3f} req/s x mean E2EL {:.3f} s = {:.3f})\n", m.mean_in_system,
              m.rate_per_s, m.mean_sojourn_s, m.littles_law_in_system);
-  fmt::print("  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n", m.completed,
+  fmt::print(to, "  requests               {} completed, {} rejected; span {:.2f} s (setup {:.2f} s)\n", m.completed,
              m.rejected, m.span_s, m.setup_s);
 }
 
@@ -77,10 +132,31 @@ Plan with_backend_profile(Plan plan, const RuntimeOptions& runtime) {
 
 void run(const RunArgs& a) {
   check_output_path(a.out_path, "--out");
-  const Plan plan = with_backend_profile(a.plan.resolve(), a.runtime);
+  runtime::RunOptions base;
+  if (!a.prompt_tokens.empty()) base.prompt = parse_token_ids(a.prompt_tokens);
+  const bool emitting = !a.emit.empty();
+  if (emitting && a.out.json())
+    throw InputError("--emit writes one JSON line per token to stdout; with it, write the measured figures with "
+                     "--out FILE instead of -o/--json");
+  if (a.logits_top_k && a.emit != "logits") throw InputError("--logits-top-k: only with --emit logits");
+  base.sampling = {a.temperature, a.top_p};
+  if (emitting) {
+    base.token_logits = a.emit == "logits";
+    base.on_token = [&a](const runtime::TokenEvent& e) {
+      std::fputs(token_event_line(e, a.emit == "logits", a.logits_top_k).c_str(), stdout);
+    };
+  }
+  Plan resolved = a.plan.resolve();
+  // A given prompt sets the context to prompt + output and runs it once, unless told otherwise.
+  if (!base.prompt.empty() && a.plan.plan_file.empty()) {
+    if (a.plan.ctx.empty()) resolved.context = base.prompt.size() + resolved.output;
+    if (!a.plan.requests) resolved.requests = 1;
+  }
+  const Plan plan = with_backend_profile(resolved, a.runtime);
   const ResolvedPlan rp = resolve_plan(plan);
   if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving
-  const runtime::MeasuredFigures figures = runtime::measured_figures(execute_plan(rp, a.runtime));
+  const runtime::MeasuredFigures figures = runtime::measured_figures(execute_plan(rp, a.runtime, base));
+  std::fflush(stdout);
   Json measured = runtime::measured_json(figures);
   bool interrupted = figures.interrupted;
   if (plan.speculative && !interrupted) {
@@ -94,7 +170,7 @@ void run(const RunArgs& a) {
     if (interrupted) throw ExitCode{runtime::kInterruptedExitCode};
     return;
   }
-  print_measured(figures);
+  if (!emitting || !a.runtime.quiet) print_measured(emitting ? stderr : stdout, figures);
   if (measured.contains("speculative")) print_speculative(measured.at("speculative"));
   if (interrupted) {
     if (figures.interrupted)
@@ -118,10 +194,30 @@ void add_run_command(CLI::App& app) {
   args->runtime.add_to(*cmd);
   cmd->add_option("--out", args->out_path, "Write the measured figures as JSON to this file")->type_name("FILE");
   add_spec_repeats_option(*cmd, args->spec_repeats);
+  cmd->add_option("--prompt-tokens", args->prompt_tokens,
+                  "Every request's prompt as token ids (e.g. 1,2,3) instead of seeded random ids; sets the "
+                  "context to prompt + output and one request unless --ctx-size or -np say otherwise")
+      ->type_name("ID,ID,...");
+  cmd->add_option("--emit", args->emit,
+                  "Print every generated token as a JSON line on stdout (request, step, position, token), "
+                  "with its logits for 'logits'; the measured figures then go to stderr")
+      ->check(CLI::IsMember({"tokens", "logits"}))
+      ->type_name("tokens|logits");
+  cmd->add_option("--logits-top-k", args->logits_top_k,
+                  "With --emit logits: only the k largest, as [token, logit] pairs (default: the whole vocabulary)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
+      ->type_name("K");
+  cmd->add_option("--temp", args->temperature, "Sampling temperature; 0 (the default) picks greedily")
+      ->check(CLI::Range(0.0f, 100.0f))
+      ->type_name("T");
+  cmd->add_option("--top-p", args->top_p, "Nucleus sampling: keep the most likely tokens up to this mass (default 1)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->type_name("P");
   args->out.add_to(*cmd);
   cmd->footer("Without a 'load' section the plan runs as a closed batch of -np requests (prompt =\n"
               "context - output). Examples, a quarter-size Qwen3-8B at Q8_0 on this CPU, then a plan under load:\n"
               "  infer-plan run -m qwen3-8b --scale 0.25 -w Q8_0 -c 128 -n 32 -np 4\n"
+              "  infer-plan run -m model.gguf -w file --prompt-tokens 1,2,3 -n 8 --emit logits --logits-top-k 5\n"
               "  infer-plan run scenarios/plans/cpu-small.json --json");
   cmd->callback([args] { run(*args); });
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <thread>
+#include <utility>
 #include <fstream>
 
 #include "apps/format.hpp"
@@ -26,7 +27,7 @@ void RuntimeOptions::add_to(CLI::App& cmd) {
                                                    "one per hardware thread", hardware))
       ->check(CLI::Range(0u, hardware))
       ->type_name("N");
-  cmd.add_option("--seed", seed, "Seed of the synthetic weights and prompts (default 1)")
+  cmd.add_option("--seed", seed, "Seed of the synthetic weights, prompts and sampling (default 1)")
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_flag("--quiet,-q", quiet, "No progress lines on stderr");
@@ -36,9 +37,8 @@ namespace {
 
 // Runs `body` on the chosen backend with the runtime's options and, on a terminal, a status line.
 template <typename Body>
-auto with_backend(const RuntimeOptions& options, Body body) {
+auto with_backend(const RuntimeOptions& options, Body body, runtime::RunOptions ro = {}) {
   auto backend = runtime::make_backend(options.backend);  // an InputError saying why when it cannot run here
-  runtime::RunOptions ro;
   ro.threads = options.threads;
   ro.seed = options.seed;
   const bool tty = !options.quiet && isatty(fileno(stderr));
@@ -51,8 +51,10 @@ auto with_backend(const RuntimeOptions& options, Body body) {
 
 }  // namespace
 
-runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
-  return with_backend(options, [&](runtime::Backend& b, const runtime::RunOptions& ro) { return runtime::run_plan(rp, b, ro); });
+runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options, runtime::RunOptions base) {
+  return with_backend(
+      options, [&](runtime::Backend& b, const runtime::RunOptions& ro) { return runtime::run_plan(rp, b, ro); },
+      std::move(base));
 }
 
 runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,

@@ -21,8 +21,8 @@ struct RuntimeOptions {
 };
 
 // Runs the plan on the chosen backend. Progress goes to stderr when it is a terminal (and not
-// --quiet).
-runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
+// --quiet). `base` brings what the command adds (a prompt, sampling, emitted tokens).
+runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options, runtime::RunOptions base = {});
 // The plan's speculative section measured over block lengths (runtime/speculative_sweep.hpp).
 runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
                                                    uint64_t repeats);

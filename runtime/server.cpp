@@ -26,17 +26,34 @@
 namespace infer_plan::runtime {
 namespace {
 
-std::vector<ServingRequest> plan_requests(const Plan& plan) {
-  if (plan.load && plan.load->rate_per_s) return serving_requests(plan_serving_load(plan));
-  if (plan.output == 0 || plan.output >= plan.context)
-    throw InputError(fmt::format("plan: output {} must be at least 1 and less than context {} (the prompt "
-                                 "is context - output tokens)", plan.output, plan.context));
-  std::vector<ServingRequest> closed(plan.requests);
-  for (ServingRequest& r : closed) {
-    r.prompt_tokens = plan.context - plan.output;
-    r.output_tokens = plan.output;
+// The plan's arrivals; a given prompt replaces each one's prompt length, and must leave room in
+// the context for the request's output.
+std::vector<ServingRequest> plan_requests(const Plan& plan, std::span<const uint32_t> prompt, uint64_t vocab) {
+  std::vector<ServingRequest> requests;
+  if (plan.load && plan.load->rate_per_s) {
+    requests = serving_requests(plan_serving_load(plan));
+  } else {
+    if (plan.output == 0 || (prompt.empty() && plan.output >= plan.context))
+      throw InputError(fmt::format("plan: output {} must be at least 1 and less than context {} (the prompt "
+                                   "is context - output tokens)", plan.output, plan.context));
+    requests.resize(plan.requests);
+    for (ServingRequest& r : requests) {
+      r.prompt_tokens = plan.context - plan.output;
+      r.output_tokens = plan.output;
+    }
   }
-  return closed;
+  if (prompt.empty()) return requests;
+  for (const uint32_t id : prompt)
+    if (id >= vocab)
+      throw InputError(fmt::format("run: prompt token {} is not in the vocabulary (ids 0..{})", id, vocab - 1));
+  for (ServingRequest& r : requests) {
+    r.prompt_tokens = prompt.size();
+    if (r.kv_tokens() > plan.context)
+      throw InputError(fmt::format("run: the prompt ({} tokens) and the output ({} tokens) need {} tokens of context; "
+                                   "the plan has {} (raise --ctx-size or lower --output-len)", prompt.size(),
+                                   r.output_tokens, r.kv_tokens(), plan.context));
+  }
+  return requests;
 }
 
 // The plan's offload section as the runtime executes it (resolve_plan checked its ranges: the
@@ -94,7 +111,7 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
   check_runnable(rp, backend);
-  const std::vector<ServingRequest> arrivals = plan_requests(plan);
+  const std::vector<ServingRequest> arrivals = plan_requests(plan, options.prompt, rp.spec.vocab);
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const bool closed = !(plan.load && plan.load->rate_per_s);
   const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
@@ -135,9 +152,39 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   // Admission by deadline asks the planner's serving model (roofline steps) to predict each
   // arrival's finish from the server's state, with the simulation's own rule.
   Scheduler scheduler(rp.server, arrivals, cache, max_batch, plan.deadline_s, [&](uint64_t id, uint64_t tokens) {
-    return synthetic_prompt(options.seed, id, tokens, rp.spec.vocab);
+    return options.prompt.empty() ? synthetic_prompt(options.seed, id, tokens, rp.spec.vocab) : options.prompt;
   });
-  std::vector<uint32_t> picked;  // the greedy token of each row of a pass
+  std::vector<uint32_t> picked;  // the token chosen for each row of a pass
+  // Greedy passes pick on the device (forward_argmax); sampling and --emit logits bring each row's
+  // logits to the host and choose there, request i with its own generator.
+  const bool host_logits = options.token_logits || options.sampling.temperature > 0.0f;
+  std::vector<std::vector<float>> logits;
+  std::map<uint64_t, kernels::SamplerRng> rngs;
+  std::vector<float> sampling_scratch;
+  const auto run_pass = [&](std::span<const SequenceChunk> pass_chunks, bool last_chunk) {
+    if (!host_logits || !last_chunk) {
+      decoder->forward_argmax(pass_chunks, picked);
+      return;
+    }
+    decoder->forward(pass_chunks, logits);
+    picked.resize(pass_chunks.size());
+    for (size_t i = 0; i < pass_chunks.size(); ++i) {
+      const uint64_t id = pass_chunks[i].seq;
+      auto rng = rngs.try_emplace(id, kernels::SamplerRng(options.seed ^ (0x9E3779B97F4A7C15ull * (id + 1)))).first;
+      picked[i] = kernels::sample_token(logits[i], options.sampling, rng->second, sampling_scratch);
+    }
+  };
+  // Each pass's tokens, before the scheduler moves them (a finished request leaves running()).
+  const auto emit = [&](std::span<const SequenceChunk> pass_chunks, const std::vector<uint64_t>& emitted) {
+    if (!options.on_token) return;
+    for (size_t i = 0; i < pass_chunks.size(); ++i) {
+      const SequenceChunk& c = pass_chunks[i];
+      TokenEvent e{c.seq, emitted[i], c.past + c.tokens.size() - 1, picked[i], {}};
+      if (options.token_logits) e.logits = logits[i];
+      options.on_token(e);
+    }
+  };
+  std::vector<uint64_t> emitted;
   std::vector<SequenceChunk> chunks;
   const auto record_step = [&](bool prefill, uint64_t batch, uint64_t tokens, uint64_t context, double start_s,
                                double end_s) {
@@ -177,23 +224,27 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
         const SequenceChunk c{s.id, std::span<const uint32_t>(s.tokens.data() + past, n), past};
         const double step0 = clock_s(t0);
-        decoder->forward_argmax(std::span(&c, 1), picked);
+        run_pass(std::span(&c, 1), past + n == prompt);
         backend.synchronize();
         record_step(true, 1, n, past + n, step0, clock_s(t0));
+        if (past + n == prompt) emit(std::span(&c, 1), {0});
       }
       scheduler.complete_prefill(picked[0], clock_s(t0));
     } else if (step == Scheduler::Step::decode) {  // one token for every running sequence
       chunks.clear();
+      emitted.clear();
       uint64_t context = 0;
       for (const Sequence& s : scheduler.running()) {
         chunks.push_back({s.id, std::span<const uint32_t>(&s.tokens.back(), 1), s.tokens.size() - 1});
+        emitted.push_back(s.emitted);
         context += s.tokens.size();
       }
       const double step0 = clock_s(t0);
-      decoder->forward_argmax(chunks, picked);
+      run_pass(chunks, true);
       backend.synchronize();
       const double step1 = clock_s(t0);
       record_step(false, chunks.size(), chunks.size(), context, step0, step1);
+      emit(chunks, emitted);
       scheduler.complete_decode(picked, step1);
     } else if (step == Scheduler::Step::idle) {  // until the next arrival
       const double wait_s = scheduler.next_arrival_s() - clock_s(t0);

@@ -4,7 +4,8 @@
 // Figures built from it.
 //
 // Without a `load` section the plan runs as a closed batch: `requests` requests arrive at t = 0,
-// each with a prompt of context - output tokens and `output` tokens to generate. With one, the
+// each with a prompt of context - output tokens (or RunOptions' prompt) and `output` tokens to
+// generate. With one, the
 // requests and their arrival times are the planner's own draws (serving_requests), replayed on
 // the clock. KV pages for a request's whole life (prompt + output) are reserved when it is
 // admitted, so the cache can never run out mid-generation: a request waits at the head of the
@@ -18,9 +19,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/sampling.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/backend.hpp"
@@ -28,10 +31,30 @@
 
 namespace infer_plan::runtime {
 
+// One token a request generated (run --emit): its index among the request's outputs, the
+// position of the token whose logits chose it, and those logits (when RunOptions asks for them;
+// valid only during the call).
+struct TokenEvent {
+  uint64_t request = 0;
+  uint64_t step = 0;
+  uint64_t position = 0;
+  uint32_t token = 0;
+  std::span<const float> logits;
+};
+
 struct RunOptions {
   unsigned threads = 0;           // 0: one per hardware thread
-  uint64_t seed = 1;              // synthetic weights and prompts
+  uint64_t seed = 1;              // synthetic weights and prompts, and sampling
   uint64_t prefill_chunk = 256;   // tokens per prefill forward pass (a prompt runs in chunks)
+  // Every request's prompt (run --prompt-tokens); empty: seeded random ids of the plan's length.
+  std::vector<uint32_t> prompt;
+  // temperature 0: greedy. Above 0, request i draws from its own generator (seed, i), so its
+  // tokens do not depend on what it was batched with.
+  kernels::SamplingParams sampling;
+  // Called for every generated token, in order within a request; with token_logits its row of
+  // logits comes along (the pass then brings the logits to the host).
+  std::function<void(const TokenEvent&)> on_token;
+  bool token_logits = false;
   // Called now and then with a one-line status (the CLI shows it on a terminal).
   std::function<void(const std::string&)> progress;
 };

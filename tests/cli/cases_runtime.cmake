@@ -79,3 +79,18 @@ infer_plan_cli_case(bad_run_rope_longrope EXIT 2 ARGS run --model tests/data/tin
   MATCH "rope_scaling.rope_type = 'longrope': the runtime applies RoPE scaling none, llama3, linear and yarn")
 infer_plan_cli_case(fit_rope_longrope EXIT 0 ARGS fit --model tests/data/tiny_config_longrope.json MATCH "verdict: FITS")
 infer_plan_cli_case(run_rope_yarn EXIT 0 ARGS run --model tests/data/tiny_config_yarn.json --ctx 1024 -n 4 --requests 1 --quiet)
+# Prompts and emitted tokens (issue 17): ids in, one JSON line per token out, logits optional.
+infer_plan_cli_case(run_emit_top_logits EXIT 0 ARGS run -m tests/data/tiny_config.json --prompt-tokens 1,2,3 -n 3
+  --emit logits --logits-top-k 2 -q
+  MATCH "\"request\": 0, \"step\": 2, \"position\": 4, \"token\": [0-9]+, \"top_logits\": \\[\\[[0-9]+, -?[0-9.e+-]+\\], \\[[0-9]+, -?[0-9.e+-]+\\]\\]}"
+  NOMATCH "measured on" "\"step\": 3")
+infer_plan_cli_case(run_emit_tokens_summary EXIT 0 ARGS run -m tests/data/tiny_config.json --prompt-tokens 1,2,3 -n 2
+  --emit tokens MATCH "\"step\": 1, \"position\": 3, \"token\": [0-9]+}" "measured on cpu" "1 completed")
+infer_plan_cli_case(bad_run_emit_json EXIT 2 ARGS run -m tests/data/tiny_config.json --emit tokens --json
+  MATCH "--out FILE instead of -o/--json")
+infer_plan_cli_case(bad_run_logits_top_k EXIT 2 ARGS run -m tests/data/tiny_config.json --logits-top-k 3
+  MATCH "--logits-top-k: only with --emit logits")
+infer_plan_cli_case(bad_run_prompt_tokens EXIT 2 ARGS run -m tests/data/tiny_config.json --prompt-tokens 1,,2
+  MATCH "--prompt-tokens: '' is not a token id")
+infer_plan_cli_case(bad_run_prompt_vocab EXIT 2 ARGS run -m tests/data/tiny_config.json --prompt-tokens 1,1024 -n 2
+  MATCH "prompt token 1024 is not in the vocabulary \\(ids 0..1023\\)")
