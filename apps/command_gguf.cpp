@@ -175,7 +175,8 @@ void run_inspect(const InspectArgs& a) {
 }  // namespace
 
 void add_gguf_command(CLI::App& app) {
-  CLI::App* gguf = app.add_subcommand("gguf", "GGUF files: predicted size at a llama.cpp file type; inspect a file");
+  CLI::App* gguf = app.add_subcommand(
+      "gguf", "GGUF files: predicted size at a llama.cpp file type; inspect a file; write a synthetic one");
   gguf->require_subcommand(1);
 
   auto size = std::make_shared<SizeArgs>();
@@ -193,7 +194,8 @@ void add_gguf_command(CLI::App& app) {
             "  infer-plan gguf size -m qwen3-8b --type Q4_K_M,Q8_0 -o md  # two file types, one table");
   gguf->footer("Examples:\n"
                "  infer-plan gguf size -m qwen3-8b --type Q4_K_M   # the file llama.cpp's quantize would write\n"
-               "  infer-plan gguf inspect model.gguf              # what a file holds");
+               "  infer-plan gguf inspect model.gguf              # what a file holds\n"
+               "  infer-plan gguf write -m qwen3-0.6b --scale 0.25 --out tiny.gguf  # a file llama.cpp loads");
   s->callback([size] { run_size(*size); });
 
   auto inspect = std::make_shared<InspectArgs>();
@@ -207,6 +209,7 @@ void add_gguf_command(CLI::App& app) {
             "  infer-plan gguf inspect model.gguf              # metadata, tensor types by class, sizes\n"
             "  infer-plan gguf inspect model.gguf --tensors    # every tensor");
   i->callback([inspect] { run_inspect(*inspect); });
+  add_gguf_write_command(*gguf);
 }
 
 }  // namespace infer_plan::apps

@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "apps/exit_code.hpp"
@@ -16,6 +17,8 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/run_options.hpp"
+#include "apps/token_ids.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/core/units.hpp"
@@ -32,30 +35,11 @@ struct RunArgs {
   std::string out_path;
   uint64_t spec_repeats = kDefaultSpecRepeats;
   std::string prompt_tokens;  // "1,2,3"
-  std::string emit;           // tokens | logits
+  std::string prompt, prompt_file;  // text, through the model's tokenizer
+  std::string emit;           // tokens | logits | text
   uint64_t logits_top_k = 0;  // 0: the whole vocabulary
   float temperature = 0.0f, top_p = 1.0f;
 };
-
-// "1, 2,3" -> {1, 2, 3}; ids within uint32 (the vocabulary bound is the runtime's check).
-std::vector<uint32_t> parse_token_ids(const std::string& text) {
-  std::vector<uint32_t> ids;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(',', begin), text.size());
-    std::string item = text.substr(begin, end - begin);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    uint64_t value = 0;
-    const auto [rest, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || rest != item.data() + item.size() || value > UINT32_MAX)
-      throw InputError(fmt::format("--prompt-tokens: '{}' is not a token id; expected ids (0 to {}) separated by "
-                                   "commas, e.g. 1,2,3", item, UINT32_MAX));
-    ids.push_back(static_cast<uint32_t>(value));
-    begin = end + 1;
-  }
-  return ids;
-}
 
 // One JSON line per generated token: request, step, position, token, and the logits (all of
 // them, or the top k as [token, logit] pairs, highest first). Floats in their shortest form
@@ -133,20 +117,42 @@ Plan with_backend_profile(Plan plan, const RuntimeOptions& runtime) {
 void run(const RunArgs& a) {
   check_output_path(a.out_path, "--out");
   runtime::RunOptions base;
-  if (!a.prompt_tokens.empty()) base.prompt = parse_token_ids(a.prompt_tokens);
+  if (!a.prompt_tokens.empty() + !a.prompt.empty() + !a.prompt_file.empty() > 1)
+    throw InputError("run: give one of --prompt, --prompt-file and --prompt-tokens");
+  if (!a.prompt_tokens.empty()) base.prompt = parse_token_ids(a.prompt_tokens, "--prompt-tokens");
+  Plan resolved = a.plan.resolve();
+  // Text goes through the model's tokenizer (a .gguf's vocabulary, else the synthetic one), with
+  // BOS as the vocabulary asks, as llama.cpp's tools tokenize a prompt.
+  std::optional<tokenizer::Tokenizer> text_tokenizer;
+  if (!a.prompt.empty() || !a.prompt_file.empty() || a.emit == "text")
+    text_tokenizer.emplace(tokenizer::vocabulary_for(resolve_plan(resolved).spec));
+  if (!a.prompt.empty() || !a.prompt_file.empty()) {
+    base.prompt = text_tokenizer->encode(a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file));
+    if (base.prompt.empty()) throw InputError("run: the prompt is empty once tokenized; give some text");
+  }
   const bool emitting = !a.emit.empty();
   if (emitting && a.out.json())
     throw InputError("--emit writes one JSON line per token to stdout; with it, write the measured figures with "
                      "--out FILE instead of -o/--json");
   if (a.logits_top_k && a.emit != "logits") throw InputError("--logits-top-k: only with --emit logits");
   base.sampling = {a.temperature, a.top_p};
+  std::map<uint64_t, std::vector<uint32_t>> generated;  // --emit text: each request's tokens so far
   if (emitting) {
     base.token_logits = a.emit == "logits";
-    base.on_token = [&a](const runtime::TokenEvent& e) {
-      std::fputs(token_event_line(e, a.emit == "logits", a.logits_top_k).c_str(), stdout);
+    base.on_token = [&a, &generated, &text_tokenizer, &resolved](const runtime::TokenEvent& e) {
+      if (a.emit != "text") {
+        std::fputs(token_event_line(e, a.emit == "logits", a.logits_top_k).c_str(), stdout);
+        return;
+      }
+      std::vector<uint32_t>& tokens = generated[e.request];
+      tokens.push_back(e.token);
+      if (tokens.size() < resolved.output) return;
+      // A byte-level token may end inside a UTF-8 character: invalid bytes become U+FFFD here.
+      const Json line{{"request", e.request}, {"tokens", tokens.size()}, {"text", text_tokenizer->decode(tokens)}};
+      std::fputs((line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
+      generated.erase(e.request);
     };
   }
-  Plan resolved = a.plan.resolve();
   // A given prompt sets the context to prompt + output and runs it once, unless told otherwise.
   if (!base.prompt.empty() && a.plan.plan_file.empty()) {
     if (a.plan.ctx.empty()) resolved.context = base.prompt.size() + resolved.output;
@@ -198,11 +204,18 @@ void add_run_command(CLI::App& app) {
                   "Every request's prompt as token ids (e.g. 1,2,3) instead of seeded random ids; sets the "
                   "context to prompt + output and one request unless --ctx-size or -np say otherwise")
       ->type_name("ID,ID,...");
+  cmd->add_option("--prompt", args->prompt,
+                  "Every request's prompt as text, through the model's tokenizer (a .gguf's vocabulary, else the "
+                  "synthetic one `gguf write` stores); context and requests as with --prompt-tokens")
+      ->type_name("TEXT");
+  cmd->add_option("--prompt-file", args->prompt_file, "The prompt text from a file")->type_name("FILE");
   cmd->add_option("--emit", args->emit,
-                  "Print every generated token as a JSON line on stdout (request, step, position, token), "
-                  "with its logits for 'logits'; the measured figures then go to stderr")
-      ->check(CLI::IsMember({"tokens", "logits"}))
-      ->type_name("tokens|logits");
+                  "Print every generated token as a JSON line on stdout (request, step, position, token), with "
+                  "its logits for 'logits'; 'text': one line per request with its output decoded. The measured "
+                  "figures then go to stderr. Requests generate --output-len tokens: an end-of-text token does "
+                  "not stop them (vLLM's --ignore-eos), so what runs is what the plan predicts")
+      ->check(CLI::IsMember({"tokens", "logits", "text"}))
+      ->type_name("tokens|logits|text");
   cmd->add_option("--logits-top-k", args->logits_top_k,
                   "With --emit logits: only the k largest, as [token, logit] pairs (default: the whole vocabulary)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
@@ -218,6 +231,7 @@ void add_run_command(CLI::App& app) {
               "context - output). Examples, a quarter-size Qwen3-8B at Q8_0 on this CPU, then a plan under load:\n"
               "  infer-plan run -m qwen3-8b --scale 0.25 -w Q8_0 -c 128 -n 32 -np 4\n"
               "  infer-plan run -m model.gguf -w file --prompt-tokens 1,2,3 -n 8 --emit logits --logits-top-k 5\n"
+              "  infer-plan run -m model.gguf -w file --prompt 'Once upon a time' -n 32 --emit text\n"
               "  infer-plan run scenarios/plans/cpu-small.json --json");
   cmd->callback([args] { run(*args); });
 }

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 mode=${1:-run}
 [ $# -gt 0 ] && shift
 
-packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev doctest-dev libbenchmark-dev)
+packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev doctest-dev libbenchmark-dev
+          libpcre2-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,6 +40,13 @@ case "$mode" in
     ;;
   test)
     build build -DINFER_PLAN_WERROR=ON
+    # llama.cpp for the conformance test: prebuilt CPU binaries from npm (node-llama-cpp), no
+    # compile, pinned; without npm or the registry the test is skipped, saying why.
+    if command -v npm >/dev/null && [ ! -d build/conformance-npm/node_modules/@node-llama-cpp/linux-x64 ]; then
+      npm install --prefix build/conformance-npm --no-audit --no-fund --omit=optional \
+        node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null 2>&1 ||
+        echo "setup: npm install node-llama-cpp failed; the llama.cpp conformance test will be skipped"
+    fi
     ctest --test-dir build --output-on-failure -j2
     ;;
   sanitize)
@@ -55,7 +63,7 @@ case "$mode" in
     CXX=clang++ build build-asan -DCMAKE_BUILD_TYPE=Debug -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_FUZZ=ON \
       -DINFER_PLAN_CUDA=OFF -DINFER_PLAN_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics|battery"
+      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics|battery|conformance"
     tools/fuzz.sh 30 build-asan  # each target: the GGUF reader, then the JSON inputs
     ;;
   *)

@@ -430,6 +430,15 @@ GgufValue GgufValue::of_strings(std::vector<std::string> x) {
   v.strings = std::move(x);
   return v;
 }
+GgufValue GgufValue::of_f32s(const std::vector<float>& x) {
+  GgufValue v;
+  v.type = GgufType::array;
+  v.element_type = GgufType::f32;
+  v.count = x.size();
+  v.raw.resize(x.size() * 4);
+  if (!x.empty()) std::memcpy(v.raw.data(), x.data(), v.raw.size());
+  return v;
+}
 GgufValue GgufValue::of_i32s(const std::vector<int32_t>& x) {
   GgufValue v;
   v.type = GgufType::array;

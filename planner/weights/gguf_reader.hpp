@@ -44,6 +44,7 @@ struct GgufValue {
   static GgufValue of_string(std::string v);
   static GgufValue of_strings(std::vector<std::string> v);
   static GgufValue of_i32s(const std::vector<int32_t>& v);
+  static GgufValue of_f32s(const std::vector<float>& v);
 };
 struct GgufKeyValue {
   std::string key;

@@ -94,3 +94,29 @@ infer_plan_cli_case(bad_run_prompt_tokens EXIT 2 ARGS run -m tests/data/tiny_con
   MATCH "--prompt-tokens: '' is not a token id")
 infer_plan_cli_case(bad_run_prompt_vocab EXIT 2 ARGS run -m tests/data/tiny_config.json --prompt-tokens 1,1024 -n 2
   MATCH "prompt token 1024 is not in the vocabulary \\(ids 0..1023\\)")
+# A GGUF llama.cpp loads (synthetic weights and vocabulary), and text to ids with its vocabulary
+# (issue 17); the conformance test compares both with llama.cpp.
+infer_plan_cli_case(gguf_write_toy EXIT 0 ARGS gguf write -m tests/data/tiny_config.json -w Q4_0:pure
+  --out ${CMAKE_BINARY_DIR}/cli_toy.gguf -q
+  MATCH "tiny_config at Q4_0 \\(uniform\\), 24 tensors, .*vocabulary of 1024 tokens \\(qwen2, [0-9]+ merges\\)")
+infer_plan_cli_case(tokenize_synthetic EXIT 0 ARGS tokenize -m tests/data/tiny_config.json --json -- "Hello, world!"
+  MATCH "\"count\": [0-9]+" "\"ids\"" "\"vocabulary\": \"synthetic\"" "\"pieces\"")
+infer_plan_cli_case(tokenize_decode EXIT 0 ARGS tokenize -m tests/data/tiny_config.json --ids 72,101,108,108,111 MATCH "^Hello$")
+infer_plan_cli_case(bad_tokenize_nothing EXIT 2 ARGS tokenize -m tests/data/tiny_config.json
+  MATCH "give exactly one of TEXT, --file FILE, --jsonl FILE or --ids")
+infer_plan_cli_case(bad_tokenize_utf8 EXIT 2 ARGS tokenize -m tests/data/tiny_config.json --file tests/data/invalid_utf8.txt
+  MATCH "text is not valid UTF-8 at byte 2 \\(0xc3\\)")
+infer_plan_cli_case(bad_tokenize_id EXIT 2 ARGS tokenize -m tests/data/tiny_config.json --ids 5000
+  MATCH "token 5000 is not in the vocabulary \\(ids 0..1023\\)")
+infer_plan_cli_case(bad_gguf_write_out EXIT 2 ARGS gguf write -m tests/data/tiny_config.json MATCH "--out FILE is required")
+infer_plan_cli_case(bad_gguf_write_dir EXIT 2 ARGS gguf write -m tests/data/tiny_config.json --out /nonexistent/x.gguf
+  MATCH "folder '/nonexistent' does not exist")
+infer_plan_cli_case(bad_gguf_write_type EXIT 2 ARGS gguf write -m tests/data/tiny_config.json -w Q9 --out ${CMAKE_BINARY_DIR}/x.gguf
+  MATCH "unknown type 'Q9'")
+infer_plan_cli_case(bad_gguf_write_vocab EXIT 2 ARGS gguf write -m qwen3-0.6b --scale 0.001 --out ${CMAKE_BINARY_DIR}/x.gguf
+  MATCH "cannot hold a byte-level vocabulary")
+# Text prompts and decoded output (issue 17).
+infer_plan_cli_case(run_prompt_text EXIT 0 ARGS run -m tests/data/tiny_config.json --prompt "Hello world" -n 3 --emit text -q
+  MATCH "\"request\":0,\"text\":\"[^\"]*\",\"tokens\":3")
+infer_plan_cli_case(bad_run_two_prompts EXIT 2 ARGS run -m tests/data/tiny_config.json --prompt x --prompt-tokens 1
+  MATCH "give one of --prompt, --prompt-file and --prompt-tokens")
