@@ -20,6 +20,7 @@ void add_admit_command(CLI::App& app);
 void add_gguf_command(CLI::App& app);
 void add_gguf_write_command(CLI::App& gguf);  // `gguf write`, registered by add_gguf_command
 void add_tokenize_command(CLI::App& app);
+void add_quality_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);

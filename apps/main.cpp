@@ -49,6 +49,7 @@ std::unique_ptr<CLI::App> make_app() {
   infer_plan::apps::add_admit_command(*app);
   infer_plan::apps::add_run_command(*app);
   infer_plan::apps::add_tokenize_command(*app);
+  infer_plan::apps::add_quality_command(*app);
   infer_plan::apps::add_probe_command(*app);
   infer_plan::apps::add_report_command(*app);
   infer_plan::apps::add_calibrate_command(*app);

@@ -122,6 +122,8 @@ const std::vector<std::string>* headline(const std::string& command) {
       {"fit", {"model", "hw", "weights", "kv_k", "kv_v", "context", "requests", "weights_bytes", "kv_bytes",
                "headroom_bytes", "fits", "max_requests", "max_context"}},
       {"kv", {"model", "context", "requests", "layers", "kv_heads", "head_dim"}},
+      {"quality", {"model", "weights", "kv_k", "kv_v", "kld_mean", "kld_stderr", "top1_agreement", "ppl", "ppl_reference",
+                   "weights_bytes", "kv_bytes_per_token", "decode_iteration_ms"}},
       {"roofline", {"model", "hw", "weights", "batch", "context", "decode_iteration_ms", "decode_bound", "tpot_ms",
                     "tokens_per_s", "ttft_ms", "prefill_ms"}},
       {"queue", {"rate_per_s", "completed", "rejected", "stable", "ttft_ms.median", "ttft_ms.p99", "tpot_ms.median",

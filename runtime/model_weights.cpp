@@ -1,6 +1,7 @@
 #include "runtime/model_weights.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cassert>
@@ -111,7 +112,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
 }
 
 ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
-                           const std::string& gguf_path, ThreadPool&, std::optional<WeightsOffload> offload)
+                           const std::string& gguf_path, ThreadPool& pool, std::optional<WeightsOffload> offload)
     : backend_(backend), spec_(spec), layers_(spec.layers), offload_(offload) {
   const GgufModel file = read_gguf_model(gguf_path);
   std::map<std::string, size_t> by_name;
@@ -121,12 +122,50 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw InputError(fmt::format("{}: no tensor '{}'", gguf_path, name));
     const GgufTensorInfo& info = file.tensors[it->second];
-    if (info.type != w.type() || info.bytes != w.placement.bytes)
-      throw InputError(fmt::format("{}: tensor '{}' is {} ({} B); the plan expects {} ({} B)", gguf_path, name,
-                                   ggml_type_info(info.type).name, info.bytes, ggml_type_info(w.type()).name,
-                                   w.placement.bytes));
+    if (info.shape != w.placement.tensor.shape)
+      throw InputError(fmt::format("{}: tensor '{}' has shape {}; the model expects {}", gguf_path, name,
+                                   fmt::join(info.shape, " x "), fmt::join(w.placement.tensor.shape, " x ")));
     const std::vector<uint8_t> bytes = read_gguf_tensor_data(file, it->second);
-    std::memcpy(data, bytes.data(), bytes.size());
+    if (info.type == w.type()) {
+      std::memcpy(data, bytes.data(), std::min<size_t>(bytes.size(), w.placement.bytes));
+      return;
+    }
+    convert_rows(info.type, bytes.data(), w, data, pool, gguf_path);
+  });
+}
+
+ModelWeights::ModelWeights(Backend& backend, const ModelWeights& source, const WeightsLayout& layout, ThreadPool& pool)
+    : backend_(backend), spec_(source.spec()), layers_(source.spec().layers) {
+  std::map<std::string, const WeightTensor*> by_name;
+  for (const WeightTensor& t : source.tensors()) by_name[t.placement.tensor.name] = &t;
+  build(layout, [&](WeightTensor& w, uint8_t* data) {
+    const auto it = by_name.find(w.placement.tensor.name);
+    if (it == by_name.end() || it->second->placement.tensor.shape != w.placement.tensor.shape)
+      throw InputError(fmt::format("weights: {} has no tensor '{}' of that shape", source.spec().name, w.placement.tensor.name));
+    if (!source.backend_.host_addressable(it->second->buffer.category))
+      throw InputError("weights: converting weights needs them in host memory (the CPU backend)");
+    if (it->second->type() == w.type())
+      std::memcpy(data, it->second->data(), w.placement.bytes);
+    else
+      convert_rows(it->second->type(), it->second->data(), w, data, pool, source.spec().name);
+  });
+}
+
+void ModelWeights::convert_rows(GgmlType from, const uint8_t* source, const WeightTensor& w, uint8_t* data,
+                                ThreadPool& pool, const std::string& where) {
+  // Each row dequantized to float and quantized again with the project's quantizers.
+  const std::string& name = w.placement.tensor.name;
+  if (!kernels::has_quantizer(from) || !kernels::has_quantizer(w.type()))
+    throw InputError(fmt::format("{}: tensor '{}' is {}; converting it to {} needs quantizers for both ({})", where,
+                                 name, ggml_type_info(from).name, ggml_type_info(w.type()).name,
+                                 kernels::quantizer_type_names()));
+  const uint64_t source_row = ggml_row_bytes(from, w.cols, name);
+  pool.parallel_for(w.rows, [&](uint64_t begin, uint64_t end) {
+    std::vector<float> row(w.cols);
+    for (uint64_t r = begin; r < end; ++r) {
+      kernels::dequantize_row(from, {source + r * source_row, source_row}, row, name);
+      kernels::quantize_row(w.type(), row, {data + r * w.row_bytes, w.row_bytes}, name);
+    }
   });
 }
 

@@ -66,10 +66,15 @@ class ModelWeights {
   // (the same values: a tensor's values depend on its index in the layout, not on where it lives).
   ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, uint64_t seed,
                ThreadPool& pool, std::optional<WeightsOffload> offload = std::nullopt);
-  // The same tensors read from a GGUF file instead (every tensor of `layout` must be in the file
-  // with the same type and bytes; InputError naming the tensor otherwise).
+  // The same tensors read from a GGUF file instead: every tensor of `layout` must be in the file
+  // with the same shape (InputError naming the tensor otherwise); one stored as another type than
+  // the layout's is dequantized and quantized again with kernels/cpu/quantize.
   ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout, const std::string& gguf_path,
                ThreadPool& pool, std::optional<WeightsOffload> offload = std::nullopt);
+  // `source`'s tensors at `layout`'s types (the same shape): copied where the type is the same,
+  // else dequantized and quantized again (quality's quantized model, made from its reference).
+  // The source must be in host memory.
+  ModelWeights(Backend& backend, const ModelWeights& source, const WeightsLayout& layout, ThreadPool& pool);
   ~ModelWeights();
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
@@ -95,6 +100,8 @@ class ModelWeights {
  private:
   // Allocates every tensor of `layout` and calls fill(tensor, data) to write it; then indexes them.
   void build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill);
+  static void convert_rows(GgmlType from, const uint8_t* source, const WeightTensor& w, uint8_t* data, ThreadPool& pool,
+                           const std::string& where);
 
   Backend& backend_;
   ModelSpec spec_;

@@ -115,8 +115,14 @@ infer_plan_cli_case(bad_gguf_write_type EXIT 2 ARGS gguf write -m tests/data/tin
   MATCH "unknown type 'Q9'")
 infer_plan_cli_case(bad_gguf_write_vocab EXIT 2 ARGS gguf write -m qwen3-0.6b --scale 0.001 --out ${CMAKE_BINARY_DIR}/x.gguf
   MATCH "cannot hold a byte-level vocabulary")
-# Text prompts and decoded output (issue 17).
+# Text prompts and decoded output; the quality cost of a type (issue 17).
 infer_plan_cli_case(run_prompt_text EXIT 0 ARGS run -m tests/data/tiny_config.json --prompt "Hello world" -n 3 --emit text -q
   MATCH "\"request\":0,\"text\":\"[^\"]*\",\"tokens\":3")
 infer_plan_cli_case(bad_run_two_prompts EXIT 2 ARGS run -m tests/data/tiny_config.json --prompt x --prompt-tokens 1
   MATCH "give one of --prompt, --prompt-file and --prompt-tokens")
+infer_plan_cli_case(quality_synthetic EXIT 0 ARGS quality -m tests/conformance/models/llama.json -w Q4_0:pure -c 128
+  MATCH "Mean KLD +[0-9.]+ ± [0-9.]+" "Same top p +[0-9.]+ ± [0-9.]+ %" "note: synthetic weights")
+infer_plan_cli_case(bad_quality_no_weights EXIT 2 ARGS quality -m tests/conformance/models/llama.json
+  MATCH "-w names the weights to compare with the reference")
+infer_plan_cli_case(bad_quality_short_text EXIT 2 ARGS quality -m tests/conformance/models/llama.json -w Q8_0:pure -c 100000
+  MATCH "less than one chunk of --ctx-size 100000")

@@ -563,7 +563,8 @@ TEST_CASE("every key a command prints is in docs/json.md, byte figures are integ
       {"calibrate", "hwprofiles/calibrations/rtx-3090.json", "--hw", "rtx-3090", "--json"},
       {"sweep", "scenarios/s23-j23.json", "--json"},
       {"tokenize", "-m", "tests/data/tiny_config.json", "Hello, world!", "--json"},
-      {"tokenize", "-m", "tests/data/tiny_config.json", "--ids", "72,101", "--json"}};
+      {"tokenize", "-m", "tests/data/tiny_config.json", "--ids", "72,101", "--json"},
+      {"quality", "-m", "tests/conformance/models/llama.json", "-w", "Q8_0:pure", "-c", "128", "--json"}};
   for (const auto& args : commands) {
     const Outcome o = run_cli(args, 30);
     const std::string command = fmt::format("{}", fmt::join(args, " "));
