@@ -28,7 +28,8 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->type_name("FACTOR");
   cmd.add_option("--kv", kv,
                  "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
-                 "q5_0, q5_1 (default bf16)")
+                 "q5_0, q5_1 (default bf16, vLLM's auto for BF16 models; f16, llama.cpp's, for a .gguf or "
+                 "--engine llama.cpp)")
       ->type_name("TYPE");
   cmd.add_option("--cache-type-k,--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
   cmd.add_option("--cache-type-v,--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
@@ -118,6 +119,10 @@ Plan PlanOptions::resolve() const {
       throw InputError("--weights and --weights-size both given; give the type or the size, not both");
     p.weights_bytes = parse_bytes(weights_size, "--weights-size");
   }
+  // No KV type named on the command line or in a plan file: llama.cpp's F16 for a .gguf or the
+  // llama.cpp engine, vLLM's auto (the BF16 models' dtype) otherwise.
+  if (plan_file.empty() && kv.empty() && (p.model.ends_with(".gguf") || p.engine == "llama.cpp"))
+    p.kv.k = p.kv.v = GgmlType::F16;
   if (!kv.empty()) p.kv.k = p.kv.v = kv_cache_type(kv, "--kv").type;
   if (!kv_k.empty()) p.kv.k = kv_cache_type(kv_k, "--cache-type-k").type;
   if (!kv_v.empty()) p.kv.v = kv_cache_type(kv_v, "--cache-type-v").type;
