@@ -29,6 +29,7 @@ struct WriteArgs {
   std::string out;
   double scale = 1.0;
   uint64_t seed = 1;
+  std::string vocab = "bpe";
   bool quiet = false;
 };
 
@@ -48,7 +49,8 @@ void run_write(const WriteArgs& a) {
     throw InputError(fmt::format("gguf write: {} at {} is {}; writing it needs twice that in memory and {} is "
                                  "available (lower --scale)", spec.name, layout.file_type, format_gib(static_cast<double>(bytes)),
                                  format_gib(static_cast<double>(*available))));
-  const tokenizer::Vocabulary vocab = tokenizer::synthetic_vocabulary(spec);
+  const tokenizer::Vocabulary vocab = tokenizer::synthetic_vocabulary(
+      spec, a.vocab == "spm" ? tokenizer::VocabularyKind::sentencepiece : tokenizer::VocabularyKind::bpe);
   if (!a.quiet)
     fmt::print(stderr, "writing {} synthetic weights at {} ({}) and a {}-token vocabulary\n", spec.name, layout.file_type,
                format_bytes(bytes), vocab.size());
@@ -63,7 +65,8 @@ void run_write(const WriteArgs& a) {
   for (GgufKeyValue& kv : tokenizer::vocabulary_metadata(vocab)) metadata.push_back(std::move(kv));
   write_gguf(a.out, metadata, tensors);
   fmt::print("{}: {} at {}, {} tensors, {} of weights, vocabulary of {} tokens ({}, {} merges)\n", a.out, spec.name,
-             layout.file_type, tensors.size(), format_bytes(bytes), vocab.size(), vocab.pre, vocab.merges.size());
+             layout.file_type, tensors.size(), format_bytes(bytes), vocab.size(),
+             vocab.model == "gpt2" ? vocab.pre : "SentencePiece", vocab.model == "gpt2" ? vocab.merges.size() : 0);
 }
 
 }  // namespace
@@ -83,6 +86,11 @@ void add_gguf_write_command(CLI::App& gguf) {
       ->type_name("S");
   w->add_option("--seed", args->seed, "Seed of the synthetic weights (default 1; run --seed draws the same ones)")
       ->type_name("N");
+  w->add_option("--vocab", args->vocab,
+                "The synthetic vocabulary: bpe (byte-level, the family's pre-tokenizer: Qwen's, Llama 3's) or spm "
+                "(SentencePiece, as Llama 2 and Mistral; default bpe)")
+      ->check(CLI::IsMember({"bpe", "spm"}))
+      ->type_name("bpe|spm");
   w->add_flag("--quiet,-q", args->quiet, "No progress line on stderr");
   w->footer("Examples:\n"
             "  infer-plan gguf write -m qwen3-0.6b --scale 0.25 -w Q4_0:pure --out tiny.gguf\n"

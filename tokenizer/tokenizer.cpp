@@ -363,12 +363,9 @@ std::string Tokenizer::piece(uint32_t id, bool render_special) const {
 
 std::string Tokenizer::decode(std::span<const uint32_t> ids, bool render_special) const {
   std::string text;
-  for (const uint32_t id : ids) {
-    std::string p = piece(id, render_special);
-    // SentencePiece's space before the text is not part of it.
-    if (vocab_.model == "llama" && vocab_.add_space_prefix && text.empty() && p.starts_with(' ')) p.erase(0, 1);
-    text += p;
-  }
+  for (const uint32_t id : ids) text += piece(id, render_special);
+  // SentencePiece's space before the text is not part of it (one space, as llama.cpp removes it).
+  if (vocab_.model == "llama" && vocab_.add_space_prefix && text.starts_with(' ')) text.erase(0, 1);
   return text;
 }
 

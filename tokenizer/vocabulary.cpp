@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "planner/core/input_error.hpp"
@@ -184,7 +185,117 @@ Vocabulary vocabulary_for(const ModelSpec& spec) {
   return synthetic_vocabulary(spec);
 }
 
-Vocabulary synthetic_vocabulary(const ModelSpec& spec) {
+namespace {
+
+std::vector<std::string> code_points(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<uint8_t>(text[i]);
+    const size_t len = std::min<size_t>(lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4, text.size() - i);
+    out.push_back(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+// BPE training: words (code point sequences, counted) merged pair by pair, the most frequent
+// adjacent pair first (ties by text), until no pair occurs twice or `new_tokens` distinct merged
+// texts exist. Returns the merges in order.
+std::vector<std::pair<std::string, std::string>> learn_merges(const std::map<std::string, uint64_t>& counts,
+                                                              uint64_t new_tokens) {
+  struct Word {
+    std::vector<std::string> symbols;
+    uint64_t count;
+  };
+  std::vector<Word> words;
+  for (const auto& [text, count] : counts) words.push_back({code_points(text), count});
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::set<std::string> made;
+  while (made.size() < new_tokens) {
+    std::map<std::pair<std::string, std::string>, uint64_t> pairs;
+    for (const Word& w : words)
+      for (size_t i = 0; i + 1 < w.symbols.size(); ++i) pairs[{w.symbols[i], w.symbols[i + 1]}] += w.count;
+    auto best = pairs.end();
+    for (auto it = pairs.begin(); it != pairs.end(); ++it)
+      if (best == pairs.end() || it->second > best->second) best = it;
+    if (best == pairs.end() || best->second < 2) break;
+    const auto [left, right] = best->first;
+    merges.emplace_back(left, right);
+    made.insert(left + right);
+    for (Word& w : words)
+      for (size_t i = 0; i + 1 < w.symbols.size(); ++i)
+        if (w.symbols[i] == left && w.symbols[i + 1] == right) {
+          w.symbols[i] += right;
+          w.symbols.erase(w.symbols.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        }
+  }
+  return merges;
+}
+
+void add_token(Vocabulary& v, std::string text, TokenType type, float score = 0.0f) {
+  v.tokens.push_back(std::move(text));
+  v.types.push_back(type);
+  if (v.model == "llama") v.scores.push_back(score);
+}
+
+// Llama 2's shape: <unk>, <s>, </s>, the 256 byte tokens, the corpus's characters, then pieces
+// learned as BPE merges over words that begin at a space (U+2581), scored so that earlier merges
+// win (SentencePiece merges by score); unused filler tokens to the size.
+Vocabulary synthetic_sentencepiece(const ModelSpec& spec) {
+  Vocabulary v;
+  v.model = "llama";
+  v.source = "synthetic";
+  if (spec.vocab < 259 + 64 || spec.vocab > UINT32_MAX)
+    throw InputError(fmt::format("{}: vocab_size {} cannot hold a SentencePiece vocabulary (3 special tokens, 256 "
+                                 "bytes and the characters)", spec.name, spec.vocab));
+  add_token(v, "<unk>", TokenType::unknown);
+  add_token(v, "<s>", TokenType::control);
+  add_token(v, "</s>", TokenType::control);
+  for (int b = 0; b < 256; ++b) add_token(v, fmt::format("<0x{:02X}>", b), TokenType::byte);
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  v.add_bos = true;
+  const std::string space = "\xE2\x96\x81";
+  std::map<std::string, uint64_t> counts;
+  std::map<std::string, uint64_t> chars;
+  std::string word;
+  const auto flush = [&] {
+    if (!word.empty()) ++counts[word];
+    word.clear();
+  };
+  for (const std::string& c : code_points(" " + std::string(synthetic_corpus()))) {
+    if (c == " ") {
+      flush();
+      word = space;
+    } else if (static_cast<uint8_t>(c[0]) < 0x20) {  // control characters: byte fallback
+      flush();
+    } else {
+      word += c;
+      ++chars[c];
+    }
+  }
+  flush();
+  ++chars[space];
+  std::vector<std::pair<std::string, uint64_t>> by_count(chars.begin(), chars.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  const uint64_t room = spec.vocab - v.size();
+  for (size_t i = 0; i < by_count.size() && i < room; ++i)
+    add_token(v, by_count[i].first, TokenType::normal, -1e6f - static_cast<float>(i));
+  std::set<std::string> known(v.tokens.begin(), v.tokens.end());
+  const auto merges = learn_merges(counts, spec.vocab - v.size());
+  for (size_t r = 0; r < merges.size() && v.size() < spec.vocab; ++r) {
+    const std::string text = merges[r].first + merges[r].second;
+    if (known.insert(text).second) add_token(v, text, TokenType::normal, -static_cast<float>(r));
+  }
+  for (uint64_t i = 0; v.size() < spec.vocab; ++i) add_token(v, fmt::format("<unused{}>", i), TokenType::unused, -1e9f);
+  return v;
+}
+
+}  // namespace
+
+Vocabulary synthetic_vocabulary(const ModelSpec& spec, VocabularyKind kind) {
+  if (kind == VocabularyKind::sentencepiece) return synthetic_sentencepiece(spec);
   Vocabulary v;
   v.model = "gpt2";
   v.source = "synthetic";
@@ -196,59 +307,22 @@ Vocabulary synthetic_vocabulary(const ModelSpec& spec) {
   if (spec.vocab < 256 + specials.size() || spec.vocab > UINT32_MAX)
     throw InputError(fmt::format("{}: vocab_size {} cannot hold a byte-level vocabulary (256 byte tokens and {} "
                                  "special ones)", spec.name, spec.vocab, specials.size()));
-  const uint64_t learned_max = spec.vocab - 256 - specials.size();
-  for (uint32_t b = 0; b < 256; ++b) v.tokens.push_back(byte_to_unicode(static_cast<uint8_t>(b)));
-
-  // Words of the corpus as the pre-tokenizer splits them, each a sequence of symbols, counted.
+  for (uint32_t b = 0; b < 256; ++b) add_token(v, byte_to_unicode(static_cast<uint8_t>(b)), TokenType::normal);
+  // Words of the corpus as the pre-tokenizer splits them, bytes mapped to GPT-2's code points.
   std::map<std::string, uint64_t> counts;
   for (const std::string& piece : pre_tokenize(v.pre, synthetic_corpus())) {
     std::string mapped;
     for (const char c : piece) mapped += byte_to_unicode(static_cast<uint8_t>(c));
     ++counts[mapped];
   }
-  struct Word {
-    std::vector<std::string> symbols;
-    uint64_t count;
-  };
-  std::vector<Word> words;
-  for (const auto& [text, count] : counts) {
-    Word w{{}, count};
-    for (size_t i = 0; i < text.size();) {  // one symbol per code point
-      const auto lead = static_cast<uint8_t>(text[i]);
-      const size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-      w.symbols.push_back(text.substr(i, len));
-      i += len;
-    }
-    words.push_back(std::move(w));
-  }
-  // The most frequent adjacent pair, ties by text, merged everywhere, until pairs occur once.
-  while (v.merges.size() < learned_max) {
-    std::map<std::pair<std::string, std::string>, uint64_t> pairs;
-    for (const Word& w : words)
-      for (size_t i = 0; i + 1 < w.symbols.size(); ++i) pairs[{w.symbols[i], w.symbols[i + 1]}] += w.count;
-    auto best = pairs.end();
-    for (auto it = pairs.begin(); it != pairs.end(); ++it)
-      if (best == pairs.end() || it->second > best->second) best = it;
-    if (best == pairs.end() || best->second < 2) break;
-    const auto [left, right] = best->first;
+  std::set<std::string> known(v.tokens.begin(), v.tokens.end());
+  for (const auto& [left, right] : learn_merges(counts, spec.vocab - 256 - specials.size())) {
     v.merges.push_back(left + " " + right);
-    v.tokens.push_back(left + right);
-    for (Word& w : words)
-      for (size_t i = 0; i + 1 < w.symbols.size(); ++i)
-        if (w.symbols[i] == left && w.symbols[i + 1] == right) {
-          w.symbols[i] += right;
-          w.symbols.erase(w.symbols.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-        }
+    if (known.insert(left + right).second) add_token(v, left + right, TokenType::normal);
   }
-  v.types.assign(v.tokens.size(), TokenType::normal);
-  for (uint64_t i = 0; v.tokens.size() < spec.vocab - specials.size(); ++i) {
-    v.tokens.push_back(fmt::format("<|unused_{}|>", i));
-    v.types.push_back(TokenType::unused);
-  }
-  for (const std::string& s : specials) {
-    v.tokens.push_back(s);
-    v.types.push_back(TokenType::control);
-  }
+  for (uint64_t i = 0; v.size() < spec.vocab - specials.size(); ++i)
+    add_token(v, fmt::format("<|unused_{}|>", i), TokenType::unused);
+  for (const std::string& s : specials) add_token(v, s, TokenType::control);
   const auto first_special = static_cast<uint32_t>(spec.vocab - specials.size());
   if (llama) {
     v.bos = first_special;

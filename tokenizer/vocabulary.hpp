@@ -44,8 +44,10 @@ std::vector<GgufKeyValue> vocabulary_metadata(const Vocabulary& v);
 // model family's special tokens last (Qwen's <|endoftext|>, <|im_start|>, <|im_end|>; Llama 3's
 // <|begin_of_text|>, <|end_of_text|>), unused filler tokens between when the text runs out of
 // pairs. Its pre-tokenizer is the family's (qwen2 or llama-bpe). InputError when spec.vocab is
-// too small to hold the bytes and the special tokens.
-Vocabulary synthetic_vocabulary(const ModelSpec& spec);
+// too small to hold the bytes and the special tokens. `sentencepiece`: Llama 2's kind instead
+// (<unk>, <s>, </s>, byte tokens, the text's characters, pieces scored by merge order).
+enum class VocabularyKind { bpe, sentencepiece };
+Vocabulary synthetic_vocabulary(const ModelSpec& spec, VocabularyKind kind = VocabularyKind::bpe);
 
 // The vocabulary a model tokenizes with: a .gguf's own, else the synthetic one (config.json and
 // built-in models carry no vocabulary, and the runtime's weights for them are synthetic too; a

@@ -14,7 +14,7 @@
 //   - the same top-1 token, unless llama.cpp's own top-2 gap is within twice the bound.
 // Tokenizer: ~300 strings (ASCII, code, whitespace runs, CJK, emoji, accents, Cyrillic, special
 // tokens) give identical ids from `infer-plan tokenize` and llama.cpp's tokenizer, for Qwen's
-// pre-tokenizer and Llama 3's.
+// pre-tokenizer, Llama 3's, and SentencePiece.
 import {execFileSync} from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -175,8 +175,11 @@ function strings() {
 }
 
 const texts = strings();
-for (const arch of ["qwen3", "llama"]) {
-  const gguf = path.join(work, `${arch}-F16.gguf`);
+// SentencePiece (Llama 2, Mistral): the llama shape with a synthetic SentencePiece vocabulary.
+const spm = path.join(work, "llama-spm.gguf");
+infer("gguf", "write", "-m", path.join(here, "models", "llama.json"), "-w", "F16", "--vocab", "spm", "--out", spm, "-q");
+for (const arch of ["qwen3", "llama", "spm"]) {
+  const gguf = arch === "spm" ? spm : path.join(work, `${arch}-F16.gguf`);
   if (!fs.existsSync(gguf)) continue;
   const model = await llama.loadModel({modelPath: gguf});
   let same = 0;
@@ -191,7 +194,7 @@ for (const arch of ["qwen3", "llama"]) {
     else differing.push(`${JSON.stringify(text)}: llama.cpp ${JSON.stringify(theirs)}, infer-plan ${JSON.stringify(ours)}`);
   }
   await model.dispose();
-  const pre = arch === "llama" ? "llama-bpe" : "qwen2";
+  const pre = arch === "llama" ? "llama-bpe" : arch === "spm" ? "SentencePiece" : "qwen2";
   console.log(`${differing.length ? "FAIL" : "ok  "} tokenizer ${pre}: ${same}/${texts.length} strings give the same ids`);
   for (const d of differing.slice(0, 10)) console.log(`     ${d}`);
   if (differing.length) ++failures;

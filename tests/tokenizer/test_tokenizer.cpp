@@ -121,6 +121,29 @@ TEST_CASE("SentencePiece by hand: merges by score, byte fallback, the space befo
   CHECK(a == 3 + 256 + 1);
 }
 
+TEST_CASE("synthetic SentencePiece vocabulary: Llama 2's layout, pieces by score, text round trips") {
+  const ModelSpec spec = load_model("tests/conformance/models/llama.json");
+  const Vocabulary v = synthetic_vocabulary(spec, VocabularyKind::sentencepiece);
+  REQUIRE(v.size() == spec.vocab);
+  CHECK(v.model == "llama");
+  CHECK(v.tokens[0] == "<unk>");
+  CHECK(v.tokens[1] == "<s>");
+  CHECK(v.tokens[3] == "<0x00>");
+  CHECK(v.types[3] == TokenType::byte);
+  CHECK(v.scores.size() == v.size());
+  const Tokenizer t(v);
+  for (const std::string& s : kVaried) {
+    CAPTURE(s);
+    const std::vector<uint32_t> ids = t.encode(s);
+    REQUIRE(!ids.empty());
+    CHECK(ids[0] == 1);  // <s>
+    CHECK(t.decode(ids) == s);
+  }
+  CHECK(t.encode(" the", false).size() <= 2);  // "▁the" was learned (or "▁▁" + "the")
+  const std::vector<uint32_t> newline = t.encode("\n", false);
+  CHECK(newline.back() == 3 + 0x0A);  // no piece for a newline: its byte token
+}
+
 TEST_CASE("bad input: invalid UTF-8, unknown ids, unsupported tokenizers") {
   const Tokenizer t(synthetic_vocabulary(load_model("tests/data/tiny_config.json")));
   CHECK_THROWS_WITH_AS(t.encode("ok\xC3("), doctest::Contains("not valid UTF-8 at byte 2"), InputError);
