@@ -19,6 +19,7 @@
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/plan_options.hpp"
+#include "apps/quality_report.hpp"
 #include "apps/report_speculative.hpp"
 #include "apps/report_table.hpp"
 #include "apps/run_options.hpp"
@@ -52,6 +53,9 @@ struct ReportArgs {
   std::string out_path, svg_dir;
   bool probe = false, quick_probe = false, check = false, check_exact = false;
   uint64_t spec_repeats = kDefaultSpecRepeats;
+  bool quality = false;          // append the quality cost of the plan's types (apps/quality_report)
+  std::string quality_text;      // its text (default: the built-in one)
+  uint64_t quality_ctx = 512;
 };
 
 // The p50 of planner/serving's summarize (nearest rank), so a row's p50 and the JSON's measured
@@ -502,9 +506,26 @@ void run(const ReportArgs& a) {
   }
   const Verdict v = verdict(a, m.rows, retried);
   const std::string header = report_header(plan, m);
-  if (a.out.json()) print_json(report_json(plan, m, v));
-  else print_text(header, m, v);
-  if (!a.out_path.empty()) write_markdown(a.out_path, header, m, v);
+  // What the plan's types cost in quality, beside the speed and memory measured above.
+  std::optional<Json> quality;
+  if (a.quality)
+    quality = measure_quality(plan, {a.quality_text, "F16", a.quality_ctx, 0, a.runtime.seed, a.runtime.threads,
+                                     a.runtime.quiet});
+  if (a.out.json()) {
+    Json j = report_json(plan, m, v);
+    if (quality) j["quality"] = *quality;
+    print_json(j);
+  } else {
+    print_text(header, m, v);
+    if (quality) fmt::print("\n{}", quality_text(*quality));
+  }
+  if (!a.out_path.empty()) {
+    write_markdown(a.out_path, header, m, v);
+    if (quality) {
+      std::ofstream md(a.out_path, std::ios::app);
+      md << "\n## Quality\n\n```\n" << quality_text(*quality) << "```\n";
+    }
+  }
   if (!a.svg_dir.empty()) {
     write_svgs(a.svg_dir, m.rows, m.rp, m.run, m.measured);
     if (m.spec)
@@ -534,9 +555,18 @@ void add_report_command(CLI::App& app) {
                 "timing bounds are printed with their verdict but do not set the exit status (shared CI machines)")
       ->excludes("--check");
   add_spec_repeats_option(*cmd, args->spec_repeats);
+  cmd->add_flag("--quality", args->quality,
+                "Also what the plan's weight and KV types cost in quality against an F16 reference (as the "
+                "quality command: KL divergence, same top token, perplexity), on the CPU");
+  cmd->add_option("--quality-text", args->quality_text, "With --quality: the text to score (default: built-in)")
+      ->type_name("FILE");
+  cmd->add_option("--quality-ctx", args->quality_ctx, "With --quality: tokens per chunk (default 512)")
+      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 20))
+      ->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer("Examples:\n"
               "  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --check\n"
+              "  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --quality\n"
               "  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --quick-probe --check-exact  (CI)");
   cmd->callback([args] { run(*args); });
 }

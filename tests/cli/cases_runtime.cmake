@@ -126,3 +126,5 @@ infer_plan_cli_case(bad_quality_no_weights EXIT 2 ARGS quality -m tests/conforma
   MATCH "-w names the weights to compare with the reference")
 infer_plan_cli_case(bad_quality_short_text EXIT 2 ARGS quality -m tests/conformance/models/llama.json -w Q8_0:pure -c 100000
   MATCH "less than one chunk of --ctx-size 100000")
+infer_plan_cli_case(report_quality EXIT 0 ARGS report --model tests/conformance/models/llama.json -w Q4_0:pure -c 64 -n 4
+  -np 1 --quality --quality-ctx 128 --quiet MATCH "quality of llama at Q4_0" "Mean KLD +[0-9.]+ ± [0-9.]+")
