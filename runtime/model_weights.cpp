@@ -156,8 +156,9 @@ void ModelWeights::convert_rows(GgmlType from, const uint8_t* source, const Weig
   // Each row dequantized to float and quantized again with the project's quantizers.
   const std::string& name = w.placement.tensor.name;
   if (!kernels::has_quantizer(from) || !kernels::has_quantizer(w.type()))
-    throw InputError(fmt::format("{}: tensor '{}' is {}; converting it to {} needs quantizers for both ({})", where,
-                                 name, ggml_type_info(from).name, ggml_type_info(w.type()).name,
+    throw InputError(fmt::format("{}: tensor '{}' is {}; converting it to {} needs quantizers for both ({}); run "
+                                 "the file's own types instead (weights 'file')", where, name,
+                                 ggml_type_info(from).name, ggml_type_info(w.type()).name,
                                  kernels::quantizer_type_names()));
   const uint64_t source_row = ggml_row_bytes(from, w.cols, name);
   pool.parallel_for(w.rows, [&](uint64_t begin, uint64_t end) {

@@ -126,11 +126,15 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
 
   const uint64_t setup0 = backend.now_ns();
   result.driver_before_bytes = backend.driver_used_bytes();
-  if (options.progress) options.progress(fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
-  // A .gguf model with its own types ("file") runs the file's tensors; anything else synthetic.
-  const bool from_file = is_gguf_path(rp.spec.source) && rp.weights.layout.file_type.starts_with("as stored in");
-  if (from_file && plan.scale != 1)
+  // A .gguf model runs the file's tensors: as stored ("file"), or quantized on load to the plan's
+  // types. Shrunk by --scale, its shape runs with synthetic weights; a config.json model too.
+  const bool as_stored = rp.weights.layout.file_type.starts_with("as stored in");
+  const bool from_file = is_gguf_path(rp.spec.source) && (as_stored || plan.scale == 1);
+  if (as_stored && plan.scale != 1)
     throw InputError("run: --scale shrinks synthetic weights; a .gguf with its own weights runs at its own size");
+  if (options.progress)
+    options.progress(from_file ? fmt::format("reading {}'s weights ({})", rp.spec.name, rp.weights.label)
+                               : fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
   ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool, offload)
                                    : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool, offload);
   // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.

@@ -577,3 +577,52 @@ TEST_CASE("sampling: a seed gives the same tokens, and a request's tokens do not
   const auto greedy = tokens_of(3, 0.0f, 5);
   CHECK(greedy.at(1) == greedy.at(0));  // greedy: the same prompt gives the same tokens
 }
+
+TEST_CASE("GGUF at other types: the file's weights quantized on load, not synthetic ones") {
+  // A Q8_0 file run at Q4_0:pure: the logits run_plan emits equal a decoder's over the file's
+  // weights converted by ModelWeights (and differ from synthetic Q4_0 weights of the same shape).
+  CpuBackend backend;
+  ThreadPool pool(2);
+  const ResolvedPlan rp = resolve_plan(tiny_plan());  // Q8_0 weights
+  const ModelWeights synthetic(backend, rp.spec, rp.weights.layout, 11, pool);
+  std::vector<GgufTensorData> tensors;
+  for (const WeightTensor& w : synthetic.tensors())
+    tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(),
+                       std::vector<uint8_t>(w.data(), w.data() + w.placement.bytes)});
+  const std::string path = (std::filesystem::temp_directory_path() / "infer-plan-runtime-convert.gguf").string();
+  write_gguf(path, gguf_metadata_for(rp.spec), tensors);
+  Plan plan = tiny_plan();
+  plan.model = path;
+  plan.scale = 1;
+  plan.weights = "Q4_0:pure";
+  plan.requests = 1;
+  plan.output = 3;
+  plan.context = 8;
+  const ResolvedPlan q4 = resolve_plan(plan);
+  RunOptions o;
+  o.prompt = {1, 2, 3, 4, 5};
+  o.token_logits = true;
+  std::vector<std::vector<float>> emitted;
+  o.on_token = [&](const TokenEvent& e) { emitted.emplace_back(e.logits.begin(), e.logits.end()); };
+  CpuBackend run_backend;
+  run_plan(q4, run_backend, o);
+  REQUIRE(emitted.size() == 3);
+  Plan as_stored = plan;
+  as_stored.weights = "file";
+  const ResolvedPlan file = resolve_plan(as_stored);
+  const ModelWeights loaded(backend, file.spec, file.weights.layout, path, pool);
+  const ModelWeights converted(backend, loaded, q4.weights.layout, pool);
+  const ModelWeights synthetic_q4(backend, q4.spec, q4.weights.layout, o.seed, pool);
+  const auto first_logits = [&](const ModelWeights& w) {
+    PagedKvCache cache(backend, q4.spec, q4.plan.kv, 2);
+    REQUIRE(cache.reserve(1, 8));
+    Decoder d(w, cache, pool);
+    std::vector<std::vector<float>> logits;
+    const SequenceChunk c{1, o.prompt, 0};
+    d.forward(std::span(&c, 1), logits);
+    return logits.back();
+  };
+  CHECK(first_logits(converted) == emitted[0]);
+  CHECK(first_logits(synthetic_q4) != emitted[0]);
+  std::filesystem::remove(path);
+}
