@@ -7,6 +7,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/format.hpp"
+#include "apps/quality_report.hpp"
 #include "apps/run_options.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
@@ -62,6 +63,8 @@ void run_write(const WriteArgs& a) {
                        std::vector<uint8_t>(w.data(), w.data() + w.placement.bytes)});
   std::vector<GgufKeyValue> metadata = gguf_metadata_for(spec);
   if (ftype) metadata.push_back({"general.file_type", GgufValue::of_u32(static_cast<uint32_t>(ftype->ftype))});
+  // Says so to quality, which then notes that its figures measure noise propagation only.
+  metadata.push_back({std::string(kSyntheticWeightsKey), GgufValue::of_bool(true)});
   for (GgufKeyValue& kv : tokenizer::vocabulary_metadata(vocab)) metadata.push_back(std::move(kv));
   write_gguf(a.out, metadata, tensors);
   fmt::print("{}: {} at {}, {} tensors, {} of weights, vocabulary of {} tokens ({}, {} merges)\n", a.out, spec.name,

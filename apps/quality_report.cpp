@@ -88,7 +88,8 @@ Json measure_quality(Plan plan, const QualityInputs& in) {
          {"hw", rp.hw.name},
          {"decode_iteration_ms", ms},
          {"reference_decode_iteration_ms", ref_ms}};
-  if (!from_file)
+  const GgufValue* synthetic = from_file ? read_gguf_model(spec.source).find(kSyntheticWeightsKey) : nullptr;
+  if (!from_file || (synthetic && synthetic->type == GgufType::boolean && synthetic->u64))
     j["note"] = "synthetic weights: this measures how quantization noise propagates through the network, not what a "
                 "trained model loses";
   return j;

@@ -3,11 +3,15 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace infer_plan::apps {
+
+// The metadata key `gguf write` sets on its files: their weights are synthetic.
+inline constexpr std::string_view kSyntheticWeightsKey = "infer_plan.synthetic_weights";
 
 struct QualityInputs {
   std::string text_file;           // empty: the built-in text
