@@ -14,21 +14,62 @@
 namespace infer_plan {
 namespace {
 
+// How each model_type names its MoE shape: the expert count's key, and the expert FFN width's
+// (Mixtral's experts are intermediate_size wide, every layer MoE).
+enum class Moe { none, qwen, mixtral };
+
 struct Architecture {
   std::string_view model_type;
   std::string_view gguf_arch;
   bool qk_norm;
   bool qkv_bias;
-  bool moe;
+  Moe moe;
 };
 
 constexpr std::array kArchitectures{
-    Architecture{"qwen3", "qwen3", true, false, false},
-    Architecture{"qwen3_moe", "qwen3moe", true, false, true},
-    Architecture{"llama", "llama", false, false, false},
-    Architecture{"mistral", "llama", false, false, false},  // llama.cpp converts Mistral as llama
-    Architecture{"qwen2", "qwen2", false, true, false},
+    Architecture{"qwen3", "qwen3", true, false, Moe::none},
+    Architecture{"qwen3_moe", "qwen3moe", true, false, Moe::qwen},
+    Architecture{"llama", "llama", false, false, Moe::none},
+    Architecture{"mistral", "llama", false, false, Moe::none},  // llama.cpp converts Mistral as llama
+    Architecture{"mixtral", "llama", false, false, Moe::mixtral},  // ... and Mixtral, with expert tensors
+    Architecture{"qwen2", "qwen2", false, true, Moe::none},
 };
+
+// Keys that change a model's shape under the architectures that use them. One the model_type does
+// not read would be ignored in silence (a Mixtral config relabelled mistral counted 7.24 B
+// parameters of its 46.7 B): refused, naming the key and what it means.
+void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std::string& where) {
+  struct Key {
+    std::string_view key, meaning;
+    Moe read_by;  // none: no supported model_type reads it
+  };
+  static constexpr std::array kKeys{
+      Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
+      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen},
+      Key{"num_local_experts", "routed experts (Mixtral)", Moe::mixtral},
+      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::none},
+      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::none},
+      Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::none},
+      Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::none},
+      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma)", Moe::none},
+  };
+  for (const Key& k : kKeys) {
+    const auto it = c.find(k.key);
+    if (it == c.end() || it->is_null() || (it->is_number() && it->get<double>() == 0)) continue;
+    if (k.read_by != Moe::none && k.read_by == arch.moe) continue;
+    throw InputError(fmt::format("{}: field '{}' ({}) is not part of model_type '{}', so the shape would be wrong; "
+                                 "{}", where, k.key, k.meaning, arch.model_type,
+                                 k.read_by == Moe::mixtral  ? "use model_type 'mixtral'"
+                                 : k.read_by == Moe::qwen   ? "use model_type 'qwen3_moe'"
+                                                            : "this architecture is not supported yet"));
+  }
+  // Sliding-window layers among full ones (transformers' layer_types) are not modelled yet.
+  if (const auto it = c.find("layer_types"); it != c.end() && it->is_array())
+    for (const Json& t : *it)
+      if (!t.is_string() || t.get<std::string>() != "full_attention")
+        throw InputError(fmt::format("{}: field 'layer_types' holds {}; only full_attention layers are supported yet",
+                                     where, t.dump()));
+}
 
 uint64_t require_positive(const Json& c, std::string_view key, std::string_view where) {
   uint64_t v = require_uint(c, key, where);
@@ -171,6 +212,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     throw InputError(fmt::format("{}: field 'model_type' is \"{}\"; supported: {}", where,
                                  s.model_type, known));
   }
+  refuse_unread_shape_keys(c, *arch, where);
   s.gguf_arch = arch->gguf_arch;
   s.qk_norm = arch->qk_norm;
   s.qkv_bias = arch->qkv_bias || optional_bool(c, "attention_bias", where).value_or(false);
@@ -196,7 +238,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   s.max_context = optional_uint(c, "max_position_embeddings", where).value_or(0);
   s.rope_theta = optional_number(c, "rope_theta", where).value_or(10000.0);
   s.rms_norm_eps = optional_number(c, "rms_norm_eps", where).value_or(1e-6);
-  if (optional_bool(c, "use_sliding_window", where).value_or(s.model_type == "mistral"))
+  if (optional_bool(c, "use_sliding_window", where).value_or(s.model_type == "mistral" || s.model_type == "mixtral"))
     s.sliding_window = optional_uint(c, "sliding_window", where).value_or(0);
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object())
     s.rope_scaling = rope_scaling_from_hf(*it, s.max_context, where);
@@ -217,7 +259,15 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       throw InputError(fmt::format("{}: field 'partial_rotary_factor' {} rotates no value of head_dim {}", where, *f, s.head_dim));
   }
 
-  if (arch->moe) {
+  if (arch->moe == Moe::mixtral) {  // every layer's FFN is intermediate_size-wide experts
+    s.experts = require_positive(c, "num_local_experts", where);
+    s.experts_active = require_positive(c, "num_experts_per_tok", where);
+    if (s.experts_active > s.experts)
+      throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds num_local_experts = {}", where,
+                                   s.experts_active, s.experts));
+    s.moe_intermediate = s.intermediate;
+  }
+  if (arch->moe == Moe::qwen) {
     s.experts = require_positive(c, "num_experts", where);
     s.experts_active = require_positive(c, "num_experts_per_tok", where);
     if (s.experts_active > s.experts)

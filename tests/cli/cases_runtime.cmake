@@ -128,3 +128,8 @@ infer_plan_cli_case(bad_quality_short_text EXIT 2 ARGS quality -m tests/conforma
   MATCH "less than one chunk of --ctx-size 100000")
 infer_plan_cli_case(report_quality EXIT 0 ARGS report --model tests/conformance/models/llama.json -w Q4_0:pure -c 64 -n 4
   -np 1 --quality --quality-ctx 128 --quiet MATCH "quality of llama at Q4_0" "Mean KLD +[0-9.]+ ± [0-9.]+")
+# Mixtral (issue 18): MoE under its own model_type; its config relabelled dense is refused.
+infer_plan_cli_case(model_mixtral EXIT 0 ARGS model mixtral-8x7b
+  MATCH "MoE: 8 experts, 2 active, expert FFN 14336" "46702792704 total" "12879925248 active")
+infer_plan_cli_case(run_mixtral EXIT 0 ARGS run -m mixtral-8x7b --scale 0.05 -w Q8_0:pure -c 64 -n 4 -np 2 --quiet
+  MATCH "2 completed")

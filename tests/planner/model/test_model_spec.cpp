@@ -4,6 +4,7 @@
 
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
 #include "planner/model/model_spec.hpp"
 
 using namespace infer_plan;
@@ -47,7 +48,7 @@ TEST_CASE("published parameter counts of every built-in model") {
       {"llama-3.1-8b", 8.030261248, 1e-9}, {"llama-3.1-70b", 70.553706496, 1e-9},
       {"qwen2.5-7b", 7.61, 0.002},    {"mistral-7b-v0.1", 7.241732096, 1e-9},
       {"llama-2-7b", 6.738415616, 1e-9},  {"llama-2-13b", 13.015864320, 1e-9},
-      {"llama-2-70b", 68.976648192, 1e-9}};
+      {"llama-2-70b", 68.976648192, 1e-9}, {"mixtral-8x7b", 46.702792704, 1e-9}};
   for (const auto& e : expected) {
     CAPTURE(e.name);
     const ParameterCount p = parameter_count(load_model(e.name));
@@ -56,6 +57,34 @@ TEST_CASE("published parameter counts of every built-in model") {
   // non-embedding counts from the Qwen cards
   CHECK(parameter_count(load_model("qwen3-0.6b")).non_embedding() / 1e9 == doctest::Approx(0.44).epsilon(0.01));
   CHECK(parameter_count(load_model("qwen2.5-7b")).non_embedding() / 1e9 == doctest::Approx(6.53).epsilon(0.002));
+}
+
+TEST_CASE("Mixtral 8x7B: 46.7 B parameters, 12.9 B active (model card), by hand") {
+  // per layer: attention q 4096^2 + k, v 4096 x 1024 each + o 4096^2 = 41,943,040; norms 8,192;
+  // router 4096 x 8 = 32,768; experts 8 x 3 x 4096 x 14336 = 1,409,286,144 -> 1,451,270,144 x 32
+  // = 46,440,644,608; + embeddings and head 2 x 32000 x 4096 = 262,144,000 + output norm 4,096.
+  // Active: two experts of the eight, 352,321,536 per layer instead of 1,409,286,144.
+  const ModelSpec s = load_model("mixtral-8x7b");
+  CHECK(s.is_moe());
+  CHECK(s.gguf_arch == "llama");
+  CHECK(s.experts == 8);
+  CHECK(s.experts_active == 2);
+  CHECK(s.moe_intermediate == 14336);
+  CHECK(s.sliding_window == 0);  // "sliding_window": null
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 46'702'792'704ull);
+  CHECK(p.active == 12'879'925'248ull);
+  // The same config relabelled mistral is refused, not counted as a 7.24 B dense model.
+  Json c = read_json_file("scenarios/models/mixtral-8x7b.json");
+  c["model_type"] = "mistral";
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "c.json"),
+                       doctest::Contains("field 'num_local_experts' (routed experts (Mixtral)) is not part of "
+                                         "model_type 'mistral'"),
+                       InputError);
+  c["model_type"] = "qwen3";
+  c.erase("num_local_experts");
+  c["kv_lora_rank"] = 512;
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "c.json"), doctest::Contains("'kv_lora_rank'"), InputError);
 }
 
 TEST_CASE("architecture details") {
