@@ -67,18 +67,25 @@ void run(const KvArgs& a) {
     return;
   }
 
-  fmt::print("KV cache of {}: {} layers x {} KV heads x {} head_dim ({} query heads{}){}\n", spec.name,
-             spec.layers, spec.kv_heads, spec.head_dim, spec.heads,
-             spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
-             plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
+  if (spec.is_mla())
+    fmt::print("KV cache of {}: {} layers x one latent row of {} + {} values (MLA: shared by the {} heads, no V "
+               "rows){}\n", spec.name, spec.layers, spec.kv_lora_rank, spec.qk_rope_dim, spec.heads,
+               plan.tp > 1 ? fmt::format(", the same on each of {} devices", plan.tp) : "");
+  else
+    fmt::print("KV cache of {}: {} layers x {} KV heads x {} head_dim ({} query heads{}){}\n", spec.name,
+               spec.layers, spec.kv_heads, spec.head_dim, spec.heads,
+               spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
+               plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
+  // Values cached per token on one device: K and V rows, or MLA's one latent row.
+  const uint64_t values = spec.is_mla() ? spec.layers * spec.kv_k_values()
+                                        : 2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim;
   TextTable table{{"type", "bits/value", "per token", fmt::format("per request ({} tokens)", plan.context),
                    count_of(plan.requests, "request"), "saving vs BF16 (per request)"},
                   {false, true, true, true, true, true}, {}};
   for (KvTypes t : rows) {
     const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
     const uint64_t request = token * plan.context;
-    const double bits = 8.0 * static_cast<double>(token) /
-                        static_cast<double>(2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim);
+    const double bits = 8.0 * static_cast<double>(token) / static_cast<double>(values);
     const int64_t saving = static_cast<int64_t>(bf16_request) - static_cast<int64_t>(request);
     table.rows.push_back({kv_types_label(t), fmt::format("{:.4g}", bits), trimmed(to_kib(token), "KiB"),
                           fmt::format("{} ({})", trimmed(to_mib(request), "MiB"), format_gib(static_cast<double>(request))),

@@ -5,6 +5,7 @@
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
+#include "planner/cost/kv_cache.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -33,7 +34,11 @@ Json spec_json(const ModelSpec& s) {
               {"experts", s.experts}, {"experts_active", s.experts_active},
               {"moe_intermediate", s.moe_intermediate}, {"max_context", s.max_context},
               {"parameters_total", p.total}, {"parameters_active", p.active},
-              {"parameters_embedding", p.embedding}, {"parameters_non_embedding", p.non_embedding()}};
+              {"parameters_embedding", p.embedding}, {"parameters_non_embedding", p.non_embedding()},
+              {"shared_experts", s.shared_experts}, {"first_dense_layers", s.first_dense_layers},
+              {"q_lora_rank", s.q_lora_rank}, {"kv_lora_rank", s.kv_lora_rank}, {"qk_rope_dim", s.qk_rope_dim},
+              {"v_head_dim", s.is_mla() ? s.v_head_dim : s.head_dim},
+              {"kv_bytes_per_token", kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16})}};
 }
 
 void run(const ModelArgs& a) {
@@ -75,7 +80,14 @@ void run(const ModelArgs& a) {
   fmt::print("  layers {}, hidden {}, heads {} (KV {}), head_dim {} (attention width {}), vocab {}\n",
              s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim, s.q_width(), s.vocab);
   if (s.is_moe())
-    fmt::print("  MoE: {} experts, {} active, expert FFN {}\n", s.experts, s.experts_active, s.moe_intermediate);
+    fmt::print("  MoE: {} experts, {} active, expert FFN {}{}{}\n", s.experts, s.experts_active, s.moe_intermediate,
+               s.shared_experts ? fmt::format(", {} shared", s.shared_experts) : "",
+               s.first_dense_layers ? fmt::format("; first {} layers dense (FFN {})", s.first_dense_layers, s.intermediate)
+                                    : "");
+  if (s.is_mla())
+    fmt::print("  MLA: q_lora_rank {}, kv latent {} + RoPE key {} per token and layer (the cache), value heads {}\n",
+               s.q_lora_rank ? std::to_string(s.q_lora_rank) : std::string("none"), s.kv_lora_rank, s.qk_rope_dim,
+               s.v_head_dim);
   else
     fmt::print("  dense FFN {}\n", s.intermediate);
   fmt::print("  embeddings {}, q/k norm {}, qkv bias {}, trained context {}\n",

@@ -20,6 +20,9 @@ kernels::RopeParams rope_params(const ModelSpec& spec, const float* freq_factors
     throw InputError(fmt::format("{} = '{}': the runtime applies RoPE scaling none, llama3, linear and yarn; with "
                                  "this one its logits would be those of another model",
                                  rs.key, rs.type));
+  if (rs.mscale != 0.0 || rs.mscale_all_dim != 0.0)
+    throw InputError(fmt::format("{}: YaRN with mscale / mscale_all_dim (DeepSeek's magnitude) is not applied by the "
+                                 "runtime", rs.key));
   p.freq_scale = static_cast<float>(1.0 / rs.factor);
   if (rs.type == "linear") {
     if (rs.attention_factor != 0.0) p.magnitude = static_cast<float>(rs.attention_factor);

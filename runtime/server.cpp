@@ -77,6 +77,9 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
+  if (rp.spec.is_mla())
+    throw InputError(fmt::format("run: {} uses multi-head latent attention (DeepSeek), which the planner models but the "
+                                 "runtime does not execute yet", rp.spec.name));
   // RoPE scaling the kernels do not apply would give another model's logits in silence: refused,
   // naming the key (the planner's figures do not depend on it).
   try {

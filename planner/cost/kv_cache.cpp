@@ -55,11 +55,15 @@ uint64_t head_row_bytes(const ModelSpec& s, GgmlType type, const char* which) {
 
 }  // namespace
 
+// MLA's cache is one latent row per layer (kv_lora_rank + qk_rope_dim values), the same on every
+// device under tensor parallelism (vLLM replicates it), and no V row.
 uint64_t kv_k_bytes_per_token(const ModelSpec& s, GgmlType k, uint64_t tp) {
+  if (s.is_mla()) return s.layers * ggml_row_bytes(k, s.kv_k_values(), "K cache latent row");
   return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, k, "K");
 }
 
 uint64_t kv_v_bytes_per_token(const ModelSpec& s, GgmlType v, uint64_t tp) {
+  if (s.is_mla()) return 0;
   return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, v, "V");
 }
 

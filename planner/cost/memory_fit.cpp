@@ -31,6 +31,13 @@ std::string row_text(const ModelSpec& s, GgmlType type) {
 
 std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes types, uint64_t tp) {
   std::vector<std::string> out;
+  if (s.is_mla()) {  // one latent row per layer: kv_lora_rank + the shared RoPE key
+    const uint64_t row = ggml_row_bytes(types.k, s.kv_k_values(), "KV row"), total = kv_bytes_per_token(s, types, tp);
+    out.push_back(fmt::format("KV/token = {} layers x one latent row ({} + {} values, {}: {} B){} = {} B = {}", s.layers,
+                              s.kv_lora_rank, s.qk_rope_dim, ggml_type_info(types.k).name, row,
+                              tp > 1 ? fmt::format(", on each of {} devices", tp) : "", total, format_bytes(total)));
+    return out;
+  }
   const uint64_t heads = kv_heads_per_device(s, tp);
   const std::string heads_text =
       tp == 1 ? fmt::format("{} KV heads", heads)

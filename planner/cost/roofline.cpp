@@ -259,7 +259,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   c.weight_bytes = weight_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
   c.kv_bytes = b * static_cast<double>(context) * kv + tokens * kv;  // read the cache, write new
-  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) /
+  const double attention_flops = static_cast<double>(spec_.layers * spec_.attention_flops_per_position()) /
                                  static_cast<double>(tp_) * static_cast<double>(context) * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
   return finish(c, tokens, tokens, attention_flops, false);
@@ -273,7 +273,8 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
   // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
   const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
-  const double attention_flops = 4.0 * static_cast<double>(spec_.layers * spec_.q_width()) / static_cast<double>(tp_) * attended;
+  const double attention_flops =
+      static_cast<double>(spec_.layers * spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
   return finish(c, tokens, heads, attention_flops, true);

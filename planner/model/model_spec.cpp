@@ -16,7 +16,7 @@ namespace {
 
 // How each model_type names its MoE shape: the expert count's key, and the expert FFN width's
 // (Mixtral's experts are intermediate_size wide, every layer MoE).
-enum class Moe { none, qwen, mixtral };
+enum class Moe { none, qwen, mixtral, deepseek };
 
 struct Architecture {
   std::string_view model_type;
@@ -33,6 +33,9 @@ constexpr std::array kArchitectures{
     Architecture{"mistral", "llama", false, false, Moe::none},  // llama.cpp converts Mistral as llama
     Architecture{"mixtral", "llama", false, false, Moe::mixtral},  // ... and Mixtral, with expert tensors
     Architecture{"qwen2", "qwen2", false, true, Moe::none},
+    // Multi-head latent attention, shared and routed experts; llama.cpp's deepseek2 for both.
+    Architecture{"deepseek_v2", "deepseek2", false, false, Moe::deepseek},
+    Architecture{"deepseek_v3", "deepseek2", false, false, Moe::deepseek},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -47,21 +50,23 @@ void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std
       Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
       Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen},
       Key{"num_local_experts", "routed experts (Mixtral)", Moe::mixtral},
-      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::none},
-      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::none},
-      Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::none},
-      Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::none},
+      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek},
+      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek},
+      Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
+      Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
       Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma)", Moe::none},
   };
   for (const Key& k : kKeys) {
     const auto it = c.find(k.key);
     if (it == c.end() || it->is_null() || (it->is_number() && it->get<double>() == 0)) continue;
     if (k.read_by != Moe::none && k.read_by == arch.moe) continue;
+    if (arch.moe == Moe::deepseek && k.key == "moe_intermediate_size") continue;  // DeepSeek's expert width too
     throw InputError(fmt::format("{}: field '{}' ({}) is not part of model_type '{}', so the shape would be wrong; "
                                  "{}", where, k.key, k.meaning, arch.model_type,
-                                 k.read_by == Moe::mixtral  ? "use model_type 'mixtral'"
-                                 : k.read_by == Moe::qwen   ? "use model_type 'qwen3_moe'"
-                                                            : "this architecture is not supported yet"));
+                                 k.read_by == Moe::mixtral    ? "use model_type 'mixtral'"
+                                 : k.read_by == Moe::qwen     ? "use model_type 'qwen3_moe'"
+                                 : k.read_by == Moe::deepseek ? "use model_type 'deepseek_v3' (or deepseek_v2)"
+                                                              : "this architecture is not supported yet"));
   }
   // Sliding-window layers among full ones (transformers' layer_types) are not modelled yet.
   if (const auto it = c.find("layer_types"); it != c.end() && it->is_array())
@@ -144,6 +149,7 @@ bool ModelSpec::layer_is_moe(uint64_t layer) const {
   if (!is_moe()) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
     return false;
+  if (layer < first_dense_layers) return false;
   return (layer + 1) % decoder_sparse_step == 0;
 }
 
@@ -179,9 +185,8 @@ RopeScaling rope_scaling_from_hf(const Json& r, uint64_t max_context, const std:
     rs.beta_fast = positive("beta_fast", 32.0);
     rs.beta_slow = positive("beta_slow", 1.0);
     if (r.contains("attention_factor")) rs.attention_factor = positive("attention_factor", 1.0);
-    for (const char* unsupported : {"mscale", "mscale_all_dim"})
-      if (r.contains(unsupported))
-        throw InputError(fmt::format("{}: field '{}' (DeepSeek's YaRN magnitude) is not supported", at, unsupported));
+    if (r.contains("mscale")) rs.mscale = positive("mscale", 1.0);  // DeepSeek's magnitude terms
+    if (r.contains("mscale_all_dim")) rs.mscale_all_dim = positive("mscale_all_dim", 1.0);
     if (rs.original_context == 0)
       throw InputError(fmt::format("{}: YaRN needs 'original_max_position_embeddings' (or max_position_embeddings)", at));
   }
@@ -266,6 +271,30 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds num_local_experts = {}", where,
                                    s.experts_active, s.experts));
     s.moe_intermediate = s.intermediate;
+  }
+  if (arch->moe == Moe::deepseek) {
+    s.kv_lora_rank = require_positive(c, "kv_lora_rank", where);
+    s.q_lora_rank = optional_uint(c, "q_lora_rank", where).value_or(0);  // null: a plain q projection
+    s.qk_rope_dim = require_positive(c, "qk_rope_head_dim", where);
+    s.qk_nope_dim = require_positive(c, "qk_nope_head_dim", where);
+    s.v_head_dim = require_positive(c, "v_head_dim", where);
+    s.head_dim = s.qk_nope_dim + s.qk_rope_dim;  // the query/key head, not hidden / heads
+    s.kv_heads = s.heads;                        // every head reads the shared latent
+    s.experts = require_positive(c, "n_routed_experts", where);
+    s.experts_active = require_positive(c, "num_experts_per_tok", where);
+    if (s.experts_active > s.experts)
+      throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds n_routed_experts = {}", where,
+                                   s.experts_active, s.experts));
+    s.moe_intermediate = require_positive(c, "moe_intermediate_size", where);
+    s.shared_experts = optional_uint(c, "n_shared_experts", where).value_or(0);
+    s.first_dense_layers = optional_uint(c, "first_k_dense_replace", where).value_or(0);
+    if (s.first_dense_layers > s.layers)
+      throw InputError(fmt::format("{}: field 'first_k_dense_replace' is {}, beyond the {} layers", where,
+                                   s.first_dense_layers, s.layers));
+    if (const auto freq = optional_uint(c, "moe_layer_freq", where); freq && *freq != 1)
+      throw InputError(fmt::format("{}: field 'moe_layer_freq' is {}; only 1 (every layer after the dense ones) "
+                                   "is supported", where, *freq));
+    s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
   }
   if (arch->moe == Moe::qwen) {
     s.experts = require_positive(c, "num_experts", where);

@@ -21,6 +21,7 @@ struct RopeScaling {
   double beta_fast = 32.0;          // YaRN: pairs turning more often than this over the original
   double beta_slow = 1.0;           //   context keep their angle, fewer than beta_slow interpolate
   double attention_factor = 0.0;    // YaRN: cos and sin times this; 0: 0.1 ln(factor) + 1
+  double mscale = 0.0, mscale_all_dim = 0.0;  // DeepSeek's YaRN magnitude terms (0: absent; not applied)
   double low_freq_factor = 1.0;     // llama3 (config.json): the ramp between kept and slowed
   double high_freq_factor = 4.0;    //   frequencies, for the synthetic rope_freqs
 
@@ -48,11 +49,21 @@ struct ModelSpec {
   uint64_t rope_dims = 0;          // rotated values per head (0: all of head_dim; fewer: partial RoPE)
 
   // MoE (zero experts = dense).
-  uint64_t experts = 0;              // num_experts
+  uint64_t experts = 0;              // num_experts (routed)
   uint64_t experts_active = 0;       // num_experts_per_tok
   uint64_t moe_intermediate = 0;     // per-expert FFN width
   uint64_t decoder_sparse_step = 1;  // layer l is MoE when (l + 1) % step == 0 ...
-  std::vector<uint64_t> mlp_only_layers;  // ... and l is not listed here
+  std::vector<uint64_t> mlp_only_layers;  // ... and l is not listed here ...
+  uint64_t first_dense_layers = 0;   // ... and l >= this (DeepSeek's first_k_dense_replace)
+  uint64_t shared_experts = 0;       // DeepSeek: experts every token runs, moe_intermediate wide each
+  bool expert_score_bias = false;    // DeepSeek-V3: a per-expert routing bias (exp_probs_b)
+
+  // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank 0: none). Queries through a rank
+  // q_lora_rank bottleneck (0: a plain projection), keys and values from one latent of
+  // kv_lora_rank values plus qk_rope_dim RoPE'd key values shared by all heads: what the cache
+  // holds per token and layer (vLLM's and llama.cpp's MLA caches). head_dim is the query/key
+  // head width (nope + rope), v_head_dim the value head width.
+  uint64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
 
   uint64_t max_context = 0;     // max_position_embeddings
   uint64_t sliding_window = 0;  // 0 = full attention (Mistral v0.1 has 4096)
@@ -60,9 +71,21 @@ struct ModelSpec {
   double rms_norm_eps = 1e-6;
 
   bool is_moe() const { return experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
   bool layer_is_moe(uint64_t layer) const;
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V
+  uint64_t attn_out_width() const { return heads * (is_mla() ? v_head_dim : head_dim); }  // attn_output's input
+  // Values the KV cache holds per token and layer: K and V rows of kv_width, or MLA's one latent
+  // row of kv_lora_rank + qk_rope_dim (V is read from it: no V row).
+  uint64_t kv_k_values() const { return is_mla() ? kv_lora_rank + qk_rope_dim : kv_width(); }
+  uint64_t kv_v_values() const { return is_mla() ? 0 : kv_width(); }
+  // Attention FLOPs per layer for one query token and one cached position: 2 per multiply-add over
+  // the scores and the weighted values; MLA in its absorbed form (llama.cpp's and vLLM's decode):
+  // scores over the latent and the RoPE part, values over the latent.
+  uint64_t attention_flops_per_position() const {
+    return is_mla() ? 2 * heads * (kv_lora_rank + qk_rope_dim + kv_lora_rank) : 4 * q_width();
+  }
 };
 
 // How the source names a ModelSpec member in messages: "field 'hidden_size'" for config.json,

@@ -30,6 +30,17 @@ std::string_view tensor_role_name(TensorRole role) {
     case TensorRole::ffn_gate_exps: return "ffn_gate_exps";
     case TensorRole::ffn_up_exps: return "ffn_up_exps";
     case TensorRole::ffn_down_exps: return "ffn_down_exps";
+    case TensorRole::attn_q_a: return "attn_q_a";
+    case TensorRole::attn_q_a_norm: return "attn_q_a_norm";
+    case TensorRole::attn_q_b: return "attn_q_b";
+    case TensorRole::attn_kv_a_mqa: return "attn_kv_a_mqa";
+    case TensorRole::attn_kv_a_norm: return "attn_kv_a_norm";
+    case TensorRole::attn_k_b: return "attn_k_b";
+    case TensorRole::attn_v_b: return "attn_v_b";
+    case TensorRole::ffn_gate_shexp: return "ffn_gate_shexp";
+    case TensorRole::ffn_up_shexp: return "ffn_up_shexp";
+    case TensorRole::ffn_down_shexp: return "ffn_down_shexp";
+    case TensorRole::ffn_exp_probs_b: return "ffn_exp_probs_b";
   }
   return "?";
 }
@@ -59,6 +70,42 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
                      static_cast<int64_t>(l)});
     };
     add("attn_norm.weight", {s.hidden}, TensorRole::attn_norm);
+    if (s.is_mla()) {
+      // llama.cpp's deepseek2 tensors: queries through the q_lora bottleneck (or plainly), the
+      // latent and the shared RoPE key from one projection, then per head the latent's key and
+      // value maps (attn_k_b {nope, kv_lora, heads}, attn_v_b {kv_lora, v, heads}).
+      if (s.q_lora_rank) {
+        add("attn_q_a.weight", {s.hidden, s.q_lora_rank}, TensorRole::attn_q_a);
+        add("attn_q_a_norm.weight", {s.q_lora_rank}, TensorRole::attn_q_a_norm);
+        add("attn_q_b.weight", {s.q_lora_rank, s.q_width()}, TensorRole::attn_q_b);
+      } else {
+        add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
+      }
+      add("attn_kv_a_mqa.weight", {s.hidden, s.kv_lora_rank + s.qk_rope_dim}, TensorRole::attn_kv_a_mqa);
+      add("attn_kv_a_norm.weight", {s.kv_lora_rank}, TensorRole::attn_kv_a_norm);
+      add("attn_k_b.weight", {s.qk_nope_dim, s.kv_lora_rank, s.heads}, TensorRole::attn_k_b);
+      add("attn_v_b.weight", {s.kv_lora_rank, s.v_head_dim, s.heads}, TensorRole::attn_v_b);
+      add("attn_output.weight", {s.attn_out_width(), s.hidden}, TensorRole::attn_output);
+      add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
+      if (s.layer_is_moe(l)) {
+        add("ffn_gate_inp.weight", {s.hidden, s.experts}, TensorRole::ffn_gate_inp);
+        if (s.expert_score_bias) add("exp_probs_b.bias", {s.experts}, TensorRole::ffn_exp_probs_b);
+        add("ffn_gate_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps);
+        add("ffn_up_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps);
+        add("ffn_down_exps.weight", {s.moe_intermediate, s.hidden, s.experts}, TensorRole::ffn_down_exps);
+        if (s.shared_experts) {
+          const uint64_t shared = s.moe_intermediate * s.shared_experts;
+          add("ffn_gate_shexp.weight", {s.hidden, shared}, TensorRole::ffn_gate_shexp);
+          add("ffn_up_shexp.weight", {s.hidden, shared}, TensorRole::ffn_up_shexp);
+          add("ffn_down_shexp.weight", {shared, s.hidden}, TensorRole::ffn_down_shexp);
+        }
+      } else {
+        add("ffn_gate.weight", {s.hidden, s.intermediate}, TensorRole::ffn_gate);
+        add("ffn_up.weight", {s.hidden, s.intermediate}, TensorRole::ffn_up);
+        add("ffn_down.weight", {s.intermediate, s.hidden}, TensorRole::ffn_down);
+      }
+      continue;
+    }
     add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
     add("attn_k.weight", {s.hidden, s.kv_width()}, TensorRole::attn_k);
     add("attn_v.weight", {s.hidden, s.kv_width()}, TensorRole::attn_v);

@@ -17,6 +17,10 @@ enum class TensorRole {
   attn_q_bias, attn_k_bias, attn_v_bias,
   ffn_norm, ffn_gate, ffn_up, ffn_down,
   ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps,
+  // DeepSeek's multi-head latent attention (llama.cpp's deepseek2 names)
+  attn_q_a, attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b,
+  // DeepSeek's shared experts and routing bias
+  ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, ffn_exp_probs_b,
 };
 
 std::string_view tensor_role_name(TensorRole role);

@@ -147,6 +147,7 @@ GgmlType rule_type(const RecipeContext& c, const TensorInfo& t, F ftype, GgmlTyp
     case TensorRole::attn_k: return attn_k_type(c, type);
     case TensorRole::attn_output: return attn_output_type(c, ftype, type);
     case TensorRole::ffn_down:
+    case TensorRole::ffn_down_shexp:  // llama.cpp matches "ffn_down" anywhere in the name
     case TensorRole::ffn_down_exps: return ffn_down_type(c, layer, ftype, type);
     default: return type;  // attn_q, ffn_gate, ffn_up (and their _exps): rules only for IQ types
   }

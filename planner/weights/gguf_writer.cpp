@@ -151,6 +151,8 @@ void write_gguf(const std::string& path, const std::vector<GgufKeyValue>& metada
 
 std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
   if (s.gguf_arch.empty()) throw InputError(fmt::format("gguf writer: model '{}' has no llama.cpp architecture", s.name));
+  if (s.is_mla() || s.shared_experts || s.first_dense_layers)
+    throw InputError(fmt::format("gguf writer: {}'s DeepSeek keys (MLA, shared experts) are not written yet", s.name));
   const std::string a = s.gguf_arch;
   auto u32 = [](uint64_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
   std::vector<GgufKeyValue> kv{

@@ -133,3 +133,10 @@ infer_plan_cli_case(model_mixtral EXIT 0 ARGS model mixtral-8x7b
   MATCH "MoE: 8 experts, 2 active, expert FFN 14336" "46702792704 total" "12879925248 active")
 infer_plan_cli_case(run_mixtral EXIT 0 ARGS run -m mixtral-8x7b --scale 0.05 -w Q8_0:pure -c 64 -n 4 -np 2 --quiet
   MATCH "2 completed")
+# DeepSeek's MLA (issue 18): planned (KV from the latent), refused by run, named.
+infer_plan_cli_case(kv_deepseek_v3 EXIT 0 ARGS kv -m deepseek-v3 -c 1K --types bf16 --json
+  MATCH "\"bytes_per_token\": 70272")
+infer_plan_cli_case(model_deepseek_v3 EXIT 0 ARGS model deepseek-v3
+  MATCH "MLA: q_lora_rank 1536, kv latent 512 \\+ RoPE key 64" "671026419200 total" "1 shared; first 3 layers dense")
+infer_plan_cli_case(bad_run_mla EXIT 2 ARGS run -m deepseek-v2-lite --scale 0.05 -c 64 -n 4 --quiet
+  MATCH "multi-head latent attention \\(DeepSeek\\), which the planner models but the runtime does not execute yet")

@@ -5,6 +5,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/json_fields.hpp"
+#include "planner/cost/kv_cache.hpp"
 #include "planner/model/model_spec.hpp"
 
 using namespace infer_plan;
@@ -85,6 +86,49 @@ TEST_CASE("Mixtral 8x7B: 46.7 B parameters, 12.9 B active (model card), by hand"
   c.erase("num_local_experts");
   c["kv_lora_rank"] = 512;
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "c.json"), doctest::Contains("'kv_lora_rank'"), InputError);
+}
+
+TEST_CASE("DeepSeek-V3: 671 B parameters, 37 B activated, 70,272 B of KV per token at BF16 (MLA)") {
+  // Per layer, attention: q_a 7168 x 1536 = 11,010,048; q_a_norm 1,536; q_b 1536 x 128 x 192 =
+  // 37,748,736; kv_a_mqa 7168 x 576 = 4,128,768; kv_a_norm 512; k_b 128 x 512 x 128 and v_b
+  // 512 x 128 x 128 = 16,777,216; o 16384 x 7168 = 117,440,512 -> 187,107,328, + norms 14,336.
+  // 3 dense FFNs of 3 x 7168 x 18432 = 396,361,728; 58 MoE layers: router 1,835,008 + bias 256 +
+  // 256 experts x 3 x 7168 x 2048 = 11,274,289,152 + one shared 44,040,192 = 11,320,164,608.
+  // Embeddings 2 x 129280 x 7168 = 1,853,358,080, output norm 7,168. Total 671,026,419,200
+  // (card: 671 B). Active: 8 of the 256 experts: 398,196,992 per MoE layer -> 37,552,297,472 with
+  // both embedding tables; DeepSeek's 37 B leaves the input embedding (a lookup) out: 36.63 B.
+  const ModelSpec s = load_model("deepseek-v3");
+  CHECK(s.is_mla());
+  CHECK(s.gguf_arch == "deepseek2");
+  CHECK(s.head_dim == 192);
+  CHECK(s.first_dense_layers == 3);
+  CHECK_FALSE(s.layer_is_moe(2));
+  CHECK(s.layer_is_moe(3));
+  CHECK(s.max_context == 163840);  // YaRN: 4096 x 40
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 671'026'419'200ull);
+  CHECK(p.active == 37'552'297'472ull);
+  CHECK((p.active - 129280ull * 7168) / 1e9 == doctest::Approx(37.0).epsilon(0.015));
+  // The figure: 61 layers x (512 + 64) values x 2 B.
+  CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}) == 70'272);
+  CHECK(kv_bytes_per_token(s, {GgmlType::Q8_0, GgmlType::Q8_0}) == 61ull * 18 * 34);  // 576 / 32 blocks of 34 B
+  CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}, 8) == 70'272);  // the latent is replicated
+}
+
+TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
+  // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
+  // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.
+  // One dense FFN 3 x 2048 x 10944 = 67,239,936; 26 MoE layers: router 131,072 + 64 experts x
+  // 3 x 2048 x 1408 = 553,648,128 + two shared (2816 wide) 17,301,504. Embeddings 2 x 102400 x
+  // 2048, output norm 2,048: total 15,706,484,224. Active: 6 experts: 2,661,150,208; without the
+  // input embedding 2,451,435,008 (card: 2.4 B).
+  const ModelSpec s = load_model("deepseek-v2-lite");
+  CHECK(s.q_lora_rank == 0);
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 15'706'484'224ull);
+  CHECK(p.active == 2'661'150'208ull);
+  CHECK((p.active - 102400ull * 2048) / 1e9 == doctest::Approx(2.4).epsilon(0.025));
+  CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}) == 27ull * 576 * 2);
 }
 
 TEST_CASE("architecture details") {
