@@ -43,7 +43,7 @@ case "$mode" in
     # llama.cpp for the conformance test: prebuilt CPU binaries from npm (node-llama-cpp), no
     # compile, pinned; without npm or the registry the test is skipped, saying why.
     if command -v npm >/dev/null && [ ! -d build/conformance-npm/node_modules/@node-llama-cpp/linux-x64 ]; then
-      npm install --prefix build/conformance-npm --no-audit --no-fund --omit=optional \
+      npm install --prefix build/conformance-npm --no-audit --no-fund --omit=optional --fetch-timeout=60000 \
         node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null 2>&1 ||
         echo "setup: npm install node-llama-cpp failed; the llama.cpp conformance test will be skipped"
     fi
