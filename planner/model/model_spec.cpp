@@ -82,6 +82,15 @@ uint64_t require_positive(const Json& c, std::string_view key, std::string_view 
   return v;
 }
 
+// The routed experts, under the model_type's key, and how many each token uses.
+void read_experts(const Json& c, ModelSpec& s, std::string_view experts_key, const std::string& where) {
+  s.experts = require_positive(c, experts_key, where);
+  s.experts_active = require_positive(c, "num_experts_per_tok", where);
+  if (s.experts_active > s.experts)
+    throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds {} = {}", where, s.experts_active, experts_key,
+                                 s.experts));
+}
+
 // config.json's key for each ModelSpec member.
 std::string hf_field_name(const Json& c, std::string_view member) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kKeys{{
@@ -265,11 +274,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   }
 
   if (arch->moe == Moe::mixtral) {  // every layer's FFN is intermediate_size-wide experts
-    s.experts = require_positive(c, "num_local_experts", where);
-    s.experts_active = require_positive(c, "num_experts_per_tok", where);
-    if (s.experts_active > s.experts)
-      throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds num_local_experts = {}", where,
-                                   s.experts_active, s.experts));
+    read_experts(c, s, "num_local_experts", where);
     s.moe_intermediate = s.intermediate;
   }
   if (arch->moe == Moe::deepseek) {
@@ -280,11 +285,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.v_head_dim = require_positive(c, "v_head_dim", where);
     s.head_dim = s.qk_nope_dim + s.qk_rope_dim;  // the query/key head, not hidden / heads
     s.kv_heads = s.heads;                        // every head reads the shared latent
-    s.experts = require_positive(c, "n_routed_experts", where);
-    s.experts_active = require_positive(c, "num_experts_per_tok", where);
-    if (s.experts_active > s.experts)
-      throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds n_routed_experts = {}", where,
-                                   s.experts_active, s.experts));
+    read_experts(c, s, "n_routed_experts", where);
     s.moe_intermediate = require_positive(c, "moe_intermediate_size", where);
     s.shared_experts = optional_uint(c, "n_shared_experts", where).value_or(0);
     s.first_dense_layers = optional_uint(c, "first_k_dense_replace", where).value_or(0);
@@ -297,11 +298,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
   }
   if (arch->moe == Moe::qwen) {
-    s.experts = require_positive(c, "num_experts", where);
-    s.experts_active = require_positive(c, "num_experts_per_tok", where);
-    if (s.experts_active > s.experts)
-      throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds num_experts = {}", where,
-                                   s.experts_active, s.experts));
+    read_experts(c, s, "num_experts", where);
     s.moe_intermediate = require_positive(c, "moe_intermediate_size", where);
     s.decoder_sparse_step = optional_uint(c, "decoder_sparse_step", where).value_or(1);
     if (s.decoder_sparse_step == 0)

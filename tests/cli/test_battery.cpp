@@ -391,6 +391,46 @@ TEST_CASE("mutated GGUF metadata and bytes [gguf]") {
   run_battery(cases);
 }
 
+TEST_CASE("mutated vocabularies in tokenize and run --prompt [gguf]") {
+  // A toy GGUF with a synthetic vocabulary, then one tokenizer key at a time made hostile: the
+  // wrong type, a count that disagrees, an id beyond the vocabulary, a tokenizer or
+  // pre-tokenizer not implemented, merges missing. Each is refused naming the key; none crashes.
+  const Files f;
+  std::vector<std::string> tokens;  // the toy GGUF's 32 ids: too few for byte tokens, so by hand
+  for (int i = 0; i < 32; ++i) tokens.push_back(std::string(1, static_cast<char>('A' + i)));
+  const std::vector<GgufKeyValue> good{{"tokenizer.ggml.model", GgufValue::of_string("gpt2")},
+                                       {"tokenizer.ggml.pre", GgufValue::of_string("qwen2")},
+                                       {"tokenizer.ggml.tokens", GgufValue::of_strings(tokens)},
+                                       {"tokenizer.ggml.token_type", GgufValue::of_i32s(std::vector<int32_t>(32, 1))},
+                                       {"tokenizer.ggml.merges", GgufValue::of_strings({"A B"})}};
+  const std::vector<std::pair<GgufKeyValue, std::string>> mutations{
+      {{"tokenizer.ggml.tokens", GgufValue::of_u32(7)}, "tokenizer.ggml.tokens"},
+      {{"tokenizer.ggml.token_type", GgufValue::of_i32s({1, 1})}, "tokenizer.ggml.token_type"},
+      {{"tokenizer.ggml.bos_token_id", GgufValue::of_u32(1000)}, "tokenizer.ggml.bos_token_id"},
+      {{"tokenizer.ggml.model", GgufValue::of_string("rwkv")}, "tokenizer.ggml.model"},
+      {{"tokenizer.ggml.model", GgufValue::of_u32(1)}, "tokenizer.ggml.model"},
+      {{"tokenizer.ggml.pre", GgufValue::of_string("chatglm-bpe")}, "tokenizer.ggml.pre"},
+      {{"tokenizer.ggml.merges", GgufValue::of_u32(3)}, "tokenizer.ggml.merges"},
+      {{"tokenizer.ggml.add_bos_token", GgufValue::of_u32(1)}, "tokenizer.ggml.add_bos_token"},
+      // the byte-level vocabulary lacks byte tokens: 'A'..'`' cover 32 of the 256 bytes
+      {{"tokenizer.ggml.pre", GgufValue::of_string("qwen2")}, "byte-level vocabulary has no token for byte"},
+  };
+  std::vector<Case> cases;
+  int n = 0;
+  for (const auto& [mutation, names] : mutations) {
+    std::vector<GgufKeyValue> meta = good;
+    bool replaced = false;
+    for (GgufKeyValue& kv : meta)
+      if (kv.key == mutation.key) kv = mutation, replaced = true;
+    if (!replaced) meta.push_back(mutation);
+    const std::string path = (f.dir / fmt::format("vocab_{}.gguf", n++)).string();
+    test_support::write_toy_gguf_with(path, meta);
+    cases.push_back({{"tokenize", "-m", path, "Hello"}, names});
+    cases.push_back({{"run", "-m", path, "-w", "file", "--prompt", "Hello", "-n", "2", "--quiet"}, names});
+  }
+  run_battery(cases);
+}
+
 TEST_CASE("mutated plan files in every command that reads a plan [plans]") {
   const Files f;
   const Json base = {{"model", "tests/data/tiny_config.json"}, {"hw", "h200"}, {"context", 64}, {"output", 16},
