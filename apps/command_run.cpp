@@ -125,7 +125,7 @@ void run(const RunArgs& a) {
   // BOS as the vocabulary asks, as llama.cpp's tools tokenize a prompt.
   std::optional<tokenizer::Tokenizer> text_tokenizer;
   if (!a.prompt.empty() || !a.prompt_file.empty() || a.emit == "text")
-    text_tokenizer.emplace(tokenizer::vocabulary_for(resolve_plan(resolved).spec));
+    text_tokenizer.emplace(tokenizer::vocabulary_for(plan_model_spec(resolved)));
   if (!a.prompt.empty() || !a.prompt_file.empty()) {
     base.prompt = text_tokenizer->encode(a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file));
     if (base.prompt.empty()) throw InputError("run: the prompt is empty once tokenized; give some text");
