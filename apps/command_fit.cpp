@@ -59,9 +59,15 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   row("= free after weights", gib(r.free_after_weights_bytes));
   if (r.reserves.empty()) row("- runtime reserves", gib(uint64_t{0}), "none (add with --reserve NAME=SIZE)");
   for (const auto& n : r.reserves) row(fmt::format("- reserve {}", n.name), gib(n.bytes));
-  row("- KV cache", gib(r.kv_bytes),
-      fmt::format("{}/token x {} tokens x {} request{}", format_bytes(r.kv_bytes_per_token), r.context,
-                  r.requests, r.requests == 1 ? "" : "s"));
+  if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.sliding_window)
+    row("- KV cache", gib(r.kv_bytes),
+        fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}, x {} request{}",
+                    format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.sliding_window,
+                    r.requests, r.requests == 1 ? "" : "s"));
+  else
+    row("- KV cache", gib(r.kv_bytes),
+        fmt::format("{}/token x {} tokens x {} request{}", format_bytes(r.kv_bytes_per_token), r.context,
+                    r.requests, r.requests == 1 ? "" : "s"));
   row("= headroom", gib(r.headroom_bytes));
   fmt::print("\n");
   if (r.fits)

@@ -44,25 +44,30 @@ void run(const KvArgs& a) {
   if (rows.empty())
     for (GgmlType t : {GgmlType::BF16, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) rows.push_back({t, t});
 
-  const uint64_t bf16_token = kv_bytes_per_token(spec, {GgmlType::BF16, GgmlType::BF16}, plan.tp);
-  const uint64_t bf16_request = bf16_token * plan.context;
+  // One request's bytes at the plan's context, unpaged (SPEC 3's convention): each layer holds
+  // min(context, its window) tokens, so token bytes x context without windows.
+  const auto layer_tokens = static_cast<uint64_t>(kv_attended_positions(spec, plan.context));
+  auto request_bytes = [&](KvTypes t) { return kv_bytes_per_token(spec, t, plan.tp) / spec.layers * layer_tokens; };
+  const uint64_t bf16_request = request_bytes({GgmlType::BF16, GgmlType::BF16});
 
   if (a.out.json()) {
     Json per_type = Json::array();
     for (KvTypes t : rows) {
-      const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
+      const uint64_t token = kv_bytes_per_token(spec, t, plan.tp), request = request_bytes(t);
       per_type.push_back({{"type", kv_types_label(t)},
                           {"k_type", ggml_type_info(t.k).name},
                           {"v_type", ggml_type_info(t.v).name},
                           {"bytes_per_token", token},
-                          {"bytes_per_request", token * plan.context},
-                          {"bytes_all_requests", token * plan.context * plan.requests},
+                          {"bytes_per_request", request},
+                          {"bytes_all_requests", request * plan.requests},
                           {"saving_vs_bf16_bytes_per_request", static_cast<int64_t>(bf16_request) -
-                                                                   static_cast<int64_t>(token * plan.context)}});
+                                                                   static_cast<int64_t>(request)}});
     }
     Json j{{"model", spec.name}, {"layers", spec.layers}, {"kv_heads", spec.kv_heads},
            {"head_dim", spec.head_dim}, {"context", plan.context}, {"requests", plan.requests},
-           {"tp", plan.tp}, {"per_type", per_type}};
+           {"tp", plan.tp}, {"sliding_window_layers", spec.window_layer_count()},
+           {"kv_window_tokens", spec.window_layer_count() ? Json(spec.sliding_window) : Json(nullptr)},
+           {"per_type", per_type}};
     print_json(j);
     return;
   }
@@ -76,6 +81,10 @@ void run(const KvArgs& a) {
                spec.layers, spec.kv_heads, spec.head_dim, spec.heads,
                spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
                plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
+  if (const uint64_t w = spec.window_layer_count(); w && plan.context > spec.sliding_window)
+    fmt::print("  {} of the {} layers attend within a {}-token window and cache only that: per request = per token / "
+               "layer x ({} x {} + {} x {})\n", w, spec.layers, spec.sliding_window, spec.layers - w, plan.context, w,
+               spec.sliding_window);
   // Values cached per token on one device: K and V rows, or MLA's one latent row.
   const uint64_t values = spec.is_mla() ? spec.layers * spec.kv_k_values()
                                         : 2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim;
@@ -84,7 +93,7 @@ void run(const KvArgs& a) {
                   {false, true, true, true, true, true}, {}};
   for (KvTypes t : rows) {
     const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
-    const uint64_t request = token * plan.context;
+    const uint64_t request = request_bytes(t);
     const double bits = 8.0 * static_cast<double>(token) / static_cast<double>(values);
     const int64_t saving = static_cast<int64_t>(bf16_request) - static_cast<int64_t>(request);
     table.rows.push_back({kv_types_label(t), fmt::format("{:.4g}", bits), trimmed(to_kib(token), "KiB"),
@@ -98,9 +107,13 @@ void run(const KvArgs& a) {
     fmt::print("\n");
     for (KvTypes t : rows) {
       for (const auto& line : kv_per_token_derivation(spec, t, plan.tp)) fmt::print("{}\n", line);
-      const uint64_t token = kv_bytes_per_token(spec, t, plan.tp);
-      fmt::print("per request = {} B x {} tokens = {} B = {} MiB\n\n", token, plan.context, token * plan.context,
-                 trimmed(to_mib(token * plan.context), ""));
+      const uint64_t token = kv_bytes_per_token(spec, t, plan.tp), request = request_bytes(t);
+      if (layer_tokens == spec.layers * plan.context)
+        fmt::print("per request = {} B x {} tokens = {} B = {} MiB\n\n", token, plan.context, request,
+                   trimmed(to_mib(request), ""));
+      else
+        fmt::print("per request = {} B / {} layers x {} layer-tokens (windows capped) = {} B = {} MiB\n\n", token,
+                   spec.layers, layer_tokens, request, trimmed(to_mib(request), ""));
     }
   }
 }

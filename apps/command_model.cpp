@@ -38,7 +38,29 @@ Json spec_json(const ModelSpec& s) {
               {"shared_experts", s.shared_experts}, {"first_dense_layers", s.first_dense_layers},
               {"q_lora_rank", s.q_lora_rank}, {"kv_lora_rank", s.kv_lora_rank}, {"qk_rope_dim", s.qk_rope_dim},
               {"v_head_dim", s.is_mla() ? s.v_head_dim : s.head_dim},
-              {"kv_bytes_per_token", kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16})}};
+              {"kv_bytes_per_token", kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16})},
+              {"full_attention_layers", s.layers - s.window_layer_count()},
+              {"sliding_window_layers", s.window_layer_count()},
+              {"kv_window_tokens", s.window_layer_count() ? Json(s.sliding_window) : Json(nullptr)},
+              {"attention_sinks", s.attn_sinks},
+              {"attn_logit_softcap", s.attn_softcap > 0 ? Json(s.attn_softcap) : Json(nullptr)},
+              {"final_logit_softcap", s.final_softcap > 0 ? Json(s.final_softcap) : Json(nullptr)}};
+}
+
+// "36 layers see the whole context" or "18 full, 18 within a 128-token window (...)".
+std::string attention_text(const ModelSpec& s) {
+  std::string text;
+  if (const uint64_t w = s.window_layer_count(); w == 0)
+    text = fmt::format("every layer attends to the whole context");
+  else if (w == s.layers)
+    text = fmt::format("every layer within a {}-token sliding window (KV capped there)", s.sliding_window);
+  else
+    text = fmt::format("{} full layers, {} within a {}-token sliding window (their KV capped there)", s.layers - w, w,
+                       s.sliding_window);
+  if (s.attn_sinks) text += "; a learned sink per head";
+  if (s.attn_softcap > 0) text += fmt::format("; scores soft-capped at {}", s.attn_softcap);
+  if (s.final_softcap > 0) text += fmt::format("; logits soft-capped at {}", s.final_softcap);
+  return text;
 }
 
 void run(const ModelArgs& a) {
@@ -90,6 +112,7 @@ void run(const ModelArgs& a) {
                s.v_head_dim);
   else
     fmt::print("  dense FFN {}\n", s.intermediate);
+  fmt::print("  attention: {}\n", attention_text(s));
   fmt::print("  embeddings {}, q/k norm {}, qkv bias {}, trained context {}\n",
              s.tied_embeddings ? "tied" : "untied", s.qk_norm ? "yes" : "no", s.qkv_bias ? "yes" : "no",
              s.max_context);

@@ -114,7 +114,7 @@ Simulation build_simulation(const QueueArgs& a) {
       throw InputError(fmt::format("--hw {}: {} ({}) leaves no memory for the KV cache", a.hw, s.plan->spec.name,
                                    s.plan->weights.label));
     s.server = s.plan->server;
-    s.server.kv_capacity_tokens = fit.kv_room_bytes / fit.kv_bytes_per_token;
+    s.server.kv_capacity_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
     s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
                                 "from bytes and FLOPs ({}); KV capacity from fit ({})", s.plan->spec.name,
                                 s.plan->weights.label, ggml_type_info(plan.kv.k).name, s.plan->hw.name,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <chrono>
 #include <map>
@@ -80,6 +81,15 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
   if (rp.spec.is_mla())
     throw InputError(fmt::format("run: {} uses multi-head latent attention (DeepSeek), which the planner models but the "
                                  "runtime does not execute yet", rp.spec.name));
+  static constexpr std::array<std::string_view, 4> kRunnable{"llama", "qwen2", "qwen3", "qwen3moe"};
+  if (std::find(kRunnable.begin(), kRunnable.end(), rp.spec.gguf_arch) == kRunnable.end())
+    throw InputError(fmt::format("run: {} is llama.cpp architecture {}, which the planner models but the runtime does "
+                                 "not execute yet (it runs llama, mistral, mixtral, qwen2, qwen3, qwen3_moe)",
+                                 rp.spec.name, rp.spec.gguf_arch));
+  if (rp.spec.window_layer_count() && plan.context > rp.spec.sliding_window)
+    throw InputError(fmt::format("run: {} attends within a {}-token sliding window, which the runtime does not apply "
+                                 "yet; a context of at most {} tokens is exact (--ctx)", rp.spec.name,
+                                 rp.spec.sliding_window, rp.spec.sliding_window));
   // RoPE scaling the kernels do not apply would give another model's logits in silence: refused,
   // naming the key (the planner's figures do not depend on it).
   try {

@@ -6,6 +6,7 @@
 #include "planner/cost/engine_memory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
@@ -28,6 +29,18 @@ bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != st
 const std::vector<std::string>& known_engines() {
   static const std::vector<std::string> engines{"llama.cpp", "vllm"};
   return engines;
+}
+
+ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine) {
+  // llama.cpp's phi3 reads a window but disables it ("Phi SWA is currently disabled").
+  static constexpr std::array<std::string_view, 3> kWindowArchs{"gemma2", "gemma3", "gpt-oss"};
+  if (engine == "llama.cpp" && spec.sliding_window &&
+      std::find(kWindowArchs.begin(), kWindowArchs.end(), spec.gguf_arch) == kWindowArchs.end()) {
+    spec.ignored_window = spec.sliding_window;
+    spec.sliding_window = 0;
+    spec.window_layers.clear();
+  }
+  return spec;
 }
 
 EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const HwProfile& hw,

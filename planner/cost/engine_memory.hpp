@@ -31,6 +31,12 @@ struct EngineMemory {
 };
 
 // `engine` empty: nothing counted, and the assumption says so. InputError for an unknown engine.
+// The model as the engine runs it. llama.cpp applies a declared sliding window only in the
+// architectures it implements one for (gemma2, gemma3, gpt-oss); in the others (llama, which
+// Mistral converts to; qwen2; phi3, where it is disabled) every layer caches the whole context, and the window is kept in
+// ignored_window for fit's warning. Other engines run the model as declared.
+ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine);
+
 EngineMemory engine_memory(const std::string& engine, const ModelSpec& spec, const HwProfile& hw,
                            uint64_t context_tokens, uint64_t requests);
 

@@ -2,10 +2,14 @@
 // heads; head_dim must be a multiple of the block length (32 for q8_0/q4_0).
 #include "planner/cost/kv_cache.hpp"
 
+#include <algorithm>
 #include <array>
+#include <utility>
+#include <vector>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 
 namespace infer_plan {
 
@@ -73,6 +77,77 @@ uint64_t kv_cache_tokens(uint64_t context) {
 
 uint64_t kv_bytes_per_token(const ModelSpec& s, KvTypes types, uint64_t tp) {
   return kv_k_bytes_per_token(s, types.k, tp) + kv_v_bytes_per_token(s, types.v, tp);
+}
+
+namespace {
+
+// Layers by window: `full` see the whole context; `windows` lists (window, layers) otherwise.
+struct LayerWindows {
+  uint64_t full = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+};
+
+LayerWindows layer_windows(const ModelSpec& s) {
+  LayerWindows w;
+  for (uint64_t l = 0; l < s.layers; ++l) {
+    const uint64_t window = s.layer_window(l);
+    if (window == 0) {
+      ++w.full;
+      continue;
+    }
+    auto it = std::find_if(w.windows.begin(), w.windows.end(), [&](const auto& g) { return g.first == window; });
+    if (it == w.windows.end()) w.windows.emplace_back(window, 1);
+    else ++it->second;
+  }
+  return w;
+}
+
+// Cached token-rows (tokens x layers) of one sequence at `context`, in whole pages.
+uint64_t cached_layer_tokens(const LayerWindows& w, uint64_t context) {
+  const uint64_t tokens = kv_cache_tokens(context);
+  uint64_t rows = w.full * tokens;
+  for (const auto& [window, layers] : w.windows) rows += layers * std::min(tokens, kv_cache_tokens(window));
+  return rows;
+}
+
+}  // namespace
+
+uint64_t kv_bytes_for_context(const ModelSpec& s, KvTypes types, uint64_t context, uint64_t tp) {
+  const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;  // every layer's rows are alike
+  return per_layer * cached_layer_tokens(layer_windows(s), context);
+}
+
+uint64_t kv_context_for_bytes(const ModelSpec& s, KvTypes types, uint64_t bytes, uint64_t tp) {
+  const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;
+  const LayerWindows w = layer_windows(s);
+  const uint64_t rows = bytes / per_layer;
+  if (w.windows.empty()) return rows / s.layers / kKvPageTokens * kKvPageTokens;
+  uint64_t lo = 0, hi = kMaxContextTokens / kKvPageTokens;  // in pages: lo fits, the answer is in [lo, hi]
+  if (cached_layer_tokens(w, hi * kKvPageTokens) <= rows) return hi * kKvPageTokens;
+  while (lo + 1 < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (cached_layer_tokens(w, mid * kKvPageTokens) <= rows ? lo : hi) = mid;
+  }
+  return lo * kKvPageTokens;
+}
+
+double kv_attended_positions(const ModelSpec& s, uint64_t context) {
+  const LayerWindows w = layer_windows(s);
+  const double c = static_cast<double>(context);
+  double positions = static_cast<double>(w.full) * c;
+  for (const auto& [window, layers] : w.windows) positions += static_cast<double>(layers) * std::min(c, static_cast<double>(window));
+  return positions;
+}
+
+double kv_prefill_attended_positions(const ModelSpec& s, uint64_t prompt) {
+  const LayerWindows w = layer_windows(s);
+  const double p = static_cast<double>(prompt);
+  double positions = static_cast<double>(w.full) * p * (p + 1.0) / 2.0;  // token i attends to i + 1
+  for (const auto& [window, layers] : w.windows) {
+    const double n = std::min(p, static_cast<double>(window));  // the first n grow, the rest see `window`
+    positions += static_cast<double>(layers) * (n * (n + 1.0) / 2.0 + (p - n) * static_cast<double>(window));
+  }
+  return positions;
 }
 
 }  // namespace infer_plan

@@ -37,6 +37,20 @@ uint64_t kv_bytes_per_token(const ModelSpec& spec, KvTypes types, uint64_t tp = 
 uint64_t kv_k_bytes_per_token(const ModelSpec& spec, GgmlType k, uint64_t tp = 1);
 uint64_t kv_v_bytes_per_token(const ModelSpec& spec, GgmlType v, uint64_t tp = 1);
 
+// Sliding windows (ModelSpec::layer_window): a window layer caches at most its last `window`
+// tokens (whole pages, as vLLM frees the pages that slide out), the others the whole context.
+// Without window layers these are kv_bytes_per_token x kv_cache_tokens(context), exactly.
+uint64_t kv_bytes_for_context(const ModelSpec& spec, KvTypes types, uint64_t context, uint64_t tp = 1);
+// The longest context (whole pages) one sequence's cache holds in `bytes`; 0 when not one page
+// fits. Past every window only the full layers grow; with no full layer at all the answer is
+// kMaxContextTokens (memory does not bound the context).
+uint64_t kv_context_for_bytes(const ModelSpec& spec, KvTypes types, uint64_t bytes, uint64_t tp = 1);
+// Cached positions attended by one query at `context`, summed over the layers (min(context,
+// window) each): what a decode step reads of the cache per sequence, in layer-rows.
+double kv_attended_positions(const ModelSpec& spec, uint64_t context);
+// The same for a causal prompt of `prompt` tokens: sum over i < prompt of kv_attended_positions(i + 1).
+double kv_prefill_attended_positions(const ModelSpec& spec, uint64_t prompt);
+
 // Checks that `tp` devices can split the model's heads (the query heads and KV heads divide
 // evenly, or the KV heads are replicated); throws InputError naming `what` otherwise.
 void check_tensor_parallel(const ModelSpec& spec, uint64_t tp, std::string_view what);

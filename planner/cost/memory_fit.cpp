@@ -55,6 +55,12 @@ std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes typ
   return out;
 }
 
+uint64_t FitResult::kv_tokens_in(uint64_t bytes) const {
+  if (kv_bytes_per_request == 0 || context == 0) return kv_bytes_per_token ? bytes / kv_bytes_per_token : 0;
+  __extension__ using Wide = unsigned __int128;  // bytes < 2^60 times tokens < 2^24
+  return static_cast<uint64_t>(static_cast<Wide>(bytes) * kv_cache_tokens(context) / kv_bytes_per_request);
+}
+
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
                      const OffloadMemory* offload) {
@@ -87,7 +93,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
   }
   r.kv_bytes_per_token = kv_bytes_per_token(s, request.kv, request.tp);
-  r.kv_bytes_per_request = r.kv_bytes_per_token * kv_cache_tokens(request.context);
+  r.kv_bytes_per_request = kv_bytes_for_context(s, request.kv, request.context, request.tp);
   r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
@@ -111,7 +117,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (r.kv_room_bytes > 0) {
     r.max_requests = r.kv_room_bytes / r.kv_bytes_per_request;
     // Whole pages only: a context that needs a page more than fits does not fit.
-    r.max_context = r.kv_room_bytes / (r.kv_bytes_per_token * request.requests) / kKvPageTokens * kKvPageTokens;
+    r.max_context = kv_context_for_bytes(s, request.kv, r.kv_room_bytes / request.requests, request.tp);
   }
 
   if (!with_derivation) return r;
@@ -124,10 +130,10 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (request.engine == "llama.cpp")
     r.warnings.push_back("the most requests and the longest context keep llama.cpp's compute buffer at this plan's "
                          "n_ctx; its attention term grows with n_ctx, so near those limits it is larger");
-  if (s.sliding_window)
-    r.warnings.push_back(fmt::format("{} declares a {}-token sliding window; llama.cpp's llama "
+  if (s.ignored_window)
+    r.warnings.push_back(fmt::format("{} declares a {}-token sliding window; llama.cpp's {} "
                                      "architecture ignores it, so the KV is sized for the whole context",
-                                     s.name, s.sliding_window));
+                                     s.name, s.ignored_window, s.gguf_arch));
 
   auto& d = r.derivation;
   d.push_back(fmt::format("engine   = {}", r.engine_assumption));
@@ -152,8 +158,18 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (kv_cache_tokens(request.context) != request.context)
     d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,
                             kKvPageTokens, kv_cache_tokens(request.context)));
-  d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}",
-                          r.kv_bytes_per_token, kv_cache_tokens(request.context), request.requests, request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+  if (s.window_layer_count() == 0) {
+    d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}", r.kv_bytes_per_token,
+                            kv_cache_tokens(request.context), request.requests, request.requests == 1 ? "" : "s",
+                            r.kv_bytes, gib(r.kv_bytes)));
+  } else {  // window layers hold at most their window
+    const uint64_t full = s.layers - s.window_layer_count(), tokens = kv_cache_tokens(request.context);
+    d.push_back(fmt::format("KV       = {} B/token/layer x ({} full layer{} x {} tokens + {} window layer{} x min({}, {})) "
+                            "x {} request{} = {} B = {}",
+                            r.kv_bytes_per_token / s.layers, full, full == 1 ? "" : "s", tokens, s.window_layer_count(),
+                            s.window_layer_count() == 1 ? "" : "s", tokens, kv_cache_tokens(s.sliding_window),
+                            request.requests, request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+  }
   d.push_back(fmt::format("free     = usable - {} = {} - {} = {}", r.offload ? "device weights" : "weights",
                           gib(r.usable_bytes), gib(r.device_weights_bytes), gib(r.free_after_weights_bytes)));
   std::string reserve_terms;
@@ -164,8 +180,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (for_kv > 0) {
     d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", request.context,
                             for_kv, r.kv_bytes_per_request, r.max_requests));
-    d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
-                            request.requests, request.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token, request.requests, r.max_context));
+    if (s.window_layer_count() == 0)
+      d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
+                              request.requests, request.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token,
+                              request.requests, r.max_context));
+    else
+      d.push_back(fmt::format("max context at {} request{} = the longest whose KV (window layers capped) fits {} B / {}, "
+                              "whole pages = {} tokens", request.requests, request.requests == 1 ? "" : "s", for_kv,
+                              request.requests, r.max_context));
   } else {
     d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");
   }

@@ -40,6 +40,10 @@ struct FitResult {
   std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
   std::vector<std::string> warnings;
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
+
+  // Tokens of requests like this plan's (their context's mix of full and window layers) that
+  // `bytes` of KV hold: bytes / kv_bytes_per_token when no layer has a window.
+  uint64_t kv_tokens_in(uint64_t bytes) const;
 };
 
 // What the fit reads of a deployment (a Plan gives it: plan/plan's fit_request).

@@ -26,13 +26,16 @@ bool offload_part_contains(OffloadPart part, TensorRole role) {
              role == TensorRole::attn_output || role == TensorRole::attn_q_bias ||
              role == TensorRole::attn_k_bias || role == TensorRole::attn_v_bias || role == TensorRole::attn_q_a ||
              role == TensorRole::attn_q_a_norm || role == TensorRole::attn_q_b || role == TensorRole::attn_kv_a_mqa ||
-             role == TensorRole::attn_kv_a_norm || role == TensorRole::attn_k_b || role == TensorRole::attn_v_b;
+             role == TensorRole::attn_kv_a_norm || role == TensorRole::attn_k_b || role == TensorRole::attn_v_b ||
+             role == TensorRole::attn_qkv || role == TensorRole::attn_output_bias || role == TensorRole::attn_sinks;
     case OffloadPart::ffn:
       return role == TensorRole::ffn_gate || role == TensorRole::ffn_up || role == TensorRole::ffn_down ||
              role == TensorRole::ffn_gate_inp || role == TensorRole::ffn_gate_exps ||
              role == TensorRole::ffn_up_exps || role == TensorRole::ffn_down_exps || role == TensorRole::ffn_gate_shexp ||
              role == TensorRole::ffn_up_shexp || role == TensorRole::ffn_down_shexp ||
-             role == TensorRole::ffn_exp_probs_b;
+             role == TensorRole::ffn_exp_probs_b || role == TensorRole::ffn_gate_inp_bias ||
+             role == TensorRole::ffn_gate_exps_bias || role == TensorRole::ffn_up_exps_bias ||
+             role == TensorRole::ffn_down_exps_bias;
   }
   return false;
 }

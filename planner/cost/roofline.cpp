@@ -103,7 +103,7 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
       token_bytes_by_type_[type_name] += bytes * static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
     else if (t.role == TensorRole::output || (t.role == TensorRole::token_embd && spec.tied_embeddings))
       head_bytes_by_type_[type_name] += bytes;  // multiplied only for the tokens whose logits a step computes
-    else if (t.role != TensorRole::token_embd && !t.is_vector() && t.role != TensorRole::rope_freqs)
+    else if (t.role != TensorRole::token_embd && t.is_matrix())
       token_bytes_by_type_[type_name] += bytes;
     if (t.role == TensorRole::token_embd) {
       embd_row_bytes_ = bytes / static_cast<double>(spec.vocab);
@@ -124,7 +124,7 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     } else {
       dense_bytes_ += bytes;
       dense_read_s_ += read_s;
-      if (!t.is_vector() && t.role != TensorRole::rope_freqs) {
+      if (t.is_matrix()) {
         matmul_params_active_ += params;
         matmul_s_per_token_ += multiply_s;
       }
@@ -258,9 +258,11 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   StepCost c;
   c.weight_bytes = weight_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
-  c.kv_bytes = b * static_cast<double>(context) * kv + tokens * kv;  // read the cache, write new
-  const double attention_flops = static_cast<double>(spec_.layers * spec_.attention_flops_per_position()) /
-                                 static_cast<double>(tp_) * static_cast<double>(context) * tokens;
+  // Read the cache (a window layer only its window), write the new tokens.
+  const double attended = kv_attended_positions(spec_, context);  // layer-rows per query
+  c.kv_bytes = b * attended * kv / static_cast<double>(spec_.layers) + tokens * kv;
+  const double attention_flops = static_cast<double>(spec_.attention_flops_per_position()) /
+                                 static_cast<double>(tp_) * attended * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
   return finish(c, tokens, tokens, attention_flops, false);
 }
@@ -271,10 +273,11 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   StepCost c;
   c.weight_bytes = weight_bytes_read(tokens);
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
-  // causal attention: token i attends to i + 1 positions -> P (P + 1) / 2 per sequence
-  const double attended = static_cast<double>(sequences) * p * (p + 1.0) / 2.0;
+  // causal attention: token i attends to i + 1 positions (at most a window layer's window), summed
+  // over the layers: P (P + 1) / 2 per layer and sequence without windows
+  const double attended = static_cast<double>(sequences) * kv_prefill_attended_positions(spec_, prompt_tokens);
   const double attention_flops =
-      static_cast<double>(spec_.layers * spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
+      static_cast<double>(spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
   return finish(c, tokens, heads, attention_flops, true);

@@ -44,8 +44,9 @@ ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view
     s.experts_active = spec.experts_active;
     s.experts = scaled_count(spec.experts, scale, spec.experts_active);
   }
-  // Layers listed as dense-only must still exist.
+  // Layers listed as dense-only must still exist; the window layers keep their pattern's prefix.
   std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= s.layers; });
+  if (!s.window_layers.empty()) s.window_layers.resize(s.layers);
   return s;
 }
 

@@ -15,8 +15,17 @@ namespace infer_plan {
 namespace {
 
 // How each model_type names its MoE shape: the expert count's key, and the expert FFN width's
-// (Mixtral's experts are intermediate_size wide, every layer MoE).
-enum class Moe { none, qwen, mixtral, deepseek };
+// (Mixtral's and GPT-OSS's experts are intermediate_size wide, every layer MoE).
+enum class Moe { none, qwen, mixtral, deepseek, gpt_oss };
+
+// Which layers a declared sliding_window applies to (transformers' layer_types overrides all).
+enum class Windows {
+  all_layers,   // Mistral, Mixtral: every layer, unless use_sliding_window is false
+  qwen,         // Qwen2/3: only with use_sliding_window, layers from max_window_layers on
+  every_other,  // Gemma 2, GPT-OSS: even layers slide, odd ones see everything
+  pattern,      // Gemma 3: of each sliding_window_pattern layers, all but the last slide
+  none,         // the architecture has no sliding window
+};
 
 struct Architecture {
   std::string_view model_type;
@@ -24,18 +33,29 @@ struct Architecture {
   bool qk_norm;
   bool qkv_bias;
   Moe moe;
+  Windows windows;
 };
 
 constexpr std::array kArchitectures{
-    Architecture{"qwen3", "qwen3", true, false, Moe::none},
-    Architecture{"qwen3_moe", "qwen3moe", true, false, Moe::qwen},
-    Architecture{"llama", "llama", false, false, Moe::none},
-    Architecture{"mistral", "llama", false, false, Moe::none},  // llama.cpp converts Mistral as llama
-    Architecture{"mixtral", "llama", false, false, Moe::mixtral},  // ... and Mixtral, with expert tensors
-    Architecture{"qwen2", "qwen2", false, true, Moe::none},
+    Architecture{"qwen3", "qwen3", true, false, Moe::none, Windows::qwen},
+    Architecture{"qwen3_moe", "qwen3moe", true, false, Moe::qwen, Windows::qwen},
+    Architecture{"llama", "llama", false, false, Moe::none, Windows::none},
+    Architecture{"mistral", "llama", false, false, Moe::none, Windows::all_layers},  // llama.cpp converts Mistral as llama
+    Architecture{"mixtral", "llama", false, false, Moe::mixtral, Windows::all_layers},  // ... and Mixtral, with expert tensors
+    Architecture{"qwen2", "qwen2", false, true, Moe::none, Windows::qwen},
     // Multi-head latent attention, shared and routed experts; llama.cpp's deepseek2 for both.
-    Architecture{"deepseek_v2", "deepseek2", false, false, Moe::deepseek},
-    Architecture{"deepseek_v3", "deepseek2", false, false, Moe::deepseek},
+    Architecture{"deepseek_v2", "deepseek2", false, false, Moe::deepseek, Windows::none},
+    Architecture{"deepseek_v3", "deepseek2", false, false, Moe::deepseek, Windows::none},
+    // Gemma: head_dim 256 (2) or explicit, norms after attention and FFN, tied head; Gemma 2
+    // soft-caps scores and logits, Gemma 3 normalizes q and k instead. gemma3 is the multimodal
+    // wrapper whose text_config is read.
+    Architecture{"gemma2", "gemma2", false, false, Moe::none, Windows::every_other},
+    Architecture{"gemma3_text", "gemma3", true, false, Moe::none, Windows::pattern},
+    Architecture{"gemma3", "gemma3", true, false, Moe::none, Windows::pattern},
+    // GPT-OSS: biases everywhere, attention sinks, experts of intermediate_size every layer.
+    Architecture{"gpt_oss", "gpt-oss", false, true, Moe::gpt_oss, Windows::every_other},
+    // Phi-3/Phi-4: fused attn_qkv and gate+up in llama.cpp's files.
+    Architecture{"phi3", "phi3", false, false, Moe::none, Windows::all_layers},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -44,36 +64,34 @@ constexpr std::array kArchitectures{
 void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std::string& where) {
   struct Key {
     std::string_view key, meaning;
-    Moe read_by;  // none: no supported model_type reads it
+    Moe read_by;                 // none: no MoE family reads it (see `windows`)
+    Moe also_read_by = Moe::none;
+    Windows windows = Windows::none;  // a window key: read by this windowing
   };
   static constexpr std::array kKeys{
       Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
-      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen},
-      Key{"num_local_experts", "routed experts (Mixtral)", Moe::mixtral},
+      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen, Moe::deepseek},
+      Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", Moe::mixtral, Moe::gpt_oss},
       Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek},
       Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek},
       Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
       Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
-      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma)", Moe::none},
+      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma 3)", Moe::none, Moe::none,
+          Windows::pattern},
   };
   for (const Key& k : kKeys) {
     const auto it = c.find(k.key);
     if (it == c.end() || it->is_null() || (it->is_number() && it->get<double>() == 0)) continue;
-    if (k.read_by != Moe::none && k.read_by == arch.moe) continue;
-    if (arch.moe == Moe::deepseek && k.key == "moe_intermediate_size") continue;  // DeepSeek's expert width too
+    if (arch.moe != Moe::none && (k.read_by == arch.moe || k.also_read_by == arch.moe)) continue;
+    if (k.windows != Windows::none && k.windows == arch.windows) continue;
     throw InputError(fmt::format("{}: field '{}' ({}) is not part of model_type '{}', so the shape would be wrong; "
                                  "{}", where, k.key, k.meaning, arch.model_type,
-                                 k.read_by == Moe::mixtral    ? "use model_type 'mixtral'"
+                                 k.read_by == Moe::mixtral    ? "use model_type 'mixtral' (or gpt_oss)"
                                  : k.read_by == Moe::qwen     ? "use model_type 'qwen3_moe'"
                                  : k.read_by == Moe::deepseek ? "use model_type 'deepseek_v3' (or deepseek_v2)"
+                                 : k.windows == Windows::pattern ? "use model_type 'gemma3_text'"
                                                               : "this architecture is not supported yet"));
   }
-  // Sliding-window layers among full ones (transformers' layer_types) are not modelled yet.
-  if (const auto it = c.find("layer_types"); it != c.end() && it->is_array())
-    for (const Json& t : *it)
-      if (!t.is_string() || t.get<std::string>() != "full_attention")
-        throw InputError(fmt::format("{}: field 'layer_types' holds {}; only full_attention layers are supported yet",
-                                     where, t.dump()));
 }
 
 uint64_t require_positive(const Json& c, std::string_view key, std::string_view where) {
@@ -89,6 +107,57 @@ void read_experts(const Json& c, ModelSpec& s, std::string_view experts_key, con
   if (s.experts_active > s.experts)
     throw InputError(fmt::format("{}: num_experts_per_tok = {} exceeds {} = {}", where, s.experts_active, experts_key,
                                  s.experts));
+}
+
+// The sliding window and the layers it applies to: transformers' layer_types when given, else
+// the architecture's placement. A window of 0 or null, or use_sliding_window false, is none.
+void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const std::string& where) {
+  const bool enabled = optional_bool(c, "use_sliding_window", where).value_or(arch.windows != Windows::qwen);
+  const uint64_t window = optional_uint(c, "sliding_window", where).value_or(0);
+  if (const auto it = c.find("layer_types"); it != c.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != s.layers)
+      throw InputError(fmt::format("{}: field 'layer_types' must list one type per layer ({} layers)", where, s.layers));
+    std::vector<bool> sliding;
+    for (const Json& t : *it) {
+      const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
+      if (type != "full_attention" && type != "sliding_attention")
+        throw InputError(fmt::format("{}: field 'layer_types' holds \"{}\"; supported: full_attention, "
+                                     "sliding_attention", where, type));
+      sliding.push_back(type == "sliding_attention");
+    }
+    if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
+    if (window == 0)
+      throw InputError(fmt::format("{}: field 'layer_types' lists sliding_attention layers but 'sliding_window' "
+                                   "is not a positive number of tokens", where));
+    s.sliding_window = window;
+    s.window_layers = std::move(sliding);
+    return;
+  }
+  if (!enabled || window == 0 || arch.windows == Windows::none) return;
+  s.sliding_window = window;
+  switch (arch.windows) {
+    case Windows::all_layers: break;  // window_layers empty: every layer
+    case Windows::qwen: {
+      const uint64_t first = optional_uint(c, "max_window_layers", where).value_or(0);
+      for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back(l >= first);
+      break;
+    }
+    case Windows::every_other:
+      for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back(l % 2 == 0);
+      break;
+    case Windows::pattern: {
+      const uint64_t n = optional_uint(c, "sliding_window_pattern", where).value_or(6);
+      if (n == 0) throw InputError(fmt::format("{}: field 'sliding_window_pattern' is 0; expected >= 1", where));
+      for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back((l + 1) % n != 0);
+      break;
+    }
+    case Windows::none: break;
+  }
+  if (std::find(s.window_layers.begin(), s.window_layers.end(), true) == s.window_layers.end() &&
+      !s.window_layers.empty()) {
+    s.window_layers.clear();
+    s.sliding_window = 0;
+  }
 }
 
 // config.json's key for each ModelSpec member.
@@ -129,6 +198,8 @@ void validate_model_shape(const ModelSpec& s, const ShapeFieldName& name_of, std
   in_range("vocab", s.vocab, 1, kMaxVocab);
   in_range("max_context", s.max_context, 0, kMaxContextTokens);
   in_range("sliding_window", s.sliding_window, 0, kMaxContextTokens);
+  if (!s.window_layers.empty() && s.window_layers.size() != s.layers)
+    throw InputError(fmt::format("{}: {} window flags for {} layers", where, s.window_layers.size(), s.layers));
   if (s.is_moe()) {
     in_range("experts", s.experts, 1, kMaxExperts);
     in_range("experts_active", s.experts_active, 1, s.experts);
@@ -152,6 +223,12 @@ void validate_model_shape(const ModelSpec& s, const ShapeFieldName& name_of, std
                                  "expected: check {}, {} and the FFN widths", where,
                                  static_cast<double>(total), static_cast<double>(kMaxParameters),
                                  name_of("hidden"), name_of("layers")));
+}
+
+uint64_t ModelSpec::window_layer_count() const {
+  if (!sliding_window) return 0;
+  if (window_layers.empty()) return layers;
+  return static_cast<uint64_t>(std::count(window_layers.begin(), window_layers.end(), true));
 }
 
 bool ModelSpec::layer_is_moe(uint64_t layer) const {
@@ -226,6 +303,13 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     throw InputError(fmt::format("{}: field 'model_type' is \"{}\"; supported: {}", where,
                                  s.model_type, known));
   }
+  if (s.model_type == "gemma3") {  // the multimodal wrapper: the language model is its text_config
+    Json text = require_object(c, "text_config", where);
+    text["model_type"] = "gemma3_text";
+    ModelSpec spec = model_spec_from_hf_config(text, name, where + ": text_config");
+    spec.source = where;
+    return spec;
+  }
   refuse_unread_shape_keys(c, *arch, where);
   s.gguf_arch = arch->gguf_arch;
   s.qk_norm = arch->qk_norm;
@@ -248,19 +332,28 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   }
   s.intermediate = require_positive(c, "intermediate_size", where);
   s.vocab = require_positive(c, "vocab_size", where);
-  s.tied_embeddings = optional_bool(c, "tie_word_embeddings", where).value_or(false);
+  const bool gemma = s.gguf_arch == "gemma2" || s.gguf_arch == "gemma3";
+  s.tied_embeddings = optional_bool(c, "tie_word_embeddings", where).value_or(gemma);  // transformers' defaults
   s.max_context = optional_uint(c, "max_position_embeddings", where).value_or(0);
   s.rope_theta = optional_number(c, "rope_theta", where).value_or(10000.0);
   s.rms_norm_eps = optional_number(c, "rms_norm_eps", where).value_or(1e-6);
-  if (optional_bool(c, "use_sliding_window", where).value_or(s.model_type == "mistral" || s.model_type == "mixtral"))
-    s.sliding_window = optional_uint(c, "sliding_window", where).value_or(0);
+  read_windows(c, s, *arch, where);
+  if (gemma) {
+    s.post_norms = true;
+    s.attn_softcap = optional_number(c, "attn_logit_softcapping", where).value_or(0.0);
+    s.final_softcap = optional_number(c, "final_logit_softcapping", where).value_or(0.0);
+    if (s.attn_softcap < 0 || s.final_softcap < 0)
+      throw InputError(fmt::format("{}: the soft-capping fields must be positive (or null)", where));
+  }
+  s.fused_qkv = s.gguf_arch == "phi3";
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object())
     s.rope_scaling = rope_scaling_from_hf(*it, s.max_context, where);
   s.rope_freqs_tensor = s.rope_scaling.type == "llama3";
   // The context a scaled model serves, as vLLM derives it: YaRN the original times the factor,
   // linear (and dynamic) max_position_embeddings times it; llama3's is max_position_embeddings.
   const RopeScaling& rs = s.rope_scaling;
-  if (rs.factor > 1.0 && (rs.type == "yarn" || rs.type == "linear" || rs.type == "dynamic")) {
+  // Gemma 3's max_position_embeddings is the scaled context already (vLLM skips it too).
+  if (rs.factor > 1.0 && (rs.type == "yarn" || rs.type == "linear" || rs.type == "dynamic") && s.gguf_arch != "gemma3") {
     const double base = static_cast<double>(rs.type == "yarn" && rs.original_context ? rs.original_context : s.max_context);
     s.max_context = static_cast<uint64_t>(std::min(base * rs.factor, 1e12));
   }
@@ -276,6 +369,13 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   if (arch->moe == Moe::mixtral) {  // every layer's FFN is intermediate_size-wide experts
     read_experts(c, s, "num_local_experts", where);
     s.moe_intermediate = s.intermediate;
+  }
+  if (arch->moe == Moe::gpt_oss) {  // experts of intermediate_size every layer, biases on all of them
+    read_experts(c, s, "num_local_experts", where);
+    s.moe_intermediate = s.intermediate;
+    s.expert_bias = true;
+    s.attn_sinks = true;
+    s.attn_output_bias = s.qkv_bias;
   }
   if (arch->moe == Moe::deepseek) {
     s.kv_lora_rank = require_positive(c, "kv_lora_rank", where);

@@ -45,6 +45,13 @@ struct ModelSpec {
   bool qk_norm = false;            // Qwen3: RMSNorm on q and k per head
   bool qkv_bias = false;           // Qwen2: biases on q, k, v projections
   bool rope_freqs_tensor = false;  // Llama 3.1 "llama3" rope scaling: GGUF stores rope_freqs
+  bool attn_output_bias = false;   // GPT-OSS: a bias on attn_output too
+  bool attn_sinks = false;         // GPT-OSS: a learned sink logit per head in every softmax
+  bool post_norms = false;         // Gemma 2/3: RMSNorm after attention and after the FFN as well
+  bool fused_qkv = false;          // Phi-3/4: one attn_qkv and one ffn_up (gate and up) per layer in GGUF
+  bool expert_bias = false;        // GPT-OSS: biases on the router and on every expert's projections
+  double attn_softcap = 0.0;       // Gemma 2: scores capped as c tanh(s / c); 0: none
+  double final_softcap = 0.0;      // Gemma 2: the logits likewise
   RopeScaling rope_scaling;
   uint64_t rope_dims = 0;          // rotated values per head (0: all of head_dim; fewer: partial RoPE)
 
@@ -66,12 +73,24 @@ struct ModelSpec {
   uint64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
 
   uint64_t max_context = 0;     // max_position_embeddings
-  uint64_t sliding_window = 0;  // 0 = full attention (Mistral v0.1 has 4096)
+  // Sliding-window attention: a window layer attends to (and caches) only the last
+  // sliding_window tokens. window_layers marks them per layer (Gemma 2 every other layer, Gemma 3
+  // five of six, GPT-OSS every other); empty with a window: every layer (Mistral v0.1's 4096).
+  uint64_t sliding_window = 0;
+  std::vector<bool> window_layers;
+  // A window the model declares but the plan's engine does not apply (llama.cpp's llama
+  // architecture, which Mistral converts to, has no sliding window): kept for the warning only.
+  uint64_t ignored_window = 0;
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
 
   bool is_moe() const { return experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
+  // The tokens layer l attends to and caches at most; 0: the whole context.
+  uint64_t layer_window(uint64_t layer) const {
+    return sliding_window && (window_layers.empty() || window_layers[layer]) ? sliding_window : 0;
+  }
+  uint64_t window_layer_count() const;
   bool layer_is_moe(uint64_t layer) const;
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V

@@ -41,6 +41,15 @@ std::string_view tensor_role_name(TensorRole role) {
     case TensorRole::ffn_up_shexp: return "ffn_up_shexp";
     case TensorRole::ffn_down_shexp: return "ffn_down_shexp";
     case TensorRole::ffn_exp_probs_b: return "ffn_exp_probs_b";
+    case TensorRole::attn_qkv: return "attn_qkv";
+    case TensorRole::attn_post_norm: return "post_attention_norm";
+    case TensorRole::ffn_post_norm: return "post_ffw_norm";
+    case TensorRole::attn_output_bias: return "attn_output_bias";
+    case TensorRole::attn_sinks: return "attn_sinks";
+    case TensorRole::ffn_gate_inp_bias: return "ffn_gate_inp_bias";
+    case TensorRole::ffn_gate_exps_bias: return "ffn_gate_exps_bias";
+    case TensorRole::ffn_up_exps_bias: return "ffn_up_exps_bias";
+    case TensorRole::ffn_down_exps_bias: return "ffn_down_exps_bias";
   }
   return "?";
 }
@@ -53,7 +62,8 @@ uint64_t TensorInfo::elements() const {
 
 bool TensorInfo::is_expert() const {
   return role == TensorRole::ffn_gate_exps || role == TensorRole::ffn_up_exps ||
-         role == TensorRole::ffn_down_exps;
+         role == TensorRole::ffn_down_exps || role == TensorRole::ffn_gate_exps_bias ||
+         role == TensorRole::ffn_up_exps_bias || role == TensorRole::ffn_down_exps_bias;
 }
 
 std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
@@ -106,30 +116,48 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
       }
       continue;
     }
-    add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
-    add("attn_k.weight", {s.hidden, s.kv_width()}, TensorRole::attn_k);
-    add("attn_v.weight", {s.hidden, s.kv_width()}, TensorRole::attn_v);
+    if (s.fused_qkv) {
+      add("attn_qkv.weight", {s.hidden, s.q_width() + 2 * s.kv_width()}, TensorRole::attn_qkv);
+    } else {
+      add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
+      add("attn_k.weight", {s.hidden, s.kv_width()}, TensorRole::attn_k);
+      add("attn_v.weight", {s.hidden, s.kv_width()}, TensorRole::attn_v);
+    }
     if (s.qkv_bias) {
       add("attn_q.bias", {s.q_width()}, TensorRole::attn_q_bias);
       add("attn_k.bias", {s.kv_width()}, TensorRole::attn_k_bias);
       add("attn_v.bias", {s.kv_width()}, TensorRole::attn_v_bias);
     }
     add("attn_output.weight", {s.q_width(), s.hidden}, TensorRole::attn_output);
+    if (s.attn_output_bias) add("attn_output.bias", {s.hidden}, TensorRole::attn_output_bias);
+    if (s.attn_sinks) add("attn_sinks.weight", {s.heads}, TensorRole::attn_sinks);
     if (s.qk_norm) {
       add("attn_q_norm.weight", {s.head_dim}, TensorRole::attn_q_norm);
       add("attn_k_norm.weight", {s.head_dim}, TensorRole::attn_k_norm);
     }
-    add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
+    // GPT-OSS's one norm before the FFN is llama.cpp's post_attention_norm; Gemma has both.
+    if (s.post_norms || s.expert_bias) add("post_attention_norm.weight", {s.hidden}, TensorRole::attn_post_norm);
+    if (!s.expert_bias) add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
     if (s.layer_is_moe(l)) {
       add("ffn_gate_inp.weight", {s.hidden, s.experts}, TensorRole::ffn_gate_inp);
+      if (s.expert_bias) add("ffn_gate_inp.bias", {s.experts}, TensorRole::ffn_gate_inp_bias);
       add("ffn_gate_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps);
       add("ffn_up_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps);
       add("ffn_down_exps.weight", {s.moe_intermediate, s.hidden, s.experts}, TensorRole::ffn_down_exps);
+      if (s.expert_bias) {
+        add("ffn_gate_exps.bias", {s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps_bias);
+        add("ffn_up_exps.bias", {s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps_bias);
+        add("ffn_down_exps.bias", {s.hidden, s.experts}, TensorRole::ffn_down_exps_bias);
+      }
+    } else if (s.fused_qkv) {  // Phi: gate and up in one ffn_up of twice the width
+      add("ffn_up.weight", {s.hidden, 2 * s.intermediate}, TensorRole::ffn_up);
+      add("ffn_down.weight", {s.intermediate, s.hidden}, TensorRole::ffn_down);
     } else {
       add("ffn_gate.weight", {s.hidden, s.intermediate}, TensorRole::ffn_gate);
       add("ffn_up.weight", {s.hidden, s.intermediate}, TensorRole::ffn_up);
       add("ffn_down.weight", {s.intermediate, s.hidden}, TensorRole::ffn_down);
     }
+    if (s.post_norms) add("post_ffw_norm.weight", {s.hidden}, TensorRole::ffn_post_norm);
   }
   global("output_norm.weight", {s.hidden}, TensorRole::output_norm);
   if (!s.tied_embeddings) global("output.weight", {s.hidden, s.vocab}, TensorRole::output);

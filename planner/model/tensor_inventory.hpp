@@ -21,6 +21,12 @@ enum class TensorRole {
   attn_q_a, attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b,
   // DeepSeek's shared experts and routing bias
   ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, ffn_exp_probs_b,
+  // Phi-3/4's fused q, k, v projection (its ffn_up holds gate and up, 2 x n_ff wide)
+  attn_qkv,
+  // Gemma's norms after attention and after the FFN; GPT-OSS's pre-FFN norm has the first's name
+  attn_post_norm, ffn_post_norm,
+  // GPT-OSS: attention output bias, one sink logit per head, router and expert biases
+  attn_output_bias, attn_sinks, ffn_gate_inp_bias, ffn_gate_exps_bias, ffn_up_exps_bias, ffn_down_exps_bias,
 };
 
 std::string_view tensor_role_name(TensorRole role);
@@ -33,8 +39,14 @@ struct TensorInfo {
 
   uint64_t elements() const;
   uint64_t row_length() const { return shape.front(); }
-  bool is_expert() const;       // one of the stacked ffn_*_exps tensors
+  bool is_expert() const;       // one of the stacked ffn_*_exps tensors (or their biases)
   bool is_vector() const { return shape.size() == 1; }  // norms, biases: kept in F32 by llama.cpp
+  // A weight matrix (or a stack of them): what a matmul reads. Not a bias, even a 2-D one (GPT-OSS's
+  // per-expert biases), nor a norm.
+  bool is_matrix() const { return shape.size() >= 2 && name.ends_with(".weight"); }
+  // Written and kept F32 by llama.cpp's converter and llama-quantize: vectors, biases and the
+  // MoE router (tiny, and routing is sensitive).
+  bool kept_f32() const { return !is_matrix() || role == TensorRole::ffn_gate_inp; }
 };
 
 std::vector<TensorInfo> tensor_inventory(const ModelSpec& spec);

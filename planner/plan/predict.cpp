@@ -59,7 +59,7 @@ ResolvedPlan resolve_plan(const Plan& plan) {
     return rl->decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
   };
   rp.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
-  rp.server.kv_capacity_tokens = rp.fit.kv_bytes / rp.fit.kv_bytes_per_token;
+  rp.server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_bytes);
   rp.server.max_batch = plan.load ? plan.load->max_batch : plan.requests;
   return rp;
 }
@@ -80,7 +80,7 @@ ServingLoad plan_serving_load(const Plan& plan) {
 }
 
 ModelSpec plan_model_spec(const Plan& plan) {
-  return scale_model_spec(load_model(plan.model), plan.scale, "scale");
+  return engine_model_spec(scale_model_spec(load_model(plan.model), plan.scale, "scale"), plan.engine);
 }
 
 double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {

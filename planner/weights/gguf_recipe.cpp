@@ -1,7 +1,7 @@
 // The rules of llama.cpp's llama_tensor_get_type (src/llama-quant.cpp) for the file types
 // llama-quantize makes without an importance matrix, one small function per tensor class.
 // Only the branches that can fire for these file types and for our architectures (llama,
-// qwen2, qwen3, qwen3moe) are kept; the IQ*/TQ*/MXFP4 types and Falcon's rules are left out.
+// qwen2, qwen3, qwen3moe, deepseek2, gemma2/3, gpt-oss, phi3) are kept; the IQ*/TQ*/MXFP4 types and Falcon's rules are left out.
 #include "planner/weights/gguf_recipe.hpp"
 
 #include <array>
@@ -42,11 +42,9 @@ constexpr std::array kFileTypes{
 
 uint32_t block_values(GgmlType t) { return ggml_type_info(t).block_values; }
 
-// llama.cpp quantizes only 2-D and 3-D weights, and of those never the norms nor the MoE
-// router (ffn_gate_inp): both are tiny and routing is sensitive. The converter wrote them F32.
-bool quantizable(const TensorInfo& t) {
-  return !t.is_vector() && t.role != TensorRole::ffn_gate_inp;
-}
+// llama.cpp quantizes only 2-D and 3-D tensors named *.weight, and of those never the MoE router
+// (ffn_gate_inp): it is tiny and routing is sensitive. The converter wrote them F32.
+bool quantizable(const TensorInfo& t) { return !t.kept_f32(); }
 
 // "Use more bits" for the first and last eighth of the layers and every third layer between:
 // llama.cpp's heuristic for where attn_v and ffn_down errors hurt perplexity most.
@@ -103,6 +101,16 @@ GgmlType ffn_down_type(const RecipeContext& c, uint64_t layer, F ftype, GgmlType
   }
 }
 
+// Phi's fused q, k, v projection: a bit more than the file's type for the K-quant mixes.
+GgmlType attn_qkv_type(F ftype, GgmlType type) {
+  switch (ftype) {
+    case F::Q3_K_M: case F::Q3_K_L: return T::Q4_K;
+    case F::Q4_K_M: return T::Q5_K;
+    case F::Q5_K_M: return T::Q6_K;
+    default: return type;
+  }
+}
+
 GgmlType attn_output_type(const RecipeContext& c, F ftype, GgmlType type) {
   if (c.experts == 8) {
     switch (ftype) {
@@ -146,6 +154,7 @@ GgmlType rule_type(const RecipeContext& c, const TensorInfo& t, F ftype, GgmlTyp
     case TensorRole::attn_v: return attn_v_type(c, layer, ftype, type);
     case TensorRole::attn_k: return attn_k_type(c, type);
     case TensorRole::attn_output: return attn_output_type(c, ftype, type);
+    case TensorRole::attn_qkv: return attn_qkv_type(ftype, type);
     case TensorRole::ffn_down:
     case TensorRole::ffn_down_shexp:  // llama.cpp matches "ffn_down" anywhere in the name
     case TensorRole::ffn_down_exps: return ffn_down_type(c, layer, ftype, type);

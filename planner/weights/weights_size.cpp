@@ -47,7 +47,7 @@ WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view typ
   layout.file_type = fmt::format("{} (uniform)", t.name);
   for (const TensorInfo& tensor : tensor_inventory(spec)) {
     GgmlType type = t.type;
-    if (tensor.is_vector() || tensor.role == TensorRole::ffn_gate_inp) type = GgmlType::F32;
+    if (tensor.kept_f32()) type = GgmlType::F32;
     else if (tensor.row_length() % t.block_values != 0) {
       type = GgmlType::F16;
       ++layout.fallback_tensors;

@@ -357,3 +357,13 @@ infer_plan_cli_case(spec_batch_fits EXIT 0 ARGS spec --model qwen3-8b --draft qw
   MATCH "draft qwen3-0.6b")
 # Integer compute as datasheets write it (issue 15): H200 INT8 "1979 TOPS", not "1.979 PFLOPS".
 infer_plan_cli_case(hw_int8_tops EXIT 0 ARGS hw h200 MATCH "int8 +1979 TOPS" "bf16 +989 TFLOPS")
+
+# --- issue 18: windows, sinks, the new families ---
+infer_plan_cli_case(model_gpt_oss_json EXIT 0 ARGS model gpt-oss-120b --json
+  MATCH "\"kv_window_tokens\": 128" "\"sliding_window_layers\": 18" "\"attention_sinks\": true" "\"parameters_total\": 116829156672")
+infer_plan_cli_case(kv_gpt_oss_128k EXIT 0 ARGS kv --model gpt-oss-120b --ctx 131072 --types bf16 --json
+  MATCH "\"bytes_per_request\": 4836556800" "\"kv_window_tokens\": 128")
+infer_plan_cli_case(fit_gpt_oss_128k EXIT 0 ARGS fit --model gpt-oss-120b --hw h200 --ctx 131072 --requests 1 --explain
+  MATCH "18 of 36 layers .window. only the last 128" "18 window layers x min.131072, 128.")
+infer_plan_cli_case(run_gpt_oss_refused EXIT 2 ARGS run --model gpt-oss-20b --scale 0.02 --ctx 64 --output 4 --requests 1
+  MATCH "gpt-oss, which the planner models but the runtime does not execute yet")

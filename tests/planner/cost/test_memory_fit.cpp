@@ -4,6 +4,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/cost/offload.hpp"
@@ -175,4 +176,46 @@ TEST_CASE("sizes past 2^60 bytes are refused, never wrapped into a verdict (issu
   const FitResult r = fit_memory(spec, hw, plan, GiB, "given");
   CHECK_FALSE(r.fits);
   CHECK(r.headroom_bytes < 0);
+}
+
+TEST_CASE("GPT-OSS-120B at 128K: its 18 window layers count 128 tokens each (issue 18)") {
+  Plan plan;
+  plan.model = "gpt-oss-120b";
+  plan.hw = "h200";
+  plan.context = 131072;
+  plan.requests = 2;
+  const ModelSpec s = load_model(plan.model);
+  const FitResult r = fit_memory(s, load_hw_profile(plan.hw), plan, 60'000'000'000, "given");
+  // 2048 B per token and layer (2 x 8 heads x 64 x 2 B) x (18 x 131072 + 18 x 128) per request
+  CHECK(r.kv_bytes_per_request == 2048ull * 18 * (131072 + 128));
+  CHECK(r.kv_bytes == 2 * r.kv_bytes_per_request);
+  // The serving pool's token capacity follows the same mix: the pool holds exactly 2 x 131072.
+  CHECK(r.kv_tokens_in(r.kv_bytes) == 2 * 131072);
+  // The longest context is where the full layers' growth meets the room.
+  CHECK(r.max_context == kv_context_for_bytes(s, plan.kv, r.kv_room_bytes / 2));
+  CHECK(kv_bytes_for_context(s, plan.kv, r.max_context) * 2 <= r.kv_room_bytes);
+  CHECK(kv_bytes_for_context(s, plan.kv, r.max_context + kKvPageTokens) * 2 > r.kv_room_bytes);
+  bool explained = false;
+  for (const auto& line : r.derivation) explained |= line.find("18 window layers x min(131072, 128)") != std::string::npos;
+  CHECK(explained);
+}
+
+TEST_CASE("llama.cpp runs Mistral as llama, without its window: the fit sizes every layer in full and says so") {
+  const ModelSpec declared = load_model("mistral-7b-v0.1");
+  const ModelSpec llama_cpp = engine_model_spec(declared, "llama.cpp");
+  CHECK(llama_cpp.window_layer_count() == 0);
+  CHECK(llama_cpp.ignored_window == 4096);
+  CHECK(engine_model_spec(declared, "vllm").window_layer_count() == 32);
+  CHECK(engine_model_spec(load_model("gpt-oss-20b"), "llama.cpp").window_layer_count() == 12);  // gpt-oss has SWA there
+  Plan plan;
+  plan.model = "mistral-7b-v0.1";
+  plan.hw = "rtx-4090";
+  plan.context = 32768;
+  plan.requests = 1;
+  plan.engine = "llama.cpp";
+  const FitResult r = fit_memory(llama_cpp, load_hw_profile(plan.hw), plan, 1'000'000'000, "given");
+  CHECK(r.kv_bytes == kv_bytes_per_token(declared, plan.kv) * 32768);
+  bool warned = false;
+  for (const auto& w : r.warnings) warned |= w.find("4096-token sliding window; llama.cpp's llama") != std::string::npos;
+  CHECK(warned);
 }

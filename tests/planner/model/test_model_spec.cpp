@@ -2,6 +2,8 @@
 // to their stated precision) and exact counts where a hand calculation gives them.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/json_fields.hpp"
@@ -79,7 +81,7 @@ TEST_CASE("Mixtral 8x7B: 46.7 B parameters, 12.9 B active (model card), by hand"
   Json c = read_json_file("scenarios/models/mixtral-8x7b.json");
   c["model_type"] = "mistral";
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "c.json"),
-                       doctest::Contains("field 'num_local_experts' (routed experts (Mixtral)) is not part of "
+                       doctest::Contains("field 'num_local_experts' (routed experts (Mixtral, GPT-OSS)) is not part of "
                                          "model_type 'mistral'"),
                        InputError);
   c["model_type"] = "qwen3";
@@ -129,6 +131,126 @@ TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no
   CHECK(p.active == 2'661'150'208ull);
   CHECK((p.active - 102400ull * 2048) / 1e9 == doctest::Approx(2.4).epsilon(0.025));
   CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}) == 27ull * 576 * 2);
+}
+
+TEST_CASE("the models people deploy: totals and actives against their publishers' figures") {
+  struct Expect {
+    const char* name;
+    double total, total_tol;  // billions; relative tolerance
+    const char* source;
+  };
+  const Expect expected[] = {
+      {"gpt-oss-20b", 20.91, 0.005, "OpenAI model card (arXiv 2508.10925) Table 1: 20.91B total"},
+      {"gpt-oss-120b", 116.83, 0.005, "ibid.: 116.83B total"},
+      {"gemma-3-27b", 27.016, 0.005, "Gemma 3 report Table 1: 1,416M embedding + 25,600M non-embedding (vision apart)"},
+      {"gemma-2-9b", 9.242164736, 0.005, "Gemma 2 report Table 2: 917,962,752 + 8,324,201,984"},
+      {"phi-4", 14.7, 0.005, "Hugging Face microsoft/phi-4: 14.7B params (safetensors)"},
+      {"llama-3.3-70b", 70.553706496, 1e-9, "the Llama 3.1 70B safetensors total; 3.3 keeps the shape"},
+      {"qwen3-30b-a3b", 30.5, 0.005, "Qwen3-30B-A3B card: 30.5B in total"},
+      {"qwen2.5-72b", 72.7, 0.005, "Qwen2.5-72B-Instruct card: 72.7B"},
+      {"mixtral-8x7b", 46.702792704, 1e-9, "Mixtral safetensors total"},
+      {"deepseek-v3", 671.0, 0.005, "DeepSeek-V3 card: 671B total"},
+  };
+  for (const auto& e : expected) {
+    CAPTURE(e.source);
+    CHECK(parameter_count(load_model(e.name)).total / 1e9 == doctest::Approx(e.total).epsilon(e.total_tol));
+  }
+  // Active per token. OpenAI counts the unembedding but not the embedding as active ("Unembedding
+  // parameters are counted towards active, but not embeddings"): active less token_embd.
+  auto active_without_input_embedding = [](const char* name) {
+    const ModelSpec s = load_model(name);
+    return static_cast<double>(parameter_count(s).active - s.hidden * s.vocab) / 1e9;
+  };
+  CHECK(active_without_input_embedding("gpt-oss-20b") == doctest::Approx(3.61).epsilon(0.005));
+  CHECK(active_without_input_embedding("gpt-oss-120b") == doctest::Approx(5.13).epsilon(0.005));
+  // Gemma's non-embedding figures are exact.
+  CHECK(parameter_count(load_model("gemma-2-9b")).non_embedding() == 8'324'201'984);
+  CHECK(parameter_count(load_model("gemma-3-27b")).non_embedding() / 1e6 == doctest::Approx(25'600).epsilon(0.0001));
+  // Qwen truncates to one decimal: 30.53 B total reads 30.5B, 29.91 B non-embedding 29.9B, and
+  // 3.35 B activated 3.3B.
+  const ParameterCount q = parameter_count(load_model("qwen3-30b-a3b"));
+  CHECK(std::floor(q.non_embedding() / 1e8) == 299);
+  CHECK(std::floor(q.active / 1e8) == 33);
+}
+
+TEST_CASE("GPT-OSS-120B by hand: biases, sinks and 128 experts of 2880 (card: MLP 114.71B, attention 0.96B)") {
+  const ModelSpec s = load_model("gpt-oss-120b");
+  CHECK(s.gguf_arch == "gpt-oss");
+  CHECK(s.attn_sinks);
+  CHECK(s.experts == 128);
+  CHECK(s.experts_active == 4);
+  CHECK(s.moe_intermediate == 2880);
+  // Attention per layer: q 2880 x 4096 + 4096, k and v 2880 x 512 + 512 each, o 4096 x 2880 +
+  // 2880, 64 sinks, two norms of 2880 = 26,555,904.
+  const uint64_t attention = 2880 * 4096 + 4096 + 2 * (2880 * 512 + 512) + 4096 * 2880 + 2880 + 64 + 2 * 2880;
+  CHECK(attention == 26'555'904);
+  // MLP per layer: router 2880 x 128 + 128; experts gate, up, down 3 x 2880 x 2880 x 128 and
+  // their biases (2 x 2880 + 2880) x 128.
+  const uint64_t router = 2880 * 128 + 128, experts = 3ull * 2880 * 2880 * 128 + 3 * 2880 * 128;
+  const uint64_t embedding = 2ull * 2880 * 201088;  // token_embd and output, untied
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 36 * (attention + router + experts) + 2880 + embedding);
+  CHECK(p.active == 36 * (attention + router + experts / 128 * 4) + 2880 + embedding);
+  CHECK(36.0 * static_cast<double>(router + experts) / 1e9 == doctest::Approx(114.71).epsilon(0.0005));
+  CHECK(36.0 * static_cast<double>(attention) / 1e9 == doctest::Approx(0.96).epsilon(0.005));
+  // Even layers slide over 128 tokens, odd ones see everything.
+  CHECK(s.window_layer_count() == 18);
+  CHECK(s.layer_window(0) == 128);
+  CHECK(s.layer_window(1) == 0);
+}
+
+TEST_CASE("sliding windows: where each architecture puts them") {
+  const ModelSpec g2 = load_model("gemma-2-9b");  // every other layer, from layer 0
+  CHECK(g2.window_layer_count() == 21);
+  CHECK(g2.layer_window(0) == 4096);
+  CHECK(g2.layer_window(1) == 0);
+  CHECK(g2.attn_softcap == 50.0);
+  CHECK(g2.final_softcap == 30.0);
+  CHECK(g2.tied_embeddings);  // Gemma's default
+  const ModelSpec g3 = load_model("gemma-3-27b");  // five of six: layers 5, 11, ... 59 full
+  CHECK(g3.window_layer_count() == 52);
+  CHECK(g3.layer_window(4) == 1024);
+  CHECK(g3.layer_window(5) == 0);
+  CHECK(g3.layer_window(59) == 0);
+  CHECK(g3.layer_window(61) == 1024);
+  CHECK(g3.max_context == 131072);  // Gemma 3's max_position_embeddings is already scaled (linear x 8)
+  CHECK(load_model("mistral-7b-v0.1").window_layer_count() == 32);  // every layer
+  CHECK(load_model("phi-4").window_layer_count() == 0);             // sliding_window null
+  CHECK(load_model("qwen2.5-72b").window_layer_count() == 0);       // use_sliding_window false
+  // Qwen2 with use_sliding_window: the layers from max_window_layers on.
+  Json c = read_json_file("scenarios/models/qwen2.5-72b.json");
+  c["use_sliding_window"] = true;
+  c["sliding_window"] = 4096;
+  const ModelSpec q = model_spec_from_hf_config(c, "q", "c.json");
+  CHECK(q.window_layer_count() == 10);
+  CHECK(q.layer_window(69) == 0);
+  CHECK(q.layer_window(70) == 4096);
+  // transformers' layer_types wins; an unknown layer type is refused by name.
+  c["layer_types"] = Json::array();
+  for (int l = 0; l < 80; ++l) c["layer_types"].push_back(l < 3 ? "sliding_attention" : "full_attention");
+  CHECK(model_spec_from_hf_config(c, "q", "c.json").window_layer_count() == 3);
+  c["layer_types"][5] = "chunked_attention";
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "q", "c.json"),
+                       doctest::Contains("'layer_types' holds \"chunked_attention\""), InputError);
+  c["layer_types"].erase(5);
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "q", "c.json"), doctest::Contains("one type per layer (80 layers)"),
+                       InputError);
+  // A Gemma 3 pattern key under a model_type that does not read it is refused.
+  Json m = read_json_file("scenarios/models/mistral-7b-v0.1.json");
+  m["sliding_window_pattern"] = 6;
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(m, "m", "c.json"),
+                       doctest::Contains("'sliding_window_pattern' (alternating sliding-window layers (Gemma 3))"),
+                       InputError);
+}
+
+TEST_CASE("Gemma 3's multimodal config: the language model is its text_config") {
+  Json text = read_json_file("scenarios/models/gemma-3-27b.json");
+  Json wrapper = {{"model_type", "gemma3"}, {"text_config", text}};
+  const ModelSpec s = model_spec_from_hf_config(wrapper, "g", "w.json");
+  CHECK(s.gguf_arch == "gemma3");
+  CHECK(parameter_count(s).total == parameter_count(load_model("gemma-3-27b")).total);
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(Json{{"model_type", "gemma3"}}, "g", "w.json"),
+                       doctest::Contains("text_config"), InputError);
 }
 
 TEST_CASE("architecture details") {

@@ -51,3 +51,25 @@ TEST_CASE("tied embeddings, biases, rope_freqs") {
   CHECK(find(llama, "rope_freqs.weight")->shape == std::vector<uint64_t>{64});
   CHECK_FALSE(find(llama, "blk.0.attn_q_norm.weight"));
 }
+
+TEST_CASE("Gemma, GPT-OSS and Phi tensors as llama.cpp names them") {
+  const auto g = tensor_inventory(load_model("gemma-3-27b"));
+  for (const char* n : {"blk.0.post_attention_norm.weight", "blk.0.ffn_norm.weight", "blk.0.post_ffw_norm.weight",
+                        "blk.0.attn_q_norm.weight"})
+    CHECK(find(g, n));
+  CHECK(!find(g, "output.weight"));  // tied to token_embd
+  const auto o = tensor_inventory(load_model("gpt-oss-20b"));
+  CHECK(find(o, "blk.3.attn_sinks.weight")->shape == std::vector<uint64_t>{64});
+  CHECK(find(o, "blk.3.attn_output.bias")->shape == std::vector<uint64_t>{2880});
+  CHECK(find(o, "blk.3.ffn_gate_inp.bias")->shape == std::vector<uint64_t>{32});
+  CHECK(find(o, "blk.3.ffn_down_exps.bias")->shape == std::vector<uint64_t>{2880, 32});
+  CHECK(find(o, "blk.3.ffn_down_exps.bias")->kept_f32());  // a bias, 2-D or not
+  CHECK(find(o, "blk.3.ffn_down_exps.bias")->is_expert());
+  CHECK(find(o, "blk.3.post_attention_norm.weight"));  // GPT-OSS's pre-FFN norm
+  CHECK(!find(o, "blk.3.ffn_norm.weight"));
+  const auto p = tensor_inventory(load_model("phi-4"));
+  CHECK(find(p, "blk.0.attn_qkv.weight")->shape == std::vector<uint64_t>{5120, 5120 + 2 * 1280});
+  CHECK(find(p, "blk.0.ffn_up.weight")->shape == std::vector<uint64_t>{5120, 2 * 17920});
+  CHECK(!find(p, "blk.0.ffn_gate.weight"));
+  CHECK(!find(p, "blk.0.attn_q.weight"));
+}
