@@ -16,7 +16,8 @@ struct KvTypes {
   GgmlType v = GgmlType::BF16;
 };
 
-// The types llama.cpp accepts for its KV cache: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1.
+// The types llama.cpp accepts for its KV cache (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
+// and vLLM's fp8 (E4M3; its per-layer scales are not cache bytes).
 const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what);
 
 // "BF16", or "K Q8_0 / V Q4_0" when the two differ.

@@ -89,7 +89,16 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     return it != ((*m).*table).end() ? it->second : fallback;
   };
   auto read_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matvec_bytes_per_s, t, rates_.memory_bytes_per_s); };
-  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, rates_.compute_ops_per_s); };
+  // A format with its own tensor-core precision (FP8, INT8, FP4) multiplies at the profile's rate for
+  // it, at the efficiency the 16-bit rate achieves; where the device lists none (FP8 on an A100),
+  // the weights are dequantized to 16 bits and multiplied at that rate.
+  auto precision_rate = [&](GgmlType t) {
+    const std::string_view precision = ggml_type_info(t).precision;
+    const auto it = precision.empty() ? hw.compute_ops_per_s.end() : hw.compute_ops_per_s.find(std::string(precision));
+    if (it == hw.compute_ops_per_s.end()) return rates_.compute_ops_per_s;
+    return rates_.compute_ops_per_s * it->second / hw.compute_ops_per_s.at(rates_.precision);
+  };
+  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, precision_rate(t)); };
   for (const TensorPlacement& p : layout.tensors) {
     const double bytes = static_cast<double>(p.bytes) * split;
     const TensorInfo& t = p.tensor;

@@ -79,7 +79,7 @@ LinkProfile inline_link(const Json& j, std::string_view where) {
 }  // namespace
 
 const std::vector<std::string>& compute_precisions() {
-  static const std::vector<std::string> k{"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"};
+  static const std::vector<std::string> k{"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"};
   return k;
 }
 
@@ -129,7 +129,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
       const auto& known = compute_precisions();
       if (std::find(known.begin(), known.end(), prec) == known.end())
         throw InputError(fmt::format("{}: unknown precision '{}'; expected one of: fp32, tf32, fp16, "
-                                     "bf16, fp8, int8, int4", cw, prec));
+                                     "bf16, fp8, int8, fp4, int4", cw, prec));
       if (!value.is_string())
         throw InputError(fmt::format("{}: field '{}' is {}; expected a figure such as \"989 TFLOPS\"", cw, prec, value.dump()));
       p.compute_ops_per_s[prec] = compute_rate(value.get<std::string>(), field_path(cw, prec));

@@ -166,7 +166,7 @@ GgufValue read_value(Cursor& c, GgufType type, const std::string& field, uint32_
 
 std::optional<GgmlType> ggml_type_from_id(uint32_t id) {
   for (const GgmlTypeInfo& t : ggml_types())
-    if (static_cast<uint32_t>(t.type) == id && t.type != GgmlType::Q8_K) return t.type;
+    if (static_cast<uint32_t>(t.type) == id && t.type != GgmlType::Q8_K && t.gguf) return t.type;
   return std::nullopt;
 }
 
@@ -236,7 +236,7 @@ void read_part(const std::string& path, uint32_t file_index, GgufModel& m) {
     const auto type = ggml_type_from_id(type_id);
     if (!type)
       c.fail(type_at, fmt::format("'{}': tensor type id {} is unknown or unsupported; supported: {}", t.name,
-                                  type_id, ggml_type_names()));
+                                  type_id, ggml_type_names(/*gguf_only=*/true)));
     t.type = *type;
     const GgmlTypeInfo& info = ggml_type_info(t.type);
     if (t.shape[0] % info.block_values != 0)

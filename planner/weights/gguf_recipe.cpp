@@ -217,8 +217,7 @@ WeightsLayout recipe_weights_layout(const ModelSpec& spec, LlamaFileType ftype) 
     if (quantizable(t))
       type = quantized ? shape_fallback(t, rule_type(c, t, ftype, f.default_type), layout.fallback_tensors)
                        : f.default_type;
-    const GgmlTypeInfo& info = ggml_type_info(type);
-    layout.tensors.push_back({t, type, t.elements() / info.block_values * info.block_bytes});
+    layout.tensors.push_back({t, type, ggml_tensor_bytes(type, t.shape, t.name)});
   }
   return layout;
 }

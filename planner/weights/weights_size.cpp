@@ -46,14 +46,16 @@ WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view typ
   WeightsLayout layout;
   layout.file_type = fmt::format("{} (uniform)", t.name);
   for (const TensorInfo& tensor : tensor_inventory(spec)) {
+    if (!t.gguf && tensor.role == TensorRole::rope_freqs) continue;  // a GGUF-only table, not in a checkpoint
     GgmlType type = t.type;
-    if (tensor.kept_f32()) type = GgmlType::F32;
+    if (!t.gguf && (tensor.kept_f32() || tensor.role == TensorRole::token_embd || tensor.role == TensorRole::output))
+      type = GgmlType::BF16;  // a checkpoint format quantizes the blocks' linear layers; the rest stays BF16
+    else if (tensor.kept_f32()) type = GgmlType::F32;
     else if (tensor.row_length() % t.block_values != 0) {
-      type = GgmlType::F16;
+      type = t.gguf ? GgmlType::F16 : GgmlType::BF16;
       ++layout.fallback_tensors;
     }
-    const GgmlTypeInfo& info = ggml_type_info(type);
-    layout.tensors.push_back({tensor, type, tensor.elements() / info.block_values * info.block_bytes});
+    layout.tensors.push_back({tensor, type, ggml_tensor_bytes(type, tensor.shape, tensor.name)});
   }
   return layout;
 }
@@ -67,7 +69,7 @@ WeightsSize weights_size(const WeightsLayout& layout) {
     const uint64_t blocks = p.tensor.elements() / info.block_values;
     w.bytes += p.bytes;
     w.code_bytes += blocks * info.code_bytes;
-    w.meta_bytes += blocks * info.meta_bytes;
+    w.meta_bytes += p.bytes - blocks * info.code_bytes;  // block metadata, and a format's scales and zeros
   }
   return w;
 }
@@ -96,7 +98,8 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_typ
     else
       throw InputError(fmt::format(
           "--weights: unknown type '{}'; give a llama.cpp file type ({}), a GGML type stored "
-          "throughout (Q3_K, Q4_K, Q5_K, or any type with ':pure', e.g. Q4_0:pure), or the file "
+          "throughout (Q3_K, Q4_K, Q5_K, or any type with ':pure', e.g. Q4_0:pure), a checkpoint format "
+          "(FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, GPTQ_INT4_G128, NVFP4), or the file "
           "size with --weights-size", type_name,
           llama_file_type_names()));
     w.bytes = weights_size(w.layout).bytes;

@@ -3,7 +3,10 @@
 
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/model/tensor_inventory.hpp"
 #include "planner/weights/weights_size.hpp"
+
+#include <utility>
 
 using namespace infer_plan;
 
@@ -34,4 +37,41 @@ TEST_CASE("uniform: mixed file types (recipes, test_gguf_recipe) and activation 
   CHECK_THROWS_WITH_AS(uniform_weights_size(s, "Q4_K_M"), doctest::Contains("recipe"), InputError);
   CHECK_THROWS_AS(uniform_weights_size(s, "Q8_K"), InputError);
   CHECK_THROWS_AS(uniform_weights_size(s, "Q7"), InputError);
+}
+
+TEST_CASE("checkpoint formats quantize the blocks' linear layers; embeddings, head, norms stay BF16 (by hand)") {
+  const ModelSpec s = load_model("llama-3.1-70b");
+  // token_embd and output: 2 x 128256 x 8192 values; norms (2 x 80 + 1) x 8192; the rest are the
+  // 80 x 7 linear matrices, each with one F32 scale in per-tensor FP8.
+  const uint64_t embeddings = 2ull * 128256 * 8192, norms = 161ull * 8192;
+  const uint64_t linear = 70'553'706'496ull - embeddings - norms;
+  CHECK(uniform_weights_size(s, "FP8").bytes == linear + 80 * 7 * 4 + 2 * (embeddings + norms));
+  // AWQ g128: 4.125 bits per value plus zeros: every linear K here is a multiple of 128.
+  const PlanWeights awq = plan_weights(s, "AWQ-INT4-G128", std::nullopt);
+  uint64_t expect = 2 * (embeddings + norms);
+  for (const TensorInfo& t : tensor_inventory(s)) {
+    if (t.role == TensorRole::token_embd || t.role == TensorRole::output || t.is_vector()) continue;
+    const uint64_t k = t.shape[0], n = t.shape[1];
+    expect += k * n / 2 + (k / 128) * n * 2 + (k / 128) * (n / 8) * 4;  // qweight, scales, qzeros
+  }
+  CHECK(awq.bytes == expect);
+  CHECK(uniform_weights_layout(s, "FP8").fallback_tensors == 0);
+}
+
+TEST_CASE("GPT-OSS as published: MXFP4 experts, BF16 elsewhere = the card's 60.8 GiB and 12.8 GiB") {
+  for (auto [name, gib] : {std::pair{"gpt-oss-120b", 60.8}, std::pair{"gpt-oss-20b", 12.8}}) {
+    CAPTURE(name);
+    WeightsLayout layout = uniform_weights_layout(load_model(name), "BF16");
+    uint64_t bytes = 0;
+    for (TensorPlacement& p : layout.tensors) {
+      if (p.tensor.is_expert() && p.tensor.is_matrix()) {
+        p.type = GgmlType::MXFP4;
+        p.bytes = ggml_tensor_bytes(p.type, p.tensor.shape, p.tensor.name);
+      } else if (p.type == GgmlType::F32) {  // the checkpoint keeps its vectors in BF16
+        p.bytes = p.tensor.elements() * 2;
+      }
+      bytes += p.bytes;
+    }
+    CHECK(static_cast<double>(bytes) / (1024.0 * 1024 * 1024) == doctest::Approx(gib).epsilon(0.005));
+  }
 }
