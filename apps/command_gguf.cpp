@@ -186,7 +186,9 @@ void add_gguf_command(CLI::App& app) {
                 "Model: a built-in name, a Hugging Face config.json, or a .gguf file (default qwen3-8b)");
   s->add_option("--type", size->type,
                 "llama.cpp file type (Q2_K, Q3_K_S/M/L, Q4_0, Q4_1, Q4_K_S/M, Q5_0, Q5_1, Q5_K_S/M, Q6_K, "
-                "Q8_0, F16, BF16) or a GGML type stored throughout, e.g. Q4_K (default Q4_K_M)");
+                "Q8_0, F16, BF16, IQ1_S/M, IQ2_XXS/XS/S/M, IQ3_XXS/XS/S/M, IQ4_NL/XS, TQ1_0, TQ2_0, MXFP4_MOE; "
+                "TYPE:imatrix: made with an importance matrix, as most published files are) or a GGML type "
+                "stored throughout, e.g. Q4_K (default Q4_K_M)");
   s->add_flag("--tensors", size->tensors, "List every tensor with its type, shape and bytes");
   size->out.add_to(*s);
   s->footer("Examples:\n"

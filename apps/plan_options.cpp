@@ -73,9 +73,12 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                              "the datasheet ceiling)", fmt::join(builtin_calibration_names(), ", ")))
       ->type_name("NAME");
   cmd.add_option("--weights,-w", weights,
-                 "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, Q4_0, Q2_K, "
-                 "BF16, ...), a GGML type stored throughout with :pure (Q4_0:pure; norms stay F32), "
-                 "or file (a .gguf model's own types); default BF16, file for a .gguf")
+                 "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, IQ4_XS, MXFP4_MOE, "
+                 "BF16, ...; add :imatrix for a file made with an importance matrix, as most published ones "
+                 "are), a GGML type stored throughout with :pure (Q4_0:pure; norms stay F32), a vLLM "
+                 "checkpoint format (FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, "
+                 "GPTQ_INT4_G128, NVFP4: linear layers only), or file (a .gguf model's own types); default "
+                 "BF16, file for a .gguf")
       ->type_name("TYPE");
   cmd.add_option("--weights-size", weights_size,
                  "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")

@@ -15,6 +15,7 @@ namespace infer_plan {
 namespace {
 
 constexpr std::string_view kPureSuffix = ":pure";  // llama-quantize --pure: one type throughout
+constexpr std::string_view kImatrixSuffix = ":imatrix";  // llama-quantize --imatrix: a file type's imatrix rules
 
 // File types whose name is no GGML type: their tensors are mixed by design.
 bool is_mixed_file_type(std::string_view name) {
@@ -93,11 +94,19 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_typ
       if (!is_known_ggml_type(base))
         throw InputError(fmt::format("--weights: '{}' is not a GGML type to store throughout ({})", base, ggml_type_names()));
       w.layout = uniform_weights_layout(spec, base);
+    } else if (type_name.size() > kImatrixSuffix.size() && type_name.ends_with(kImatrixSuffix)) {
+      const std::string base = type_name.substr(0, type_name.size() - kImatrixSuffix.size());
+      const auto f = find_llama_file_type(base);
+      if (!f)
+        throw InputError(fmt::format("--weights: '{}' is not a llama.cpp file type to quantize with an importance "
+                                     "matrix ({})", base, llama_file_type_names()));
+      w.layout = recipe_weights_layout(spec, f->ftype, true);
     } else if (const auto f = find_llama_file_type(type_name)) w.layout = recipe_weights_layout(spec, f->ftype);
     else if (is_known_ggml_type(type_name)) w.layout = uniform_weights_layout(spec, type_name);
     else
       throw InputError(fmt::format(
-          "--weights: unknown type '{}'; give a llama.cpp file type ({}), a GGML type stored "
+          "--weights: unknown type '{}'; give a llama.cpp file type ({}; ':imatrix' after one: made with an "
+          "importance matrix, as most published files are), a GGML type stored "
           "throughout (Q3_K, Q4_K, Q5_K, or any type with ':pure', e.g. Q4_0:pure), a checkpoint format "
           "(FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, GPTQ_INT4_G128, NVFP4), or the file "
           "size with --weights-size", type_name,

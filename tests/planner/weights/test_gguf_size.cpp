@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <optional>
+#include <span>
+#include <string>
+
 #include "planner/catalog/catalog.hpp"
 #include "planner/weights/gguf_size.hpp"
 #include "planner/core/units.hpp"
@@ -74,4 +78,47 @@ TEST_CASE("tensor classes add up to the tensor data") {
   CHECK(tensors == g.layout.tensors.size());
   CHECK(g.classes.back().name == "output head");
   CHECK(g.classes.back().types == "Q6_K x 1");
+}
+
+// Llama-3.1-8B-Instruct files by two publishers, each set made by one llama.cpp build with an
+// importance matrix: bartowski (b3472) and ThomasBaruzier (b5e9546), exact byte sizes from the
+// Hugging Face LFS pointers. Within a set every file carries the same metadata (tokenizer and
+// keys), so file - tensor data must be one constant per set: that holds only if every tensor's
+// type and bytes are llama.cpp's, i-quants included.
+TEST_CASE("llama.cpp's i-quant and K-quant recipes, byte for byte against 22 published files") {
+  struct Case { const char* type; uint64_t bytes; };
+  const Case bartowski[] = {
+      {"IQ2_M", 2948285856},  {"IQ3_XS", 3518752160}, {"IQ3_M", 3784828320}, {"IQ4_XS", 4447667616},
+      {"IQ4_NL", 4677993888}, {"Q2_K", 3179136416},   {"Q3_K_S", 3664504224}, {"Q3_K_M", 4018922912},
+      {"Q3_K_L", 4321961376}, {"Q4_K_S", 4692673952}, {"Q4_K_M", 4920739232}, {"Q5_K_S", 5599298976},
+      {"Q5_K_M", 5732992416}, {"Q6_K", 6596011424},   {"Q8_0", 8540775840}};
+  const Case thomas[] = {{"IQ1_S", 2019628256},   {"IQ1_M", 2161972448}, {"IQ2_XXS", 2399212768},
+                         {"IQ2_XS", 2605782240},  {"IQ2_S", 2758489312}, {"IQ3_XXS", 3274912992},
+                         {"IQ3_S", 3682325728}};
+  const ModelSpec s = load_model("llama-3.1-8b");
+  for (const auto& set : {std::span<const Case>(bartowski), std::span<const Case>(thomas)}) {
+    std::optional<int64_t> metadata;
+    for (const Case& c : set) {
+      CAPTURE(c.type);
+      const GgufFileSize g = gguf_file_size(s, std::string(c.type) + ":imatrix");
+      const int64_t m = static_cast<int64_t>(c.bytes) - static_cast<int64_t>(g.tensor_data_bytes);
+      if (!metadata) metadata = m;
+      CHECK(m == *metadata);
+      CHECK(static_cast<double>(g.file_bytes) == doctest::Approx(static_cast<double>(c.bytes)).epsilon(0.0001));
+    }
+  }
+  // Without an importance matrix IQ4_XS keeps the first eighth of ffn_down at Q5_K: 4 layers of
+  // 14336 x 4096 values at 176 instead of 136 B per 256 = 36,700,160 B more.
+  CHECK(gguf_file_size(s, "IQ4_XS").tensor_data_bytes - gguf_file_size(s, "IQ4_XS:imatrix").tensor_data_bytes ==
+        4ull * 14336 * 4096 / 256 * (176 - 136));
+}
+
+// MXFP4_MOE: experts MXFP4, every other matrix Q8_0 (ggml-org/gpt-oss-*-GGUF, LFS sizes);
+// Qwen3-30B-A3B Q4_K_M (unsloth), whose metadata is 5,970,496 B.
+TEST_CASE("GPT-OSS MXFP4 and Qwen3-30B-A3B files") {
+  CHECK(static_cast<double>(gguf_file_size(load_model("gpt-oss-20b"), "MXFP4_MOE").file_bytes) ==
+        doctest::Approx(12'109'566'624.0).epsilon(0.0005));
+  CHECK(static_cast<double>(gguf_file_size(load_model("gpt-oss-120b"), "MXFP4_MOE").file_bytes) ==
+        doctest::Approx(63'387'346'208.0).epsilon(0.0005));
+  CHECK(gguf_file_size(load_model("qwen3-30b-a3b"), "Q4_K_M").tensor_data_bytes == 18'556'686'912ull - 5'970'496);
 }
