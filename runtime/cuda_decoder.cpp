@@ -394,6 +394,9 @@ CudaDecoder::CudaDecoder(CudaBackend& backend, const ModelWeights& weights, Page
   if (s.spec.head_dim % 32 != 0 || s.spec.head_dim > 256)
     throw InputError(fmt::format("{}: head_dim {}; the CUDA attention takes multiples of 32 up to 256", s.spec.name,
                                  s.spec.head_dim));
+  if (cache.has_window_layers())
+    throw InputError(fmt::format("{}: sliding-window layers run on the CPU backend only; the CUDA decoder reads "
+                                 "every layer's pages in full (use --backend cpu)", s.spec.name));
   for (uint64_t l = 0; l < s.layers; ++l) {
     const LayerWeights& L = weights.layer(l);
     if (L.ffn_gate_inp) s.moe = true;

@@ -128,23 +128,49 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       for (uint64_t h = 0; h < spec_.kv_heads; ++h) kernels::rmsnorm(k + h * D, L.attn_k_norm->floats(), D, eps, k + h * D);
     kernels::rope(q, spec_.heads, positions_[t], rope_);
     kernels::rope(k, spec_.kv_heads, positions_[t], rope_);
-    cache_.store(chunks[chunk_of_token_[t]].seq, l, positions_[t], k, &v_[t * KW]);
   }
-  // Page tables per chunk, then each token attends to its sequence's positions [0, its own].
+  // Page tables per chunk, then each token attends to its sequence's positions [0, its own], or
+  // in a sliding-window layer to the last `window` of them.
+  const uint64_t window = spec_.layer_window(l);
   std::vector<std::vector<const uint8_t*>> k_pages(chunks.size()), v_pages(chunks.size());
   std::vector<kernels::KvRowsView> k_views(chunks.size()), v_views(chunks.size());
+  // A window layer's pages are a ring of R tokens: storing position p overwrites p - R, which a
+  // token of the same chunk k places earlier still reads when k > R - window. So each chunk's
+  // tokens are stored and attended `wave` at a time (all at once when no ring wraps).
+  uint64_t wave = tokens;
   for (size_t c = 0; c < chunks.size(); ++c) {
     k_views[c] = cache_.k_view(chunks[c].seq, l, k_pages[c]);
     v_views[c] = cache_.v_view(chunks[c].seq, l, v_pages[c]);
+    const uint64_t ring = cache_.ring_tokens(chunks[c].seq);
+    if (window && ring < cache_.tokens_reserved(chunks[c].seq)) {
+      assert(ring >= window);
+      wave = std::min(wave, ring - window + 1);
+    }
   }
   const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D};
-  pool_.parallel_for(tokens, [&](uint64_t b, uint64_t e) {
-    thread_local std::vector<float> scratch;
-    for (uint64_t t = b; t < e; ++t) {
-      const size_t c = chunk_of_token_[t];
-      kernels::attention_decode(shape, &q_[t * QW], k_views[c], v_views[c], positions_[t] + 1, &att_[t * QW], scratch);
+  std::vector<uint64_t> batch;
+  for (uint64_t from = 0; batch.size() < tokens || from == 0; from += wave) {
+    const size_t before = batch.size();
+    for (uint64_t t = 0; t < tokens; ++t) {
+      const SequenceChunk& chunk = chunks[chunk_of_token_[t]];
+      const uint64_t offset = positions_[t] - chunk.past;
+      if (offset < from || offset >= from + wave) continue;
+      cache_.store(chunk.seq, l, positions_[t], &k_[t * KW], &v_[t * KW]);
+      batch.push_back(t);
     }
-  });
+    if (batch.size() == before) break;
+    pool_.parallel_for(batch.size() - before, [&](uint64_t b, uint64_t e) {
+      thread_local std::vector<float> scratch;
+      for (uint64_t i = before + b; i < before + e; ++i) {
+        const uint64_t t = batch[i];
+        const size_t c = chunk_of_token_[t];
+        const uint64_t first = window && positions_[t] + 1 > window ? positions_[t] + 1 - window : 0;
+        kernels::KvRowsView k = k_views[c], v = v_views[c];
+        k.first = v.first = first;
+        kernels::attention_decode(shape, &q_[t * QW], k, v, positions_[t] + 1 - first, &att_[t * QW], scratch);
+      }
+    });
+  }
   grow(out_, tokens * H);
   project(*L.attn_output, att_.data(), tokens, out_.data());
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];

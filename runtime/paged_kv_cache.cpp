@@ -11,7 +11,8 @@
 
 namespace infer_plan::runtime {
 
-PagedKvCache::PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages)
+PagedKvCache::PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages,
+                           std::optional<uint64_t> window_pages)
     : backend_(backend), types_(types), kv_width_(spec.kv_width()), pages_total_(pages) {
   for (GgmlType t : {types.k, types.v})
     if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && t != GgmlType::Q8_0 && t != GgmlType::Q4_0)
@@ -20,12 +21,33 @@ PagedKvCache::PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes type
   k_row_bytes_ = ggml_row_bytes(types.k, kv_width_, "K cache row");
   v_row_bytes_ = ggml_row_bytes(types.v, kv_width_, "V cache row");
   layer_stride_ = kKvPageTokens * (k_row_bytes_ + v_row_bytes_);
-  page_bytes_ = spec.layers * layer_stride_;
+  uint64_t full_layers = 0;
+  for (uint64_t l = 0; l < spec.layers; ++l) {
+    const bool window = spec.layer_window(l) > 0;
+    layer_in_window_.push_back(window);
+    layer_slot_.push_back(window ? window_layers_++ : full_layers++);
+  }
+  window_tokens_ = window_layers_ ? spec.sliding_window : 0;
+  page_bytes_ = full_layers * layer_stride_;
+  window_page_bytes_ = window_layers_ * layer_stride_;
+  const uint64_t ring_pages = window_layers_ ? window_pages.value_or(pages) : 0;
   // The same bytes the planner counts: a page is kKvPageTokens tokens of kv_bytes_per_token.
-  assert(page_bytes_ == kKvPageTokens * kv_bytes_per_token(spec, types));
-  buffer_ = backend.allocate(pages * page_bytes_, MemoryCategory::kv_cache);
+  assert(page_bytes_ + window_page_bytes_ == kKvPageTokens * kv_bytes_per_token(spec, types));
+  window_pool_offset_ = pages * page_bytes_;
+  buffer_ = backend.allocate(window_pool_offset_ + ring_pages * window_page_bytes_, MemoryCategory::kv_cache);
   free_.reserve(pages);
   for (uint64_t p = pages; p-- > 0;) free_.push_back(p);  // hand out page 0 first
+  for (uint64_t p = ring_pages; p-- > 0;) window_free_.push_back(p);
+}
+
+uint64_t PagedKvCache::window_pages_for(const ModelSpec& spec, uint64_t tokens) {
+  if (spec.window_layer_count() == 0) return 0;
+  return std::min(pages_for(tokens), pages_for(spec.sliding_window));
+}
+
+uint64_t PagedKvCache::ring_tokens(SequenceId seq) const {
+  const auto it = window_owned_.find(seq);
+  return it == window_owned_.end() ? 0 : it->second.size() * kKvPageTokens;
 }
 
 PagedKvCache::~PagedKvCache() { backend_.free(buffer_); }
@@ -33,11 +55,19 @@ PagedKvCache::~PagedKvCache() { backend_.free(buffer_); }
 bool PagedKvCache::reserve(SequenceId seq, uint64_t tokens) {
   assert(!owned_.count(seq));
   const uint64_t need = pages_for(tokens);
-  if (need > free_.size()) return false;
+  const uint64_t ring = window_layers_ ? std::min(need, pages_for(window_tokens_)) : 0;
+  if (need > free_.size() || ring > window_free_.size()) return false;
   std::vector<uint64_t>& mine = owned_[seq];
   for (uint64_t i = 0; i < need; ++i) {
     mine.push_back(free_.back());
     free_.pop_back();
+  }
+  if (window_layers_) {
+    std::vector<uint64_t>& ring_pages = window_owned_[seq];
+    for (uint64_t i = 0; i < ring; ++i) {
+      ring_pages.push_back(window_free_.back());
+      window_free_.pop_back();
+    }
   }
   peak_in_use_ = std::max(peak_in_use_, pages_total_ - free_.size());
   return true;
@@ -48,6 +78,10 @@ void PagedKvCache::release(SequenceId seq) {
   if (it == owned_.end()) return;
   free_.insert(free_.end(), it->second.rbegin(), it->second.rend());
   owned_.erase(it);
+  if (auto w = window_owned_.find(seq); w != window_owned_.end()) {
+    window_free_.insert(window_free_.end(), w->second.rbegin(), w->second.rend());
+    window_owned_.erase(w);
+  }
 }
 
 uint64_t PagedKvCache::tokens_reserved(SequenceId seq) const {
@@ -55,12 +89,22 @@ uint64_t PagedKvCache::tokens_reserved(SequenceId seq) const {
   return it == owned_.end() ? 0 : it->second.size() * kKvPageTokens;
 }
 
-uint8_t* PagedKvCache::row(SequenceId seq, uint64_t layer, uint64_t token, bool value) const {
+// Layer `layer`'s K rows in the sequence's page_index-th page (a window layer: of its ring).
+const uint8_t* PagedKvCache::layer_base(SequenceId seq, uint64_t layer, uint64_t page_index) const {
+  const auto* base = static_cast<const uint8_t*>(buffer_.data);
+  if (layer_in_window_[layer]) {
+    const std::vector<uint64_t>& ring = window_owned_.at(seq);
+    return base + window_pool_offset_ + ring[page_index % ring.size()] * window_page_bytes_ +
+           layer_slot_[layer] * layer_stride_;
+  }
   const std::vector<uint64_t>& pages = owned_.at(seq);
-  assert(token / kKvPageTokens < pages.size());  // reserved for its whole life
-  uint8_t* page = static_cast<uint8_t*>(buffer_.data) + pages[token / kKvPageTokens] * page_bytes_;
+  assert(page_index < pages.size());  // reserved for its whole life
+  return base + pages[page_index] * page_bytes_ + layer_slot_[layer] * layer_stride_;
+}
+
+uint8_t* PagedKvCache::row(SequenceId seq, uint64_t layer, uint64_t token, bool value) const {
+  auto* base = const_cast<uint8_t*>(layer_base(seq, layer, token / kKvPageTokens));
   const uint64_t slot = token % kKvPageTokens;
-  uint8_t* base = page + layer * layer_stride_;
   return value ? base + kKvPageTokens * k_row_bytes_ + slot * v_row_bytes_ : base + slot * k_row_bytes_;
 }
 
@@ -70,20 +114,19 @@ void PagedKvCache::store(SequenceId seq, uint64_t layer, uint64_t token, const f
 }
 
 kernels::KvRowsView PagedKvCache::k_view(SequenceId seq, uint64_t layer, std::vector<const uint8_t*>& pages) const {
-  const std::vector<uint64_t>& mine = owned_.at(seq);
-  pages.resize(mine.size());
-  const auto* base = static_cast<const uint8_t*>(buffer_.data);
-  for (size_t i = 0; i < mine.size(); ++i) pages[i] = base + mine[i] * page_bytes_ + layer * layer_stride_;
-  return {types_.k, k_row_bytes_, kKvPageTokens, pages.data()};
+  const bool window = layer_in_window_[layer];
+  const uint64_t n = window ? window_owned_.at(seq).size() : owned_.at(seq).size();
+  pages.resize(n);
+  for (uint64_t i = 0; i < n; ++i) pages[i] = layer_base(seq, layer, i);
+  return {types_.k, k_row_bytes_, kKvPageTokens, pages.data(), 0, window ? n : 0};
 }
 
 kernels::KvRowsView PagedKvCache::v_view(SequenceId seq, uint64_t layer, std::vector<const uint8_t*>& pages) const {
-  const std::vector<uint64_t>& mine = owned_.at(seq);
-  pages.resize(mine.size());
-  const auto* base = static_cast<const uint8_t*>(buffer_.data);
-  for (size_t i = 0; i < mine.size(); ++i)
-    pages[i] = base + mine[i] * page_bytes_ + layer * layer_stride_ + kKvPageTokens * k_row_bytes_;
-  return {types_.v, v_row_bytes_, kKvPageTokens, pages.data()};
+  const bool window = layer_in_window_[layer];
+  const uint64_t n = window ? window_owned_.at(seq).size() : owned_.at(seq).size();
+  pages.resize(n);
+  for (uint64_t i = 0; i < n; ++i) pages[i] = layer_base(seq, layer, i) + kKvPageTokens * k_row_bytes_;
+  return {types_.v, v_row_bytes_, kKvPageTokens, pages.data(), 0, window ? n : 0};
 }
 
 }  // namespace infer_plan::runtime

@@ -3,9 +3,14 @@
 // request when it is admitted and returned when it leaves. A page holds, for every layer, the
 // K rows then the V rows of its tokens, each row in its cache type (quantized rows carry their
 // own per-block scales).
+// With sliding-window layers (ModelSpec::layer_window) a second pool holds those layers: each
+// sequence gets at most the window's pages there, used as a ring that later tokens overwrite,
+// so the cache is kv_bytes_for_context per request as fit counts it. Pages of the first pool
+// then hold the full layers only.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
@@ -19,7 +24,10 @@ using SequenceId = uint64_t;
 
 class PagedKvCache {
  public:
-  PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages);
+  // `pages` full-layer pages; `window_pages` pages for the window layers (default: as many, enough
+  // for any sequences the first pool holds; window_pages_for says what each needs).
+  PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages,
+               std::optional<uint64_t> window_pages = std::nullopt);
   ~PagedKvCache();
   PagedKvCache(const PagedKvCache&) = delete;
   PagedKvCache& operator=(const PagedKvCache&) = delete;
@@ -27,9 +35,14 @@ class PagedKvCache {
   uint64_t pages_total() const { return pages_total_; }
   uint64_t pages_free() const { return free_.size(); }
   uint64_t peak_pages_in_use() const { return peak_in_use_; }  // the most reserved at once
-  uint64_t page_bytes() const { return page_bytes_; }
+  uint64_t page_bytes() const { return page_bytes_; }  // a full-layer page
   uint64_t bytes() const { return buffer_.bytes; }
   static uint64_t pages_for(uint64_t tokens) { return kv_cache_tokens(tokens) / kKvPageTokens; }
+  // Window-layer pages a sequence of `tokens` tokens takes: its pages, at most the window's.
+  static uint64_t window_pages_for(const ModelSpec& spec, uint64_t tokens);
+  bool has_window_layers() const { return window_layers_ > 0; }
+  // Tokens a sequence's window ring holds before it wraps (all it reserved when it never does).
+  uint64_t ring_tokens(SequenceId seq) const;
 
   // Gives `seq` pages for `tokens` tokens in all (its whole life: prompt and output), or returns
   // false and changes nothing when too few pages are free. A sequence reserves once.
@@ -69,6 +82,13 @@ class PagedKvCache {
   std::vector<uint64_t> free_;  // page indices, used from the back
   uint64_t peak_in_use_ = 0;
   std::map<SequenceId, std::vector<uint64_t>> owned_;
+  // Sliding-window layers: their own pool after the first, each layer's index within its pool.
+  uint64_t window_tokens_ = 0, window_layers_ = 0, window_page_bytes_ = 0, window_pool_offset_ = 0;
+  std::vector<bool> layer_in_window_;
+  std::vector<uint64_t> layer_slot_;
+  std::vector<uint64_t> window_free_;
+  std::map<SequenceId, std::vector<uint64_t>> window_owned_;
+  const uint8_t* layer_base(SequenceId seq, uint64_t layer, uint64_t page_index) const;
 };
 
 }  // namespace infer_plan::runtime

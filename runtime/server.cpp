@@ -86,10 +86,12 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
     throw InputError(fmt::format("run: {} is llama.cpp architecture {}, which the planner models but the runtime does "
                                  "not execute yet (it runs llama, mistral, mixtral, qwen2, qwen3, qwen3_moe)",
                                  rp.spec.name, rp.spec.gguf_arch));
-  if (rp.spec.window_layer_count() && plan.context > rp.spec.sliding_window)
-    throw InputError(fmt::format("run: {} attends within a {}-token sliding window, which the runtime does not apply "
-                                 "yet; a context of at most {} tokens is exact (--ctx)", rp.spec.name,
-                                 rp.spec.sliding_window, rp.spec.sliding_window));
+  // A window layer's ring keeps no room for drafted positions a verification rejects: they would
+  // overwrite positions the window still needs.
+  if (rp.spec.window_layer_count() && plan.speculative && plan.context > rp.spec.sliding_window)
+    throw InputError(fmt::format("run: {} has {}-token sliding-window layers, whose cache ring the runtime's "
+                                 "speculative decoding would overwrite; run without speculation, or at a context of "
+                                 "at most {} tokens", rp.spec.name, rp.spec.sliding_window, rp.spec.sliding_window));
   // RoPE scaling the kernels do not apply would give another model's logits in silence: refused,
   // naming the key (the planner's figures do not depend on it).
   try {
@@ -153,9 +155,10 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.
   std::unique_ptr<OffloadPrefetcher> prefetcher;
   if (offload) prefetcher = make_offload_prefetcher(backend, weights, plan.offload->buffers);
-  // The KV pool fit sizes: requests x context, whole pages (planner/cost/memory_fit).
+  // The KV pool fit sizes: requests x context, whole pages (planner/cost/memory_fit); window
+  // layers at most their window each.
   const uint64_t pages = plan.requests * PagedKvCache::pages_for(plan.context);
-  PagedKvCache cache(backend, rp.spec, plan.kv, pages);
+  PagedKvCache cache(backend, rp.spec, plan.kv, pages, plan.requests * PagedKvCache::window_pages_for(rp.spec, plan.context));
   const std::unique_ptr<ForwardPass> decoder = make_forward_pass(backend, weights, cache, pool, 0, prefetcher.get());
   result.driver_after_setup_bytes = backend.driver_used_bytes();
   result.weights_bytes = backend.allocated(MemoryCategory::weights);

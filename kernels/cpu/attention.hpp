@@ -11,14 +11,20 @@
 
 namespace infer_plan::kernels {
 
-// Where the rows of one cache (K or V of one layer) for one sequence live.
+// Where the rows of one cache (K or V of one layer) for one sequence live. Attention reads rows
+// 0.. of the view, which are the sequence's tokens from `first` on (a sliding window starts
+// late); a window layer's pages form a ring of `ring_blocks` pages that later tokens overwrite.
 struct KvRowsView {
   GgmlType type = GgmlType::BF16;
   uint64_t row_bytes = 0;          // ggml_row_bytes(type, n_kv_head * head_dim)
   uint64_t block_tokens = 0;       // tokens per page
   const uint8_t* const* blocks = nullptr;  // page t / block_tokens holds token t
-  const uint8_t* row(uint64_t token) const {
-    return blocks[token / block_tokens] + (token % block_tokens) * row_bytes;
+  uint64_t first = 0;              // the token row 0 is
+  uint64_t ring_blocks = 0;        // 0: token t in page t / block_tokens; else that modulo ring_blocks
+  const uint8_t* row(uint64_t index) const {
+    const uint64_t token = first + index;
+    const uint64_t block = token / block_tokens;
+    return blocks[ring_blocks ? block % ring_blocks : block] + (token % block_tokens) * row_bytes;
   }
 };
 

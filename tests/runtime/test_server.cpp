@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <cmath>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "planner/weights/gguf_writer.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
@@ -625,4 +627,106 @@ TEST_CASE("GGUF at other types: the file's weights quantized on load, not synthe
   CHECK(first_logits(converted) == emitted[0]);
   CHECK(first_logits(synthetic_q4) != emitted[0]);
   std::filesystem::remove(path);
+}
+
+namespace {
+// Qwen3-0.6B's config with sliding-window layers of `window` tokens where `sliding` says so,
+// written where a plan can name it.
+std::string windowed_config(uint64_t window, const std::vector<bool>& sliding, const char* file) {
+  Json c = read_json_file("scenarios/models/qwen3-0.6b.json");  // at tiny_plan's scale 0.1 widths
+  c["hidden_size"] = 256;
+  c["intermediate_size"] = 256;
+  c["num_attention_heads"] = 2;
+  c["num_key_value_heads"] = 1;
+  c["vocab_size"] = 15194;
+  c["num_hidden_layers"] = sliding.size();
+  c["sliding_window"] = window;
+  c["layer_types"] = Json::array();
+  for (bool s : sliding) c["layer_types"].push_back(s ? "sliding_attention" : "full_attention");
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  std::ofstream(path) << c.dump();
+  return path;
+}
+
+std::vector<float> last_logits(Decoder& d, PagedKvCache& cache, SequenceId seq, std::span<const uint32_t> tokens,
+                               uint64_t chunk) {
+  REQUIRE(cache.reserve(seq, tokens.size()));
+  std::vector<std::vector<float>> out;
+  for (uint64_t from = 0; from < tokens.size(); from += chunk) {
+    const SequenceChunk c{seq, tokens.subspan(from, std::min<uint64_t>(chunk, tokens.size() - from)), from};
+    d.forward(std::span(&c, 1), out);
+  }
+  return out.back();
+}
+}  // namespace
+
+TEST_CASE("sliding window: a window layer sees exactly its last W positions, from a ring of W tokens") {
+  std::vector<uint32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>((i * 37 + 11) % 200);
+  // One layer, a 16-token window, F32 weights and cache: the last token's output depends only on
+  // the last 16 tokens' embeddings and their relative positions, so the 40-token sequence ends as
+  // the 16-token sequence of its tail does (RoPE at other absolute angles: float rounding only).
+  Plan plan = tiny_plan();
+  plan.model = windowed_config(16, {true}, "infer_plan_swa_1.json");
+  plan.scale = 1;
+  plan.weights = "F32";
+  plan.kv = {GgmlType::F32, GgmlType::F32};
+  const ResolvedPlan rp = resolve_plan(plan);
+  REQUIRE(rp.spec.layers == 1);
+  REQUIRE(rp.spec.layer_window(0) == 16);
+  CpuBackend backend;
+  ThreadPool pool(2);
+  ModelWeights w(backend, rp.spec, rp.weights.layout, 5, pool);
+  PagedKvCache cache(backend, rp.spec, plan.kv, 8);
+  Decoder d(w, cache, pool);
+  const std::vector<float> whole = last_logits(d, cache, 1, tokens, 40);  // one chunk: stored and attended in waves
+  CHECK(cache.ring_tokens(1) == 16);  // the ring: one page-rounded window, not 48 tokens
+  const std::vector<float> tail = last_logits(d, cache, 2, std::span(tokens).subspan(24), 16);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(whole[i] - tail[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(tail[i])));
+  }
+  CHECK(worst <= 1e-4 * scale);
+  // Without the window the same 40 tokens end elsewhere: the check above can tell.
+  Plan full = plan;
+  full.model = windowed_config(16, {false}, "infer_plan_swa_0.json");
+  const ResolvedPlan rf = resolve_plan(full);
+  ModelWeights wf(backend, rf.spec, rf.weights.layout, 5, pool);
+  PagedKvCache cf(backend, rf.spec, plan.kv, 8);
+  Decoder df(wf, cf, pool);
+  const std::vector<float> unwindowed = last_logits(df, cf, 1, tokens, 40);
+  double apart = 0;
+  for (size_t i = 0; i < whole.size(); ++i) apart = std::max(apart, static_cast<double>(std::abs(whole[i] - unwindowed[i])));
+  CHECK(apart > 100 * worst);
+}
+
+TEST_CASE("sliding window: alternating layers give the same logits in any chunking; memory equals fit") {
+  std::vector<uint32_t> tokens(45);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>((i * 53 + 3) % 250);
+  Plan plan = tiny_plan();
+  plan.model = windowed_config(16, {true, false, true}, "infer_plan_swa_3.json");
+  plan.scale = 1;
+  REQUIRE(resolve_plan(plan).spec.window_layer_count() == 2);
+  const ResolvedPlan rp = resolve_plan(plan);
+  CpuBackend backend;
+  ThreadPool pool(2);
+  ModelWeights w(backend, rp.spec, rp.weights.layout, 9, pool);
+  PagedKvCache cache(backend, rp.spec, plan.kv, 12);
+  Decoder d(w, cache, pool);
+  // One chunk (waves of one token past the ring), token by token, and chunks of 7: bit for bit.
+  const std::vector<float> one = last_logits(d, cache, 1, tokens, 45);
+  CHECK(last_logits(d, cache, 2, tokens, 1) == one);
+  CHECK(last_logits(d, cache, 3, tokens, 7) == one);
+  // A whole served run: the KV pool is the fit's, window layers at 16 tokens.
+  plan.context = 48;
+  plan.output = 8;
+  const ResolvedPlan served = resolve_plan(plan);
+  CpuBackend fresh;  // counts only this run's allocations
+  const RunResult r = run_plan(served, fresh, {});
+  CHECK(r.kv_bytes == served.fit.kv_bytes);
+  // per layer and token: a Q8_0 K row (128 values, 136 B) and a Q4_0 V row (72 B); the full layer
+  // holds 48 tokens, the two window layers 16 each
+  CHECK(served.fit.kv_bytes_per_request == (136 + 72) * (48 + 2 * 16));
+  CHECK(measured_figures(r).completed == plan.requests);
 }
