@@ -15,6 +15,7 @@
 #include <set>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/tensor_inventory.hpp"
@@ -297,7 +298,13 @@ std::string_view tensor_suffix_role(std::string_view suffix, TensorRole& role) {
       {"ffn_gate_inp.weight", TensorRole::ffn_gate_inp}, {"ffn_gate_exps.weight", TensorRole::ffn_gate_exps},
       {"ffn_up_exps.weight", TensorRole::ffn_up_exps}, {"ffn_down_exps.weight", TensorRole::ffn_down_exps},
       {"token_embd.weight", TensorRole::token_embd}, {"output.weight", TensorRole::output},
-      {"output_norm.weight", TensorRole::output_norm}, {"rope_freqs.weight", TensorRole::rope_freqs}};
+      {"output_norm.weight", TensorRole::output_norm}, {"rope_freqs.weight", TensorRole::rope_freqs},
+      // Gemma, GPT-OSS, Phi
+      {"post_attention_norm.weight", TensorRole::attn_post_norm}, {"post_ffw_norm.weight", TensorRole::ffn_post_norm},
+      {"attn_sinks.weight", TensorRole::attn_sinks}, {"attn_output.bias", TensorRole::attn_output_bias},
+      {"ffn_gate_inp.bias", TensorRole::ffn_gate_inp_bias}, {"ffn_gate_exps.bias", TensorRole::ffn_gate_exps_bias},
+      {"ffn_up_exps.bias", TensorRole::ffn_up_exps_bias}, {"ffn_down_exps.bias", TensorRole::ffn_down_exps_bias},
+      {"attn_qkv.weight", TensorRole::attn_qkv}};
   const auto it = kRoles.find(suffix);
   if (it == kRoles.end()) return {};
   role = it->second;
@@ -327,7 +334,8 @@ TensorInfo tensor_info_of(const GgufTensorInfo& t, bool* known = nullptr) {
     rest.remove_prefix(dot + 1);
   }
   if (tensor_suffix_role(rest, info.role).empty())
-    return unknown(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama or qwen2 layouts", t.name));
+    return unknown(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama, qwen2, gemma2, gemma3, "
+                               "gpt-oss or phi3 layouts", t.name));
   return info;
 }
 
@@ -546,11 +554,12 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     throw InputError(fmt::format("{}: metadata key 'general.architecture' (a string) is missing", m.paths.front()));
   const std::string arch = arch_v->str;
   static const std::map<std::string, std::string> kModelTypes{
-      {"qwen3", "qwen3"}, {"qwen3moe", "qwen3_moe"}, {"llama", "llama"}, {"qwen2", "qwen2"}};
+      {"qwen3", "qwen3"},   {"qwen3moe", "qwen3_moe"},    {"llama", "llama"},     {"qwen2", "qwen2"},
+      {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"gpt-oss", "gpt_oss"}, {"phi3", "phi3"}};
   const auto mt = kModelTypes.find(arch);
   if (mt == kModelTypes.end())
-    throw InputError(fmt::format("{}: general.architecture '{}' is not supported; supported: qwen3, qwen3moe, llama, qwen2",
-                                 m.paths.front(), arch));
+    throw InputError(fmt::format("{}: general.architecture '{}' is not supported; supported: qwen3, qwen3moe, llama, "
+                                 "qwen2, gemma2, gemma3, gpt-oss, phi3", m.paths.front(), arch));
   ModelSpec s;
   s.name = std::filesystem::path(m.paths.front()).stem().string();
   s.source = m.paths.front();
@@ -594,8 +603,25 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::ffn_down:
         if (s.intermediate == 0) s.intermediate = t.shape[0];
         break;
+      case TensorRole::ffn_post_norm: s.post_norms = true; break;
+      case TensorRole::attn_sinks: s.attn_sinks = true; break;
+      case TensorRole::attn_output_bias: s.attn_output_bias = true; break;
+      case TensorRole::ffn_gate_exps_bias: s.expert_bias = true; break;
+      case TensorRole::attn_qkv: s.fused_qkv = true; break;
       default: break;
     }
+  }
+  // Sliding windows where llama.cpp applies them: every other layer from the first (gemma2,
+  // gpt-oss), five of six (gemma3); its phi3 disables them.
+  if (const uint64_t window = key_u64(m, arch + ".attention.sliding_window", 0);
+      window && (arch == "gemma2" || arch == "gemma3" || arch == "gpt-oss")) {
+    s.sliding_window = window;
+    for (uint64_t l = 0; l < std::min<uint64_t>(s.layers, kMaxModelLayers); ++l)
+      s.window_layers.push_back(arch == "gemma3" ? (l + 1) % 6 != 0 : l % 2 == 0);
+  }
+  if (arch == "gemma2") {
+    s.attn_softcap = key_f64(m, arch + ".attn_logit_softcapping", 0.0);
+    s.final_softcap = key_f64(m, arch + ".final_logit_softcapping", 0.0);
   }
   if (!has_token_embd || s.vocab == 0)
     throw InputError(fmt::format("{}: tensor 'token_embd.weight' (n_embd x n_vocab) is missing", m.paths.front()));

@@ -186,6 +186,12 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
   } else if (rs.type == "linear" && rs.attention_factor != 0.0) {
     kv.push_back({a + ".rope.scaling.attn_factor", f32(rs.attention_factor)});
   }
+  // A window only where llama.cpp's architecture applies one (its llama, qwen2 and phi3 do not:
+  // a Mistral file has none, as its converter writes it).
+  if (s.window_layer_count() && (a == "gemma2" || a == "gemma3" || a == "gpt-oss"))
+    kv.push_back({a + ".attention.sliding_window", u32(s.sliding_window)});
+  if (s.attn_softcap > 0) kv.push_back({a + ".attn_logit_softcapping", f32(s.attn_softcap)});
+  if (s.final_softcap > 0) kv.push_back({a + ".final_logit_softcapping", f32(s.final_softcap)});
   if (s.is_moe()) {
     kv.push_back({a + ".expert_count", u32(s.experts)});
     kv.push_back({a + ".expert_used_count", u32(s.experts_active)});

@@ -2,6 +2,8 @@
 // model spec written and read back, and the bad-file suite (each corruption at a byte offset
 // worked out by hand below must give an InputError naming the field; never a crash).
 #include <doctest/doctest.h>
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/model_scale.hpp"
 
 #include <cstring>
 #include <filesystem>
@@ -176,6 +178,38 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(back).bytes == weights_size(recipe).bytes);
   // the recipe applied to the spec read back gives the file's types again
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
+}
+
+TEST_CASE("Gemma 2/3, GPT-OSS and Phi-4 files read back as their specs: windows, sinks, biases, fused tensors") {
+  for (const char* name : {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4"}) {
+    CAPTURE(name);
+    // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
+    const ModelSpec s = scale_model_spec(load_model(name), 0.05, "scale");
+    const WeightsLayout layout = recipe_weights_layout(s, s.gguf_arch == "gpt-oss" ? LlamaFileType::MXFP4_MOE
+                                                                                    : LlamaFileType::Q8_0);
+    std::vector<GgufTensorData> tensors;
+    uint32_t seed = 300;
+    for (const TensorPlacement& p : layout.tensors)
+      tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, ++seed)});
+    const std::string path = temp_path("family.gguf");
+    write_gguf(path, gguf_metadata_for(s), tensors);
+    const GgufModel m = read_gguf_model(path);
+    const ModelSpec r = model_spec_from_gguf(m);
+    CHECK(r.gguf_arch == s.gguf_arch);
+    CHECK(r.layers == s.layers);
+    CHECK(r.sliding_window == s.sliding_window);
+    CHECK(r.window_layers == s.window_layers);
+    CHECK(r.attn_sinks == s.attn_sinks);
+    CHECK(r.expert_bias == s.expert_bias);
+    CHECK(r.attn_output_bias == s.attn_output_bias);
+    CHECK(r.post_norms == s.post_norms);
+    CHECK(r.fused_qkv == s.fused_qkv);
+    CHECK(r.tied_embeddings == s.tied_embeddings);
+    CHECK(r.attn_softcap == doctest::Approx(s.attn_softcap));
+    CHECK(r.final_softcap == doctest::Approx(s.final_softcap));
+    CHECK(parameter_count(r).total == parameter_count(s).total);
+    CHECK(weights_size(gguf_weights_layout(m)).bytes == weights_size(layout).bytes);
+  }
 }
 
 // The toy with one metadata key replaced by a hostile value: what reading its spec says.
