@@ -27,7 +27,8 @@ bool offload_part_contains(OffloadPart part, TensorRole role) {
              role == TensorRole::attn_k_bias || role == TensorRole::attn_v_bias || role == TensorRole::attn_q_a ||
              role == TensorRole::attn_q_a_norm || role == TensorRole::attn_q_b || role == TensorRole::attn_kv_a_mqa ||
              role == TensorRole::attn_kv_a_norm || role == TensorRole::attn_k_b || role == TensorRole::attn_v_b ||
-             role == TensorRole::attn_qkv || role == TensorRole::attn_output_bias || role == TensorRole::attn_sinks;
+             role == TensorRole::attn_qkv || role == TensorRole::attn_output_bias || role == TensorRole::attn_sinks ||
+             role == TensorRole::attn_kv_b;
     case OffloadPart::ffn:
       return role == TensorRole::ffn_gate || role == TensorRole::ffn_up || role == TensorRole::ffn_down ||
              role == TensorRole::ffn_gate_inp || role == TensorRole::ffn_gate_exps ||

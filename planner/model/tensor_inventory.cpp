@@ -37,6 +37,7 @@ std::string_view tensor_role_name(TensorRole role) {
     case TensorRole::attn_kv_a_norm: return "attn_kv_a_norm";
     case TensorRole::attn_k_b: return "attn_k_b";
     case TensorRole::attn_v_b: return "attn_v_b";
+    case TensorRole::attn_kv_b: return "attn_kv_b";
     case TensorRole::ffn_gate_shexp: return "ffn_gate_shexp";
     case TensorRole::ffn_up_shexp: return "ffn_up_shexp";
     case TensorRole::ffn_down_shexp: return "ffn_down_shexp";

@@ -19,6 +19,7 @@ enum class TensorRole {
   ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps,
   // DeepSeek's multi-head latent attention (llama.cpp's deepseek2 names)
   attn_q_a, attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b,
+  attn_kv_b,  // older deepseek2 files: attn_k_b and attn_v_b as one {kv_lora, heads x (nope + v)}
   // DeepSeek's shared experts and routing bias
   ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, ffn_exp_probs_b,
   // Phi-3/4's fused q, k, v projection (its ffn_up holds gate and up, 2 x n_ff wide)

@@ -304,7 +304,14 @@ std::string_view tensor_suffix_role(std::string_view suffix, TensorRole& role) {
       {"attn_sinks.weight", TensorRole::attn_sinks}, {"attn_output.bias", TensorRole::attn_output_bias},
       {"ffn_gate_inp.bias", TensorRole::ffn_gate_inp_bias}, {"ffn_gate_exps.bias", TensorRole::ffn_gate_exps_bias},
       {"ffn_up_exps.bias", TensorRole::ffn_up_exps_bias}, {"ffn_down_exps.bias", TensorRole::ffn_down_exps_bias},
-      {"attn_qkv.weight", TensorRole::attn_qkv}};
+      {"attn_qkv.weight", TensorRole::attn_qkv},
+      // DeepSeek (deepseek2): multi-head latent attention, shared experts, the routing bias
+      {"attn_q_a.weight", TensorRole::attn_q_a}, {"attn_q_a_norm.weight", TensorRole::attn_q_a_norm},
+      {"attn_q_b.weight", TensorRole::attn_q_b}, {"attn_kv_a_mqa.weight", TensorRole::attn_kv_a_mqa},
+      {"attn_kv_a_norm.weight", TensorRole::attn_kv_a_norm}, {"attn_k_b.weight", TensorRole::attn_k_b},
+      {"attn_v_b.weight", TensorRole::attn_v_b}, {"attn_kv_b.weight", TensorRole::attn_kv_b},
+      {"ffn_gate_shexp.weight", TensorRole::ffn_gate_shexp}, {"ffn_up_shexp.weight", TensorRole::ffn_up_shexp},
+      {"ffn_down_shexp.weight", TensorRole::ffn_down_shexp}, {"exp_probs_b.bias", TensorRole::ffn_exp_probs_b}};
   const auto it = kRoles.find(suffix);
   if (it == kRoles.end()) return {};
   role = it->second;
@@ -335,7 +342,7 @@ TensorInfo tensor_info_of(const GgufTensorInfo& t, bool* known = nullptr) {
   }
   if (tensor_suffix_role(rest, info.role).empty())
     return unknown(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama, qwen2, gemma2, gemma3, "
-                               "gpt-oss or phi3 layouts", t.name));
+                               "gpt-oss, phi3 or deepseek2 layouts", t.name));
   return info;
 }
 
@@ -555,11 +562,12 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   const std::string arch = arch_v->str;
   static const std::map<std::string, std::string> kModelTypes{
       {"qwen3", "qwen3"},   {"qwen3moe", "qwen3_moe"},    {"llama", "llama"},     {"qwen2", "qwen2"},
-      {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"gpt-oss", "gpt_oss"}, {"phi3", "phi3"}};
+      {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"gpt-oss", "gpt_oss"}, {"phi3", "phi3"},
+      {"deepseek2", "deepseek_v2"}};
   const auto mt = kModelTypes.find(arch);
   if (mt == kModelTypes.end())
     throw InputError(fmt::format("{}: general.architecture '{}' is not supported; supported: qwen3, qwen3moe, llama, "
-                                 "qwen2, gemma2, gemma3, gpt-oss, phi3", m.paths.front(), arch));
+                                 "qwen2, gemma2, gemma3, gpt-oss, phi3, deepseek2", m.paths.front(), arch));
   ModelSpec s;
   s.name = std::filesystem::path(m.paths.front()).stem().string();
   s.source = m.paths.front();
@@ -583,6 +591,23 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.experts = key_u64(m, arch + ".expert_count", 0);
   s.experts_active = key_u64(m, arch + ".expert_used_count", 0);
   s.moe_intermediate = key_u64(m, arch + ".expert_feed_forward_length", 0);
+  if (arch == "deepseek2") {
+    // MLA: llama.cpp's converter writes the cache's view (key_length = kv_lora_rank + rope,
+    // head_count_kv 1) and the heads' own widths under *_mla; older files only the latter.
+    s.kv_lora_rank = key_u64(m, arch + ".attention.kv_lora_rank");
+    s.q_lora_rank = key_u64(m, arch + ".attention.q_lora_rank", 0);
+    s.qk_rope_dim = key_u64(m, arch + ".rope.dimension_count");
+    s.head_dim = key_u64(m, arch + ".attention.key_length_mla", s.head_dim);
+    s.v_head_dim = key_u64(m, arch + ".attention.value_length_mla", key_u64(m, arch + ".attention.value_length", 0));
+    if (s.qk_rope_dim >= s.head_dim)
+      throw InputError(fmt::format("{}: rope.dimension_count {} leaves no non-RoPE part of the {}-wide key heads",
+                                   m.paths.front(), s.qk_rope_dim, s.head_dim));
+    s.qk_nope_dim = s.head_dim - s.qk_rope_dim;
+    s.rope_dims = 0;
+    s.kv_heads = s.heads;  // every head reads the shared latent
+    s.first_dense_layers = key_u64(m, arch + ".leading_dense_block_count", 0);
+    s.shared_experts = key_u64(m, arch + ".expert_shared_count", 0);
+  }
 
   bool has_output = false, has_token_embd = false;
   std::set<int64_t> moe_layers;
@@ -608,6 +633,10 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::attn_output_bias: s.attn_output_bias = true; break;
       case TensorRole::ffn_gate_exps_bias: s.expert_bias = true; break;
       case TensorRole::attn_qkv: s.fused_qkv = true; break;
+      case TensorRole::ffn_exp_probs_b:
+        s.expert_score_bias = true;
+        s.model_type = "deepseek_v3";
+        break;
       default: break;
     }
   }

@@ -79,7 +79,7 @@ Category category_of(const TensorInfo& t) {
   const std::string_view n = t.name;
   if (n == "output.weight") return Category::output;
   if (n == "token_embd.weight") return Category::token_embd;
-  if (n.find("attn_qkv.weight") != n.npos) return Category::qkv;
+  if (n.find("attn_qkv.weight") != n.npos || n.find("attn_kv_b.weight") != n.npos) return Category::qkv;
   if (n.find("attn_v.weight") != n.npos) return Category::attn_v;
   if (n.find("attn_k.weight") != n.npos) return Category::attn_k;
   if (n.find("attn_q.weight") != n.npos) return Category::attn_q;
@@ -90,8 +90,8 @@ Category category_of(const TensorInfo& t) {
   return Category::other;
 }
 
-// attn_v's rules cover the fused attn_qkv too (llama.cpp since March 2026; files made before
-// gave attn_qkv its own, milder rule).
+// attn_v's rules cover the fused attn_qkv and DeepSeek's attn_kv_b too (llama.cpp since March
+// 2026; files made before gave attn_qkv its own, milder rule).
 bool is_attn_v(Category c) { return c == Category::attn_v || c == Category::qkv; }
 
 bool one_of(F f, std::initializer_list<F> fs) { return std::find(fs.begin(), fs.end(), f) != fs.end(); }

@@ -76,7 +76,7 @@ std::string_view gguf_tensor_class(TensorRole role) {
     case TensorRole::attn_q: case TensorRole::attn_k: case TensorRole::attn_v:
     case TensorRole::attn_output: case TensorRole::attn_q_a: case TensorRole::attn_q_b:
     case TensorRole::attn_kv_a_mqa: case TensorRole::attn_k_b: case TensorRole::attn_v_b:
-    case TensorRole::attn_qkv: return "attention";
+    case TensorRole::attn_qkv: case TensorRole::attn_kv_b: return "attention";
     case TensorRole::ffn_gate: case TensorRole::ffn_up: case TensorRole::ffn_down: return "ffn (dense)";
     case TensorRole::ffn_gate_exps: case TensorRole::ffn_up_exps:
     case TensorRole::ffn_down_exps: return "ffn experts";

@@ -151,8 +151,6 @@ void write_gguf(const std::string& path, const std::vector<GgufKeyValue>& metada
 
 std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
   if (s.gguf_arch.empty()) throw InputError(fmt::format("gguf writer: model '{}' has no llama.cpp architecture", s.name));
-  if (s.is_mla() || s.shared_experts || s.first_dense_layers)
-    throw InputError(fmt::format("gguf writer: {}'s DeepSeek keys (MLA, shared experts) are not written yet", s.name));
   const std::string a = s.gguf_arch;
   auto u32 = [](uint64_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
   std::vector<GgufKeyValue> kv{
@@ -192,6 +190,20 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     kv.push_back({a + ".attention.sliding_window", u32(s.sliding_window)});
   if (s.attn_softcap > 0) kv.push_back({a + ".attn_logit_softcapping", f32(s.attn_softcap)});
   if (s.final_softcap > 0) kv.push_back({a + ".final_logit_softcapping", f32(s.final_softcap)});
+  if (s.is_mla()) {  // as llama.cpp's converter writes deepseek2: the cache's view, the heads' widths under *_mla
+    for (auto& k : kv) {
+      if (k.key == a + ".attention.head_count_kv") k.value = u32(1);
+      if (k.key == a + ".attention.key_length") k.value = u32(s.kv_lora_rank + s.qk_rope_dim);
+      if (k.key == a + ".attention.value_length") k.value = u32(s.kv_lora_rank);
+      if (k.key == a + ".rope.dimension_count") k.value = u32(s.qk_rope_dim);
+    }
+    kv.push_back({a + ".attention.key_length_mla", u32(s.head_dim)});
+    kv.push_back({a + ".attention.value_length_mla", u32(s.v_head_dim)});
+    kv.push_back({a + ".attention.kv_lora_rank", u32(s.kv_lora_rank)});
+    if (s.q_lora_rank) kv.push_back({a + ".attention.q_lora_rank", u32(s.q_lora_rank)});
+    kv.push_back({a + ".leading_dense_block_count", u32(s.first_dense_layers)});
+    kv.push_back({a + ".expert_shared_count", u32(s.shared_experts)});
+  }
   if (s.is_moe()) {
     kv.push_back({a + ".expert_count", u32(s.experts)});
     kv.push_back({a + ".expert_used_count", u32(s.experts_active)});

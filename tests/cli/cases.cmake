@@ -367,3 +367,13 @@ infer_plan_cli_case(fit_gpt_oss_128k EXIT 0 ARGS fit --model gpt-oss-120b --hw h
   MATCH "18 of 36 layers .window. only the last 128" "18 window layers x min.131072, 128.")
 infer_plan_cli_case(run_gpt_oss_refused EXIT 2 ARGS run --model gpt-oss-20b --scale 0.02 --ctx 64 --output 4 --requests 1
   MATCH "gpt-oss, which the planner models but the runtime does not execute yet")
+# Formats: vLLM's checkpoints and --kv fp8 (1 B per value: 80 x 8 x 128 x 2 = 160 KiB per token);
+# AWQ g128's bytes are hand-checked in test_weights_size (39,767,785,472 B for llama-3.1-70b).
+infer_plan_cli_case(fit_awq_fp8_kv EXIT 0 ARGS fit -m llama-3.1-70b --hw h100-sxm -w AWQ-INT4-G128 --kv fp8 -c 32K -np 4 --json
+  MATCH "\"weights_bytes\": 39767785472" "\"kv_bytes_per_token\": 163840" "\"fits\": true")
+infer_plan_cli_case(gguf_size_iq4_xs EXIT 0 ARGS gguf size -m llama-3.1-8b --type IQ4_XS:imatrix --json
+  MATCH "\"tensor_data_bytes\": 4439826688")
+infer_plan_cli_case(bad_imatrix_type EXIT 2 ARGS fit -m qwen3-8b -w Q4_K:imatrix
+  MATCH "'Q4_K' is not a llama.cpp file type to quantize with an importance matrix")
+infer_plan_cli_case(bad_kv_fp8_run EXIT 2 ARGS run -m qwen3-0.6b --scale 0.05 --kv fp8 -c 32 -n 4 -np 1
+  MATCH "the CPU runtime stores K and V as F32, F16, BF16, Q8_0 or Q4_0, not FP8")

@@ -2,6 +2,7 @@
 // model spec written and read back, and the bad-file suite (each corruption at a byte offset
 // worked out by hand below must give an InputError naming the field; never a crash).
 #include <doctest/doctest.h>
+#include "planner/cost/kv_cache.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/model/model_scale.hpp"
 
@@ -180,11 +181,12 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
 }
 
-TEST_CASE("Gemma 2/3, GPT-OSS and Phi-4 files read back as their specs: windows, sinks, biases, fused tensors") {
-  for (const char* name : {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4"}) {
+TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4 and DeepSeek files read back as their specs: windows, sinks, biases, fused "
+          "tensors, MLA") {
+  for (const char* name : {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite"}) {
     CAPTURE(name);
     // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
-    const ModelSpec s = scale_model_spec(load_model(name), 0.05, "scale");
+    const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
     const WeightsLayout layout = recipe_weights_layout(s, s.gguf_arch == "gpt-oss" ? LlamaFileType::MXFP4_MOE
                                                                                     : LlamaFileType::Q8_0);
     std::vector<GgufTensorData> tensors;
@@ -207,6 +209,15 @@ TEST_CASE("Gemma 2/3, GPT-OSS and Phi-4 files read back as their specs: windows,
     CHECK(r.tied_embeddings == s.tied_embeddings);
     CHECK(r.attn_softcap == doctest::Approx(s.attn_softcap));
     CHECK(r.final_softcap == doctest::Approx(s.final_softcap));
+    CHECK(r.model_type == s.model_type);
+    CHECK(r.kv_lora_rank == s.kv_lora_rank);
+    CHECK(r.q_lora_rank == s.q_lora_rank);
+    CHECK(r.head_dim == s.head_dim);
+    CHECK(r.v_head_dim == s.v_head_dim);
+    CHECK(r.first_dense_layers == s.first_dense_layers);
+    CHECK(r.shared_experts == s.shared_experts);
+    CHECK(r.expert_score_bias == s.expert_score_bias);
+    CHECK(kv_bytes_per_token(r, {GgmlType::BF16, GgmlType::BF16}) == kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}));
     CHECK(parameter_count(r).total == parameter_count(s).total);
     CHECK(weights_size(gguf_weights_layout(m)).bytes == weights_size(layout).bytes);
   }
