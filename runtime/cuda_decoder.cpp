@@ -168,6 +168,9 @@ struct CudaDecoder::State {
     }
     const cuk::AttentionShape shape = attention_shape();
     if (moved || max_ctx > cap_ctx) {
+      // The graphs bake cap_ctx into their attention launches: a longer one makes them all stale
+      // (they would otherwise stay in the map, never replayed, and be counted).
+      if (max_ctx > cap_ctx) drop_graphs();
       cap_ctx = std::max(cap_ctx, max_ctx);
       const uint64_t floats = cuk::attention_scratch_floats(shape, static_cast<uint32_t>(cap_tokens),
                                                             static_cast<uint32_t>(cap_ctx));
@@ -422,6 +425,9 @@ uint64_t CudaDecoder::run(std::span<const SequenceChunk> chunks, bool every_toke
     pages += s.cache.pages_of(c.seq).size();
     max_ctx = std::max(max_ctx, s.cache.tokens_reserved(c.seq));
     one_each = one_each && c.tokens.size() == 1;
+    // The kernels read and write within the sequence's pages only: a pass beyond them would be
+    // cut short on the device in silence, so it is refused here.
+    check_within_reservation(c, s.cache.tokens_reserved(c.seq));
   }
   assert(tokens > 0);
   const uint64_t rows = every_token ? tokens : chunks.size();

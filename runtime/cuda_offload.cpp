@@ -14,6 +14,7 @@ namespace {
 class CopyLink {
  public:
   CopyLink(CudaBackend& backend, uint64_t slots) : compute_(static_cast<cudaStream_t>(backend.stream())) {
+    CUDA_CHECK(cudaGetDevice(&device_));  // the backend's device, current on the constructing thread
     CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     events_.resize(slots);
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -28,15 +29,30 @@ class CopyLink {
 
   // The copy thread: the group's bytes into the slot, returning once they are there (rule 1).
   void copy(void* dst, const void* src, uint64_t bytes) {
+    on_device();
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copy_));
     CUDA_CHECK(cudaStreamSynchronize(copy_));
   }
   // Compute's thread, at release: the kernels enqueued so far include every reader of the slot.
   void released(uint64_t slot) { CUDA_CHECK(cudaEventRecord(events_.at(slot), compute_)); }
   // The copy thread, before overwriting the slot: those readers have run (rule 2).
-  void before_copy(uint64_t slot) { CUDA_CHECK(cudaEventSynchronize(events_.at(slot))); }
+  void before_copy(uint64_t slot) {
+    on_device();
+    CUDA_CHECK(cudaEventSynchronize(events_.at(slot)));
+  }
 
  private:
+  // The current device is per host thread (device 0 until set): the copy thread makes the
+  // backend's device its own before its first call.
+  void on_device() const {
+    thread_local int bound = -1;
+    if (bound != device_) {
+      CUDA_CHECK(cudaSetDevice(device_));
+      bound = device_;
+    }
+  }
+
+  int device_ = 0;
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
   std::vector<cudaEvent_t> events_;

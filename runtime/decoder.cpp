@@ -49,7 +49,10 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
                       bool every_token) {
   const uint64_t H = spec_.hidden;
   uint64_t tokens = 0;
-  for (const SequenceChunk& c : chunks) tokens += c.tokens.size();
+  for (const SequenceChunk& c : chunks) {
+    check_within_reservation(c, cache_.tokens_reserved(c.seq));
+    tokens += c.tokens.size();
+  }
   assert(tokens > 0);
   grow(x_, tokens * H);
   grow(xn_, tokens * std::max(H, spec_.q_width()));

@@ -1,6 +1,10 @@
 // The one place that picks the decoder and the offload copier by backend.
 #include "runtime/forward_pass.hpp"
 
+#include <fmt/format.h>
+
+#include <stdexcept>
+
 #include "kernels/cpu/sampling.hpp"
 
 #include "runtime/decoder.hpp"
@@ -12,6 +16,13 @@
 #endif
 
 namespace infer_plan::runtime {
+
+void check_within_reservation(const SequenceChunk& chunk, uint64_t reserved_tokens) {
+  if (chunk.past + chunk.tokens.size() > reserved_tokens)
+    throw std::logic_error(fmt::format("forward pass: sequence {} would hold {} tokens (past {} + {} new) but "
+                                       "reserved {}", chunk.seq, chunk.past + chunk.tokens.size(), chunk.past,
+                                       chunk.tokens.size(), reserved_tokens));
+}
 
 void ForwardPass::forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens) {
   forward(chunks, argmax_logits_);

@@ -24,6 +24,11 @@ struct SequenceChunk {
   uint64_t past = 0;                 // tokens of this sequence already in the cache
 };
 
+// Throws std::logic_error when a chunk would write past its sequence's reserved tokens (a caller's
+// bug: the scheduler reserves each sequence's whole life at admission). Both decoders check it
+// before any kernel runs: the pages would otherwise be overrun (CPU) or cut short in silence (CUDA).
+void check_within_reservation(const SequenceChunk& chunk, uint64_t reserved_tokens);
+
 class ForwardPass {
  public:
   virtual ~ForwardPass() = default;

@@ -31,9 +31,10 @@ __global__ void scatter_add_kernel(float* __restrict__ dst, uint64_t width, cons
 }
 
 void check_rows(const char* what, uint64_t width, uint32_t n) {
-  if (width < 1 || n < 1 || n > 65535 || width > (uint64_t{1} << 40))
+  static_assert(kGatherMaxWidth == uint64_t{0x7fffffff} * kThreads, "the grid's x limit times the block");
+  if (width < 1 || n < 1 || n > 65535 || width > kGatherMaxWidth)
     throw std::invalid_argument(std::string(what) + ": width = " + std::to_string(width) + ", n = " + std::to_string(n) +
-                                ": expected width >= 1 and 1..65535 rows");
+                                ": expected width 1.." + std::to_string(kGatherMaxWidth) + " and 1..65535 rows");
 }
 
 dim3 grid(uint64_t width, uint32_t n) { return dim3(static_cast<unsigned>((width + kThreads - 1) / kThreads), n); }

@@ -6,6 +6,10 @@
 
 namespace infer_plan::kernels::cuda {
 
+// The widest row either call takes: one thread per float in blocks of 256, the grid's x dimension
+// at most 2^31 - 1 blocks. Wider rows are refused (std::invalid_argument) before any launch.
+inline constexpr uint64_t kGatherMaxWidth = uint64_t{0x7fffffff} * 256;
+
 // dst[i][0..width) = src[idx[i]][0..width) for i < n; idx: n device uint32.
 void gather_rows(const float* src, uint64_t width, const uint32_t* idx, uint32_t n, float* dst, void* stream);
 

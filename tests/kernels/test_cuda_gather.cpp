@@ -81,6 +81,11 @@ int main() {
     expect_throw("gather_rows null idx", [&] { cuda::gather_rows(fake, 4, nullptr, 1, fake, nullptr); });
     expect_throw("scatter_add_rows null scale", [&] { cuda::scatter_add_rows(fake, 4, fake, fake_idx, nullptr, 1, nullptr); });
     expect_throw("scatter_add_rows n = 70000", [&] { cuda::scatter_add_rows(fake, 4, fake, fake_idx, fake, 70000, nullptr); });
+    // A width whose blocks would exceed the grid's x limit (2^31 - 1 blocks of 256) is refused.
+    expect_throw("gather_rows width beyond the grid",
+                 [&] { cuda::gather_rows(fake, cuda::kGatherMaxWidth + 1, fake_idx, 1, fake, nullptr); });
+    expect_throw("scatter_add_rows width beyond the grid",
+                 [&] { cuda::scatter_add_rows(fake, cuda::kGatherMaxWidth + 1, fake, fake_idx, fake, 1, nullptr); });
     if (failures != 0) return 1;
     if (cuda::devices().empty()) {
       std::printf("SKIPPED: no CUDA device visible (argument checks passed)\n");

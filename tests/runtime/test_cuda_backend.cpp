@@ -3,6 +3,10 @@
 // buffers), and a failing call names file, line, call and error. Skipped (77) without a device.
 #include <doctest/doctest.h>
 
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -15,9 +19,32 @@ using namespace infer_plan::runtime;
 namespace {
 
 constexpr uint64_t MiB = uint64_t{1} << 20;
-// cudaMalloc maps large buffers in whole 2 MiB pages (the driver's granularity on Hopper and
-// earlier datacenter parts), so each buffer may hold up to 2 MiB more than it asked for.
-constexpr uint64_t kPageBytes = 2 * MiB;
+
+// The unit cudaMalloc maps device memory in: the driver's recommended allocation granularity for
+// this device (cuMemGetAllocationGranularity, from libcuda opened at run time so that the binary
+// still starts, and skips, where no driver is installed), and at least 2 MiB, the large-page size
+// of Hopper and earlier datacenter parts. Each buffer may hold up to one unit more than it asked.
+uint64_t allocation_granularity() {
+  uint64_t unit = 2 * MiB;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return unit;
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using Granularity = CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags);
+  const auto device_get = reinterpret_cast<DeviceGet>(dlsym(lib, "cuDeviceGet"));
+  const auto granularity = reinterpret_cast<Granularity>(dlsym(lib, "cuMemGetAllocationGranularity"));
+  int ordinal = 0;
+  CUdevice device{};
+  if (device_get && granularity && cudaGetDevice(&ordinal) == cudaSuccess && device_get(&device, ordinal) == CUDA_SUCCESS) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    size_t g = 0;
+    if (granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && g > unit) unit = g;
+  }
+  dlclose(lib);
+  return unit;
+}
 
 std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
   std::vector<unsigned char> v(bytes);
@@ -46,6 +73,8 @@ int64_t signed_difference(uint64_t a, uint64_t b) { return static_cast<int64_t>(
 
 TEST_CASE("allocation accounting agrees with cudaMemGetInfo within the page granularity") {
   CudaBackend b;
+  const uint64_t kPageBytes = allocation_granularity();
+  MESSAGE("allocation granularity ", kPageBytes, " B");
   const CudaMemoryInfo before = b.memory_info();
   // Odd sizes, so that the accounting (as requested) and the driver (whole pages) differ a little.
   const uint64_t sizes[] = {256 * MiB + 12345, 64 * MiB + 1, 3 * MiB + 17};

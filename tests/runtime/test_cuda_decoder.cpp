@@ -218,3 +218,30 @@ TEST_CASE("CUDA decoder: greedy speculative decoding equals plain greedy decodin
   spec.block = block;
   CHECK(generate_speculative(target, 1, draft, 1, prompt, n, spec, stats) == expected);
 }
+
+TEST_CASE("CUDA decoder: a longer reservation replaces the captured graphs (one shape, one graph)") {
+  CudaBackend gpu;
+  ThreadPool pool(2);
+  const ResolvedPlan rp = tiny("qwen3-0.6b", "Q8_0");
+  const ModelWeights w(gpu, rp.spec, rp.weights.layout, 5, pool);
+  PagedKvCache cache(gpu, rp.spec, {}, 64);
+  CudaDecoder d(gpu, w, cache);
+  std::vector<std::vector<float>> logits;
+  const std::vector<uint32_t> prompt{3, 4, 5}, next{6};
+  // Batch 1 over a short reservation, then over a longer one: the same decode shape (one token),
+  // whose graph bakes in the attention's context capacity, so the first is dropped.
+  REQUIRE(cache.reserve(1, 16));
+  const SequenceChunk p1{1, prompt, 0}, n1{1, next, prompt.size()};
+  d.forward(std::span(&p1, 1), logits);
+  d.forward(std::span(&n1, 1), logits);
+  CHECK(d.graphs_captured() == 1);
+  REQUIRE(cache.reserve(2, 512));
+  const SequenceChunk p2{2, prompt, 0}, n2{2, next, prompt.size()};
+  d.forward(std::span(&p2, 1), logits);
+  d.forward(std::span(&n2, 1), logits);
+  CHECK(d.graphs_captured() == 1);
+  // A pass beyond a sequence's reservation is refused on the host, before any kernel.
+  const std::vector<uint32_t> many(20, 1);
+  const SequenceChunk over{1, many, 0};
+  CHECK_THROWS_AS(d.forward(std::span(&over, 1), logits), std::logic_error);
+}

@@ -730,3 +730,21 @@ TEST_CASE("sliding window: alternating layers give the same logits in any chunki
   CHECK(served.fit.kv_bytes_per_request == (136 + 72) * (48 + 2 * 16));
   CHECK(measured_figures(r).completed == plan.requests);
 }
+
+TEST_CASE("decoder: a pass beyond a sequence's reserved tokens is refused before it writes") {
+  CpuBackend backend;
+  const ResolvedPlan rp = resolve_plan(tiny_plan());
+  ThreadPool pool(2);
+  ModelWeights w(backend, rp.spec, rp.weights.layout, 7, pool);
+  PagedKvCache cache(backend, rp.spec, rp.plan.kv, 4);
+  Decoder d(w, cache, pool);
+  REQUIRE(cache.reserve(1, 16));
+  std::vector<std::vector<float>> logits;
+  const std::vector<uint32_t> tokens(10, 5);
+  const SequenceChunk fits{1, tokens, 6};  // 6 + 10 = 16: the whole reservation
+  d.forward(std::span(&fits, 1), logits);
+  const SequenceChunk over{1, tokens, 7};  // 17 tokens in 16
+  CHECK_THROWS_WITH_AS(d.forward(std::span(&over, 1), logits),
+                       doctest::Contains("sequence 1 would hold 17 tokens (past 7 + 10 new) but reserved 16"),
+                       std::logic_error);
+}
