@@ -106,15 +106,15 @@ RateSample probe_gemm_bf16(cudaStream_t s, const CudaProbeOptions& o) {
   CUDA_CHECK(cudaMemcpy(da.p, a.data(), elems * 2, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(db.p, b.data(), elems * 2, cudaMemcpyHostToDevice));
   cublasHandle_t handle = nullptr;
-  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(kernels::cuda::cublas().create(&handle));
   struct HandleGuard {
     cublasHandle_t h;
-    ~HandleGuard() { (void)cublasDestroy(h); }
+    ~HandleGuard() { (void)kernels::cuda::cublas().destroy(h); }
   } guard{handle};
-  CUBLAS_CHECK(cublasSetStream(handle, s));
+  CUBLAS_CHECK(kernels::cuda::cublas().set_stream(handle, s));
   const float alpha = 1.0f, beta = 0.0f;
   auto gemm = [&] {
-    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, da.p, CUDA_R_16BF, n, db.p,
+    CUBLAS_CHECK(kernels::cuda::cublas().gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, da.p, CUDA_R_16BF, n, db.p,
                               CUDA_R_16BF, n, &beta, dc.p, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT_TENSOR_OP));
   };

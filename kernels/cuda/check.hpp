@@ -5,6 +5,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cublas_loader.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +26,7 @@ inline void check_cuda(cudaError_t e, const char* call, const char* file, int li
 inline void check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
   throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " +
-                           cublasGetStatusName(s) + ": " + cublasGetStatusString(s));
+                           cublas().status_name(s) + ": " + cublas().status_string(s));
 }
 
 }  // namespace infer_plan::kernels::cuda

@@ -42,17 +42,17 @@ cublasHandle_t as_handle(void* h) { return static_cast<cublasHandle_t>(h); }
 
 Gemm::Gemm(void* stream) : stream_(stream) {
   cublasHandle_t handle = nullptr;
-  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(cublas().create(&handle));
   handle_ = handle;
   try {
-    CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(stream)));
+    CUBLAS_CHECK(cublas().set_stream(handle, static_cast<cudaStream_t>(stream)));
   } catch (...) {
-    (void)cublasDestroy(handle);  // the destructor does not run when the constructor throws
+    (void)cublas().destroy(handle);  // the destructor does not run when the constructor throws
     throw;
   }
 }
 
-Gemm::~Gemm() { (void)cublasDestroy(as_handle(handle_)); }  // a destructor must not throw
+Gemm::~Gemm() { (void)cublas().destroy(as_handle(handle_)); }  // a destructor must not throw
 
 uint64_t Gemm::scratch_bf16(GgmlType type, uint64_t rows, uint64_t cols, uint32_t tokens) {
   const uint64_t x_elements = static_cast<uint64_t>(tokens) * cols;
@@ -101,7 +101,7 @@ void Gemm::multiply(GgmlType type, const void* weights, uint64_t rows, uint64_t 
     w_bf16 = w_scratch;
   }
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasGemmEx(as_handle(handle_), CUBLAS_OP_T, CUBLAS_OP_N, n_rows, n_tokens, n_cols, &alpha, w_bf16,
+  CUBLAS_CHECK(cublas().gemm_ex(as_handle(handle_), CUBLAS_OP_T, CUBLAS_OP_N, n_rows, n_tokens, n_cols, &alpha, w_bf16,
                             CUDA_R_16BF, n_cols, x_bf16, CUDA_R_16BF, n_cols, &beta, y, CUDA_R_32F, n_rows,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }

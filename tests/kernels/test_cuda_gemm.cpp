@@ -32,6 +32,7 @@
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cuda/device_query.hpp"
+#include "kernels/cuda/cublas_loader.hpp"
 #include "kernels/cuda/gemm.hpp"
 #include "runtime/model_weights.hpp"
 #include "tests/kernels/cuda_test_support.hpp"
@@ -220,6 +221,14 @@ int main() {
   try {
     check_arguments();
     if (failures != 0) return 1;
+    // cuBLAS is opened on first use (kernels/cuda/cublas_loader), not linked: it must be found
+    // from this binary, device or not.
+    const cuda::CublasApi& api = cuda::cublas();
+    if (!api.create || !api.gemm_ex || !api.status_name) {
+      std::printf("FAILED: cuBLAS opened without its functions\n");
+      return 1;
+    }
+    std::printf("ok: cuBLAS opened on first use (%s)\n", api.status_name(CUBLAS_STATUS_SUCCESS));
     if (cuda::devices().empty()) {
       std::printf("SKIPPED: no CUDA device visible (argument checks passed)\n");
       return 77;
