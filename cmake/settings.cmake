@@ -32,9 +32,9 @@ endif()
 
 # Build time (CI has two cores; the test and the sanitizer builds each compile everything):
 # - a precompiled header of the large header-only libraries for the targets with many sources
-#   (the CLI's commands, the test binaries): each of their files parses CLI11, nlohmann/json,
-#   fmt and doctest in about half its compile time;
-option(INFER_PLAN_PCH "Precompile CLI11, fmt, nlohmann/json and doctest for the CLI and the tests" ON)
+#   (the planner, the runtime, the CLI's commands, the test binaries): each of their files
+#   parses CLI11, nlohmann/json, fmt and doctest in about half its compile time;
+option(INFER_PLAN_PCH "Precompile CLI11, fmt, nlohmann/json and doctest for the libraries, the CLI and the tests" ON)
 function(infer_plan_precompile TARGET)
   if(INFER_PLAN_PCH)
     target_precompile_headers(${TARGET} PRIVATE ${ARGN})

@@ -26,16 +26,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-build() {  # build DIR [cmake args...] (later -DCMAKE_BUILD_TYPE wins)
-  local dir=$1
+build() {  # build DIR [--target T] [cmake args...] (later -DCMAKE_BUILD_TYPE wins)
+  local dir=$1 target=()
   shift
+  if [ "${1:-}" = --target ]; then
+    target=(--target "$2")
+    shift 2
+  fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "$@" >/dev/null
-  cmake --build "$dir" -j2
+  cmake --build "$dir" -j2 "${target[@]}"
 }
 
 case "$mode" in
   run)
-    build build
+    build build --target infer-plan  # the CLI only; `test` builds the rest
     ./build/infer-plan fit "$@"
     ;;
   test)
