@@ -6,8 +6,9 @@
 // the rows, as the runtime does. Each benchmark is TYPE/tokens:T; the extra cost per token is
 // (time at T - time at 1) / (T - 1), and the counter weight_GBps is the weights read per second.
 //
-//   bench_tokens [--cols=N] [--threads=N] [Google Benchmark's flags]   (default 640 columns, the CI
-//   spec plan's width, and 2 threads)
+//   bench_tokens [--cols=N] [--rows=N] [--threads=N] [Google Benchmark's flags]   (default 640
+//   columns, the CI spec plan's width, rows filling 96 MiB, and 2 threads; --cols=14336 --rows=4096
+//   is ggml's test-backend-ops MUL_MAT perf shape, which tools/bench-vs-ggml.sh compares)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -44,10 +45,10 @@ struct Matrix {
   uint64_t rows = 0;
   std::vector<uint8_t> w;
 };
-Matrix make_matrix(GgmlType type, uint64_t cols) {
+Matrix make_matrix(GgmlType type, uint64_t cols, uint64_t rows) {
   Matrix m;
   const uint64_t row_bytes = ggml_row_bytes(type, cols, "bench");
-  m.rows = kMatrixBytes / row_bytes;
+  m.rows = rows ? rows : kMatrixBytes / row_bytes;
   m.w.resize(m.rows * row_bytes);
   const uint64_t distinct = 64;
   std::vector<uint8_t> block(distinct * row_bytes);
@@ -57,14 +58,14 @@ Matrix make_matrix(GgmlType type, uint64_t cols) {
   return m;
 }
 
-void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, int threads) {
+void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, uint64_t rows, int threads) {
   static std::vector<std::pair<GgmlType, Matrix>> matrices;  // built on first use, kept across token counts
   const Matrix* m = nullptr;
   for (const auto& [t, matrix] : matrices)
     if (t == type) m = &matrix;
   if (m == nullptr) {
     matrices.clear();  // one matrix alive at a time
-    matrices.emplace_back(type, make_matrix(type, cols));
+    matrices.emplace_back(type, make_matrix(type, cols, rows));
     m = &matrices.back().second;
   }
   const auto tokens = static_cast<uint64_t>(state.range(0));
@@ -91,10 +92,11 @@ void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, int threa
 
 int main(int argc, char** argv) {
   const uint64_t cols = std::strtoull(take_flag(argc, argv, "cols", "640").c_str(), nullptr, 10);
+  const uint64_t rows = std::strtoull(take_flag(argc, argv, "rows", "0").c_str(), nullptr, 10);  // 0: fill 96 MiB
   const int threads = std::atoi(take_flag(argc, argv, "threads", "2").c_str());
-  if (cols == 0 || cols % 32 != 0 || threads < 1 || threads > 64) {
-    std::fprintf(stderr, "bench_tokens: --cols must be a multiple of 32 (Q2_K runs at multiples of 256), "
-                         "--threads 1..64\n");
+  if (cols == 0 || cols % 32 != 0 || cols > (1u << 20) || rows > (1u << 20) || threads < 1 || threads > 64) {
+    std::fprintf(stderr, "bench_tokens: --cols must be a multiple of 32 up to 2^20 (Q2_K runs at multiples of "
+                         "256), --rows up to 2^20, --threads 1..64\n");
     return 2;
   }
   benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
     if (cols % ggml_type_info(type).block_values != 0) continue;  // not whole blocks
     benchmark::RegisterBenchmark(("product/" + std::string(ggml_type_info(type).name)).c_str(), BM_product, type, cols,
-                                 threads)
+                                 rows, threads)
         ->ArgName("tokens")
         ->DenseRange(1, static_cast<int64_t>(kMaxTokens))
         ->Unit(benchmark::kMillisecond)

@@ -39,7 +39,8 @@ build() {  # build DIR [--target T] [cmake args...] (later -DCMAKE_BUILD_TYPE wi
 
 case "$mode" in
   run)
-    build build --target infer-plan  # the CLI only; `test` builds the rest
+    # the CLI only, configured as `test` configures (the same flags: `test` later reuses its objects)
+    build build --target infer-plan -DINFER_PLAN_WERROR=ON
     ./build/infer-plan fit "$@"
     ;;
   test)

@@ -71,6 +71,17 @@ std::string read_error(const std::vector<uint8_t>& b) {
   return "no error";
 }
 
+// A GGUF of `spec` with the layout's tensors filled with seeded bytes, at temp_path(file).
+std::string write_spec_gguf(const ModelSpec& spec, const WeightsLayout& layout, const std::string& file,
+                            uint32_t seed) {
+  std::vector<GgufTensorData> tensors;
+  for (const TensorPlacement& p : layout.tensors)
+    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, ++seed)});
+  const std::string path = temp_path(file);
+  write_gguf(path, gguf_metadata_for(spec), tensors);
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("the hand-laid small file reads back at the offsets worked out above") {
@@ -153,12 +164,7 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   s.vocab = 64; s.qk_norm = true; s.experts = 4; s.experts_active = 2; s.moe_intermediate = 256;
   s.max_context = 4096; s.rope_theta = 1e6;
   const WeightsLayout recipe = recipe_weights_layout(s, LlamaFileType::Q4_K_M);
-  std::vector<GgufTensorData> tensors;
-  uint32_t seed = 100;
-  for (const TensorPlacement& p : recipe.tensors)
-    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, ++seed)});
-  const std::string path = temp_path("toy-moe.gguf");
-  write_gguf(path, gguf_metadata_for(s), tensors);
+  const std::string path = write_spec_gguf(s, recipe, "toy-moe.gguf", 100);
 
   const GgufModel m = read_gguf_model(path);
   const ModelSpec r = model_spec_from_gguf(m);
@@ -189,13 +195,7 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4 and DeepSeek files read back as their specs
     const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
     const WeightsLayout layout = recipe_weights_layout(s, s.gguf_arch == "gpt-oss" ? LlamaFileType::MXFP4_MOE
                                                                                     : LlamaFileType::Q8_0);
-    std::vector<GgufTensorData> tensors;
-    uint32_t seed = 300;
-    for (const TensorPlacement& p : layout.tensors)
-      tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, ++seed)});
-    const std::string path = temp_path("family.gguf");
-    write_gguf(path, gguf_metadata_for(s), tensors);
-    const GgufModel m = read_gguf_model(path);
+    const GgufModel m = read_gguf_model(write_spec_gguf(s, layout, "family.gguf", 300));
     const ModelSpec r = model_spec_from_gguf(m);
     CHECK(r.gguf_arch == s.gguf_arch);
     CHECK(r.layers == s.layers);
