@@ -6,7 +6,6 @@
 #include "planner/model/tensor_inventory.hpp"
 #include "planner/weights/weights_size.hpp"
 
-#include <utility>
 
 using namespace infer_plan;
 
@@ -59,9 +58,10 @@ TEST_CASE("checkpoint formats quantize the blocks' linear layers; embeddings, he
 }
 
 TEST_CASE("GPT-OSS as published: MXFP4 experts, BF16 elsewhere = the card's 60.8 GiB and 12.8 GiB") {
-  for (auto [name, gib] : {std::pair{"gpt-oss-120b", 60.8}, std::pair{"gpt-oss-20b", 12.8}}) {
-    CAPTURE(name);
-    WeightsLayout layout = uniform_weights_layout(load_model(name), "BF16");
+  struct Card { const char* name; double gib; };
+  for (const Card card : {Card{"gpt-oss-120b", 60.8}, Card{"gpt-oss-20b", 12.8}}) {
+    CAPTURE(card.name);  // (a structured binding cannot be captured by clang 14's lambdas)
+    WeightsLayout layout = uniform_weights_layout(load_model(card.name), "BF16");
     uint64_t bytes = 0;
     for (TensorPlacement& p : layout.tensors) {
       if (p.tensor.is_expert() && p.tensor.is_matrix()) {
@@ -72,6 +72,6 @@ TEST_CASE("GPT-OSS as published: MXFP4 experts, BF16 elsewhere = the card's 60.8
       }
       bytes += p.bytes;
     }
-    CHECK(static_cast<double>(bytes) / (1024.0 * 1024 * 1024) == doctest::Approx(gib).epsilon(0.005));
+    CHECK(static_cast<double>(bytes) / (1024.0 * 1024 * 1024) == doctest::Approx(card.gib).epsilon(0.005));
   }
 }
