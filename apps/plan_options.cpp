@@ -77,7 +77,8 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "BF16, ...; add :imatrix for a file made with an importance matrix, as most published ones "
                  "are), a GGML type stored throughout with :pure (Q4_0:pure; norms stay F32), a vLLM "
                  "checkpoint format (FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, "
-                 "GPTQ_INT4_G128, NVFP4: linear layers only), or file (a .gguf model's own types); default "
+                 "GPTQ_INT4_G128, NVFP4: linear layers only; MXFP4_EXPERTS: GPT-OSS as published), or file (a .gguf "
+                 "model's own types); default "
                  "BF16, file for a .gguf")
       ->type_name("TYPE");
   cmd.add_option("--weights-size", weights_size,

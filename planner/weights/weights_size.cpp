@@ -61,6 +61,21 @@ WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view typ
   return layout;
 }
 
+WeightsLayout mxfp4_experts_layout(const ModelSpec& spec) {
+  WeightsLayout layout;
+  layout.file_type = "MXFP4_EXPERTS";
+  for (const TensorInfo& tensor : tensor_inventory(spec)) {
+    if (tensor.role == TensorRole::rope_freqs) continue;  // a GGUF-only table, not in a checkpoint
+    GgmlType type = GgmlType::BF16;
+    if (tensor.is_expert() && tensor.is_matrix()) {
+      if (tensor.row_length() % ggml_type_info(GgmlType::MXFP4).block_values == 0) type = GgmlType::MXFP4;
+      else ++layout.fallback_tensors;
+    }
+    layout.tensors.push_back({tensor, type, ggml_tensor_bytes(type, tensor.shape, tensor.name)});
+  }
+  return layout;
+}
+
 WeightsSize weights_size(const WeightsLayout& layout) {
   WeightsSize w;
   w.file_type = layout.file_type;
@@ -94,6 +109,8 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_typ
       if (!is_known_ggml_type(base))
         throw InputError(fmt::format("--weights: '{}' is not a GGML type to store throughout ({})", base, ggml_type_names()));
       w.layout = uniform_weights_layout(spec, base);
+    } else if (type_name_equal(type_name, "MXFP4_EXPERTS")) {
+      w.layout = mxfp4_experts_layout(spec);
     } else if (type_name.size() > kImatrixSuffix.size() && type_name.ends_with(kImatrixSuffix)) {
       const std::string base = type_name.substr(0, type_name.size() - kImatrixSuffix.size());
       const auto f = find_llama_file_type(base);
@@ -108,7 +125,7 @@ PlanWeights plan_weights(const ModelSpec& spec, const std::string& requested_typ
           "--weights: unknown type '{}'; give a llama.cpp file type ({}; ':imatrix' after one: made with an "
           "importance matrix, as most published files are), a GGML type stored "
           "throughout (Q3_K, Q4_K, Q5_K, or any type with ':pure', e.g. Q4_0:pure), a checkpoint format "
-          "(FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, GPTQ_INT4_G128, NVFP4), or the file "
+          "(FP8, FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8, AWQ_INT4_G128, GPTQ_INT4_G128, NVFP4, MXFP4_EXPERTS), or the file "
           "size with --weights-size", type_name,
           llama_file_type_names()));
     w.bytes = weights_size(w.layout).bytes;

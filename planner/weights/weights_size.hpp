@@ -41,6 +41,9 @@ struct WeightsSize {
 // whose rows are not whole blocks are kept in F16. llama.cpp file type names (Q4_K_M) are refused.
 WeightsLayout uniform_weights_layout(const ModelSpec& spec, std::string_view type_name);
 WeightsSize weights_size(const WeightsLayout& layout);
+// GPT-OSS's published checkpoint (vLLM's mxfp4): the experts' matrices in MXFP4, every other
+// tensor in BF16 as the checkpoint stores it (a dense model: all BF16). --weights MXFP4_EXPERTS.
+WeightsLayout mxfp4_experts_layout(const ModelSpec& spec);
 WeightsSize uniform_weights_size(const ModelSpec& spec, std::string_view type_name);
 
 // The weights a plan names: a llama.cpp file type (its recipe), a GGML type not named by any file

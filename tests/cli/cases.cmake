@@ -377,3 +377,7 @@ infer_plan_cli_case(bad_imatrix_type EXIT 2 ARGS fit -m qwen3-8b -w Q4_K:imatrix
   MATCH "'Q4_K' is not a llama.cpp file type to quantize with an importance matrix")
 infer_plan_cli_case(bad_kv_fp8_run EXIT 2 ARGS run -m qwen3-0.6b --scale 0.05 --kv fp8 -c 32 -n 4 -np 1
   MATCH "the CPU runtime stores K and V as F32, F16, BF16, Q8_0 or Q4_0, not FP8")
+# GPT-OSS as published (vLLM's mxfp4): 36 x 3 x 2880 x 2880 x 128 expert values at 17 B per 32, the
+# other 2,167,371,072 parameters at 2 B = 65,248,815,744 B (60.77 GiB: one 80 GB GPU).
+infer_plan_cli_case(fit_gpt_oss_mxfp4_experts EXIT 0 ARGS fit -m gpt-oss-120b --hw h100-sxm -w MXFP4_EXPERTS -c 128K -np 4 --json
+  MATCH "\"weights_bytes\": 65248815744" "\"fits\": true")
