@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "planner/core/limits.hpp"
 #include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -78,8 +79,12 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   else
     fmt::print("  verdict: DOES NOT FIT: {} short\n", gib(-r.headroom_bytes));
   fmt::print("  most requests at {} tokens: {}\n", r.context, r.max_requests);
-  fmt::print("  longest context for {} request{}: {} tokens\n", r.requests, r.requests == 1 ? "" : "s",
-             r.max_context);
+  if (spec.window_layer_count() == spec.layers && r.max_context == kMaxContextTokens)
+    fmt::print("  longest context for {} request{}: not bounded by memory (every layer keeps only its window)\n",
+               r.requests, r.requests == 1 ? "" : "s");
+  else
+    fmt::print("  longest context for {} request{}: {} tokens\n", r.requests, r.requests == 1 ? "" : "s",
+               r.max_context);
   for (const auto& w : r.warnings) fmt::print("  note: {}\n", w);
   fmt::print("  engine: {}\n", r.engine_assumption);
 }

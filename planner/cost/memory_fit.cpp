@@ -124,7 +124,12 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (s.max_context && request.context > s.max_context)
     r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", request.context,
                                      s.name, s.max_context));
-  if (s.max_context && r.max_context > s.max_context)
+  const bool unbounded = s.window_layer_count() == s.layers && r.max_context == kMaxContextTokens;
+  if (unbounded)  // every layer keeps only its window: past it, a request costs no more memory
+    r.warnings.push_back(fmt::format("every layer of {} keeps only its last {} tokens, so memory does not bound "
+                                     "the context{}", s.name, s.sliding_window,
+                                     s.max_context ? fmt::format("; it was trained for {}", s.max_context) : ""));
+  else if (s.max_context && r.max_context > s.max_context)
     r.warnings.push_back(fmt::format("memory allows {} tokens per request, but {} was trained for {}",
                                      r.max_context, s.name, s.max_context));
   if (request.engine == "llama.cpp")

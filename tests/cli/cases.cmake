@@ -381,3 +381,6 @@ infer_plan_cli_case(bad_kv_fp8_run EXIT 2 ARGS run -m qwen3-0.6b --scale 0.05 --
 # other 2,167,371,072 parameters at 2 B = 65,248,815,744 B (60.77 GiB: one 80 GB GPU).
 infer_plan_cli_case(fit_gpt_oss_mxfp4_experts EXIT 0 ARGS fit -m gpt-oss-120b --hw h100-sxm -w MXFP4_EXPERTS -c 128K -np 4 --json
   MATCH "\"weights_bytes\": 65248815744" "\"fits\": true")
+# Every layer in a window (Mistral v0.1, 4096): past the window a request costs nothing more.
+infer_plan_cli_case(fit_all_window_unbounded EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --ctx 32768
+  MATCH "longest context for 4 requests: not bounded by memory" "keeps only its last 4096 tokens")
