@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "apps/commands.hpp"
-#include "planner/core/limits.hpp"
 #include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -79,7 +78,7 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   else
     fmt::print("  verdict: DOES NOT FIT: {} short\n", gib(-r.headroom_bytes));
   fmt::print("  most requests at {} tokens: {}\n", r.context, r.max_requests);
-  if (spec.window_layer_count() == spec.layers && r.max_context == kMaxContextTokens)
+  if (r.context_unbounded)
     fmt::print("  longest context for {} request{}: not bounded by memory (every layer keeps only its window)\n",
                r.requests, r.requests == 1 ? "" : "s");
   else

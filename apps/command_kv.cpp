@@ -46,7 +46,7 @@ void run(const KvArgs& a) {
 
   // One request's bytes at the plan's context, unpaged (SPEC 3's convention): each layer holds
   // min(context, its window) tokens, so token bytes x context without windows.
-  const auto layer_tokens = static_cast<uint64_t>(kv_attended_positions(spec, plan.context));
+  const auto layer_tokens = static_cast<uint64_t>(kv_attended_positions(kv_layer_windows(spec), plan.context));
   auto request_bytes = [&](KvTypes t) { return kv_bytes_per_token(spec, t, plan.tp) / spec.layers * layer_tokens; };
   const uint64_t bf16_request = request_bytes({GgmlType::BF16, GgmlType::BF16});
 

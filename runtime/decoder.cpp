@@ -152,7 +152,7 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   }
   const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D};
   std::vector<uint64_t> batch;
-  for (uint64_t from = 0; batch.size() < tokens || from == 0; from += wave) {
+  for (uint64_t from = 0; batch.size() < tokens; from += wave) {
     const size_t before = batch.size();
     for (uint64_t t = 0; t < tokens; ++t) {
       const SequenceChunk& chunk = chunks[chunk_of_token_[t]];

@@ -6,7 +6,6 @@
 #include "planner/cost/engine_memory.hpp"
 
 #include <algorithm>
-#include <array>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
@@ -32,10 +31,7 @@ const std::vector<std::string>& known_engines() {
 }
 
 ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine) {
-  // llama.cpp's phi3 reads a window but disables it ("Phi SWA is currently disabled").
-  static constexpr std::array<std::string_view, 3> kWindowArchs{"gemma2", "gemma3", "gpt-oss"};
-  if (engine == "llama.cpp" && spec.sliding_window &&
-      std::find(kWindowArchs.begin(), kWindowArchs.end(), spec.gguf_arch) == kWindowArchs.end()) {
+  if (engine == "llama.cpp" && spec.sliding_window && !llama_cpp_applies_windows(spec.gguf_arch)) {
     spec.ignored_window = spec.sliding_window;
     spec.sliding_window = 0;
     spec.window_layers.clear();

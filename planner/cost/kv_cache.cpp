@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
-#include <vector>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
@@ -81,16 +79,12 @@ uint64_t kv_bytes_per_token(const ModelSpec& s, KvTypes types, uint64_t tp) {
   return kv_k_bytes_per_token(s, types.k, tp) + kv_v_bytes_per_token(s, types.v, tp);
 }
 
-namespace {
-
-// Layers by window: `full` see the whole context; `windows` lists (window, layers) otherwise.
-struct LayerWindows {
-  uint64_t full = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> windows;
-};
-
-LayerWindows layer_windows(const ModelSpec& s) {
-  LayerWindows w;
+KvLayerWindows kv_layer_windows(const ModelSpec& s) {
+  KvLayerWindows w;
+  if (s.window_layer_count() == 0) {  // the common case, without a pass over the layers
+    w.full = s.layers;
+    return w;
+  }
   for (uint64_t l = 0; l < s.layers; ++l) {
     const uint64_t window = s.layer_window(l);
     if (window == 0) {
@@ -104,8 +98,10 @@ LayerWindows layer_windows(const ModelSpec& s) {
   return w;
 }
 
+namespace {
+
 // Cached token-rows (tokens x layers) of one sequence at `context`, in whole pages.
-uint64_t cached_layer_tokens(const LayerWindows& w, uint64_t context) {
+uint64_t cached_layer_tokens(const KvLayerWindows& w, uint64_t context) {
   const uint64_t tokens = kv_cache_tokens(context);
   uint64_t rows = w.full * tokens;
   for (const auto& [window, layers] : w.windows) rows += layers * std::min(tokens, kv_cache_tokens(window));
@@ -116,12 +112,12 @@ uint64_t cached_layer_tokens(const LayerWindows& w, uint64_t context) {
 
 uint64_t kv_bytes_for_context(const ModelSpec& s, KvTypes types, uint64_t context, uint64_t tp) {
   const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;  // every layer's rows are alike
-  return per_layer * cached_layer_tokens(layer_windows(s), context);
+  return per_layer * cached_layer_tokens(kv_layer_windows(s), context);
 }
 
 uint64_t kv_context_for_bytes(const ModelSpec& s, KvTypes types, uint64_t bytes, uint64_t tp) {
   const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;
-  const LayerWindows w = layer_windows(s);
+  const KvLayerWindows w = kv_layer_windows(s);
   const uint64_t rows = bytes / per_layer;
   if (w.windows.empty()) return rows / s.layers / kKvPageTokens * kKvPageTokens;
   uint64_t lo = 0, hi = kMaxContextTokens / kKvPageTokens;  // in pages: lo fits, the answer is in [lo, hi]
@@ -133,16 +129,14 @@ uint64_t kv_context_for_bytes(const ModelSpec& s, KvTypes types, uint64_t bytes,
   return lo * kKvPageTokens;
 }
 
-double kv_attended_positions(const ModelSpec& s, uint64_t context) {
-  const LayerWindows w = layer_windows(s);
+double kv_attended_positions(const KvLayerWindows& w, uint64_t context) {
   const double c = static_cast<double>(context);
   double positions = static_cast<double>(w.full) * c;
   for (const auto& [window, layers] : w.windows) positions += static_cast<double>(layers) * std::min(c, static_cast<double>(window));
   return positions;
 }
 
-double kv_prefill_attended_positions(const ModelSpec& s, uint64_t prompt) {
-  const LayerWindows w = layer_windows(s);
+double kv_prefill_attended_positions(const KvLayerWindows& w, uint64_t prompt) {
   const double p = static_cast<double>(prompt);
   double positions = static_cast<double>(w.full) * p * (p + 1.0) / 2.0;  // token i attends to i + 1
   for (const auto& [window, layers] : w.windows) {

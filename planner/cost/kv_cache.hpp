@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "planner/core/ggml_type.hpp"
 #include "planner/model/model_spec.hpp"
@@ -46,11 +48,18 @@ uint64_t kv_bytes_for_context(const ModelSpec& spec, KvTypes types, uint64_t con
 // fits. Past every window only the full layers grow; with no full layer at all the answer is
 // kMaxContextTokens (memory does not bound the context).
 uint64_t kv_context_for_bytes(const ModelSpec& spec, KvTypes types, uint64_t bytes, uint64_t tp = 1);
+// The layers grouped by window: `full` see the whole context, `windows` lists (window, layers).
+// Built once per shape (a roofline keeps one) for the per-step sums below.
+struct KvLayerWindows {
+  uint64_t full = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+};
+KvLayerWindows kv_layer_windows(const ModelSpec& spec);
 // Cached positions attended by one query at `context`, summed over the layers (min(context,
 // window) each): what a decode step reads of the cache per sequence, in layer-rows.
-double kv_attended_positions(const ModelSpec& spec, uint64_t context);
+double kv_attended_positions(const KvLayerWindows& layers, uint64_t context);
 // The same for a causal prompt of `prompt` tokens: sum over i < prompt of kv_attended_positions(i + 1).
-double kv_prefill_attended_positions(const ModelSpec& spec, uint64_t prompt);
+double kv_prefill_attended_positions(const KvLayerWindows& layers, uint64_t prompt);
 
 // Checks that `tp` devices can split the model's heads (the query heads and KV heads divide
 // evenly, or the KV heads are replicated); throws InputError naming `what` otherwise.

@@ -118,14 +118,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     r.max_requests = r.kv_room_bytes / r.kv_bytes_per_request;
     // Whole pages only: a context that needs a page more than fits does not fit.
     r.max_context = kv_context_for_bytes(s, request.kv, r.kv_room_bytes / request.requests, request.tp);
+    r.context_unbounded = s.window_layer_count() == s.layers && r.max_context == kMaxContextTokens;
   }
 
   if (!with_derivation) return r;
   if (s.max_context && request.context > s.max_context)
     r.warnings.push_back(fmt::format("context {} exceeds {}'s max_position_embeddings {}", request.context,
                                      s.name, s.max_context));
-  const bool unbounded = s.window_layer_count() == s.layers && r.max_context == kMaxContextTokens;
-  if (unbounded)  // every layer keeps only its window: past it, a request costs no more memory
+  if (r.context_unbounded)  // every layer keeps only its window: past it, a request costs no more memory
     r.warnings.push_back(fmt::format("every layer of {} keeps only its last {} tokens, so memory does not bound "
                                      "the context{}", s.name, s.sliding_window,
                                      s.max_context ? fmt::format("; it was trained for {}", s.max_context) : ""));

@@ -159,6 +159,7 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   }
   if (m && m->launch_overhead_s) launch_overhead_s_ = *m->launch_overhead_s;
   kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
+  layer_windows_ = kv_layer_windows(spec);
 }
 
 double Roofline::distinct_experts(double tokens) const {
@@ -268,7 +269,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   c.weight_bytes = weight_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
   // Read the cache (a window layer only its window), write the new tokens.
-  const double attended = kv_attended_positions(spec_, context);  // layer-rows per query
+  const double attended = kv_attended_positions(layer_windows_, context);  // layer-rows per query
   c.kv_bytes = b * attended * kv / static_cast<double>(spec_.layers) + tokens * kv;
   const double attention_flops = static_cast<double>(spec_.attention_flops_per_position()) /
                                  static_cast<double>(tp_) * attended * tokens;
@@ -284,7 +285,7 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
   // causal attention: token i attends to i + 1 positions (at most a window layer's window), summed
   // over the layers: P (P + 1) / 2 per layer and sequence without windows
-  const double attended = static_cast<double>(sequences) * kv_prefill_attended_positions(spec_, prompt_tokens);
+  const double attended = static_cast<double>(sequences) * kv_prefill_attended_positions(layer_windows_, prompt_tokens);
   const double attention_flops =
       static_cast<double>(spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only

@@ -113,6 +113,7 @@ class Roofline {
   double head_matmul_s_ = 0;        // ... and of matmul_s_per_token_
   double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
+  KvLayerWindows layer_windows_;  // the decode and prefill steps' attended positions
   std::map<std::string, double> token_bytes_by_type_;  // per GGML type, bytes one token multiplies
   std::map<std::string, double> head_bytes_by_type_;   // ... of the output head (one token per prompt in a prefill)
   struct TypeReadS {

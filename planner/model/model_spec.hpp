@@ -107,6 +107,12 @@ struct ModelSpec {
   }
 };
 
+// llama.cpp applies a sliding window only in these architectures (gemma2, gemma3, gpt-oss); its
+// llama (which Mistral converts to) and qwen2 have none, and its phi3 disables it.
+inline bool llama_cpp_applies_windows(std::string_view gguf_arch) {
+  return gguf_arch == "gemma2" || gguf_arch == "gemma3" || gguf_arch == "gpt-oss";
+}
+
 // How the source names a ModelSpec member in messages: "field 'hidden_size'" for config.json,
 // "metadata key 'qwen3.embedding_length'" for a GGUF. Called with the member's name ("hidden").
 using ShapeFieldName = std::function<std::string(std::string_view member)>;

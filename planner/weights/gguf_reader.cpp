@@ -643,7 +643,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   // Sliding windows where llama.cpp applies them: every other layer from the first (gemma2,
   // gpt-oss), five of six (gemma3); its phi3 disables them.
   if (const uint64_t window = key_u64(m, arch + ".attention.sliding_window", 0);
-      window && (arch == "gemma2" || arch == "gemma3" || arch == "gpt-oss")) {
+      window && llama_cpp_applies_windows(arch)) {
     s.sliding_window = window;
     for (uint64_t l = 0; l < std::min<uint64_t>(s.layers, kMaxModelLayers); ++l)
       s.window_layers.push_back(arch == "gemma3" ? (l + 1) % 6 != 0 : l % 2 == 0);

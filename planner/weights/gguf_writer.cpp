@@ -186,7 +186,7 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
   }
   // A window only where llama.cpp's architecture applies one (its llama, qwen2 and phi3 do not:
   // a Mistral file has none, as its converter writes it).
-  if (s.window_layer_count() && (a == "gemma2" || a == "gemma3" || a == "gpt-oss"))
+  if (s.window_layer_count() && llama_cpp_applies_windows(a))
     kv.push_back({a + ".attention.sliding_window", u32(s.sliding_window)});
   if (s.attn_softcap > 0) kv.push_back({a + ".attn_logit_softcapping", f32(s.attn_softcap)});
   if (s.final_softcap > 0) kv.push_back({a + ".final_logit_softcapping", f32(s.final_softcap)});

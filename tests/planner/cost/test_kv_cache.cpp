@@ -85,11 +85,11 @@ TEST_CASE("sliding windows: positions attended per step (decode) and per prompt 
   s.layers = 2;
   s.sliding_window = 4;
   s.window_layers = {false, true};
-  CHECK(kv_attended_positions(s, 3) == 6.0);   // 3 + min(3, 4)
-  CHECK(kv_attended_positions(s, 10) == 14.0);  // 10 + 4
+  CHECK(kv_attended_positions(kv_layer_windows(s), 3) == 6.0);   // 3 + min(3, 4)
+  CHECK(kv_attended_positions(kv_layer_windows(s), 10) == 14.0);  // 10 + 4
   // Prompt of 6: the full layer 1 + ... + 6 = 21, the window layer 1 + 2 + 3 + 4 + 4 + 4 = 18.
-  CHECK(kv_prefill_attended_positions(s, 6) == 39.0);
+  CHECK(kv_prefill_attended_positions(kv_layer_windows(s), 6) == 39.0);
   s.window_layers.clear();
   s.sliding_window = 0;
-  CHECK(kv_prefill_attended_positions(s, 6) == 42.0);  // 2 x P (P + 1) / 2
+  CHECK(kv_prefill_attended_positions(kv_layer_windows(s), 6) == 42.0);  // 2 x P (P + 1) / 2
 }
