@@ -147,7 +147,9 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
       break;
     case Windows::pattern: {
       const uint64_t n = optional_uint(c, "sliding_window_pattern", where).value_or(6);
-      if (n == 0) throw InputError(fmt::format("{}: field 'sliding_window_pattern' is 0; expected >= 1", where));
+      if (n == 0 || n > kMaxModelLayers)
+        throw InputError(fmt::format("{}: field 'sliding_window_pattern' is {}; expected 1 to {} (one full layer in "
+                                     "every that many)", where, n, kMaxModelLayers));
       for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back((l + 1) % n != 0);
       break;
     }

@@ -384,3 +384,5 @@ infer_plan_cli_case(fit_gpt_oss_mxfp4_experts EXIT 0 ARGS fit -m gpt-oss-120b --
 # Every layer in a window (Mistral v0.1, 4096): past the window a request costs nothing more.
 infer_plan_cli_case(fit_all_window_unbounded EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --ctx 32768
   MATCH "longest context for 4 requests: not bounded by memory" "keeps only its last 4096 tokens")
+infer_plan_cli_case(bad_window_pattern EXIT 2 ARGS model tests/data/config_window_pattern_huge.json
+  MATCH "config_window_pattern_huge.json: field 'sliding_window_pattern' is 9223372036854775808; expected 1 to")
