@@ -2,7 +2,7 @@
 // cache, against the speed of light of this machine: a plain read of a buffer of the same size
 // with the same threads (a STREAM-like read-only sum). A batch-1 GEMV reads each weight byte once
 // and does a few operations per byte, so it should run near that read bandwidth; target >= 70%
-// for the quantized types. Threads split the rows, as the runtime does. Read and GEMV passes
+// for the quantized types. The runtime's thread pool splits the rows (runtime/projection). Read and GEMV passes
 // alternate and the fraction is the mean of each pair's ratio (the median over
 // --benchmark_repetitions), so a machine whose bandwidth drifts (a shared VM) still gives a fair
 // fraction.
@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -19,7 +20,6 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #ifdef __linux__
@@ -33,6 +33,8 @@
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/stream_read.hpp"
+#include "runtime/projection.hpp"
+#include "runtime/thread_pool.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;
@@ -67,17 +69,12 @@ struct BigBuffer {
   BigBuffer& operator=(const BigBuffer&) = delete;
 };
 
-// One pass of work(thread, threads) on `threads` threads; seconds.
-double time_pass(int threads, const std::function<void(int, int)>& work) {
+// One pass of work on the pool; seconds.
+double time_pass(const std::function<void()>& work) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t, threads);
-  work(0, threads);
-  for (std::thread& th : pool) th.join();
+  work();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-uint64_t slice_begin(uint64_t n, int t, int threads) { return n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads); }
 
 std::vector<float> random_values(uint64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -93,12 +90,12 @@ double g_checksum = 0;
 // the time is the GEMV's, and the counters are each pair's GB/s and their ratio, averaged.
 void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
   static BigBuffer read_buf(g_target_bytes);
+  runtime::ThreadPool pool(static_cast<unsigned>(threads));
   const uint64_t words = read_buf.bytes / 8;
   const auto* words_p = reinterpret_cast<const uint64_t*>(read_buf.data);
-  std::vector<uint64_t> sinks(static_cast<size_t>(threads));
-  auto read = [&](int th, int n) {
-    const uint64_t b = slice_begin(words, th, n), e = slice_begin(words, th + 1, n);
-    sinks[static_cast<size_t>(th)] += read_sum(words_p + b, e - b);
+  std::atomic<uint64_t> sink{0};
+  auto read = [&] {
+    pool.parallel_for(words, [&](uint64_t b, uint64_t e) { sink.fetch_add(read_sum(words_p + b, e - b)); }, 512);
   };
   const uint64_t row_bytes = ggml_row_bytes(type, kCols, "bench");
   const uint64_t rows = g_target_bytes / row_bytes;
@@ -112,18 +109,15 @@ void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
       std::memcpy(w.data + r * row_bytes, distinct.data() + (r % kDistinctRows) * row_bytes, row_bytes);
   }
   const std::vector<float> xf = random_values(kCols, 2);
-  Activations x;
-  convert_activations(type, xf.data(), 1, kCols, x);
+  Activations act;
   std::vector<float> y(rows);
-  auto gemv = [&](int th, int n) {
-    matmul_rows(type, w.data, rows, x, slice_begin(rows, th, n), slice_begin(rows, th + 1, n), y.data());
-  };
-  time_pass(threads, read);  // warm-up
-  time_pass(threads, gemv);
+  auto gemv = [&] { runtime::project(pool, type, w.data, rows, kCols, xf.data(), 1, y.data(), act); };
+  time_pass(read);  // warm-up
+  time_pass(gemv);
   double read_gbps = 0, gemv_gbps = 0, fraction = 0;
   for (auto _ : state) {
-    const double r = static_cast<double>(read_buf.bytes) / time_pass(threads, read) / 1e9;
-    const double seconds = time_pass(threads, gemv);
+    const double r = static_cast<double>(read_buf.bytes) / time_pass(read) / 1e9;
+    const double seconds = time_pass(gemv);
     const double g = static_cast<double>(weight_bytes) / seconds / 1e9;
     state.SetIterationTime(seconds);
     read_gbps += r;
@@ -133,7 +127,7 @@ void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
   state.counters["read_GBps"] = benchmark::Counter(read_gbps, benchmark::Counter::kAvgIterations);
   state.counters["gemv_GBps"] = benchmark::Counter(gemv_gbps, benchmark::Counter::kAvgIterations);
   state.counters["fraction"] = benchmark::Counter(fraction, benchmark::Counter::kAvgIterations);
-  g_checksum += static_cast<double>(y[rows / 2]) + static_cast<double>(sinks[0]);
+  g_checksum += static_cast<double>(y[rows / 2]) + static_cast<double>(sink.load());
 }
 
 

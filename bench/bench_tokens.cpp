@@ -5,6 +5,8 @@
 // verify pass is nearly free (an interior optimum over the block length) or not. Threads split
 // the rows, as the runtime does. Each benchmark is TYPE/tokens:T; the extra cost per token is
 // (time at T - time at 1) / (T - 1), and the counter weight_GBps is the weights read per second.
+// Each pass is the runtime's own projection (runtime/projection: activations converted, rows
+// split over its thread pool), as ggml's MUL_MAT converts its src1 and splits its rows.
 //
 //   bench_tokens [--cols=N] [--rows=N] [--threads=N] [Google Benchmark's flags]   (default 640
 //   columns, the CI spec plan's width, rows filling 96 MiB, and 2 threads; --cols=14336 --rows=4096
@@ -17,12 +19,13 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_flags.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "runtime/projection.hpp"
+#include "runtime/thread_pool.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;
@@ -70,16 +73,11 @@ void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, uint64_t 
   }
   const auto tokens = static_cast<uint64_t>(state.range(0));
   const std::vector<float> xf = random_values(tokens * cols, 2);
-  Activations x;
-  convert_activations(type, xf.data(), tokens, cols, x);
+  static runtime::ThreadPool pool(static_cast<unsigned>(threads));
+  Activations act;
   std::vector<float> y(tokens * m->rows);
-  auto slice = [&](int t) { return m->rows * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads); };
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t)
-      pool.emplace_back([&, t] { matmul_rows(type, m->w.data(), m->rows, x, slice(t), slice(t + 1), y.data()); });
-    matmul_rows(type, m->w.data(), m->rows, x, slice(0), slice(1), y.data());
-    for (std::thread& th : pool) th.join();
+    runtime::project(pool, type, m->w.data(), m->rows, cols, xf.data(), tokens, y.data(), act);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["weight_GBps"] = benchmark::Counter(static_cast<double>(m->w.size()) * 1e-9 *

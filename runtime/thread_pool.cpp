@@ -20,8 +20,7 @@ constexpr auto kSpin = std::chrono::microseconds(2000);
 
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  chunks_.resize(threads);
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -35,31 +34,41 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallel_for(uint64_t n, const std::function<void(uint64_t, uint64_t)>& fn, uint64_t grain) {
   if (n == 0) return;
-  const uint64_t parts = std::min<uint64_t>(threads(), (n + grain - 1) / grain);
-  if (parts <= 1) {
+  grain = std::max<uint64_t>(grain, 1);
+  const uint64_t units = (n + grain - 1) / grain;
+  const uint64_t chunks = std::min<uint64_t>(units, threads() * kChunksPerThread);
+  if (threads() == 1 || chunks <= 1) {
     fn(0, n);
     return;
   }
-  // Chunk i covers [units * i / parts, units * (i + 1) / parts) in units of `grain`.
-  const uint64_t units = (n + grain - 1) / grain;
-  for (uint64_t i = 0; i < threads(); ++i) {
-    const uint64_t b = i < parts ? std::min(n, units * i / parts * grain) : n;
-    const uint64_t e = i < parts ? std::min(n, units * (i + 1) / parts * grain) : n;
-    chunks_[i] = {b, e};
-  }
   job_ = &fn;
+  n_ = n;
+  grain_ = grain;
+  units_ = units;
+  chunks_ = chunks;
+  next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);  // a worker about to sleep either sees the new generation or is woken
     generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
-  if (chunks_[0].first < chunks_[0].second) fn(chunks_[0].first, chunks_[0].second);
+  run_chunks();
   while (pending_.load(std::memory_order_acquire) != 0) INFER_PLAN_PAUSE();
   job_ = nullptr;
 }
 
-void ThreadPool::worker_loop(unsigned index) {
+void ThreadPool::run_chunks() {
+  for (;;) {
+    const uint64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= chunks_) return;
+    const uint64_t b = std::min(n_, units_ * c / chunks_ * grain_);
+    const uint64_t e = std::min(n_, units_ * (c + 1) / chunks_ * grain_);
+    if (b < e) (*job_)(b, e);
+  }
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     // Spin for the next job, then sleep.
@@ -74,8 +83,7 @@ void ThreadPool::worker_loop(unsigned index) {
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_acquire);
-    const std::pair<uint64_t, uint64_t> chunk = chunks_[index];
-    if (chunk.first < chunk.second) (*job_)(chunk.first, chunk.second);
+    run_chunks();
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

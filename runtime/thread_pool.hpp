@@ -1,6 +1,9 @@
 // A fixed set of worker threads that split a range of work items among themselves and the
 // caller: every projection of a decode step splits its rows this way, so the threads read
 // disjoint parts of the weights and the step is bound by memory bandwidth, not by one core.
+// The range is cut into a few chunks per thread, which the threads take from a shared counter
+// (as ggml's CPU backend does): a thread that a shared machine slows down takes fewer chunks
+// instead of holding up the others with a fixed share.
 // A decode step makes ~70 such calls of 0.1-2 ms each, so waking a sleeping thread (50-80 us on
 // a VM) would cost as much as the work: workers spin for a while after each job before they
 // sleep, and the caller spins for their completion.
@@ -25,20 +28,25 @@ class ThreadPool {
 
   unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) on contiguous chunks covering [0, n), one chunk per thread (fewer when
-  // n is small), and returns when all are done. `grain` rounds chunk boundaries to multiples of
-  // it (e.g. 16 rows, so chunks do not share cache lines of the output). Not reentrant.
+  // Calls fn(begin, end) on contiguous chunks that cover [0, n) once each, kChunksPerThread per
+  // thread (fewer when n is small), on whichever thread is free, and returns when all are done.
+  // `grain` rounds chunk boundaries to multiples of it (e.g. 16 rows, so chunks do not share
+  // cache lines of the output). Not reentrant.
   void parallel_for(uint64_t n, const std::function<void(uint64_t begin, uint64_t end)>& fn,
                     uint64_t grain = 1);
+  static constexpr uint64_t kChunksPerThread = 4;
 
  private:
-  void worker_loop(unsigned index);
+  void worker_loop();
+  void run_chunks();  // takes chunks of the current job until none is left
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_;
   const std::function<void(uint64_t, uint64_t)>* job_ = nullptr;
-  std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // [0] is the caller's
+  uint64_t n_ = 0, grain_ = 1, units_ = 0, chunks_ = 0;  // the current job: chunk c covers units
+                                                        // [units_ c / chunks_, units_ (c + 1) / chunks_)
+  std::atomic<uint64_t> next_chunk_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<unsigned> pending_{0};
   std::atomic<bool> stop_{false};

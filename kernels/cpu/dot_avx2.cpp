@@ -96,191 +96,225 @@ INFER_PLAN_AVX2 inline float load_bf16(const uint8_t* p) {
 }
 
 // The (row, token) loops of a register block unrolled, so the accumulator arrays live in registers
-// (GCC at -O2 otherwise keeps them on the stack: a store and a load around every FMA).
-#define INFER_PLAN_UNROLL _Pragma("GCC unroll 8")
+// (GCC at -O2 otherwise keeps them on the stack: a store and a load around every FMA, and leaves
+// shift counts and table indices variable).
+#define INFER_PLAN_UNROLL _Pragma("GCC unroll 16")
 
-// Float rows against several activation rows at once: one weight row by T tokens (T <= 6). Each
-// (row, token) pair sums in two accumulators of eight lanes, the even and the odd 8-value
-// groups of each 16 in order (a last lone group into the even one), then horizontal_sum of
-// their sum, then the scalar tail (cols not a multiple of 8). That sum is the same whatever
-// tokens a pair is computed beside, so a verify pass over m tokens gives the bits m decode steps
-// would. Each weight vector is loaded once into a register and feeds T FMAs, the activations
-// come from L1: per 16 values 2 + 2T loads for 2T FMAs (one token at a time was 2 loads per
-// FMA), so with 6 tokens the FMA units, not the load ports, set the pace, and a row streams from
-// memory once per 6 tokens while its products run: the weight stream and the arithmetic of a
-// verify or prefill pass overlap. No software prefetch (see kPrefetchBytes).
-constexpr uint64_t kFloatTokens = 6;  // 12 accumulators and 2 weight vectors: 14 of 16 registers
+// How the rows of each type are cut into register blocks. Every product below runs one register
+// block of R weight rows by T tokens at a time, and each (row, token) pair sums into accumulators
+// of its own, in the row's value order, whatever R and T are and whatever rows and tokens share the
+// block. So a pair's bits do not depend on the tokens computed beside it: a verify pass over m
+// tokens gives the bits of the m decode steps it replaces, and one token alone runs the same code.
+// Tokens go in groups of at most a type's register block (7 tokens are 4 + 3), each group over
+// every row in turn; the caller's tile of rows stays in L1 or L2 for the next group.
+template <class Group>
+INFER_PLAN_AVX2 inline void token_groups(uint64_t tokens, uint64_t max_tokens, Group group) {
+  for (uint64_t t = 0; t < tokens; t += max_tokens) group(t, std::min(max_tokens, tokens - t));
+}
 
-template <int T, uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
-INFER_PLAN_AVX2 inline void dot_float_tokens(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t cols,
-                                             float* y, uint64_t y_stride) {
-  constexpr uint64_t kGroup = 8 * kValueBytes;  // bytes of one 8-value group
-  __m256 acc[T][2];
-  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+// --- float weights: F32, F16, BF16 -----------------------------------------------------------
+
+// Each type reads 16 values as two vectors of eight floats ("halves" 0 and 1); weights and
+// activations are split the same way, so the products pair up whichever eight values a half holds.
+struct F32Values {
+  static constexpr uint64_t kBytes = 4;
+  static INFER_PLAN_AVX2 __m256 half(const uint8_t* p, int h) { return load8_f32(p + 32 * h); }
+  static INFER_PLAN_AVX2 __m256 load8(const uint8_t* p) { return load8_f32(p); }
+  static INFER_PLAN_AVX2 float load1(const uint8_t* p) { return load_f32(p); }
+};
+struct F16Values {
+  static constexpr uint64_t kBytes = 2;
+  static INFER_PLAN_AVX2 __m256 half(const uint8_t* p, int h) { return load8_f16(p + 16 * h); }
+  static INFER_PLAN_AVX2 __m256 load8(const uint8_t* p) { return load8_f16(p); }
+  static INFER_PLAN_AVX2 float load1(const uint8_t* p) { return load_fp16(p); }
+};
+// bfloat16 is the top half of a float. 16 values in 32 bytes are eight 32-bit words, each an
+// even-index value (low half) and an odd-index one (high half): shifting left 16 makes the even
+// values floats (half 0), masking the low half away makes the odd ones floats (half 1). One load
+// and one operation per eight values, where widening costs two.
+struct BF16Values {
+  static constexpr uint64_t kBytes = 2;
+  static INFER_PLAN_AVX2 __m256 half(const uint8_t* p, int h) {
+    const __m256i words = load256(p);
+    return _mm256_castsi256_ps(h == 0 ? _mm256_slli_epi32(words, 16)
+                                      : _mm256_and_si256(words, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  static INFER_PLAN_AVX2 __m256 load8(const uint8_t* p) { return load8_bf16(p); }
+  static INFER_PLAN_AVX2 float load1(const uint8_t* p) { return load_bf16(p); }
+};
+
+// R weight rows by T tokens. Each pair sums in two accumulators of eight lanes, half 0 and half 1
+// of each 16 values in order (a last lone group of eight into half 0's), then horizontal_sum of
+// their sum, then the scalar tail (cols not a multiple of 8). Each weight vector is loaded once
+// into a register and feeds T FMAs, each activation vector R: per 16 values 2R + 2T loads for
+// 2RT FMAs, so the FMA units, not the load ports, set the pace, and a row streams from memory
+// once per token group while its products run. One token alone runs four rows at once: eight
+// chains of FMAs, where one row's two would wait on the FMA's latency. No software prefetch (see
+// kPrefetchBytes).
+constexpr uint64_t kFloatTokens = 6;
+constexpr int kFloatRows[kFloatTokens + 1] = {0, 4, 2, 2, 1, 1, 1};  // 2RT accumulators + R + 1 <= 16 registers
+
+template <int R, int T, class V>
+INFER_PLAN_AVX2 void dot_float_tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                    uint64_t cols, float* y, uint64_t y_stride) {
+  __m256 acc[R][T][2];
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
   uint64_t i = 0;
   for (; i + 16 <= cols; i += 16) {
-    INFER_PLAN_UNROLL for (int g = 0; g < 2; ++g) {
-      __m256 wv = load8(w + i * kValueBytes + g * kGroup);
-      asm("" : "+x"(wv));  // one load per weight vector, not one folded into each of T FMAs
-      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t)
-        acc[t][g] = _mm256_fmadd_ps(wv, load8(x + t * x_stride + i * kValueBytes + g * kGroup), acc[t][g]);
+    INFER_PLAN_UNROLL for (int h = 0; h < 2; ++h) {
+      __m256 wv[R];
+      INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
+        wv[r] = V::half(w + r * w_stride + i * V::kBytes, h);
+        asm("" : "+x"(wv[r]));  // one load per weight vector, not one folded into each of T FMAs
+      }
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const __m256 xv = V::half(x + t * x_stride + i * V::kBytes, h);
+        INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
+      }
     }
   }
+  const uint64_t tail = i;
   if (i + 8 <= cols) {
-    const __m256 wv = load8(w + i * kValueBytes);
-    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t)
-      acc[t][0] = _mm256_fmadd_ps(wv, load8(x + t * x_stride + i * kValueBytes), acc[t][0]);
-    i += 8;
+    INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
+      const __m256 wv = V::load8(w + r * w_stride + i * V::kBytes);
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t)
+        acc[r][t][0] = _mm256_fmadd_ps(wv, V::load8(x + t * x_stride + i * V::kBytes), acc[r][t][0]);
+    }
   }
-  for (int t = 0; t < T; ++t) {
-    float sum = horizontal_sum(_mm256_add_ps(acc[t][0], acc[t][1]));
-    for (uint64_t j = i; j < cols; ++j) sum += load1(w + j * kValueBytes) * load1(x + t * x_stride + j * kValueBytes);
-    y[t * y_stride] = sum;
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float sum = horizontal_sum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+      for (uint64_t j = tail + (tail + 8 <= cols ? 8 : 0); j < cols; ++j)
+        sum += V::load1(w + r * w_stride + j * V::kBytes) * V::load1(x + t * x_stride + j * V::kBytes);
+      y[t * y_stride + r] = sum;
+    }
   }
 }
 
-// Rows [0, rows) by tokens [0, tokens): groups of up to kFloatTokens tokens, each group over
-// every row in turn (the tile of rows stays in L1 for the next group).
-template <uint64_t kValueBytes, __m256 (*load8)(const uint8_t*), float (*load1)(const uint8_t*)>
+// Rows in register blocks of kFloatRows[T], leftover rows one at a time.
+template <int T, class V>
+INFER_PLAN_AVX2 void dot_float_rows_of(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                       uint64_t x_stride, uint64_t cols, float* y, uint64_t y_stride) {
+  constexpr int R = kFloatRows[T];
+  uint64_t r = 0;
+  for (; r + R <= rows; r += R) dot_float_tile<R, T, V>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
+  for (; r < rows; ++r) dot_float_tile<1, T, V>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
+}
+
+template <class V>
 INFER_PLAN_AVX2 void dot_float_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                    uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y,
-                                    uint64_t y_stride) {
-  using Group = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
-  static constexpr Group kGroups[kFloatTokens] = {
-      dot_float_tokens<1, kValueBytes, load8, load1>, dot_float_tokens<2, kValueBytes, load8, load1>,
-      dot_float_tokens<3, kValueBytes, load8, load1>, dot_float_tokens<4, kValueBytes, load8, load1>,
-      dot_float_tokens<5, kValueBytes, load8, load1>, dot_float_tokens<6, kValueBytes, load8, load1>};
-  for (uint64_t t = 0; t < tokens; t += kFloatTokens) {
-    const Group group = kGroups[std::min(kFloatTokens, tokens - t) - 1];
-    for (uint64_t r = 0; r < rows; ++r) group(w + r * w_stride, x + t * x_stride, x_stride, cols, y + t * y_stride + r, y_stride);
+                                    uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  using Group = void (*)(const uint8_t*, uint64_t, uint64_t, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
+  static constexpr Group kGroups[kFloatTokens] = {dot_float_rows_of<1, V>, dot_float_rows_of<2, V>,
+                                                  dot_float_rows_of<3, V>, dot_float_rows_of<4, V>,
+                                                  dot_float_rows_of<5, V>, dot_float_rows_of<6, V>};
+  token_groups(tokens, kFloatTokens, [&](uint64_t t, uint64_t size) {
+    kGroups[size - 1](w, w_stride, rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+  });
+}
+
+// --- Q8_0 and Q4_0 weights by Q8_0 activations ------------------------------------------------
+
+// A block's 32 weight codes as signed bytes in value order, and its fp16 scale's offset.
+// Q8_0 {fp16 d; int8 qs[32]}: the codes as stored (-127..127).
+struct Q8_0Codes {
+  static constexpr uint64_t kBytes = kQ8_0Bytes;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) { return load256(block + kQ8_0Qs); }
+};
+// Q4_0 {fp16 d; u8 qs[16]}: value j is the low nibble of byte j, value j + 16 the high nibble, each
+// minus 8. The 16 bytes go to both halves of a register, one variable shift (0 bits low, 4 bits
+// high) puts the high nibbles in place, the mask leaves 0..15 in value order, minus 8: -8..7.
+struct Q4_0Codes {
+  static constexpr uint64_t kBytes = kQ4_0Bytes;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(load128(block + kQ4_0Qs));
+    const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+                                             _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
   }
-}
+};
+static_assert(kQ8_0D == 0 && kQ4_0D == 0, "both scales at the block's start");
+static_assert(kQ4_0Values == kQ8_0Values, "one activation block per weight block");
 
-INFER_PLAN_AVX2 float dot_f32(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  float y;
-  dot_float_tokens<1, 4, load8_f32, load_f32>(w, x, 0, cols, &y, 0);
-  return y;
-}
-INFER_PLAN_AVX2 float dot_f16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  float y;
-  dot_float_tokens<1, 2, load8_f16, load_fp16>(w, x, 0, cols, &y, 0);
-  return y;
-}
-INFER_PLAN_AVX2 void dot_f32_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                  uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  dot_float_rows<4, load8_f32, load_f32>(w, w_stride, rows, x, x_stride, tokens, cols, y, y_stride);
-}
-INFER_PLAN_AVX2 void dot_f16_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                  uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  dot_float_rows<2, load8_f16, load_fp16>(w, w_stride, rows, x, x_stride, tokens, cols, y, y_stride);
-}
-// BF16 x BF16 without widening: 16 values in 32 bytes are eight 32-bit words, each an even-index
-// value (low half) and an odd-index one (high half). Shifting left 16 makes the even values
-// floats, masking the low half away makes the odd ones floats, and the even and odd products
-// go to separate accumulators: half the work of widening eight values at a time.
-INFER_PLAN_AVX2 float dot_bf16(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
-  __m256 even0 = _mm256_setzero_ps(), odd0 = _mm256_setzero_ps();
-  __m256 even1 = _mm256_setzero_ps(), odd1 = _mm256_setzero_ps();
-  uint64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    const __m256i w0 = load256(w + 2 * i), x0 = load256(x + 2 * i);
-    const __m256i w1 = load256(w + 2 * i + 32), x1 = load256(x + 2 * i + 32);
-    even0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
-                            _mm256_castsi256_ps(_mm256_slli_epi32(x0, 16)), even0);
-    odd0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w0, high)),
-                           _mm256_castsi256_ps(_mm256_and_si256(x0, high)), odd0);
-    even1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)),
-                            _mm256_castsi256_ps(_mm256_slli_epi32(x1, 16)), even1);
-    odd1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w1, high)),
-                           _mm256_castsi256_ps(_mm256_and_si256(x1, high)), odd1);
-  }
-  for (; i + 8 <= cols; i += 8) even0 = _mm256_fmadd_ps(load8_bf16(w + 2 * i), load8_bf16(x + 2 * i), even0);
-  float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(even0, odd0), _mm256_add_ps(even1, odd1)));
-  for (; i < cols; ++i) sum += load_bf16(w + 2 * i) * load_bf16(x + 2 * i);
-  return sum;
-}
-
-// Eight lanes of int32, each the sum of four int8 x int8 products. maddubs multiplies unsigned
-// by signed bytes, so move the sign of a onto b: |a| * (b * sign(a)) = a * b. Codes are in
-// -127..127 (our quantizers and ggml's never write -128), so neither side overflows; the 16-bit
-// pair sums stay within 2 * 127 * 127.
-INFER_PLAN_AVX2 inline __m256i dot_i8_lanes(__m256i a, __m256i b) {
-  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-// One block's eight int32 lanes scaled by d_w * d_x and added to acc, as
-// acc + d_w * (d_x * lanes): both scales come broadcast from memory (the table, the block).
-INFER_PLAN_AVX2 inline __m256 add_scaled(__m256 acc, __m256i lanes, const float* dw, const float* dx) {
-  const __m256 scaled_x = _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), _mm256_broadcast_ss(dx));
-  return _mm256_fmadd_ps(_mm256_broadcast_ss(dw), scaled_x, acc);
-}
-
-// Q8_0 x Q8_0, block {fp16 d; int8 qs[32]} (34 bytes): per block the 32 code products in int32
-// lanes, converted exactly to float and scaled. Four blocks (136 bytes) per step into four
-// accumulators, so no block waits for the previous block's FMA (4 cycles of latency).
-INFER_PLAN_AVX2 float dot_q8_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
-  const float* table = fp16_table();
-  const uint64_t blocks = cols / kQ8_0Values;
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  uint64_t b = 0;
-  for (; b + 4 <= blocks; b += 4) {
-    prefetch(w + b * kQ8_0Bytes);
-    prefetch(w + b * kQ8_0Bytes + 64);
-    for (uint64_t k = 0; k < 4; ++k) {
-      const uint8_t* wk = w + (b + k) * kQ8_0Bytes;
-      const uint8_t* xk = x + (b + k) * kQ8_0Bytes;
-      const __m256i p = dot_i8_lanes(load256(wk + kQ8_0Qs), load256(xk + kQ8_0Qs));
-      acc[k] = add_scaled(acc[k], p, fp16_entry(table, wk), fp16_entry(table, xk));
+// R weight rows by T tokens, one block of 32 values at a time. A pair's block is 32 products of
+// int8 codes summed exactly in eight int32 lanes, converted to float (exact) and added to the
+// pair's one accumulator as acc + lanes * (d_w * d_x): the same operations in the same order for
+// every pair. maddubs multiplies unsigned by signed bytes, so the activation's sign moves onto the
+// weight code: |x| * (w * sign(x)) = w * x. |x| is taken once per token and block and shared by
+// the R rows, the weight codes are decoded once per block and shared by the T tokens. Activation
+// codes are in -127..127 (our quantizers and ggml's never write -128), so the 16-bit pair sums
+// stay within 2 * 127 * 127.
+//
+// The rows each stream from memory with a software prefetch kPrefetchBytes ahead, one per 64
+// bytes of row (a batch-1 product must keep many cache-line reads in flight; with the quantized
+// dots' work between loads the hardware prefetcher alone left Q8_0 at about 65% of the read
+// bandwidth on a Zen 3, about 80% with this).
+template <class C, int R, int T>
+INFER_PLAN_AVX2 __attribute__((always_inline)) inline void q0_block(__m256 (&acc)[R][T], const uint8_t* w,
+                                                                    uint64_t w_stride, const uint8_t* x,
+                                                                    uint64_t x_stride, const float* table) {
+  __m256i codes[R];
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) codes[r] = C::codes(w + r * w_stride);
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+    const uint8_t* xb = x + t * x_stride;
+    const __m256i xq = load256(xb + kQ8_0Qs);
+    const __m256i x_abs = _mm256_abs_epi8(xq);
+    const __m256 dx = _mm256_broadcast_ss(fp16_entry(table, xb));
+    INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
+      const __m256i pairs = _mm256_maddubs_epi16(x_abs, _mm256_sign_epi8(codes[r], xq));
+      const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+      const __m256 d = _mm256_mul_ps(_mm256_broadcast_ss(fp16_entry(table, w + r * w_stride)), dx);
+      acc[r][t] = _mm256_fmadd_ps(lanes, d, acc[r][t]);
     }
   }
-  for (; b < blocks; ++b) {
-    const uint8_t* w0 = w + b * kQ8_0Bytes;
-    const uint8_t* x0 = x + b * kQ8_0Bytes;
-    acc[0] = add_scaled(acc[0], dot_i8_lanes(load256(w0 + kQ8_0Qs), load256(x0 + kQ8_0Qs)),
-                        fp16_entry(table, w0), fp16_entry(table, x0));
-  }
-  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
-// Q4_0 x Q8_0, weight block {fp16 d; u8 qs[16]} (18 bytes): value j is the low nibble of byte
-// j, value j + 16 the high nibble, each minus 8. The 16 bytes go to both halves of a register
-// and one variable shift (0 bits low, 4 bits high) puts the high nibbles in place, so after the
-// mask the 32 codes 0..15 are in value order. Unsigned codes go straight into maddubs; the
-// "minus 8" is 8 * sum(x), another maddubs, subtracted from the 16-bit pair sums (both within
-// 2 * 15 * 127, resp. 2 * 8 * 127, so the difference fits).
-INFER_PLAN_AVX2 inline __m256i q4_0_lanes(const uint8_t* qs, __m256i x) {
-  const __m256i bytes = _mm256_broadcastsi128_si256(load128(qs));
-  const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
-                                         _mm256_set1_epi8(0x0F));
-  const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi8(8), x));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-INFER_PLAN_AVX2 float dot_q4_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+template <class C, int R, int T>
+INFER_PLAN_AVX2 void q0_block_tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                   uint64_t blocks, float* y, uint64_t y_stride) {
   const float* table = fp16_table();
-  const uint64_t blocks = cols / kQ4_0Values;
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  constexpr uint64_t kPerPrefetch = C::kBytes >= 64 ? 1 : 64 / C::kBytes;  // blocks per 64 bytes
+  __m256 acc[R][T];
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   uint64_t b = 0;
-  for (; b + 4 <= blocks; b += 4) {  // four blocks: 72 bytes of weights, four accumulators
-    prefetch(w + b * kQ4_0Bytes);
-    for (uint64_t k = 0; k < 4; ++k) {
-      const uint8_t* wk = w + (b + k) * kQ4_0Bytes;
-      const uint8_t* xk = x + (b + k) * kQ8_0Bytes;
-      acc[k] = add_scaled(acc[k], q4_0_lanes(wk + kQ4_0Qs, load256(xk + kQ8_0Qs)), fp16_entry(table, wk),
-                          fp16_entry(table, xk));
-    }
+  for (; b + kPerPrefetch <= blocks; b += kPerPrefetch) {
+    INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) prefetch(w + r * w_stride + b * C::kBytes);
+    INFER_PLAN_UNROLL for (uint64_t k = 0; k < kPerPrefetch; ++k)
+      q0_block<C, R, T>(acc, w + (b + k) * C::kBytes, w_stride, x + (b + k) * kQ8_0Bytes, x_stride, table);
   }
-  for (; b < blocks; ++b) {
-    const uint8_t* w0 = w + b * kQ4_0Bytes;
-    const uint8_t* x0 = x + b * kQ8_0Bytes;
-    acc[0] = add_scaled(acc[0], q4_0_lanes(w0 + kQ4_0Qs, load256(x0 + kQ8_0Qs)), fp16_entry(table, w0),
-                        fp16_entry(table, x0));
-  }
-  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; b < blocks; ++b) q0_block<C, R, T>(acc, w + b * C::kBytes, w_stride, x + b * kQ8_0Bytes, x_stride, table);
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride + r] = horizontal_sum(acc[r][t]);
 }
+
+// Register blocks by token count: 4 rows for one token (four independent accumulator chains), 3
+// by 2, 2 by 3 and 2 by 4 (8 accumulators, 2 weight codes, the token's codes, |codes| and scale:
+// 13 of 16 registers, with temporaries); leftover rows one at a time.
+constexpr uint64_t kQ0Tokens = 4;
+constexpr int kQ0Rows[kQ0Tokens + 1] = {0, 4, 3, 2, 2};
+
+template <class C, int T>
+INFER_PLAN_AVX2 void q0_rows_of(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                uint64_t x_stride, uint64_t blocks, float* y, uint64_t y_stride) {
+  constexpr int R = kQ0Rows[T];
+  uint64_t r = 0;
+  for (; r + R <= rows; r += R) q0_block_tile<C, R, T>(w + r * w_stride, w_stride, x, x_stride, blocks, y + r, y_stride);
+  for (; r < rows; ++r) q0_block_tile<C, 1, T>(w + r * w_stride, w_stride, x, x_stride, blocks, y + r, y_stride);
+}
+
+template <class C>
+INFER_PLAN_AVX2 void q0_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x, uint64_t x_stride,
+                             uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  using Group = void (*)(const uint8_t*, uint64_t, uint64_t, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
+  static constexpr Group kGroups[kQ0Tokens] = {q0_rows_of<C, 1>, q0_rows_of<C, 2>, q0_rows_of<C, 3>, q0_rows_of<C, 4>};
+  token_groups(tokens, kQ0Tokens, [&](uint64_t t, uint64_t size) {
+    kGroups[size - 1](w, w_stride, rows, x + t * x_stride, x_stride, cols / kQ8_0Values, y + t * y_stride, y_stride);
+  });
+}
+
+// --- Q2_K weights by Q8_K activations ---------------------------------------------------------
 
 // For quarter k (values 32k..32k+31 of a Q2_K block, sub-blocks 2k and 2k+1) a shuffle that
 // spreads sub-block 2k's scale over the low eight 16-bit lanes and 2k+1's over the high eight:
@@ -300,47 +334,67 @@ constexpr std::array<std::array<uint8_t, 32>, 8> make_q2_k_scale_shuffles() {
 }
 alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kQ2KScaleShuffles = make_q2_k_scale_shuffles();
 
-// Q2_K x Q8_K, ggml's formula: d_x * (d * sum_j scale_j * (codes_j . x_j) - dmin * sum_j
-// min_j * bsums_j) over the 16 sub-blocks j; the second sum uses Q8_K's precomputed sums of 16
-// codes, so the mins cost one madd per block.
-INFER_PLAN_AVX2 float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+// One Q2_K row by T tokens (T <= kQ2KTokens), ggml's formula per block: d_x * (d * sum_j scale_j *
+// (codes_j . x_j) - dmin * sum_j min_j * bsums_j) over the 16 sub-blocks j; the second sum uses
+// Q8_K's precomputed sums of 16 codes, so the mins cost one madd per block and token. The codes,
+// scales and mins are decoded once per block and shared by the T tokens; each token keeps an
+// int32 sum per block and one float accumulator.
+constexpr uint64_t kQ2KTokens = 4;
+
+template <int T>
+INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t blocks, float* y,
+                               uint64_t y_stride) {
+  static_assert(kQ2_KValues == kQ8_KValues && kQ2_KSubValues == kQ8_KSumValues, "bsums entry j is sub-block j's");
+  // x's float d read in place: Q8_K rows come from convert_activations (a vector's buffer, rows of
+  // whole blocks, each a multiple of 4 bytes), so it is 4-byte aligned.
+  static_assert(kQ8_KBytes % 4 == 0 && kQ8_KD % 4 == 0, "Q8_K's d stays 4-byte aligned");
   const float* table = fp16_table();
-  const uint64_t blocks = cols / kQ2_KValues;
   const __m256i mask2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = w + b * kQ2_KBytes;
-    const uint8_t* xb = x + b * kQ8_KBytes;
     prefetch(wb);
     prefetch(wb + 64);
-
     // scale j in the low nibble of byte j, min j in the high nibble
     const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb + kQ2_KScales)), 4);
-    const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + kQ8_KBsums));  // 16 x int16 bsums
-    const __m256i scales =
-        _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb + kQ2_KScales)), _mm256_set1_epi8(0x0F));
-
-    __m256i isum = _mm256_setzero_si256();
-    for (int half = 0; half < 2; ++half) {
+    const __m256i scales = _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb + kQ2_KScales)), _mm256_set1_epi8(0x0F));
+    __m256i isum[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    INFER_PLAN_UNROLL for (int half = 0; half < 2; ++half) {
       const __m256i q2 = load256(wb + kQ2_KQs + 32 * half);
-      for (int shift = 0; shift < 4; ++shift) {
+      INFER_PLAN_UNROLL for (int shift = 0; shift < 4; ++shift) {
         const int k = 4 * half + shift;
         const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * shift), mask2);
-        // codes 0..3 (unsigned) x int8 activations: pair sums within +-762, no saturation
-        const __m256i pairs = _mm256_maddubs_epi16(codes, load256(xb + kQ8_KQs + 32 * k));
         const __m256i scale16 = _mm256_shuffle_epi8(scales, load256(kQ2KScaleShuffles[k].data()));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(scale16, pairs));
+        INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+          // codes 0..3 (unsigned) x int8 activations: pair sums within +-762, no saturation
+          const __m256i pairs = _mm256_maddubs_epi16(codes, load256(x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * k));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale16, pairs));
+        }
       }
     }
-    __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KD)));
-    block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KDmin)),
-                             block);
-    // x's float d read in place: Q8_K rows come from convert_activations (a vector's buffer, rows
-    // of whole blocks, each a multiple of 4 bytes), so it is 4-byte aligned.
-    static_assert(kQ8_KBytes % 4 == 0 && kQ8_KD % 4 == 0, "Q8_K's d stays 4-byte aligned");
-    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc);
+    const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KD));
+    const __m256 dmin = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KDmin));
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+      const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + kQ8_KBsums));  // 16 x int16 bsums
+      __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
+      block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
+      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+    }
   }
-  return horizontal_sum(acc);
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+}
+
+INFER_PLAN_AVX2 void q2_k_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x, uint64_t x_stride,
+                               uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  using Group = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
+  static constexpr Group kGroups[kQ2KTokens] = {q2_k_tile<1>, q2_k_tile<2>, q2_k_tile<3>, q2_k_tile<4>};
+  token_groups(tokens, kQ2KTokens, [&](uint64_t t, uint64_t size) {
+    for (uint64_t r = 0; r < rows; ++r)
+      kGroups[size - 1](w + r * w_stride, x + t * x_stride, x_stride, cols / kQ2_KValues, y + t * y_stride + r, y_stride);
+  });
 }
 
 bool cpu_able() {
@@ -356,31 +410,21 @@ bool cpu_able() {
 
 }  // namespace
 
-DotFn avx2_dot(GgmlType weight_type) {
-  if (!cpu_able()) return nullptr;
-  switch (weight_type) {
-    case GgmlType::F32: return dot_f32;
-    case GgmlType::F16: return dot_f16;
-    case GgmlType::BF16: return dot_bf16;
-    case GgmlType::Q8_0: return dot_q8_0;
-    case GgmlType::Q4_0: return dot_q4_0;
-    case GgmlType::Q2_K: return dot_q2_k;
-    default: return nullptr;
-  }
-}
-
 RowsDotFn avx2_rows_dot(GgmlType weight_type) {
   if (!cpu_able()) return nullptr;
   switch (weight_type) {
-    case GgmlType::F32: return dot_f32_rows;
-    case GgmlType::F16: return dot_f16_rows;
+    case GgmlType::F32: return dot_float_rows<F32Values>;
+    case GgmlType::F16: return dot_float_rows<F16Values>;
+    case GgmlType::BF16: return dot_float_rows<BF16Values>;
+    case GgmlType::Q8_0: return q0_rows<Q8_0Codes>;
+    case GgmlType::Q4_0: return q0_rows<Q4_0Codes>;
+    case GgmlType::Q2_K: return q2_k_rows;
     default: return nullptr;
   }
 }
 
 #else
 
-DotFn avx2_dot(GgmlType) { return nullptr; }
 RowsDotFn avx2_rows_dot(GgmlType) { return nullptr; }
 
 #endif

@@ -32,6 +32,8 @@ uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] 
 
 // --- scalar dot products: one weight row . one converted activation row ---------------------
 
+using DotFn = float (*)(const uint8_t* weights, const uint8_t* x, uint64_t cols);
+
 float dot_f32(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   float sum = 0;
   for (uint64_t i = 0; i < cols; ++i) sum += load_f32(w + 4 * i) * load_f32(x + 4 * i);
@@ -141,13 +143,7 @@ DotFn scalar_dot(GgmlType weight_type) {
 }
 
 constexpr uint64_t kTileBytes = 16 * 1024;  // half of a 32 KiB L1 data cache
-
-DotFn chosen_dot(GgmlType weight_type) {
-  if (!g_force_scalar.load(std::memory_order_relaxed)) {
-    if (DotFn f = avx2_dot(weight_type)) return f;
-  }
-  return scalar_dot(weight_type);
-}
+constexpr uint64_t kTileRows = 4;           // the largest register block of rows (dot_avx2)
 
 RowsDotFn chosen_rows_dot(GgmlType weight_type) {
   return g_force_scalar.load(std::memory_order_relaxed) ? nullptr : avx2_rows_dot(weight_type);
@@ -198,15 +194,20 @@ void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, co
   // Tiles of weight rows that stay in L1 while every activation row passes over them: each
   // weight byte comes from memory once, and each activation row is read from L2 once per tile
   // rather than once per weight row (a 256-token prompt chunk is ~280 KB of Q8_0 activations).
-  const uint64_t tile = std::max<uint64_t>(1, kTileBytes / row_bytes);
-  const RowsDotFn rows_dot = chosen_rows_dot(weight_type);  // float weights: several tokens per load
-  const DotFn dot = chosen_dot(weight_type);
+  // At least kTileRows rows (a whole register block; rows of 14336 Q8_0 values are 15 KB, and four
+  // stay in L2), and whole register blocks.
+  const uint64_t fit = kTileBytes / row_bytes;
+  const uint64_t tile = fit < kTileRows ? kTileRows : fit - fit % kTileRows;
+  if (const RowsDotFn rows_dot = chosen_rows_dot(weight_type)) {
+    for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
+      const uint64_t t1 = std::min(row_end, t0 + tile);
+      rows_dot(weights + t0 * row_bytes, row_bytes, t1 - t0, x.row(0), x.row_bytes, x.batch, x.cols, y + t0, rows);
+    }
+    return;
+  }
+  const DotFn dot = scalar_dot(weight_type);
   for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
     const uint64_t t1 = std::min(row_end, t0 + tile);
-    if (rows_dot) {
-      rows_dot(weights + t0 * row_bytes, row_bytes, t1 - t0, x.row(0), x.row_bytes, x.batch, x.cols, y + t0, rows);
-      continue;
-    }
     for (uint64_t b = 0; b < x.batch; ++b)
       for (uint64_t r = t0; r < t1; ++r) y[b * rows + r] = dot(weights + r * row_bytes, x.row(b), x.cols);
   }
@@ -235,7 +236,7 @@ void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_
 }
 
 std::string_view matmul_implementation() {
-  const bool avx2 = !g_force_scalar.load(std::memory_order_relaxed) && avx2_dot(GgmlType::F32) != nullptr;
+  const bool avx2 = !g_force_scalar.load(std::memory_order_relaxed) && avx2_rows_dot(GgmlType::F32) != nullptr;
   return avx2 ? "avx2" : "scalar";
 }
 

@@ -219,9 +219,13 @@ TEST_CASE("a row range writes only its rows, and split ranges equal one call") {
 
 TEST_CASE("a product does not depend on the tokens computed beside it: a batch equals its tokens one by one") {
   // A verify pass over m tokens must give the bits of the m decode steps it replaces (greedy
-  // speculative output equals plain greedy). The float types go through register blocks of up
-  // to six tokens, so 13 tokens are groups of 6, 6 and 1; 1000 columns end in a lone 8-value
-  // group and 77 in a scalar tail.
+  // speculative output equals plain greedy). Every type goes through register blocks of several
+  // rows by several tokens: the float types up to six tokens (13 tokens are groups of 6, 6 and 1;
+  // 4 rows at one token, 2 at two or three), Q8_0 and Q4_0 up to four (4, 4, 4, 1; 4 rows at one
+  // token, 3 at two, 2 at three or four), Q2_K up to four by one row. 21 rows leave a row over
+  // from each block size, and the split at row 5 starts a block mid-way; 1000 columns end in a
+  // lone 8-value group and 77 in a scalar tail; Q4_0's 16 blocks end after its 3-block prefetch
+  // steps.
   struct Shape {
     GgmlType type;
     uint64_t cols;
