@@ -16,6 +16,7 @@
 #include "kernels/cpu/dot_avx2.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/quantize_avx2.hpp"
 #include "planner/core/input_error.hpp"
 
 namespace infer_plan::kernels {
@@ -180,6 +181,10 @@ void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, u
   out.batch = batch;
   out.row_bytes = ggml_row_bytes(out.type, cols, "activations");
   out.data.resize(batch * out.row_bytes);
+  if (const QuantizeRowFn fast = g_force_scalar.load(std::memory_order_relaxed) ? nullptr : avx2_quantize_row(out.type)) {
+    for (uint64_t b = 0; b < batch; ++b) fast(x + b * cols, cols, out.data.data() + b * out.row_bytes);
+    return;
+  }
   for (uint64_t b = 0; b < batch; ++b) {
     quantize_row(out.type, std::span<const float>(x + b * cols, cols),
                  std::span<uint8_t>(out.data.data() + b * out.row_bytes, out.row_bytes), "activations");

@@ -8,12 +8,14 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/quantize_avx2.hpp"
 #include "planner/core/ggml_type.hpp"
 #include "planner/core/input_error.hpp"
 
@@ -391,5 +393,52 @@ TEST_CASE("kernels/block_layout.hpp's blocks agree with the planner's GGML type 
     CHECK(info.block_bytes == l.bytes);
     CHECK(info.code_bytes == l.code_bytes);
     CHECK(info.code_bytes + info.meta_bytes == l.bytes);
+  }
+}
+
+TEST_CASE("the AVX2 activation quantizers write the reference's bytes, ties and edge blocks included") {
+  // matmul's convert_activations uses them for Q8_0 (Q8_0 and Q4_0 weights) and Q8_K (Q2_K): a
+  // different byte would change every product from what ggml computes.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_K}) {
+    CAPTURE(ggml_type_info(type).name);
+    const QuantizeRowFn fast = avx2_quantize_row(type);
+    if (fast == nullptr) {
+      MESSAGE("no AVX2 on this CPU: only the reference quantizer runs");
+      continue;
+    }
+    const uint64_t block = ggml_type_info(type).block_values;
+    std::vector<std::vector<float>> cases;
+    // Seeded values over many magnitudes.
+    uint32_t state = 12345;
+    auto next = [&] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(state >> 8) * 0x1p-24f;
+    };
+    for (float scale : {1e-30f, 1e-3f, 1.0f, 3.7f, 1e4f, 1e30f}) {
+      std::vector<float> x(4 * block);
+      for (float& v : x) v = (2 * next() - 1) * scale;
+      cases.push_back(x);
+    }
+    // Ties: with amax = 127 the reciprocal scale is 1 (Q8_0) or -1 (Q8_K, a positive max), so
+    // k + 0.5 lands exactly half-way: Q8_0 rounds away from zero, Q8_K to even.
+    std::vector<float> ties(block);
+    for (uint64_t i = 0; i < block; ++i) ties[i] = static_cast<float>(static_cast<int>(i % 64) - 32) + 0.5f;
+    ties[block - 1] = 127.0f;
+    cases.push_back(ties);
+    // Zeros, one value, negative and positive largest magnitudes tied, infinities and NaNs
+    // (those blocks take the reference's own path), a zero block beside a nonzero one.
+    std::vector<float> edge(4 * block, 0.0f);
+    edge[block + 3] = -2.5f;
+    edge[2 * block] = 7.0f;
+    edge[2 * block + 5] = -7.0f;
+    edge[3 * block + 1] = std::numeric_limits<float>::infinity();
+    edge[3 * block + 2] = std::numeric_limits<float>::quiet_NaN();
+    cases.push_back(edge);
+    for (const std::vector<float>& x : cases) {
+      const std::vector<uint8_t> want = quantize(type, x);
+      std::vector<uint8_t> got(want.size(), 0xA5);
+      fast(x.data(), x.size(), got.data());
+      CHECK(got == want);
+    }
   }
 }
