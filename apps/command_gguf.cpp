@@ -32,9 +32,9 @@ struct InspectArgs {
 };
 
 // GiB for model-sized figures, the largest fitting binary unit for small files.
-std::string gib(uint64_t b) { return b >= GiB ? format_gib(static_cast<double>(b)) : format_bytes(b); }
+std::string size_text(uint64_t b) { return b >= GiB ? format_gib(static_cast<double>(b)) : format_bytes(b); }
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
+std::string shape_product_text(const std::vector<uint64_t>& shape) {
   return fmt::format("{}", fmt::join(shape, " x "));
 }
 
@@ -75,10 +75,10 @@ void print_size_text(const GgufFileSize& g) {
   TextTable table{{"class", "tensors", "types", "codes+floats", "metadata", "total"},
                   {false, true, false, true, true, true}, {}};
   for (const auto& c : g.classes)
-    table.rows.push_back({c.name, std::to_string(c.tensors), c.types, gib(c.code_and_float_bytes),
-                          gib(c.meta_bytes), gib(c.bytes)});
-  table.rows.push_back({"tensor data", std::to_string(g.layout.tensors.size()), "", gib(g.code_and_float_bytes),
-                        gib(g.meta_bytes), gib(g.tensor_data_bytes)});
+    table.rows.push_back({c.name, std::to_string(c.tensors), c.types, size_text(c.code_and_float_bytes),
+                          size_text(c.meta_bytes), size_text(c.bytes)});
+  table.rows.push_back({"tensor data", std::to_string(g.layout.tensors.size()), "", size_text(g.code_and_float_bytes),
+                        size_text(g.meta_bytes), size_text(g.tensor_data_bytes)});
   fmt::print("{}\n", table.render("  "));
   const bool est = g.header_source == HeaderSource::estimated;
   fmt::print("  {:<22} {} ({} B): metadata KV {} B{}, tensor infos {} B\n", est ? "header (estimate)" : "header",
@@ -88,7 +88,7 @@ void print_size_text(const GgufFileSize& g) {
                  : "",
              g.tensor_info_bytes);
   fmt::print("  padding                {} B (alignment {})\n", g.padding_bytes, g.alignment);
-  fmt::print("  file                   {} ({} B)\n", gib(g.file_bytes), g.file_bytes);
+  fmt::print("  file                   {} ({} B)\n", size_text(g.file_bytes), g.file_bytes);
   if (g.fallback_tensors > 0)
     fmt::print("  note: {} tensor{} with rows that are not whole blocks fell back to another type\n",
                g.fallback_tensors, g.fallback_tensors == 1 ? "" : "s");
@@ -100,7 +100,7 @@ void print_size_text(const GgufFileSize& g) {
 void print_tensors(const GgufFileSize& g) {
   TextTable table{{"tensor", "type", "shape", "bytes"}, {false, false, false, true}, {}};
   for (const auto& p : g.layout.tensors)
-    table.rows.push_back({p.tensor.name, std::string(ggml_type_info(p.type).name), shape_text(p.tensor.shape),
+    table.rows.push_back({p.tensor.name, std::string(ggml_type_info(p.type).name), shape_product_text(p.tensor.shape),
                           std::to_string(p.bytes)});
   fmt::print("\n{}", table.render("  "));
 }

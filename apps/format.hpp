@@ -28,9 +28,6 @@ inline std::string short_decimal(double v) {
 inline std::string count_of(uint64_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
-// "81.41 GiB"; a negative margin keeps its sign.
-inline std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
-inline std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
 // Whole MiB: "288 MiB".
 inline std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / MiB); }
 

@@ -30,6 +30,9 @@ double to_kib(uint64_t bytes);
 // Integral values print without decimals ("1152 MiB"), others with two.
 std::string format_bytes(uint64_t bytes);
 std::string format_gib(double bytes);  // "81.41 GiB" (two decimals; accepts negative margins)
+// The same for byte counts and signed margins, as the planner's and the CLI's messages print them.
+inline std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+inline std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
 std::string format_mib(double bytes);  // "1152.00 MiB"
 std::string format_rate(double bytes_per_s);   // "64 GB/s", "4.8 TB/s"
 std::string format_flops(double ops_per_s);    // "989 TFLOPS"

@@ -16,9 +16,6 @@
 namespace infer_plan {
 namespace {
 
-std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
-std::string gib(uint64_t bytes) { return format_gib(static_cast<double>(bytes)); }
-
 std::string row_text(const ModelSpec& s, GgmlType type) {
   const GgmlTypeInfo& t = ggml_type_info(type);
   const uint64_t row = ggml_row_bytes(type, s.head_dim, "KV row");

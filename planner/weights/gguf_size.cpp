@@ -45,8 +45,6 @@ const TokenizerFamily& tokenizer_family(const ModelSpec& s) {
   return kQwenBpe;  // qwen2, qwen3, qwen3moe; also the default for other byte-level BPE vocabularies
 }
 
-std::string gib(uint64_t b) { return format_gib(static_cast<double>(b)); }
-
 }  // namespace
 
 uint64_t gguf_align(uint64_t offset, uint64_t alignment) {

@@ -23,16 +23,16 @@ FitResult seed_fit(const char* weights, uint64_t context, uint64_t requests = 1)
   const uint64_t w = parse_bytes(weights, "weights");
   return fit_memory(load_model(plan.model), load_hw_profile(plan.hw), plan, w, "given");
 }
-double gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(GiB); }
+double in_gib(int64_t b) { return static_cast<double>(b) / static_cast<double>(GiB); }
 }  // namespace
 
 TEST_CASE("SPEC 2: 79.81 GiB + one 8K request fits with 0.13 GiB to spare") {
   const FitResult r = seed_fit("79.81 GiB", 8192);
   CHECK(r.usable_bytes == 87'410'065'408ull);
-  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(1.60).epsilon(0.005));
+  CHECK(in_gib(r.free_after_weights_bytes) == doctest::Approx(1.60).epsilon(0.005));
   CHECK(r.kv_bytes == 188 * KiB * 8192);
   CHECK(r.fits);
-  CHECK(gib(r.headroom_bytes) == doctest::Approx(0.13).epsilon(0.04));  // 0.129 GiB
+  CHECK(in_gib(r.headroom_bytes) == doctest::Approx(0.13).epsilon(0.04));  // 0.129 GiB
   CHECK(r.max_requests == 1);
   // free 1,714,730,435 B / 192,512 B per token = 8907 tokens (hand: floor(8907.17)), in whole
   // 16-token pages: 556 x 16 = 8896
@@ -42,14 +42,14 @@ TEST_CASE("SPEC 2: 79.81 GiB + one 8K request fits with 0.13 GiB to spare") {
 TEST_CASE("SPEC 2: 81.97 GiB is 0.56 GiB short before any KV") {
   const FitResult r = seed_fit("81.97 GiB", 8192);
   CHECK_FALSE(r.fits);
-  CHECK(gib(r.free_after_weights_bytes) == doctest::Approx(-0.56).epsilon(0.01));
+  CHECK(in_gib(r.free_after_weights_bytes) == doctest::Approx(-0.56).epsilon(0.01));
   CHECK(r.max_requests == 0);
   CHECK(r.max_context == 0);
 }
 
 TEST_CASE("SPEC 2: 32K needs 5.88 GiB of KV: does not fit") {
   const FitResult r = seed_fit("79.81 GiB", 32768);
-  CHECK(gib(static_cast<int64_t>(r.kv_bytes)) == doctest::Approx(5.875));
+  CHECK(in_gib(static_cast<int64_t>(r.kv_bytes)) == doctest::Approx(5.875));
   CHECK_FALSE(r.fits);
 }
 
