@@ -1,4 +1,4 @@
-// Each subcommand registers itself on the root CLI11 app; main.cpp calls these and maps errors
+// Each subcommand registers itself on the root CLI11 app; cli_main.cpp calls these and maps errors
 // to exit codes (0 success, 2 bad input). Commands print; the planner only returns values.
 #pragma once
 #include <CLI/CLI.hpp>
