@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/block_layout.hpp"
@@ -113,12 +114,8 @@ INFER_PLAN_AVX2 inline float load_bf16(const uint8_t* p) {
 // block. So a pair's bits do not depend on the tokens computed beside it: a verify pass over m
 // tokens gives the bits of the m decode steps it replaces, and one token alone runs the same code.
 // Tokens go in groups of at most a type's register block (7 tokens are 4 + 3), each group over
-// every row in turn; the caller's tile of rows stays in L1 or L2 for the next group.
-template <class Group>
-INFER_PLAN_AVX2 inline void token_groups(uint64_t tokens, uint64_t max_tokens, Group group) {
-  for (uint64_t t = 0; t < tokens; t += max_tokens) group(t, std::min(max_tokens, tokens - t));
-}
-
+// every row in turn; the caller's tile of rows stays in L1 or L2 for the next group
+// (blocked_product, after the types' register blocks).
 // --- float weights: F32, F16, BF16 -----------------------------------------------------------
 
 // Each type reads 16 values as two vectors of eight floats ("halves" 0 and 1); weights and
@@ -205,27 +202,16 @@ INFER_PLAN_AVX2 void dot_float_tile(const uint8_t* w, uint64_t w_stride, const u
   }
 }
 
-// Rows in register blocks of kFloatRows[T], leftover rows one at a time.
-template <int T, class V>
-INFER_PLAN_AVX2 void dot_float_rows_of(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                       uint64_t x_stride, uint64_t cols, float* y, uint64_t y_stride) {
-  constexpr int R = kFloatRows[T];
-  uint64_t r = 0;
-  for (; r + R <= rows; r += R) dot_float_tile<R, T, V>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
-  for (; r < rows; ++r) dot_float_tile<1, T, V>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
-}
-
 template <class V>
-INFER_PLAN_AVX2 void dot_float_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                    uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  using Group = void (*)(const uint8_t*, uint64_t, uint64_t, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
-  static constexpr Group kGroups[kFloatTokens] = {dot_float_rows_of<1, V>, dot_float_rows_of<2, V>,
-                                                  dot_float_rows_of<3, V>, dot_float_rows_of<4, V>,
-                                                  dot_float_rows_of<5, V>, dot_float_rows_of<6, V>};
-  token_groups(tokens, kFloatTokens, [&](uint64_t t, uint64_t size) {
-    kGroups[size - 1](w, w_stride, rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
-  });
-}
+struct FloatKernel {
+  static constexpr uint64_t kMaxTokens = kFloatTokens;
+  static constexpr const int* kRows = kFloatRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    dot_float_tile<R, T, V>(w, w_stride, x, x_stride, cols, y, y_stride);
+  }
+};
 
 // --- Q8_0 and Q4_0 weights by Q8_0 activations ------------------------------------------------
 
@@ -282,7 +268,8 @@ INFER_PLAN_AVX2 __attribute__((always_inline)) inline void q0_block(__m256 (&acc
 
 template <class C, int R, int T>
 INFER_PLAN_AVX2 void q0_block_tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
-                                   uint64_t blocks, float* y, uint64_t y_stride) {
+                                   uint64_t cols, float* y, uint64_t y_stride) {
+  const uint64_t blocks = cols / kQ8_0Values;
   const float* table = fp16_table();
   constexpr uint64_t kPerPrefetch = C::kBytes >= 64 ? 1 : 64 / C::kBytes;  // blocks per 64 bytes
   __m256 acc[R][T];
@@ -302,28 +289,20 @@ INFER_PLAN_AVX2 void q0_block_tile(const uint8_t* w, uint64_t w_stride, const ui
 
 // Register blocks by token count: 4 rows for one token (four independent accumulator chains), 3
 // by 2, 2 by 3 and 2 by 4 (8 accumulators, 2 weight codes, the token's codes, |codes| and scale:
-// 13 of 16 registers, with temporaries); leftover rows one at a time.
+// 13 of 16 registers, with temporaries).
 constexpr uint64_t kQ0Tokens = 4;
 constexpr int kQ0Rows[kQ0Tokens + 1] = {0, 4, 3, 2, 2};
 
-template <class C, int T>
-INFER_PLAN_AVX2 void q0_rows_of(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
-                                uint64_t x_stride, uint64_t blocks, float* y, uint64_t y_stride) {
-  constexpr int R = kQ0Rows[T];
-  uint64_t r = 0;
-  for (; r + R <= rows; r += R) q0_block_tile<C, R, T>(w + r * w_stride, w_stride, x, x_stride, blocks, y + r, y_stride);
-  for (; r < rows; ++r) q0_block_tile<C, 1, T>(w + r * w_stride, w_stride, x, x_stride, blocks, y + r, y_stride);
-}
-
 template <class C>
-INFER_PLAN_AVX2 void q0_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x, uint64_t x_stride,
-                             uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  using Group = void (*)(const uint8_t*, uint64_t, uint64_t, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
-  static constexpr Group kGroups[kQ0Tokens] = {q0_rows_of<C, 1>, q0_rows_of<C, 2>, q0_rows_of<C, 3>, q0_rows_of<C, 4>};
-  token_groups(tokens, kQ0Tokens, [&](uint64_t t, uint64_t size) {
-    kGroups[size - 1](w, w_stride, rows, x + t * x_stride, x_stride, cols / kQ8_0Values, y + t * y_stride, y_stride);
-  });
-}
+struct Q0Kernel {
+  static constexpr uint64_t kMaxTokens = kQ0Tokens;
+  static constexpr const int* kRows = kQ0Rows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    q0_block_tile<C, R, T>(w, w_stride, x, x_stride, cols, y, y_stride);
+  }
+};
 
 // --- Q2_K weights by Q8_K activations ---------------------------------------------------------
 
@@ -353,8 +332,9 @@ alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kQ2KScaleShuffles =
 constexpr uint64_t kQ2KTokens = 4;
 
 template <int T>
-INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t blocks, float* y,
+INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t cols, float* y,
                                uint64_t y_stride) {
+  const uint64_t blocks = cols / kQ2_KValues;
   static_assert(kQ2_KValues == kQ8_KValues && kQ2_KSubValues == kQ8_KSumValues, "bsums entry j is sub-block j's");
   // x's float d read in place: Q8_K rows come from convert_activations (a vector's buffer, rows of
   // whole blocks, each a multiple of 4 bytes), so it is 4-byte aligned.
@@ -398,14 +378,47 @@ INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_st
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
 }
 
-INFER_PLAN_AVX2 void q2_k_rows(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x, uint64_t x_stride,
-                               uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  using Group = void (*)(const uint8_t*, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
-  static constexpr Group kGroups[kQ2KTokens] = {q2_k_tile<1>, q2_k_tile<2>, q2_k_tile<3>, q2_k_tile<4>};
-  token_groups(tokens, kQ2KTokens, [&](uint64_t t, uint64_t size) {
-    for (uint64_t r = 0; r < rows; ++r)
-      kGroups[size - 1](w + r * w_stride, x + t * x_stride, x_stride, cols / kQ2_KValues, y + t * y_stride + r, y_stride);
-  });
+constexpr int kQ2KRows[kQ2KTokens + 1] = {0, 1, 1, 1, 1};
+
+struct Q2KKernel {
+  static constexpr uint64_t kMaxTokens = kQ2KTokens;
+  static constexpr const int* kRows = kQ2KRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols, float* y,
+                                   uint64_t y_stride) {
+    static_assert(R == 1, "Q2_K runs one row at a time");
+    q2_k_tile<T>(w, x, x_stride, cols, y, y_stride);
+  }
+};
+
+// --- every type: register blocks over the rows, token groups over the tokens ------------------
+
+// Rows in register blocks of K::kRows[T], leftover rows one at a time.
+template <class K, int T>
+INFER_PLAN_AVX2 void rows_in_blocks(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                    uint64_t x_stride, uint64_t cols, float* y, uint64_t y_stride) {
+  constexpr int R = K::kRows[T];
+  uint64_t r = 0;
+  for (; r + R <= rows; r += R) K::template tile<R, T>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
+  for (; r < rows; ++r) K::template tile<1, T>(w + r * w_stride, w_stride, x, x_stride, cols, y + r, y_stride);
+}
+
+using GroupFn = void (*)(const uint8_t*, uint64_t, uint64_t, const uint8_t*, uint64_t, uint64_t, float*, uint64_t);
+
+template <class K, size_t... I>
+constexpr std::array<GroupFn, sizeof...(I)> group_table(std::index_sequence<I...>) {
+  return {rows_in_blocks<K, static_cast<int>(I) + 1>...};
+}
+
+// A RowsDotFn: tokens in groups of at most K::kMaxTokens, each group over every row.
+template <class K>
+INFER_PLAN_AVX2 void blocked_product(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
+                                     uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  static constexpr std::array<GroupFn, K::kMaxTokens> kGroups = group_table<K>(std::make_index_sequence<K::kMaxTokens>());
+  for (uint64_t t = 0; t < tokens; t += K::kMaxTokens) {
+    const uint64_t size = std::min(K::kMaxTokens, tokens - t);
+    kGroups[size - 1](w, w_stride, rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+  }
 }
 
 bool cpu_able() {
@@ -424,12 +437,12 @@ bool cpu_able() {
 RowsDotFn avx2_rows_dot(GgmlType weight_type) {
   if (!cpu_able()) return nullptr;
   switch (weight_type) {
-    case GgmlType::F32: return dot_float_rows<F32Values>;
-    case GgmlType::F16: return dot_float_rows<F16Values>;
-    case GgmlType::BF16: return dot_float_rows<BF16Values>;
-    case GgmlType::Q8_0: return q0_rows<Q8_0Codes>;
-    case GgmlType::Q4_0: return q0_rows<Q4_0Codes>;
-    case GgmlType::Q2_K: return q2_k_rows;
+    case GgmlType::F32: return blocked_product<FloatKernel<F32Values>>;
+    case GgmlType::F16: return blocked_product<FloatKernel<F16Values>>;
+    case GgmlType::BF16: return blocked_product<FloatKernel<BF16Values>>;
+    case GgmlType::Q8_0: return blocked_product<Q0Kernel<Q8_0Codes>>;
+    case GgmlType::Q4_0: return blocked_product<Q0Kernel<Q4_0Codes>>;
+    case GgmlType::Q2_K: return blocked_product<Q2KKernel>;
     default: return nullptr;
   }
 }
