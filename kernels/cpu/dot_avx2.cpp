@@ -158,9 +158,21 @@ struct BF16Values {
 constexpr uint64_t kFloatTokens = 6;
 constexpr int kFloatRows[kFloatTokens + 1] = {0, 4, 2, 2, 1, 1, 1};  // 2RT accumulators + R + 1 <= 16 registers
 
-template <int R, int T, class V>
-INFER_PLAN_AVX2 void dot_float_tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
-                                    uint64_t cols, float* y, uint64_t y_stride) {
+// A kernel (FloatKernel, Q0Kernel, Q2KKernel) is its register blocks: kRows[T] rows by T tokens
+// for T <= kMaxTokens, and the block's tile<R, T>; blocked_product runs any of them.
+template <class V>
+struct FloatKernel {
+  static constexpr uint64_t kMaxTokens = kFloatTokens;
+  static constexpr const int* kRows = kFloatRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                   uint64_t cols, float* y, uint64_t y_stride);
+};
+
+template <class V>
+template <int R, int T>
+INFER_PLAN_AVX2 void FloatKernel<V>::tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                          uint64_t cols, float* y, uint64_t y_stride) {
   __m256 acc[R][T][2];
   INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
@@ -201,17 +213,6 @@ INFER_PLAN_AVX2 void dot_float_tile(const uint8_t* w, uint64_t w_stride, const u
     }
   }
 }
-
-template <class V>
-struct FloatKernel {
-  static constexpr uint64_t kMaxTokens = kFloatTokens;
-  static constexpr const int* kRows = kFloatRows;
-  template <int R, int T>
-  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride, uint64_t cols,
-                                   float* y, uint64_t y_stride) {
-    dot_float_tile<R, T, V>(w, w_stride, x, x_stride, cols, y, y_stride);
-  }
-};
 
 // --- Q8_0 and Q4_0 weights by Q8_0 activations ------------------------------------------------
 
@@ -266,9 +267,25 @@ INFER_PLAN_AVX2 __attribute__((always_inline)) inline void q0_block(__m256 (&acc
   }
 }
 
-template <class C, int R, int T>
-INFER_PLAN_AVX2 void q0_block_tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
-                                   uint64_t cols, float* y, uint64_t y_stride) {
+// Register blocks by token count: 4 rows for one token (four independent accumulator chains), 3
+// by 2, 2 by 3 and 2 by 4 (8 accumulators, 2 weight codes, the token's codes, |codes| and scale:
+// 13 of 16 registers, with temporaries).
+constexpr uint64_t kQ0Tokens = 4;
+constexpr int kQ0Rows[kQ0Tokens + 1] = {0, 4, 3, 2, 2};
+
+template <class C>
+struct Q0Kernel {
+  static constexpr uint64_t kMaxTokens = kQ0Tokens;
+  static constexpr const int* kRows = kQ0Rows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                   uint64_t cols, float* y, uint64_t y_stride);
+};
+
+template <class C>
+template <int R, int T>
+INFER_PLAN_AVX2 void Q0Kernel<C>::tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                       uint64_t cols, float* y, uint64_t y_stride) {
   const uint64_t blocks = cols / kQ8_0Values;
   const float* table = fp16_table();
   constexpr uint64_t kPerPrefetch = C::kBytes >= 64 ? 1 : 64 / C::kBytes;  // blocks per 64 bytes
@@ -286,23 +303,6 @@ INFER_PLAN_AVX2 void q0_block_tile(const uint8_t* w, uint64_t w_stride, const ui
   INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride + r] = horizontal_sum(acc[r][t]);
 }
-
-// Register blocks by token count: 4 rows for one token (four independent accumulator chains), 3
-// by 2, 2 by 3 and 2 by 4 (8 accumulators, 2 weight codes, the token's codes, |codes| and scale:
-// 13 of 16 registers, with temporaries).
-constexpr uint64_t kQ0Tokens = 4;
-constexpr int kQ0Rows[kQ0Tokens + 1] = {0, 4, 3, 2, 2};
-
-template <class C>
-struct Q0Kernel {
-  static constexpr uint64_t kMaxTokens = kQ0Tokens;
-  static constexpr const int* kRows = kQ0Rows;
-  template <int R, int T>
-  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride, uint64_t cols,
-                                   float* y, uint64_t y_stride) {
-    q0_block_tile<C, R, T>(w, w_stride, x, x_stride, cols, y, y_stride);
-  }
-};
 
 // --- Q2_K weights by Q8_K activations ---------------------------------------------------------
 
@@ -330,10 +330,20 @@ alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kQ2KScaleShuffles =
 // scales and mins are decoded once per block and shared by the T tokens; each token keeps an
 // int32 sum per block and one float accumulator.
 constexpr uint64_t kQ2KTokens = 4;
+constexpr int kQ2KRows[kQ2KTokens + 1] = {0, 1, 1, 1, 1};
 
-template <int T>
-INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, uint64_t cols, float* y,
-                               uint64_t y_stride) {
+struct Q2KKernel {
+  static constexpr uint64_t kMaxTokens = kQ2KTokens;
+  static constexpr const int* kRows = kQ2KRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                   uint64_t cols, float* y, uint64_t y_stride);
+};
+
+template <int R, int T>
+INFER_PLAN_AVX2 void Q2KKernel::tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                     float* y, uint64_t y_stride) {
+  static_assert(R == 1, "Q2_K runs one row at a time");
   const uint64_t blocks = cols / kQ2_KValues;
   static_assert(kQ2_KValues == kQ8_KValues && kQ2_KSubValues == kQ8_KSumValues, "bsums entry j is sub-block j's");
   // x's float d read in place: Q8_K rows come from convert_activations (a vector's buffer, rows of
@@ -377,19 +387,6 @@ INFER_PLAN_AVX2 void q2_k_tile(const uint8_t* w, const uint8_t* x, uint64_t x_st
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
 }
-
-constexpr int kQ2KRows[kQ2KTokens + 1] = {0, 1, 1, 1, 1};
-
-struct Q2KKernel {
-  static constexpr uint64_t kMaxTokens = kQ2KTokens;
-  static constexpr const int* kRows = kQ2KRows;
-  template <int R, int T>
-  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols, float* y,
-                                   uint64_t y_stride) {
-    static_assert(R == 1, "Q2_K runs one row at a time");
-    q2_k_tile<T>(w, x, x_stride, cols, y, y_stride);
-  }
-};
 
 // --- every type: register blocks over the rows, token groups over the tokens ------------------
 
