@@ -25,6 +25,9 @@ namespace {
 using infer_plan::apps::OutputFormat;
 using infer_plan::apps::output_state;
 
+// The runtime's commands, cli_main's argument (every sweep point builds its parser again).
+infer_plan::apps::AddCommandsFn add_runtime = nullptr;
+
 std::unique_ptr<CLI::App> make_app() {
   auto app = std::make_unique<CLI::App>(
       "infer-plan: does this model fit, how fast will it run, and is a lever (KV quantization,\n"
@@ -49,11 +52,7 @@ std::unique_ptr<CLI::App> make_app() {
   infer_plan::apps::add_sweep_command(*app);
   infer_plan::apps::add_queue_command(*app);
   infer_plan::apps::add_admit_command(*app);
-  infer_plan::apps::add_run_command(*app);
-  infer_plan::apps::add_tokenize_command(*app);
-  infer_plan::apps::add_quality_command(*app);
-  infer_plan::apps::add_probe_command(*app);
-  infer_plan::apps::add_report_command(*app);
+  add_runtime(*app);
   infer_plan::apps::add_calibrate_command(*app);
   infer_plan::apps::add_completion_command(*app);
   return app;
@@ -191,7 +190,8 @@ int parse_and_run(std::unique_ptr<CLI::App> app, const std::vector<std::string>&
 
 }  // namespace
 
-int infer_plan::apps::cli_main(int argc, char** argv) {
+int infer_plan::apps::cli_main(int argc, char** argv, AddCommandsFn add_runtime_commands) {
+  add_runtime = add_runtime_commands;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.push_back(llama_cpp_long_name(argv[i]));
   auto app = make_app();

@@ -211,7 +211,6 @@ void add_gguf_command(CLI::App& app) {
             "  infer-plan gguf inspect model.gguf              # metadata, tensor types by class, sizes\n"
             "  infer-plan gguf inspect model.gguf --tensors    # every tensor");
   i->callback([inspect] { run_inspect(*inspect); });
-  add_gguf_write_command(*gguf);
 }
 
 }  // namespace infer_plan::apps

@@ -18,13 +18,16 @@ void add_sweep_command(CLI::App& app);
 void add_queue_command(CLI::App& app);
 void add_admit_command(CLI::App& app);
 void add_gguf_command(CLI::App& app);
-void add_gguf_write_command(CLI::App& gguf);  // `gguf write`, registered by add_gguf_command
+void add_calibrate_command(CLI::App& app);
+void add_completion_command(CLI::App& app);
+
+// The commands that execute plans, in the runtime's half of the CLI (infer_plan_apps_runtime);
+// add_runtime_commands (apps/cli_main.hpp) registers them.
+void add_gguf_write_command(CLI::App& gguf);  // `gguf write`
 void add_tokenize_command(CLI::App& app);
 void add_quality_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
-void add_calibrate_command(CLI::App& app);
-void add_completion_command(CLI::App& app);
 
 }  // namespace infer_plan::apps

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine (as root, or with sudo), builds infer-plan, then:
-#   tools/setup.sh run [FIT FLAGS]   runs the main job: `infer-plan fit` on the built-in default
-#                                    (qwen3-8b on h200), or with the flags given
+#   tools/setup.sh run [FIT FLAGS]   builds the planner's commands only (not the runtime's: run,
+#                                    report, probe, ...), then runs the main job: `infer-plan fit`
+#                                    on the built-in default (qwen3-8b on h200), or with the flags given
 #   tools/setup.sh test              runs the whole test suite (CTest)
 #   tools/setup.sh sanitize          builds with clang under ASan + UBSan in build-asan/, runs the
 #                                    tests, then fuzzes the GGUF reader and the JSON inputs for 30 s
@@ -39,12 +40,14 @@ build() {  # build DIR [--target T] [cmake args...] (later -DCMAKE_BUILD_TYPE wi
 
 case "$mode" in
   run)
-    # the CLI only, configured as `test` configures (the same flags: `test` later reuses its objects)
-    build build --target infer-plan -DINFER_PLAN_WERROR=ON
+    # the planner's commands only, what `fit` needs (no runtime, CUDA or tests: about a minute and
+    # a half on two cores, where the whole takes four); `test` later reuses the planner's objects
+    # and builds the rest
+    build build --target infer-plan -DINFER_PLAN_WERROR=ON -DINFER_PLAN_RUNTIME=OFF
     ./build/infer-plan fit "$@"
     ;;
   test)
-    build build -DINFER_PLAN_WERROR=ON
+    build build -DINFER_PLAN_WERROR=ON -DINFER_PLAN_RUNTIME=ON
     # llama.cpp for the conformance test: prebuilt CPU binaries from npm (node-llama-cpp), no
     # compile, pinned; without npm or the registry the test is skipped, saying why.
     if command -v npm >/dev/null && [ ! -d build/conformance-npm/node_modules/@node-llama-cpp/linux-x64 ]; then
