@@ -60,7 +60,7 @@ void run_write(const WriteArgs& a) {
   std::vector<GgufTensorData> tensors;
   for (const runtime::WeightTensor& w : weights.tensors())
     tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(),
-                       std::vector<uint8_t>(w.data(), w.data() + w.placement.bytes)});
+                       w.ggml_bytes()});
   std::vector<GgufKeyValue> metadata = gguf_metadata_for(spec);
   if (ftype) metadata.push_back({"general.file_type", GgufValue::of_u32(static_cast<uint32_t>(ftype->ftype))});
   // Says so to quality, which then notes that its figures measure noise propagation only.

@@ -98,7 +98,7 @@ void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
     pool.parallel_for(words, [&](uint64_t b, uint64_t e) { sink.fetch_add(read_sum(words_p + b, e - b)); }, 512);
   };
   const uint64_t row_bytes = ggml_row_bytes(type, kCols, "bench");
-  const uint64_t rows = g_target_bytes / row_bytes;
+  const uint64_t rows = g_target_bytes / row_bytes / kInterleavedRows * kInterleavedRows;
   const uint64_t weight_bytes = rows * row_bytes;
   BigBuffer w(weight_bytes);
   {
@@ -108,10 +108,13 @@ void BM_gemv(benchmark::State& state, GgmlType type, int threads) {
     for (uint64_t r = 0; r < rows; ++r)
       std::memcpy(w.data + r * row_bytes, distinct.data() + (r % kDistinctRows) * row_bytes, row_bytes);
   }
+  // in the order the decoder keeps this type in (runtime/model_weights)
+  const RowOrder order = prefers_interleaved(type, rows) ? RowOrder::interleaved : RowOrder::ggml;
+  if (order == RowOrder::interleaved) interleave_rows(type, w.data, rows, kCols);
   const std::vector<float> xf = random_values(kCols, 2);
   Activations act;
   std::vector<float> y(rows);
-  auto gemv = [&] { runtime::project(pool, type, w.data, rows, kCols, xf.data(), 1, y.data(), act); };
+  auto gemv = [&] { runtime::project(pool, type, w.data, rows, kCols, xf.data(), 1, y.data(), act, order); };
   time_pass(read);  // warm-up
   time_pass(gemv);
   double read_gbps = 0, gemv_gbps = 0, fraction = 0;

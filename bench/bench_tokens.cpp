@@ -47,17 +47,23 @@ std::vector<float> random_values(uint64_t n, uint32_t seed) {
 struct Matrix {
   uint64_t rows = 0;
   std::vector<uint8_t> w;
+  RowOrder order = RowOrder::ggml;
 };
 Matrix make_matrix(GgmlType type, uint64_t cols, uint64_t rows) {
   Matrix m;
   const uint64_t row_bytes = ggml_row_bytes(type, cols, "bench");
-  m.rows = rows ? rows : kMatrixBytes / row_bytes;
+  m.rows = rows ? rows : kMatrixBytes / row_bytes / kInterleavedRows * kInterleavedRows;
   m.w.resize(m.rows * row_bytes);
   const uint64_t distinct = 64;
   std::vector<uint8_t> block(distinct * row_bytes);
   quantize_row(type, random_values(distinct * cols, 1), block, "bench");
   for (uint64_t r = 0; r < m.rows; ++r)
     std::memcpy(m.w.data() + r * row_bytes, block.data() + (r % distinct) * row_bytes, row_bytes);
+  // in the order the decoder keeps this type in (runtime/model_weights)
+  if (prefers_interleaved(type, m.rows)) {
+    interleave_rows(type, m.w.data(), m.rows, cols);
+    m.order = RowOrder::interleaved;
+  }
   return m;
 }
 
@@ -77,7 +83,7 @@ void BM_product(benchmark::State& state, GgmlType type, uint64_t cols, uint64_t 
   Activations act;
   std::vector<float> y(tokens * m->rows);
   for (auto _ : state) {
-    runtime::project(pool, type, m->w.data(), m->rows, cols, xf.data(), tokens, y.data(), act);
+    runtime::project(pool, type, m->w.data(), m->rows, cols, xf.data(), tokens, y.data(), act, m->order);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["weight_GBps"] = benchmark::Counter(static_cast<double>(m->w.size()) * 1e-9 *

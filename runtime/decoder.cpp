@@ -42,7 +42,7 @@ Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& p
 void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, float* y, uint64_t row_offset,
                       uint64_t rows) {
   if (rows == 0) rows = w.rows;
-  runtime::project(pool_, w.type(), w.data() + row_offset * w.row_bytes, rows, w.cols, x, tokens, y, act_);
+  runtime::project(pool_, w.type(), w.data() + row_offset * w.row_bytes, rows, w.cols, x, tokens, y, act_, w.order);
 }
 
 void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,

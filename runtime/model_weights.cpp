@@ -36,6 +36,12 @@ uint64_t matrix_rows(const TensorInfo& t) {
 
 }  // namespace
 
+std::vector<uint8_t> WeightTensor::ggml_bytes() const {
+  std::vector<uint8_t> bytes(data(), data() + placement.bytes);
+  if (order == kernels::RowOrder::interleaved) kernels::deinterleave_rows(type(), bytes.data(), rows, cols);
+  return bytes;
+}
+
 void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t rng_seed, uint8_t* row) {
   kernels::SamplerRng rng(rng_seed);
   auto uniform = [&] { return static_cast<float>(2 * rng.uniform() - 1); };  // [-1, 1)
@@ -144,10 +150,11 @@ ModelWeights::ModelWeights(Backend& backend, const ModelWeights& source, const W
       throw InputError(fmt::format("weights: {} has no tensor '{}' of that shape", source.spec().name, w.placement.tensor.name));
     if (!source.backend_.host_addressable(it->second->buffer.category))
       throw InputError("weights: converting weights needs them in host memory (the CPU backend)");
+    const std::vector<uint8_t> bytes = it->second->ggml_bytes();
     if (it->second->type() == w.type())
-      std::memcpy(data, it->second->data(), w.placement.bytes);
+      std::memcpy(data, bytes.data(), w.placement.bytes);
     else
-      convert_rows(it->second->type(), it->second->data(), w, data, pool, source.spec().name);
+      convert_rows(it->second->type(), bytes.data(), w, data, pool, source.spec().name);
   });
 }
 
@@ -222,6 +229,14 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     bytes_ += p.bytes;
     if (backend_.host_addressable(w.buffer.category)) {
       fill(w, static_cast<uint8_t*>(w.buffer.data));
+      // Interleaved where the CPU multiplies it faster so (never on CUDA, whose host pool is
+      // host memory too but whose kernels read GGML's order). Not the embedding: its rows are
+      // read one at a time.
+      if (backend_.name() == "cpu" && !t.is_vector() && t.role != TensorRole::token_embd &&
+          kernels::prefers_interleaved(p.type, t.shape.at(1))) {
+        kernels::interleave_rows(p.type, static_cast<uint8_t*>(w.buffer.data), w.rows, w.cols);
+        w.order = kernels::RowOrder::interleaved;
+      }
     } else {  // a GPU: written on the host, then copied (one tensor's bytes of host memory at a time)
       std::vector<uint8_t> staging(p.bytes);
       fill(w, staging.data());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/interleave.hpp"
 #include "planner/model/model_spec.hpp"
 #include "planner/cost/offload.hpp"
 #include "planner/weights/weights_size.hpp"
@@ -22,9 +23,14 @@ struct WeightTensor {
   uint64_t cols = 0;       // values per row (shape[0])
   uint64_t rows = 0;       // all rows (experts stacked: experts x rows per expert)
   uint64_t row_bytes = 0;
+  // The CPU backend keeps the matrices it multiplies faster interleaved (kernels/cpu/interleave)
+  // in that order: the same bytes, rearranged in groups of eight rows (per expert when stacked).
+  kernels::RowOrder order = kernels::RowOrder::ggml;
   GgmlType type() const { return placement.type; }
   const uint8_t* data() const { return static_cast<const uint8_t*>(buffer.data); }
   const float* floats() const { return static_cast<const float*>(buffer.data); }  // F32 vectors
+  // The bytes in GGML's order, as a file stores them (a copy; the buffer must be host memory).
+  std::vector<uint8_t> ggml_bytes() const;
 };
 
 // Per layer, the tensors the decoder uses; absent ones are null (biases, q/k norms, MoE or dense).

@@ -123,6 +123,15 @@ double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, 
   return std::max(0.0, diffs[diffs.size() / 2]);
 }
 
+// The order the decoder keeps `type` in (ModelWeights): interleaved where this CPU multiplies it
+// faster so. Rearranges `w` (`rows` rows of `cols`, projected `unit` rows at a time) into that
+// order and returns it, so that the probe times the decoder's products.
+kernels::RowOrder decoder_order(GgmlType type, uint64_t unit, uint64_t rows, uint64_t cols, std::vector<uint8_t>& w) {
+  if (!kernels::prefers_interleaved(type, unit) || rows % unit != 0) return kernels::RowOrder::ggml;
+  kernels::interleave_rows(type, w.data(), rows, cols);
+  return kernels::RowOrder::interleaved;
+}
+
 }  // namespace
 
 ProbeResult probe_cpu(const ProbeOptions& options) {
@@ -155,14 +164,20 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     const std::string name(ggml_type_info(type).name);
     say(fmt::format("{} matrix-vector over {} MiB", name, o.matvec_bytes >> 20));
     const uint64_t row_bytes = ggml_row_bytes(type, kMatvecCols, "probe");
-    const uint64_t rows = o.matvec_bytes / row_bytes;
+    const uint64_t rows = std::max(o.matvec_bytes / row_bytes / kernels::kInterleavedRows, uint64_t{1}) *
+                          kernels::kInterleavedRows;  // whole groups, for the interleaved order
     std::vector<uint8_t> w(rows * row_bytes);
     pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, kMatvecCols, 0.05f, i + 1, &w[i * row_bytes]);
     });
+    // The small products' matrix: the first bytes read as rows of kMatmulCols (whole blocks).
+    std::vector<uint8_t> small(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(
+                                                          kMatmulRows * ggml_row_bytes(type, kMatmulCols, "probe")));
+    const kernels::RowOrder order = decoder_order(type, rows, rows, kMatvecCols, w);
+    const kernels::RowOrder small_order = decoder_order(type, kMatmulRows, kMatmulRows, kMatmulCols, small);
     y.resize(std::max(rows, kProbeMatmulBatch * kMatmulRows));
     r.matvec_bytes_per_s[name] = measure(o.repeats, static_cast<double>(w.size()), [&] {
-      project(pool, type, w.data(), rows, kMatvecCols, x.data(), 1, y.data(), act);
+      project(pool, type, w.data(), rows, kMatvecCols, x.data(), 1, y.data(), act, order);
     });
     if (type == o.copy_beside_type) {
       // The copy thread's rate while the pool runs this type's product of copy_beside_tokens
@@ -177,7 +192,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
       // A pass is ~50 ms: 15 of them cost little and steady the median on a shared machine.
       r.copy_beside_compute_bytes_per_s =
           copy_beside(std::max(15, o.repeats), from.data(), to.data(), o.stream_bytes / chunk * chunk, chunk, [&] {
-            project(pool, type, w.data(), rows, kMatvecCols, x.data(), o.copy_beside_tokens, y_beside.data(), act);
+            project(pool, type, w.data(), rows, kMatvecCols, x.data(), o.copy_beside_tokens, y_beside.data(), act, order);
           });
       r.copy_beside = fmt::format("one copy thread, {} B at a time, beside {} products of {} tokens on {} threads",
                                   chunk, name, o.copy_beside_tokens, r.threads);
@@ -187,7 +202,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     // A pass is ~2 ms: many passes cost little, and on a shared VM that flips between a fast and
     // a slow mode for tens of ms at a time, a short window gives a bimodal median.
     r.matmul_ops_per_s[name] = measure(std::max(61, o.repeats), ops, [&] {
-      project(pool, type, w.data(), kMatmulRows, kMatmulCols, x.data(), kProbeMatmulBatch, y.data(), act);
+      project(pool, type, small.data(), kMatmulRows, kMatmulCols, x.data(), kProbeMatmulBatch, y.data(), act, small_order);
     });
   }
   {
@@ -201,20 +216,22 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     for (GgmlType type : kProbedTypes) {
       const std::string name(ggml_type_info(type).name);
       const uint64_t row_bytes = ggml_row_bytes(type, r.product_cols, "probe");
-      const uint64_t rows = std::max(4 * r.last_level_cache_bytes, o.matvec_bytes) / row_bytes;
+      // One projection at a time, each `product_cols` rows (a square projection of the plan's
+      // width), as a decode step dispatches them: per call, its activations are converted and
+      // its rows split between the threads. Whole calls only.
+      const uint64_t all_rows = std::max(4 * r.last_level_cache_bytes, o.matvec_bytes) / row_bytes;
+      const uint64_t call_rows = std::min(all_rows, r.product_cols);
+      const uint64_t rows = all_rows / call_rows * call_rows;
       r.product_bytes = rows * row_bytes;
       std::vector<uint8_t> w(rows * row_bytes);
       pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
         for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, r.product_cols, 0.05f, i + 1, &w[i * row_bytes]);
       });
+      const kernels::RowOrder order = decoder_order(type, call_rows, rows, r.product_cols, w);
       std::vector<float> out(rows * max_tokens);
-      // One projection at a time, each `product_cols` rows (a square projection of the plan's
-      // width), as a decode step dispatches them: per call, its activations are converted and
-      // its rows split between the threads.
-      const uint64_t call_rows = std::min(rows, r.product_cols);
       const auto pass = [&](uint64_t tokens) {
-        for (uint64_t at = 0; at + call_rows <= rows; at += call_rows)
-          project(pool, type, &w[at * row_bytes], call_rows, r.product_cols, xs.data(), tokens, out.data(), act);
+        for (uint64_t at = 0; at < rows; at += call_rows)
+          project(pool, type, &w[at * row_bytes], call_rows, r.product_cols, xs.data(), tokens, out.data(), act, order);
       };
       std::vector<double> one_token_s;  // every 1-token pass of the pairs: the read rate in the plan's shape
       for (uint64_t tokens : kProbeProductTokens) {

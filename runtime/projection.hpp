@@ -9,8 +9,10 @@
 
 namespace infer_plan::runtime {
 
-// y is tokens x rows; x is tokens x cols; `act` is the caller's reusable conversion buffer.
+// y is tokens x rows; x is tokens x cols; `act` is the caller's reusable conversion buffer. The
+// weights' rows in `order` (kernels/cpu/interleave.hpp).
 void project(ThreadPool& pool, GgmlType type, const uint8_t* weights, uint64_t rows, uint64_t cols,
-             const float* x, uint64_t tokens, float* y, kernels::Activations& act);
+             const float* x, uint64_t tokens, float* y, kernels::Activations& act,
+             kernels::RowOrder order = kernels::RowOrder::ggml);
 
 }  // namespace infer_plan::runtime

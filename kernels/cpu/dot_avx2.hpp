@@ -22,4 +22,14 @@ using RowsDotFn = void (*)(const uint8_t* w, uint64_t w_stride, uint64_t rows, c
 // lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none.
 RowsDotFn avx2_rows_dot(GgmlType weight_type);
 
+// The same for weights in interleaved order (kernels/cpu/interleave.hpp): `groups` groups of
+// kInterleavedRows rows from `w`, y[t * y_stride + 8 g + r] = dot(row r of group g, x row t).
+// `offsets` are the activations' Activations::offsets, `cols` / 32 per activation row. The same
+// guarantee: a (row, token) pair's bits do not depend on the tokens beside it.
+using GroupsDotFn = void (*)(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
+                             const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
+
+// Q4_0 only; nullptr as above.
+GroupsDotFn avx2_interleaved_dot(GgmlType weight_type);
+
 }  // namespace infer_plan::kernels

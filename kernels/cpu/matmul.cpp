@@ -183,19 +183,31 @@ void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, u
   out.data.resize(batch * out.row_bytes);
   if (const QuantizeRowFn fast = g_force_scalar.load(std::memory_order_relaxed) ? nullptr : avx2_quantize_row(out.type)) {
     for (uint64_t b = 0; b < batch; ++b) fast(x + b * cols, cols, out.data.data() + b * out.row_bytes);
-    return;
+  } else {
+    for (uint64_t b = 0; b < batch; ++b) {
+      quantize_row(out.type, std::span<const float>(x + b * cols, cols),
+                   std::span<uint8_t>(out.data.data() + b * out.row_bytes, out.row_bytes), "activations");
+    }
   }
+  out.offsets.clear();
+  if (weight_type != GgmlType::Q4_0) return;
+  const uint64_t blocks = cols / kQ8_0Values;
+  out.offsets.resize(batch * blocks);
   for (uint64_t b = 0; b < batch; ++b) {
-    quantize_row(out.type, std::span<const float>(x + b * cols, cols),
-                 std::span<uint8_t>(out.data.data() + b * out.row_bytes, out.row_bytes), "activations");
+    for (uint64_t k = 0; k < blocks; ++k) {
+      const auto* q = reinterpret_cast<const int8_t*>(out.row(b) + k * kQ8_0Bytes + kQ8_0Qs);
+      int low = 0, high = 0;
+      for (uint32_t j = 0; j < kQ8_0Values; ++j) (j % 4 < 2 ? low : high) += q[j];
+      out.offsets[b * blocks + k] = static_cast<uint16_t>(8 * low) | static_cast<uint32_t>(static_cast<uint16_t>(8 * high)) << 16;
+    }
   }
 }
 
-void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, const Activations& x,
-                 uint64_t row_begin, uint64_t row_end, float* y) {
-  assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
-  assert(row_begin <= row_end && row_end <= rows);
-  const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
+namespace {
+
+// `count` GGML rows `row_bytes` apart from `w` by every activation row: y[b * y_stride + r].
+void ggml_products(GgmlType weight_type, const uint8_t* w, uint64_t row_bytes, uint64_t count, const Activations& x,
+                   float* y, uint64_t y_stride) {
   // Tiles of weight rows that stay in L1 while every activation row passes over them: each
   // weight byte comes from memory once, and each activation row is read from L2 once per tile
   // rather than once per weight row (a 256-token prompt chunk is ~280 KB of Q8_0 activations).
@@ -204,25 +216,61 @@ void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, co
   const uint64_t fit = kTileBytes / row_bytes;
   const uint64_t tile = fit < kTileRows ? kTileRows : fit - fit % kTileRows;
   if (const RowsDotFn rows_dot = chosen_rows_dot(weight_type)) {
-    for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
-      const uint64_t t1 = std::min(row_end, t0 + tile);
-      rows_dot(weights + t0 * row_bytes, row_bytes, t1 - t0, x.row(0), x.row_bytes, x.batch, x.cols, y + t0, rows);
+    for (uint64_t t0 = 0; t0 < count; t0 += tile) {
+      const uint64_t t1 = std::min(count, t0 + tile);
+      rows_dot(w + t0 * row_bytes, row_bytes, t1 - t0, x.row(0), x.row_bytes, x.batch, x.cols, y + t0, y_stride);
     }
     return;
   }
   const DotFn dot = scalar_dot(weight_type);
-  for (uint64_t t0 = row_begin; t0 < row_end; t0 += tile) {
-    const uint64_t t1 = std::min(row_end, t0 + tile);
+  for (uint64_t t0 = 0; t0 < count; t0 += tile) {
+    const uint64_t t1 = std::min(count, t0 + tile);
     for (uint64_t b = 0; b < x.batch; ++b)
-      for (uint64_t r = t0; r < t1; ++r) y[b * rows + r] = dot(weights + r * row_bytes, x.row(b), x.cols);
+      for (uint64_t r = t0; r < t1; ++r) y[b * y_stride + r] = dot(w + r * row_bytes, x.row(b), x.cols);
+  }
+}
+
+}  // namespace
+
+void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, const Activations& x,
+                 uint64_t row_begin, uint64_t row_end, float* y, RowOrder order) {
+  assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
+  assert(row_begin <= row_end && row_end <= rows);
+  const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
+  if (order == RowOrder::ggml) {
+    ggml_products(weight_type, weights + row_begin * row_bytes, row_bytes, row_end - row_begin, x, y + row_begin, rows);
+    return;
+  }
+  assert(can_interleave(weight_type, rows) && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
+  assert(x.offsets.size() == x.batch * (x.cols / kQ8_0Values));
+  const uint64_t first = row_begin / kInterleavedRows, groups = (row_end - row_begin) / kInterleavedRows;
+  const uint64_t group_bytes = kInterleavedRows * row_bytes;
+  const GroupsDotFn groups_dot =
+      g_force_scalar.load(std::memory_order_relaxed) ? nullptr : avx2_interleaved_dot(weight_type);
+  if (groups_dot) {
+    groups_dot(weights + first * group_bytes, groups, x.row(0), x.row_bytes, x.offsets.data(), x.batch, x.cols,
+               y + row_begin, rows);
+    return;
+  }
+  // No interleaved product on this CPU: each group back in GGML order, then its rows as usual.
+  std::vector<uint8_t> plain(group_bytes);
+  for (uint64_t g = first; g < first + groups; ++g) {
+    deinterleave_group(weight_type, weights, x.cols, g, plain.data());
+    ggml_products(weight_type, plain.data(), row_bytes, kInterleavedRows, x, y + g * kInterleavedRows, rows);
   }
 }
 
 void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_t rows,
-                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y) {
+                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y, RowOrder order) {
   assert(has_matmul(weight_type) && x.type == activation_type(weight_type));
   assert(row_begin <= row_end && row_end <= rows);
   const uint64_t row_bytes = ggml_row_bytes(weight_type, x.cols, "weights");
+  std::vector<uint8_t> plain;  // the whole matrix in GGML order, when it is interleaved
+  if (order == RowOrder::interleaved) {
+    plain.assign(weights, weights + rows * row_bytes);
+    deinterleave_rows(weight_type, plain.data(), rows, x.cols);
+    weights = plain.data();
+  }
   std::vector<float> x_rows(x.batch * x.cols), w_row(x.cols);
   for (uint64_t b = 0; b < x.batch; ++b) {
     dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes),

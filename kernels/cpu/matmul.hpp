@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/interleave.hpp"
 #include "planner/core/ggml_type.hpp"
 
 namespace infer_plan::kernels {
@@ -26,6 +27,10 @@ struct Activations {
   uint64_t batch = 0;
   uint64_t row_bytes = 0;
   std::vector<uint8_t> data;
+  // For Q4_0 weights (Q8_0 activations), per row and block of 32 codes c: 8 * the sum of c_j over
+  // j % 4 in {0, 1} (low 16 bits) and over j % 4 in {2, 3} (high 16 bits), each within +-16256:
+  // what the interleaved product subtracts for the weight codes' offset of 8. Empty otherwise.
+  std::vector<uint32_t> offsets;
   const uint8_t* row(uint64_t b) const { return data.data() + b * row_bytes; }
 };
 
@@ -34,15 +39,18 @@ void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, u
                          Activations& out);
 
 // Rows [row_begin, row_end) of y = W x for a weight matrix of `rows` rows of `cols` values stored
-// as consecutive GGML rows of `weight_type` starting at `weights`. y is batch x rows, row-major:
-// y[b * rows + r]. Callers split the rows across threads; the function itself is single-threaded.
+// as GGML rows of `weight_type` starting at `weights`, one after another or in `order`
+// (kernels/cpu/interleave.hpp; then row_begin and row_end are whole groups, or row_end = rows).
+// y is batch x rows, row-major: y[b * rows + r]. Callers split the rows across threads; the
+// function itself is single-threaded.
 void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, const Activations& x,
-                 uint64_t row_begin, uint64_t row_end, float* y);
+                 uint64_t row_begin, uint64_t row_end, float* y, RowOrder order = RowOrder::ggml);
 
 // The plain-loop reference: dequantize each weight row and each converted activation row to
 // float and sum in double. The tests compare matmul_rows against it.
 void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_t rows,
-                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y);
+                           const Activations& x, uint64_t row_begin, uint64_t row_end, float* y,
+                           RowOrder order = RowOrder::ggml);
 
 // Which implementation matmul_rows uses on this CPU ("avx2" or "scalar"); benches print it.
 std::string_view matmul_implementation();

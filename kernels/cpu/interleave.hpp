@@ -1,0 +1,40 @@
+// The CPU's row order for a weight matrix: groups of eight rows whose blocks lie side by side, so
+// one AVX2 register holds the same four values of eight rows and a block's eight dot products sum
+// in one register's lanes (kernels/cpu/dot_avx2's interleaved product), where GGML's order (one
+// row after another) sums each row across a register and then reduces it. A group holds exactly
+// the bytes of its eight GGML rows, rearranged, so sizes and memory accounting do not change.
+// Q4_0 only, for now: its GGML-order product was compute-bound (about 0.75 of the read bandwidth).
+//
+// Q4_0, per group and block b (16 + 128 bytes, the eight rows' blocks b): the eight rows' fp16
+// scales, then for k = 0..3, row r = 0..7, i = 0..3 the byte (k, r, i) = code(r, 8k + i) |
+// code(r, 8k + 4 + i) << 4, codes 0..15 (value = d * (code - 8)). A 32-byte load k thus holds
+// values 8k..8k+3 of all eight rows in its low nibbles and 8k+4..8k+7 in its high ones.
+#pragma once
+#include <cstdint>
+
+#include "planner/core/ggml_type.hpp"
+
+namespace infer_plan::kernels {
+
+inline constexpr uint64_t kInterleavedRows = 8;
+
+// How a weight matrix's rows lie in memory: GGML's order, or interleaved as above.
+enum class RowOrder { ggml, interleaved };
+
+// True when `type` has an interleaved order and the matrix's rows (per matrix: per expert, for
+// stacked experts) are whole groups.
+bool can_interleave(GgmlType type, uint64_t rows);
+// True when this CPU multiplies `type` faster interleaved (it has the AVX2 product) and
+// can_interleave holds: the order the runtime stores such weights in.
+bool prefers_interleaved(GgmlType type, uint64_t rows);
+
+// `rows` GGML rows of `cols` values at `data`, rearranged in place into interleaved groups;
+// can_interleave(type, rows) must hold.
+void interleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols);
+// Group `group` of an interleaved matrix back to its eight GGML rows, written to `out`
+// (kInterleavedRows rows of row bytes each).
+void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint64_t group, uint8_t* out);
+// The whole matrix back in GGML order, in place.
+void deinterleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols);
+
+}  // namespace infer_plan::kernels

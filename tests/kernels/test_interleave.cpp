@@ -1,0 +1,159 @@
+// The interleaved row order (kernels/cpu/interleave) and its products: the layout against a hand
+// reading, the round trip, the activations' offsets against hand sums, and matmul_rows on
+// interleaved weights against the GGML-order reference, both paths, bit for bit across batches.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/block_layout.hpp"
+#include "kernels/cpu/interleave.hpp"
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/quantize.hpp"
+
+using namespace infer_plan;
+using namespace infer_plan::kernels;
+
+namespace {
+
+std::vector<float> uniform_values(uint64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(gen() >> 8) * 0x1p-23f - 1.0f;
+  return v;
+}
+
+std::vector<uint8_t> q4_0_matrix(uint64_t rows, uint64_t cols, uint32_t seed) {
+  const std::vector<float> values = uniform_values(rows * cols, seed);
+  const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_0, cols, "test");
+  std::vector<uint8_t> out(rows * row_bytes);
+  for (uint64_t r = 0; r < rows; ++r)
+    quantize_row(GgmlType::Q4_0, std::span<const float>(values.data() + r * cols, cols),
+                 std::span<uint8_t>(out.data() + r * row_bytes, row_bytes), "test");
+  return out;
+}
+
+// Value j's code of a GGML Q4_0 block, read as block_layout.hpp documents it.
+int code_of(const uint8_t* block, int j) {
+  return j < 16 ? block[kQ4_0Qs + j] & 0x0F : block[kQ4_0Qs + j - 16] >> 4;
+}
+
+}  // namespace
+
+TEST_CASE("interleaved Q4_0: eight rows' blocks side by side, the same bytes, and back") {
+  CHECK(can_interleave(GgmlType::Q4_0, 16));
+  CHECK_FALSE(can_interleave(GgmlType::Q4_0, 12));  // not whole groups
+  CHECK_FALSE(can_interleave(GgmlType::Q4_0, 0));
+  CHECK_FALSE(can_interleave(GgmlType::Q8_0, 16));  // no interleaved order
+  constexpr uint64_t rows = 16, cols = 96;          // two groups of three blocks
+  const std::vector<uint8_t> plain = q4_0_matrix(rows, cols, 3);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::Q4_0, mixed.data(), rows, cols);
+  CHECK(mixed.size() == plain.size());
+  CHECK(mixed != plain);
+  const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_0, cols, "test");
+  // Group 1, block 2: scales first (row r's at bytes 2r), then load k's byte (row r, i) holds
+  // codes 8k + i (low nibble) and 8k + 4 + i (high nibble) of row r.
+  const uint8_t* group_block = mixed.data() + 8 * row_bytes + 2 * 144;
+  for (int r = 0; r < 8; ++r) {
+    const uint8_t* block = plain.data() + (8 + r) * row_bytes + 2 * kQ4_0Bytes;
+    CHECK(group_block[2 * r] == block[0]);
+    CHECK(group_block[2 * r + 1] == block[1]);
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t byte = group_block[16 + 32 * k + 4 * r + i];
+        CHECK((byte & 0x0F) == code_of(block, 8 * k + i));
+        CHECK((byte >> 4) == code_of(block, 8 * k + 4 + i));
+      }
+    }
+  }
+  std::vector<uint8_t> group(8 * row_bytes);
+  deinterleave_group(GgmlType::Q4_0, mixed.data(), cols, 1, group.data());
+  CHECK(std::vector<uint8_t>(plain.begin() + 8 * row_bytes, plain.end()) == group);
+  deinterleave_rows(GgmlType::Q4_0, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("Q4_0 activations carry 8 x their code sums by position mod 4, for the codes' offset") {
+  // 64 values: block 0 all 1.0 (codes all 127, d = 1/127), block 1 +1 at j % 4 in {0, 1} and -1
+  // at {2, 3} (codes +-127). Block 0: both halves 8 * 16 * 127 = 16256; block 1: 16256 and -16256.
+  std::vector<float> x(64, 1.0f);
+  for (int j = 0; j < 32; ++j) x[32 + j] = j % 4 < 2 ? 1.0f : -1.0f;
+  for (bool scalar : {false, true}) {
+    matmul_force_scalar(scalar);
+    Activations a;
+    convert_activations(GgmlType::Q4_0, x.data(), 1, 64, a);
+    REQUIRE(a.offsets.size() == 2);
+    CHECK(a.offsets[0] == (16256u | 16256u << 16));
+    CHECK(a.offsets[1] == (16256u | static_cast<uint32_t>(static_cast<uint16_t>(-16256)) << 16));
+    convert_activations(GgmlType::Q8_0, x.data(), 1, 64, a);
+    CHECK(a.offsets.empty());  // Q8_0 weights need none
+  }
+  matmul_force_scalar(false);
+}
+
+TEST_CASE("interleaved Q4_0 products match the GGML-order reference, both paths, and a batch equals its tokens") {
+  struct Shape {
+    uint64_t rows, cols;
+  };
+  uint32_t seed = 40;
+  for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) {
+    CAPTURE(shape.rows);
+    CAPTURE(shape.cols);
+    const std::vector<uint8_t> plain = q4_0_matrix(shape.rows, shape.cols, seed);
+    std::vector<uint8_t> mixed = plain;
+    interleave_rows(GgmlType::Q4_0, mixed.data(), shape.rows, shape.cols);
+    constexpr uint64_t batch = 13;  // token groups of 4, 4, 4 and 1
+    const std::vector<float> xf = uniform_values(batch * shape.cols, seed + 1);
+    seed += 2;
+    Activations x;
+    convert_activations(GgmlType::Q4_0, xf.data(), batch, shape.cols, x);
+    std::vector<float> want(batch * shape.rows), want_mixed(batch * shape.rows);
+    matmul_rows_reference(GgmlType::Q4_0, plain.data(), shape.rows, x, 0, shape.rows, want.data());
+    matmul_rows_reference(GgmlType::Q4_0, mixed.data(), shape.rows, x, 0, shape.rows, want_mixed.data(),
+                          RowOrder::interleaved);
+    CHECK(want_mixed == want);  // the reference reads the interleaved order back exactly
+    // Tolerance as test_matmul's: (blocks + 8) roundings of 2^-24 of the sum of |terms|.
+    const double rtol = static_cast<double>(shape.cols / 32 + 8) * 0x1p-24;
+    std::vector<float> w_row(shape.cols), x_row(shape.cols);
+    const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_0, shape.cols, "test");
+    for (bool scalar : {false, true}) {
+      matmul_force_scalar(scalar);
+      CAPTURE(matmul_implementation());
+      std::vector<float> got(batch * shape.rows, std::numeric_limits<float>::quiet_NaN());
+      const uint64_t mid = shape.rows > 8 ? 8 : shape.rows;  // two calls, split at a group
+      matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, x, 0, mid, got.data(), RowOrder::interleaved);
+      matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, x, mid, shape.rows, got.data(), RowOrder::interleaved);
+      int mismatches = 0;
+      for (uint64_t r = 0; r < shape.rows; ++r) {
+        dequantize_row(GgmlType::Q4_0, std::span<const uint8_t>(plain.data() + r * row_bytes, row_bytes), w_row, "test");
+        for (uint64_t b = 0; b < batch; ++b) {
+          dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes), x_row, "test");
+          double magnitude = 0;
+          for (uint64_t i = 0; i < shape.cols; ++i) magnitude += std::fabs(static_cast<double>(w_row[i]) * x_row[i]);
+          const double err = std::fabs(static_cast<double>(got[b * shape.rows + r]) - want[b * shape.rows + r]);
+          if (!(err <= rtol * magnitude) && ++mismatches <= 5) {
+            CAPTURE(r);
+            CAPTURE(b);
+            CHECK(got[b * shape.rows + r] == doctest::Approx(want[b * shape.rows + r]).epsilon(0));
+          }
+        }
+      }
+      CHECK(mismatches == 0);
+      // A verify pass gives the bits of the decode steps it replaces.
+      for (uint64_t b = 0; b < batch; ++b) {
+        Activations one;
+        convert_activations(GgmlType::Q4_0, xf.data() + b * shape.cols, 1, shape.cols, one);
+        std::vector<float> alone(shape.rows);
+        matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, one, 0, shape.rows, alone.data(), RowOrder::interleaved);
+        CAPTURE(b);
+        CHECK(std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(b * shape.rows),
+                                 got.begin() + static_cast<std::ptrdiff_t>((b + 1) * shape.rows)) == alone);
+      }
+    }
+  }
+  matmul_force_scalar(false);
+}
