@@ -317,38 +317,50 @@ TEST_CASE("every architecture runs: Qwen3 MoE (top-k experts), Llama 3.1 (normal
 }
 
 TEST_CASE("GGUF: the runtime runs a file's own tensors, byte for byte") {
-  // Write a small Qwen3 as a GGUF (the synthetic tensors of seed 9), then run the file.
-  CpuBackend backend;
-  const ResolvedPlan rp = resolve_plan(tiny_plan());
-  ThreadPool pool(2);
-  const ModelWeights synthetic(backend, rp.spec, rp.weights.layout, 9, pool);
-  std::vector<GgufTensorData> tensors;
-  for (const WeightTensor& w : synthetic.tensors())
-    tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(),
-                       std::vector<uint8_t>(w.data(), w.data() + w.placement.bytes)});
-  const std::string path = (std::filesystem::temp_directory_path() / "infer-plan-runtime-tiny.gguf").string();
-  write_gguf(path, gguf_metadata_for(rp.spec), tensors);
+  // Write a small Qwen3 as a GGUF (the synthetic tensors of seed 9), then run the file. At Q4_0 the
+  // CPU keeps the matrices interleaved (kernels/cpu/interleave): the file gets GGML's order back
+  // (ggml_bytes), and loading it interleaves them again, to the same bytes.
+  for (const char* weights : {"Q8_0", "Q4_0:pure"}) {
+    CAPTURE(weights);
+    CpuBackend backend;
+    Plan plan = tiny_plan();
+    plan.weights = weights;
+    const ResolvedPlan rp = resolve_plan(plan);
+    ThreadPool pool(2);
+    const ModelWeights synthetic(backend, rp.spec, rp.weights.layout, 9, pool);
+    std::vector<GgufTensorData> tensors;
+    uint64_t interleaved = 0;
+    for (const WeightTensor& w : synthetic.tensors()) {
+      tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(), w.ggml_bytes()});
+      interleaved += w.order == kernels::RowOrder::interleaved ? 1 : 0;
+    }
+    // Every matrix but the embedding (3 layers x q, k, v, output, gate, up, down), where AVX2 runs
+    const bool q4 = std::string(weights) != "Q8_0";
+    CHECK(interleaved == (q4 && kernels::prefers_interleaved(GgmlType::Q4_0, 256) ? 21u : 0u));
+    const std::string path = (std::filesystem::temp_directory_path() / "infer-plan-runtime-tiny.gguf").string();
+    write_gguf(path, gguf_metadata_for(rp.spec), tensors);
 
-  Plan plan = tiny_plan();
-  plan.model = path;
-  plan.scale = 1;
-  plan.weights = "file";
-  const ResolvedPlan from_file = resolve_plan(plan);
-  const ModelWeights loaded(backend, from_file.spec, from_file.weights.layout, path, pool);
-  REQUIRE(loaded.tensors().size() == synthetic.tensors().size());
-  for (size_t i = 0; i < loaded.tensors().size(); ++i) {
-    const WeightTensor &a = loaded.tensors()[i], &b = synthetic.tensors()[i];
-    CHECK(a.placement.tensor.name == b.placement.tensor.name);
-    CHECK(std::equal(a.data(), a.data() + a.placement.bytes, b.data()));
+    plan.model = path;
+    plan.scale = 1;
+    plan.weights = "file";
+    const ResolvedPlan from_file = resolve_plan(plan);
+    const ModelWeights loaded(backend, from_file.spec, from_file.weights.layout, path, pool);
+    REQUIRE(loaded.tensors().size() == synthetic.tensors().size());
+    for (size_t i = 0; i < loaded.tensors().size(); ++i) {
+      const WeightTensor &a = loaded.tensors()[i], &b = synthetic.tensors()[i];
+      CHECK(a.placement.tensor.name == b.placement.tensor.name);
+      CHECK(a.order == b.order);
+      CHECK(std::equal(a.data(), a.data() + a.placement.bytes, b.data()));
+    }
+    CpuBackend fresh;  // its accounting sees only the run's own buffers
+    const RunResult r = run_plan(from_file, fresh, {});
+    CHECK(measured_figures(r).completed == plan.requests);
+    CHECK(r.weights_bytes == from_file.weights.bytes);
+    // A .gguf runs at its own size.
+    plan.scale = 0.5;
+    CHECK_THROWS_AS(run_plan(resolve_plan(plan), backend, {}), InputError);
+    std::filesystem::remove(path);
   }
-  CpuBackend fresh;  // its accounting sees only the run's own buffers
-  const RunResult r = run_plan(from_file, fresh, {});
-  CHECK(measured_figures(r).completed == plan.requests);
-  CHECK(r.weights_bytes == from_file.weights.bytes);
-  // A .gguf runs at its own size.
-  plan.scale = 0.5;
-  CHECK_THROWS_AS(run_plan(resolve_plan(plan), backend, {}), InputError);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("GGUF: a Llama 3.1 file's rope_freqs are applied") {
@@ -369,7 +381,7 @@ TEST_CASE("GGUF: a Llama 3.1 file's rope_freqs are applied") {
   CHECK(synthetic.rope_freqs()->floats()[0] == 1.0f);
   std::vector<GgufTensorData> tensors;
   for (const WeightTensor& w : synthetic.tensors()) {
-    std::vector<uint8_t> bytes(w.data(), w.data() + w.placement.bytes);
+    std::vector<uint8_t> bytes = w.ggml_bytes();
     if (w.placement.tensor.role == TensorRole::rope_freqs) {
       const std::vector<float> twos(w.cols, 2.0f);
       std::memcpy(bytes.data(), twos.data(), bytes.size());
@@ -589,8 +601,7 @@ TEST_CASE("GGUF at other types: the file's weights quantized on load, not synthe
   const ModelWeights synthetic(backend, rp.spec, rp.weights.layout, 11, pool);
   std::vector<GgufTensorData> tensors;
   for (const WeightTensor& w : synthetic.tensors())
-    tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(),
-                       std::vector<uint8_t>(w.data(), w.data() + w.placement.bytes)});
+    tensors.push_back({w.placement.tensor.name, w.placement.tensor.shape, w.type(), w.ggml_bytes()});
   const std::string path = (std::filesystem::temp_directory_path() / "infer-plan-runtime-convert.gguf").string();
   write_gguf(path, gguf_metadata_for(rp.spec), tensors);
   Plan plan = tiny_plan();
