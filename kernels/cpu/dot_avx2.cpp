@@ -36,15 +36,15 @@ namespace {
 // (the next register block, contiguous in memory) into L2 at the pace they consume these, which
 // raised them from about 0.65 (Q8_0) and 0.40 (Q4_0) of the read bandwidth to 0.85 and 0.75
 // (bench_gemv, Zen 3). Past the last row a prefetch only touches lines that are not used (it
-// never faults). The float dots prefetch the same way when their rows are short: at 640 BF16
-// values (1.3 KiB) four side by side ran at 8 GB/s, at 13 GB/s with it. One token over long rows
-// does better without (at 4096 values, 8 KiB, it cost 5 to 10 points: the hardware prefetcher
-// learns the streams), but several tokens need it at any length: a row block then spends more
-// time per byte and its streams fall behind (F16 by 14336 values, 2 tokens: 5.3 ms without, 3.0
-// to 3.5 ms with; 4 tokens: 8.8-9.5 ms, 5.0-5.9 ms; bench_tokens --cols=14336 --rows=4096).
-// Where the rows of a verify pass's own (row, token) pair are read from never changes its sum.
+// never faults). The float dots prefetch the same way: at 640 BF16 values (1.3 KiB) four rows side
+// by side ran at 8 GB/s, at 13 GB/s with it; with several tokens a row block spends longer per
+// byte and its streams fall behind at any length (F16 by 14336 values, 2 tokens: 5.3 ms without,
+// 3.0 to 3.5 ms with; 4 tokens: 8.8-9.5 ms, 5.0-5.9 ms; bench_tokens --cols=14336 --rows=4096).
+// One token over long rows depends on the host: at 4096 values (8 KiB) it cost 5 to 10 points of
+// the read bandwidth on a host reading 10 GB/s per core, where the hardware prefetcher kept up,
+// and gained 10 to 20 (BF16 0.61-0.72 -> 0.80-0.82, F16 0.71-0.81 -> 0.80-0.92; bench_gemv) on
+// one reading 25 GB/s per core.
 constexpr uint64_t kPrefetchBytes = 2048;
-constexpr uint64_t kShortFloatRowBytes = 4096;
 
 INFER_PLAN_AVX2 inline void prefetch_ahead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes), _MM_HINT_T0);
@@ -159,8 +159,8 @@ struct BF16Values {
 // into a register and feeds T FMAs, each activation vector R: per 16 values 2R + 2T loads for
 // 2RT FMAs, so the FMA units, not the load ports, set the pace, and a row streams from memory
 // once per token group while its products run. One token alone runs four rows at once: eight
-// chains of FMAs, where one row's two would wait on the FMA's latency. Short rows, and several
-// tokens, prefetch the next register block (see kPrefetchBytes).
+// chains of FMAs, where one row's two would wait on the FMA's latency. The rows prefetch the next
+// register block (see kPrefetchBytes).
 constexpr uint64_t kFloatTokens = 6;
 constexpr int kFloatRows[kFloatTokens + 1] = {0, 4, 2, 2, 1, 1, 1};  // 2RT accumulators + R + 1 <= 16 registers
 
@@ -184,12 +184,9 @@ INFER_PLAN_AVX2 void FloatKernel<V>::tile(const uint8_t* w, uint64_t w_stride, c
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
   constexpr uint64_t kStepBytes = R * 16 * V::kBytes;  // what the R rows read per step
   const uint8_t* next = w + R * w_stride;               // the next register block
-  const bool prefetch = T > 1 || w_stride < kShortFloatRowBytes;
   uint64_t i = 0;
   for (; i + 16 <= cols; i += 16) {
-    if (prefetch) {
-      INFER_PLAN_UNROLL for (uint64_t p = 0; p < kStepBytes; p += 64) prefetch_l2(next + i / 16 * kStepBytes + p);
-    }
+    INFER_PLAN_UNROLL for (uint64_t p = 0; p < kStepBytes; p += 64) prefetch_l2(next + i / 16 * kStepBytes + p);
     INFER_PLAN_UNROLL for (int h = 0; h < 2; ++h) {
       __m256 wv[R];
       INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
