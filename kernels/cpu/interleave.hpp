@@ -3,7 +3,8 @@
 // in one register's lanes (kernels/cpu/dot_avx2's interleaved product), where GGML's order (one
 // row after another) sums each row across a register and then reduces it. A group holds exactly
 // the bytes of its eight GGML rows, rearranged, so sizes and memory accounting do not change.
-// Q4_0 only, for now: its GGML-order product was compute-bound (about 0.75 of the read bandwidth).
+// Q4_0 only, for now: its GGML-order product was compute-bound (bench_gemv, 1 GiB, two threads:
+// about 30 GB/s where a plain read ran at 50; interleaved, 38 to 46 GB/s, level with F32's).
 //
 // Q4_0, per group and block b (16 + 128 bytes, the eight rows' blocks b): the eight rows' fp16
 // scales, then for k = 0..3, row r = 0..7, i = 0..3 the byte (k, r, i) = code(r, 8k + i) |
