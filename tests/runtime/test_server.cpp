@@ -416,42 +416,47 @@ TEST_CASE("GGUF: a Llama 3.1 file's rope_freqs are applied") {
 TEST_CASE("offload: the same logits token for token, with and without offload (any part, 1 or 2 slots)") {
   // Offload only moves bytes: each step's logits must be bit-identical to the plain decoder's,
   // greedy token after token (a wrong slot, a stale group or a half copy would change them).
-  const ResolvedPlan rp = resolve_plan(tiny_plan());  // 3 layers
-  for (OffloadPart part : {OffloadPart::ffn, OffloadPart::attn, OffloadPart::layer})
-    for (uint64_t every : {1, 2})
-      for (uint64_t slots : {1, 2}) {
-        CAPTURE(offload_part_name(part));
-        CAPTURE(every);
-        CAPTURE(slots);
-        CpuBackend backend;
-        ThreadPool pool(2);
-        ModelWeights plain(backend, rp.spec, rp.weights.layout, 7, pool);
-        ModelWeights moved(backend, rp.spec, rp.weights.layout, 7, pool, WeightsOffload{part, every});
-        CHECK(moved.offload_groups().size() == rp.spec.layers / every);
-        std::vector<OffloadGroupSource> groups;
-        uint64_t slot_bytes = 0;
-        for (const OffloadGroup& g : moved.offload_groups()) {
-          groups.push_back({static_cast<const uint8_t*>(g.host.data), g.host.bytes});
-          slot_bytes = std::max(slot_bytes, g.host.bytes);
+  // Q4_0 too: its matrices are interleaved inside the host groups and read from the slots so.
+  for (const char* weights : {"Q8_0", "Q4_0:pure"})
+    for (OffloadPart part : {OffloadPart::ffn, OffloadPart::attn, OffloadPart::layer})
+      for (uint64_t every : {1, 2})
+        for (uint64_t slots : {1, 2}) {
+          Plan plan = tiny_plan();  // 3 layers
+          plan.weights = weights;
+          const ResolvedPlan rp = resolve_plan(plan);
+          CAPTURE(weights);
+          CAPTURE(offload_part_name(part));
+          CAPTURE(every);
+          CAPTURE(slots);
+          CpuBackend backend;
+          ThreadPool pool(2);
+          ModelWeights plain(backend, rp.spec, rp.weights.layout, 7, pool);
+          ModelWeights moved(backend, rp.spec, rp.weights.layout, 7, pool, WeightsOffload{part, every});
+          CHECK(moved.offload_groups().size() == rp.spec.layers / every);
+          std::vector<OffloadGroupSource> groups;
+          uint64_t slot_bytes = 0;
+          for (const OffloadGroup& g : moved.offload_groups()) {
+            groups.push_back({static_cast<const uint8_t*>(g.host.data), g.host.bytes});
+            slot_bytes = std::max(slot_bytes, g.host.bytes);
+          }
+          OffloadPrefetcher pf(backend, groups, slots, slot_bytes);
+          PagedKvCache cache_a(backend, rp.spec, rp.plan.kv, 2), cache_b(backend, rp.spec, rp.plan.kv, 2);
+          REQUIRE(cache_a.reserve(1, 16));
+          REQUIRE(cache_b.reserve(1, 16));
+          Decoder a(plain, cache_a, pool), b(moved, cache_b, pool, 0, &pf);
+          std::vector<uint32_t> tokens{5, 17, 300, 2};
+          std::vector<std::vector<float>> la, lb;
+          uint64_t past = 0, differing = 0;
+          for (int step = 0; step < 6; ++step) {  // the prompt, then five greedy tokens
+            const SequenceChunk c{1, std::span(tokens).subspan(past), past};
+            a.forward(std::span(&c, 1), la);
+            b.forward(std::span(&c, 1), lb);
+            differing += la[0] == lb[0] ? 0 : 1;
+            past = tokens.size();
+            tokens.push_back(kernels::argmax(la[0]));
+          }
+          CHECK(differing == 0);
         }
-        OffloadPrefetcher pf(backend, groups, slots, slot_bytes);
-        PagedKvCache cache_a(backend, rp.spec, rp.plan.kv, 2), cache_b(backend, rp.spec, rp.plan.kv, 2);
-        REQUIRE(cache_a.reserve(1, 16));
-        REQUIRE(cache_b.reserve(1, 16));
-        Decoder a(plain, cache_a, pool), b(moved, cache_b, pool, 0, &pf);
-        std::vector<uint32_t> tokens{5, 17, 300, 2};
-        std::vector<std::vector<float>> la, lb;
-        uint64_t past = 0, differing = 0;
-        for (int step = 0; step < 6; ++step) {  // the prompt, then five greedy tokens
-          const SequenceChunk c{1, std::span(tokens).subspan(past), past};
-          a.forward(std::span(&c, 1), la);
-          b.forward(std::span(&c, 1), lb);
-          differing += la[0] == lb[0] ? 0 : 1;
-          past = tokens.size();
-          tokens.push_back(kernels::argmax(la[0]));
-        }
-        CHECK(differing == 0);
-      }
 }
 
 TEST_CASE("offload: host pool, slots and bytes per round equal the offload planner's to the byte") {
