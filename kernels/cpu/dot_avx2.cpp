@@ -24,6 +24,9 @@ namespace infer_plan::kernels {
 
 #ifdef INFER_PLAN_X86_DOTS
 #define INFER_PLAN_AVX2 __attribute__((target("avx2,fma,f16c")))
+// AVX-512's VNNI on 256-bit registers (AVX512VL): vpdpbusd adds four u8 x s8 products into each
+// int32 lane in one instruction.
+#define INFER_PLAN_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
 
 namespace {
 
@@ -447,14 +450,56 @@ INFER_PLAN_AVX2 void q4_0_interleaved_tile(const uint8_t* w, const uint8_t* x, u
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// The same with AVX-512 VNNI, where the CPU has it: one vpdpbusd per four values of eight rows adds
+// straight into 32-bit lanes, in place of maddubs, a 16-bit add and (per block) madd; the offset
+// comes off as its two 16-bit halves summed. Integer sums are exact either way, so the bits equal
+// the AVX2 tile's (tested), and about half the instructions remain.
+template <int T>
+INFER_PLAN_AVX512_VNNI void q4_0_interleaved_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
+                                                       const uint32_t* offsets, uint64_t blocks, float* y,
+                                                       uint64_t y_stride) {
+  const float* table = fp16_table();
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kGroupBlockBytes;
+    __m256i sums[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
+    INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
+      const __m256i codes = load256(wb + kGroupCodes + 32 * k);
+      const __m256i low = _mm256_and_si256(codes, low4);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
+        sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
+        sums[t] = _mm256_dpbusd_epi32(sums[t], high, broadcast4(xq + 4));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(load128(wb));
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      const __m256i offset = _mm256_madd_epi16(_mm256_set1_epi32(static_cast<int32_t>(offsets[t * blocks + b])),
+                                               _mm256_set1_epi16(1));
+      const __m256i block = _mm256_sub_epi32(sums[t], offset);
+      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(fp16_entry(table, x + t * x_stride + b * kQ8_0Bytes)));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), d, acc[t]);
+    }
+  }
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+using GroupTileFn = void (*)(const uint8_t*, const uint8_t*, uint64_t, const uint32_t*, uint64_t, float*, uint64_t);
+constexpr GroupTileFn kAvx2GroupTiles[kInterleavedTokens] = {q4_0_interleaved_tile<1>, q4_0_interleaved_tile<2>,
+                                                             q4_0_interleaved_tile<3>, q4_0_interleaved_tile<4>};
+constexpr GroupTileFn kVnniGroupTiles[kInterleavedTokens] = {
+    q4_0_interleaved_vnni_tile<1>, q4_0_interleaved_vnni_tile<2>, q4_0_interleaved_vnni_tile<3>,
+    q4_0_interleaved_vnni_tile<4>};
+
 // A GroupsDotFn: each group in turn (its bytes stay in L1 or L2), tokens over it in groups of at
-// most kInterleavedTokens.
-INFER_PLAN_AVX2 void q4_0_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
-                                      const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y,
-                                      uint64_t y_stride) {
-  using TileFn = void (*)(const uint8_t*, const uint8_t*, uint64_t, const uint32_t*, uint64_t, float*, uint64_t);
-  static constexpr TileFn kTiles[kInterleavedTokens] = {q4_0_interleaved_tile<1>, q4_0_interleaved_tile<2>,
-                                                        q4_0_interleaved_tile<3>, q4_0_interleaved_tile<4>};
+// most kInterleavedTokens, each group's tile from kTiles (by token count).
+template <const GroupTileFn* kTiles>
+void q4_0_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride, const uint32_t* offsets,
+                      uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
   const uint64_t blocks = cols / kQ4_0Values;
   for (uint64_t g = 0; g < groups; ++g) {
     for (uint64_t t = 0; t < tokens; t += kInterleavedTokens) {
@@ -521,15 +566,22 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type) {
   }
 }
 
-GroupsDotFn avx2_interleaved_dot(GgmlType weight_type) {
-  if (!cpu_able()) return nullptr;
-  return weight_type == GgmlType::Q4_0 ? q4_0_interleaved : nullptr;
+bool avx512_vnni_able() {
+  static const bool able = cpu_able() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("avx512vnni");
+  return able;
+}
+
+GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
+  if (!cpu_able() || weight_type != GgmlType::Q4_0) return nullptr;
+  return avx512_vnni && avx512_vnni_able() ? q4_0_interleaved<kVnniGroupTiles> : q4_0_interleaved<kAvx2GroupTiles>;
 }
 
 #else
 
 RowsDotFn avx2_rows_dot(GgmlType) { return nullptr; }
-GroupsDotFn avx2_interleaved_dot(GgmlType) { return nullptr; }
+bool avx512_vnni_able() { return false; }
+GroupsDotFn avx2_interleaved_dot(GgmlType, bool) { return nullptr; }
 
 #endif
 

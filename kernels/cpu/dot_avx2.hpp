@@ -29,7 +29,10 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type);
 using GroupsDotFn = void (*)(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
                              const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
 
-// Q4_0 only; nullptr as above.
-GroupsDotFn avx2_interleaved_dot(GgmlType weight_type);
+// Q4_0 only; nullptr as above. Where the CPU has AVX-512 VNNI (and `avx512_vnni`), a variant
+// that adds four products per instruction: the same bits (the tests compare the two).
+GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni = true);
+// True when this CPU runs AVX-512 VNNI (with AVX512VL) beside AVX2.
+bool avx512_vnni_able();
 
 }  // namespace infer_plan::kernels

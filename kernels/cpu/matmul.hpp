@@ -52,7 +52,8 @@ void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_
                            const Activations& x, uint64_t row_begin, uint64_t row_end, float* y,
                            RowOrder order = RowOrder::ggml);
 
-// Which implementation matmul_rows uses on this CPU ("avx2" or "scalar"); benches print it.
+// Which implementation matmul_rows uses on this CPU ("avx2", "avx2+avx512vnni": AVX2 with
+// interleaved Q4_0 on AVX-512 VNNI, or "scalar"); benches print it.
 std::string_view matmul_implementation();
 // Forces the scalar path (tests run both paths on a CPU that has AVX2).
 void matmul_force_scalar(bool force);

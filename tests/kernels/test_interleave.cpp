@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/block_layout.hpp"
+#include "kernels/cpu/dot_avx2.hpp"
 #include "kernels/cpu/interleave.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -156,4 +157,32 @@ TEST_CASE("interleaved Q4_0 products match the GGML-order reference, both paths,
     }
   }
   matmul_force_scalar(false);
+}
+
+TEST_CASE("the AVX-512 VNNI product of interleaved Q4_0 gives the AVX2 product's bits") {
+  const GroupsDotFn avx2 = avx2_interleaved_dot(GgmlType::Q4_0, false);
+  const GroupsDotFn vnni = avx2_interleaved_dot(GgmlType::Q4_0, true);
+  if (!avx512_vnni_able()) {
+    CHECK((vnni == avx2));  // none here: the AVX2 product (or none at all) either way
+    return;
+  }
+  REQUIRE((avx2 != nullptr));
+  REQUIRE((vnni != avx2));
+  constexpr uint64_t rows = 24, cols = 512;
+  for (uint64_t batch : {1, 3, 4, 9}) {
+    CAPTURE(batch);
+    std::vector<uint8_t> w = q4_0_matrix(rows, cols, 70 + static_cast<uint32_t>(batch));
+    interleave_rows(GgmlType::Q4_0, w.data(), rows, cols);
+    // Activation codes up to +-127 with large sums (all ones and all minus ones in places), so the
+    // 16-bit sums of the AVX2 product come near their bound.
+    std::vector<float> xf = uniform_values(batch * cols, 80);
+    for (uint64_t i = 0; i < 64; ++i) xf[i] = 1.0f;
+    for (uint64_t i = 64; i < 128; ++i) xf[i] = -1.0f;
+    Activations x;
+    convert_activations(GgmlType::Q4_0, xf.data(), batch, cols, x);
+    std::vector<float> a(batch * rows), b(batch * rows);
+    avx2(w.data(), rows / 8, x.row(0), x.row_bytes, x.offsets.data(), batch, cols, a.data(), rows);
+    vnni(w.data(), rows / 8, x.row(0), x.row_bytes, x.offsets.data(), batch, cols, b.data(), rows);
+    CHECK(a == b);
+  }
 }
