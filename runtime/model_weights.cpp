@@ -150,11 +150,14 @@ ModelWeights::ModelWeights(Backend& backend, const ModelWeights& source, const W
       throw InputError(fmt::format("weights: {} has no tensor '{}' of that shape", source.spec().name, w.placement.tensor.name));
     if (!source.backend_.host_addressable(it->second->buffer.category))
       throw InputError("weights: converting weights needs them in host memory (the CPU backend)");
-    const std::vector<uint8_t> bytes = it->second->ggml_bytes();
+    // GGML's order: a copy only where the source keeps the CPU's interleaved order
+    std::vector<uint8_t> reordered;
+    const uint8_t* bytes = it->second->data();
+    if (it->second->order != kernels::RowOrder::ggml) bytes = (reordered = it->second->ggml_bytes()).data();
     if (it->second->type() == w.type())
-      std::memcpy(data, bytes.data(), w.placement.bytes);
+      std::memcpy(data, bytes, w.placement.bytes);
     else
-      convert_rows(it->second->type(), bytes.data(), w, data, pool, source.spec().name);
+      convert_rows(it->second->type(), bytes, w, data, pool, source.spec().name);
   });
 }
 

@@ -416,11 +416,27 @@ INFER_PLAN_AVX2 inline __m256i broadcast4(const uint8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// The two tiles below (AVX2, AVX-512 VNNI) share these; each keeps its own loop because a
+// function's instruction set is fixed where it is declared, and the AVX2 tile must not be built
+// with AVX-512 enabled.
+// Load k of block `wb`: values 8k..8k+3 of the eight rows as codes 0..15 (`low`), 8k+4..8k+7
+// (`high`), four bytes per row.
+INFER_PLAN_AVX2 inline void group_codes(const uint8_t* wb, int k, __m256i& low, __m256i& high) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i codes = load256(wb + kGroupCodes + 32 * k);
+  low = _mm256_and_si256(codes, low4);
+  high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+}
+// One token's block: acc + (the eight rows' integer sums) * d_w * d_x, x block at `xb`.
+INFER_PLAN_AVX2 inline __m256 add_block(__m256 acc, __m256i block, __m256 dw, const uint8_t* xb, const float* table) {
+  const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(fp16_entry(table, xb)));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), d, acc);
+}
+
 template <int T>
 INFER_PLAN_AVX2 void q4_0_interleaved_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, const uint32_t* offsets,
                                            uint64_t blocks, float* y, uint64_t y_stride) {
   const float* table = fp16_table();
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
@@ -430,9 +446,8 @@ INFER_PLAN_AVX2 void q4_0_interleaved_tile(const uint8_t* w, const uint8_t* x, u
     __m256i sums[T];
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
     INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
-      const __m256i codes = load256(wb + kGroupCodes + 32 * k);
-      const __m256i low = _mm256_and_si256(codes, low4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+      __m256i low, high;
+      group_codes(wb, k, low, high);
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
         const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
         sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(low, broadcast4(xq)));
@@ -443,8 +458,7 @@ INFER_PLAN_AVX2 void q4_0_interleaved_tile(const uint8_t* w, const uint8_t* x, u
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
       const __m256i offset = _mm256_set1_epi32(static_cast<int32_t>(offsets[t * blocks + b]));
       const __m256i block = _mm256_madd_epi16(_mm256_sub_epi16(sums[t], offset), _mm256_set1_epi16(1));
-      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(fp16_entry(table, x + t * x_stride + b * kQ8_0Bytes)));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), d, acc[t]);
+      acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, table);
     }
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
@@ -459,7 +473,6 @@ INFER_PLAN_AVX512_VNNI void q4_0_interleaved_vnni_tile(const uint8_t* w, const u
                                                        const uint32_t* offsets, uint64_t blocks, float* y,
                                                        uint64_t y_stride) {
   const float* table = fp16_table();
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
@@ -467,9 +480,8 @@ INFER_PLAN_AVX512_VNNI void q4_0_interleaved_vnni_tile(const uint8_t* w, const u
     __m256i sums[T];
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
     INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
-      const __m256i codes = load256(wb + kGroupCodes + 32 * k);
-      const __m256i low = _mm256_and_si256(codes, low4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+      __m256i low, high;
+      group_codes(wb, k, low, high);
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
         const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
         sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
@@ -481,8 +493,7 @@ INFER_PLAN_AVX512_VNNI void q4_0_interleaved_vnni_tile(const uint8_t* w, const u
       const __m256i offset = _mm256_madd_epi16(_mm256_set1_epi32(static_cast<int32_t>(offsets[t * blocks + b])),
                                                _mm256_set1_epi16(1));
       const __m256i block = _mm256_sub_epi32(sums[t], offset);
-      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(fp16_entry(table, x + t * x_stride + b * kQ8_0Bytes)));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), d, acc[t]);
+      acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, table);
     }
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
