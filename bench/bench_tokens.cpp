@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_flags.hpp"
+#include "kernels/cpu/aligned_bytes.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "runtime/projection.hpp"
@@ -46,7 +47,7 @@ std::vector<float> random_values(uint64_t n, uint32_t seed) {
 // One matrix per type, quantized once (64 distinct rows, tiled: quantizing 96 MiB of Q2_K is slow).
 struct Matrix {
   uint64_t rows = 0;
-  std::vector<uint8_t> w;
+  AlignedBytes w;  // on a cache line, as the runtime's weight buffers
   RowOrder order = RowOrder::ggml;
 };
 Matrix make_matrix(GgmlType type, uint64_t cols, uint64_t rows) {

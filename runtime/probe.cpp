@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/aligned_bytes.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/stream_read.hpp"
 #include "planner/core/ggml_type.hpp"
@@ -126,7 +127,7 @@ double extra_product_s(double min_s, const std::function<void(uint64_t)>& pass, 
 // The order the decoder keeps `type` in (ModelWeights): interleaved where this CPU multiplies it
 // faster so. Rearranges `w` (`rows` rows of `cols`, projected `unit` rows at a time) into that
 // order and returns it, so that the probe times the decoder's products.
-kernels::RowOrder decoder_order(GgmlType type, uint64_t unit, uint64_t rows, uint64_t cols, std::vector<uint8_t>& w) {
+kernels::RowOrder decoder_order(GgmlType type, uint64_t unit, uint64_t rows, uint64_t cols, kernels::AlignedBytes& w) {
   if (!kernels::prefers_interleaved(type, unit) || rows % unit != 0) return kernels::RowOrder::ggml;
   kernels::interleave_rows(type, w.data(), rows, cols);
   return kernels::RowOrder::interleaved;
@@ -166,12 +167,12 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     const uint64_t row_bytes = ggml_row_bytes(type, kMatvecCols, "probe");
     const uint64_t rows = std::max(o.matvec_bytes / row_bytes / kernels::kInterleavedRows, uint64_t{1}) *
                           kernels::kInterleavedRows;  // whole groups, for the interleaved order
-    std::vector<uint8_t> w(rows * row_bytes);
+    kernels::AlignedBytes w(rows * row_bytes);
     pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, kMatvecCols, 0.05f, i + 1, &w[i * row_bytes]);
     });
     // The small products' matrix: the first bytes read as rows of kMatmulCols (whole blocks).
-    std::vector<uint8_t> small(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(
+    kernels::AlignedBytes small(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(
                                                           kMatmulRows * ggml_row_bytes(type, kMatmulCols, "probe")));
     const kernels::RowOrder order = decoder_order(type, rows, rows, kMatvecCols, w);
     const kernels::RowOrder small_order = decoder_order(type, kMatmulRows, kMatmulRows, kMatmulCols, small);
@@ -223,7 +224,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
       const uint64_t call_rows = std::min(all_rows, r.product_cols);
       const uint64_t rows = all_rows / call_rows * call_rows;
       r.product_bytes = rows * row_bytes;
-      std::vector<uint8_t> w(rows * row_bytes);
+      kernels::AlignedBytes w(rows * row_bytes);
       pool.parallel_for(rows, [&](uint64_t b, uint64_t e) {
         for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, r.product_cols, 0.05f, i + 1, &w[i * row_bytes]);
       });
@@ -252,7 +253,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     say("launch overhead (projections of 64 to 4096 rows)");
     const GgmlType type = GgmlType::Q8_0;
     const uint64_t cols = 1024, row_bytes = ggml_row_bytes(type, cols, "probe");
-    std::vector<uint8_t> w(o.matvec_bytes / 2);
+    kernels::AlignedBytes w(o.matvec_bytes / 2);
     pool.parallel_for(w.size() / row_bytes, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) fill_synthetic_row(type, cols, 0.05f, i + 1, &w[i * row_bytes]);
     });

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/aligned_bytes.hpp"
 #include "kernels/cpu/interleave.hpp"
 #include "planner/core/ggml_type.hpp"
 
@@ -26,7 +27,7 @@ struct Activations {
   uint64_t cols = 0;
   uint64_t batch = 0;
   uint64_t row_bytes = 0;
-  std::vector<uint8_t> data;
+  AlignedBytes data;  // rows start on a cache line where row_bytes is a multiple of 64
   // For Q4_0 weights (Q8_0 activations), per row and block of 32 codes c: 8 * the sum of c_j over
   // j % 4 in {0, 1} (low 16 bits) and over j % 4 in {2, 3} (high 16 bits), each within +-16256:
   // what the interleaved product subtracts for the weight codes' offset of 8. Empty otherwise.
@@ -52,8 +53,9 @@ void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_
                            const Activations& x, uint64_t row_begin, uint64_t row_end, float* y,
                            RowOrder order = RowOrder::ggml);
 
-// Which implementation matmul_rows uses on this CPU ("avx2", "avx2+avx512vnni": AVX2 with
-// interleaved Q4_0 on AVX-512 VNNI, or "scalar"); benches print it.
+// Which implementation matmul_rows uses on this CPU ("avx2"; "+avx512vnni" where interleaved Q4_0
+// and Q2_K run on AVX-512 VNNI, "+avx512bf16" where BF16 runs on AVX512_BF16; or "scalar");
+// benches print it.
 std::string_view matmul_implementation();
 // Forces the scalar path (tests run both paths on a CPU that has AVX2).
 void matmul_force_scalar(bool force);
