@@ -26,7 +26,10 @@ namespace infer_plan::kernels {
 #define INFER_PLAN_AVX2 __attribute__((target("avx2,fma,f16c")))
 // AVX-512's VNNI on 256-bit registers (AVX512VL): vpdpbusd adds four u8 x s8 products into each
 // int32 lane in one instruction.
-#define INFER_PLAN_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+// With AVX512BW, the same on 512-bit registers (byte shuffles and 16-bit shifts among them).
+#define INFER_PLAN_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+// AVX512_BF16's vdpbf16ps on 512-bit registers.
+#define INFER_PLAN_AVX512_BF16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace {
 
@@ -220,6 +223,75 @@ INFER_PLAN_AVX2 void FloatKernel<V>::tile(const uint8_t* w, uint64_t w_stride, c
   }
 }
 
+// --- BF16 weights on AVX512_BF16 -------------------------------------------------------------
+
+// Where the CPU has AVX512_BF16 (Zen 4 and 5, Cooper Lake, Sapphire Rapids), vdpbf16ps multiplies
+// 32 pairs of bfloat16 values and adds them into 16 float lanes, each lane its odd-index product,
+// then its even-index one; a product of two 8-bit significands is exact in float, so each step
+// rounds once, as an FMA does. One instruction per 32 values of a (row, token) pair, where the
+// AVX2 tile spends two FMAs per 16 values and two shifts or masks per 16 values of each row and
+// each token. The sum's order differs from the AVX2 tile's, so the bits may too (both within the
+// tests' bound of the exact sum), but each pair still runs alone in its accumulator, in value
+// order, whatever tokens and rows share the tile. The instruction counts inputs and results below
+// float's normal range (2^-126) as zero, far below the products' rounding for real weights. Each
+// register block prefetches the next as the float tiles do; a last part of fewer than 32 values
+// loads under a mask (zeros add nothing).
+constexpr uint64_t kBF16Tokens = 8;
+constexpr int kBF16Rows[kBF16Tokens + 1] = {0, 4, 4, 4, 4, 3, 3, 3, 3};  // R * T accumulators + R + 1 <= 32
+
+struct BF16DotKernel {
+  static constexpr uint64_t kMaxTokens = kBF16Tokens;
+  static constexpr const int* kRows = kBF16Rows;
+  template <int R, int T>
+  static INFER_PLAN_AVX512_BF16 void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                          uint64_t cols, float* y, uint64_t y_stride);
+};
+
+// 32 bfloat16 values from p, those past `mask`'s set bits zero
+INFER_PLAN_AVX512_BF16 inline __m512bh load32_bf16(const uint8_t* p, __mmask32 mask) {
+  return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
+}
+// (GCC 12's _mm512_reduce_add_ps and 512-to-256 casts trip -Wmaybe-uninitialized: see
+// broadcast_16_bytes below.)
+INFER_PLAN_AVX512_BF16 inline float horizontal_sum16(__m512 v) {
+  const __m512d both = _mm512_castps_pd(v);
+  return horizontal_sum(_mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, both, 0)),
+                                      _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, both, 1))));
+}
+
+// 32 values (those under `mask`) of R rows from w by T tokens from x into acc
+template <int R, int T>
+INFER_PLAN_AVX512_BF16 inline void bf16_step(__m512 (&acc)[R][T], const uint8_t* w, uint64_t w_stride, const uint8_t* x,
+                                             uint64_t x_stride, __mmask32 mask) {
+  __m512bh wv[R];
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
+    wv[r] = load32_bf16(w + r * w_stride, mask);
+    asm("" : "+v"(wv[r]));  // one load per weight vector, not one folded into each of T products
+  }
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+    const __m512bh xv = load32_bf16(x + t * x_stride, mask);
+    INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], xv);
+  }
+}
+
+template <int R, int T>
+INFER_PLAN_AVX512_BF16 void BF16DotKernel::tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x,
+                                                uint64_t x_stride, uint64_t cols, float* y, uint64_t y_stride) {
+  __m512 acc[R][T];
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  constexpr uint64_t kStepBytes = R * 64;  // what the R rows read per step
+  const uint8_t* next = w + R * w_stride;  // the next register block
+  uint64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    INFER_PLAN_UNROLL for (uint64_t p = 0; p < kStepBytes; p += 64) prefetch_l2(next + i / 32 * kStepBytes + p);
+    bf16_step<R, T>(acc, w + 2 * i, w_stride, x + 2 * i, x_stride, ~__mmask32{0});
+  }
+  if (i < cols) bf16_step<R, T>(acc, w + 2 * i, w_stride, x + 2 * i, x_stride, (uint32_t{1} << (cols - i)) - 1);
+  INFER_PLAN_UNROLL for (int r = 0; r < R; ++r)
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride + r] = horizontal_sum16(acc[r][t]);
+}
+
 // --- Q8_0 and Q4_0 weights by Q8_0 activations ------------------------------------------------
 
 // A block's 32 weight codes as signed bytes in value order, and its fp16 scale's offset.
@@ -346,6 +418,25 @@ struct Q2KKernel {
                                    uint64_t cols, float* y, uint64_t y_stride);
 };
 
+// A block's end for T tokens: isum[t] holds token t's integer sums of scale * code * activation
+// in eight lanes; the mins come off through Q8_K's sums of 16 codes, and the block's float sum adds
+// to acc[t]. x points at token 0's Q8_K block, the tokens x_stride apart.
+template <int T>
+INFER_PLAN_AVX2 inline void q2_k_add_blocks(__m256 (&acc)[T], const __m256i (&isum)[T], const uint8_t* wb, const uint8_t* x,
+                                            uint64_t x_stride, const float* table) {
+  // scale j in the low nibble of byte j, min j in the high nibble
+  const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb + kQ2_KScales)), 4);
+  const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KD));
+  const __m256 dmin = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KDmin));
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+    const uint8_t* xb = x + t * x_stride;
+    const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + kQ8_KBsums));  // 16 x int16 bsums
+    __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
+    block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
+    acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+  }
+}
+
 template <int R, int T>
 INFER_PLAN_AVX2 void Q2KKernel::tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
                                      float* y, uint64_t y_stride) {
@@ -363,8 +454,6 @@ INFER_PLAN_AVX2 void Q2KKernel::tile(const uint8_t* w, uint64_t, const uint8_t* 
     const uint8_t* wb = w + b * kQ2_KBytes;
     prefetch_ahead(wb);
     prefetch_ahead(wb + 64);
-    // scale j in the low nibble of byte j, min j in the high nibble
-    const __m256i mins = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(wb + kQ2_KScales)), 4);
     const __m256i scales = _mm256_and_si256(_mm256_broadcastsi128_si256(load128(wb + kQ2_KScales)), _mm256_set1_epi8(0x0F));
     __m256i isum[T];
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
@@ -381,15 +470,90 @@ INFER_PLAN_AVX2 void Q2KKernel::tile(const uint8_t* w, uint64_t, const uint8_t* 
         }
       }
     }
-    const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KD));
-    const __m256 dmin = _mm256_broadcast_ss(fp16_entry(table, wb + kQ2_KDmin));
-    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
-      const __m256i mins_dot = _mm256_madd_epi16(mins, load256(xb + kQ8_KBsums));  // 16 x int16 bsums
-      __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
-      block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
-      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+    q2_k_add_blocks<T>(acc, isum, wb, x + b * kQ8_KBytes, x_stride, table);
+  }
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+}
+
+// The same sums with AVX-512 VNNI on 512-bit registers, where the CPU has it. Register m holds
+// values 64m..64m+63 of a block: codes from one 32-byte half of qs, broadcast to both 256-bit
+// halves and shifted by a different count in each (vpsrlvw), so each byte lines up with the
+// activations' own order and one 64-byte load. vpdpbusd leaves in 32-bit lane e the sum of four
+// products, all in sub-block 4m + e/4; vpdpwssd multiplies that sum (within +-1524, so its low 16
+// bits are it, and the high half meets a zero) by the sub-block's scale and adds. Folding lane e
+// + 8 onto lane e then gives each of the AVX2 tile's eight lanes exactly its integer sum, so the
+// float steps and the bits are the AVX2 tile's (tested), in about two thirds of the instructions.
+// shift counts (bits) per 16-bit lane: register m takes chunks 2m and 2m + 1 of 32 values, the
+// codes at bits 2 * (chunk % 4) of their half
+alignas(64) constexpr std::array<std::array<uint16_t, 32>, 2> kQ2KShifts = [] {
+  std::array<std::array<uint16_t, 32>, 2> s{};
+  for (int odd = 0; odd < 2; ++odd)
+    for (int i = 0; i < 32; ++i) s[odd][i] = static_cast<uint16_t>(4 * odd + (i < 16 ? 0 : 2));
+  return s;
+}();
+// register m's scale per 32-bit lane: 128-bit lane i holds sub-block 4m + i's scale in each of its
+// four 32-bit lanes (the scales byte, then zero bytes), from the 16 scales broadcast to every lane
+alignas(64) constexpr std::array<std::array<uint8_t, 64>, 4> kQ2KScaleLanes = [] {
+  std::array<std::array<uint8_t, 64>, 4> m{};
+  for (int r = 0; r < 4; ++r)
+    for (int i = 0; i < 64; ++i) m[r][i] = i % 4 == 0 ? static_cast<uint8_t>(4 * r + i / 16) : uint8_t{0x80};
+  return m;
+}();
+
+struct Q2KVnniKernel {
+  static constexpr uint64_t kMaxTokens = kQ2KTokens;
+  static constexpr const int* kRows = kQ2KRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX512_VNNI void tile(const uint8_t* w, uint64_t w_stride, const uint8_t* x, uint64_t x_stride,
+                                          uint64_t cols, float* y, uint64_t y_stride);
+};
+
+INFER_PLAN_AVX512_VNNI inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+// GCC 12's unmasked broadcasts, extracts and 512-to-256 cast fill the unused part from a
+// self-initialised variable that -Wmaybe-uninitialized reports; these zero-masked forms with every
+// lane kept are the same instructions.
+INFER_PLAN_AVX512_VNNI inline __m512i broadcast_16_bytes(const uint8_t* p) {
+  return _mm512_maskz_broadcast_i32x4(0xFFFF, load128(p));
+}
+INFER_PLAN_AVX512_VNNI inline __m512i broadcast_32_bytes(const uint8_t* p) {
+  return _mm512_maskz_broadcast_i64x4(0xFF, load256(p));
+}
+// lanes e and e + 8 added, as eight 32-bit lanes
+INFER_PLAN_AVX512_VNNI inline __m256i fold_halves(__m512i v) {
+  return _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, v, 0), _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
+}
+
+template <int R, int T>
+INFER_PLAN_AVX512_VNNI void Q2KVnniKernel::tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride,
+                                                uint64_t cols, float* y, uint64_t y_stride) {
+  static_assert(R == 1, "Q2_K runs one row at a time");
+  const uint64_t blocks = cols / kQ2_KValues;
+  const float* table = fp16_table();
+  const __m512i mask2 = _mm512_set1_epi8(3);
+  __m256 acc[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kQ2_KBytes;
+    prefetch_ahead(wb);
+    prefetch_ahead(wb + 64);
+    const __m512i scales = _mm512_and_si512(broadcast_16_bytes(wb + kQ2_KScales), _mm512_set1_epi8(0x0F));
+    __m512i codes[4], scale32[4];
+    INFER_PLAN_UNROLL for (int m = 0; m < 4; ++m) {
+      const __m512i q2 = broadcast_32_bytes(wb + kQ2_KQs + 32 * (m / 2));
+      codes[m] = _mm512_and_si512(_mm512_srlv_epi16(q2, _mm512_load_si512(kQ2KShifts[m % 2].data())), mask2);
+      scale32[m] = _mm512_shuffle_epi8(scales, _mm512_load_si512(kQ2KScaleLanes[m].data()));
     }
+    __m256i isum[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs;
+      __m512i sum = _mm512_setzero_si512();
+      INFER_PLAN_UNROLL for (int m = 0; m < 4; ++m) {
+        const __m512i fours = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[m], load512(xq + 64 * m));
+        sum = _mm512_dpwssd_epi32(sum, fours, scale32[m]);
+      }
+      isum[t] = fold_halves(sum);
+    }
+    q2_k_add_blocks<T>(acc, isum, wb, x + b * kQ8_KBytes, x_stride, table);
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
 }
@@ -564,8 +728,10 @@ bool cpu_able() {
 
 }  // namespace
 
-RowsDotFn avx2_rows_dot(GgmlType weight_type) {
+RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512) {
   if (!cpu_able()) return nullptr;
+  if (weight_type == GgmlType::Q2_K && avx512 && avx512_vnni_able()) return blocked_product<Q2KVnniKernel>;
+  if (weight_type == GgmlType::BF16 && avx512 && avx512_bf16_able()) return blocked_product<BF16DotKernel>;
   switch (weight_type) {
     case GgmlType::F32: return blocked_product<FloatKernel<F32Values>>;
     case GgmlType::F16: return blocked_product<FloatKernel<F16Values>>;
@@ -578,8 +744,14 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type) {
 }
 
 bool avx512_vnni_able() {
-  static const bool able = cpu_able() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("avx512vnni");
+  static const bool able = cpu_able() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return able;
+}
+
+bool avx512_bf16_able() {
+  static const bool able = cpu_able() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
   return able;
 }
 
@@ -590,8 +762,9 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
 
 #else
 
-RowsDotFn avx2_rows_dot(GgmlType) { return nullptr; }
+RowsDotFn avx2_rows_dot(GgmlType, bool) { return nullptr; }
 bool avx512_vnni_able() { return false; }
+bool avx512_bf16_able() { return false; }
 GroupsDotFn avx2_interleaved_dot(GgmlType, bool) { return nullptr; }
 
 #endif

@@ -19,8 +19,10 @@ using RowsDotFn = void (*)(const uint8_t* w, uint64_t w_stride, uint64_t rows, c
                            uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
 
 // The product for `weight_type` (F32, F16, BF16, Q8_0, Q4_0, Q2_K), or nullptr when this CPU
-// lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none.
-RowsDotFn avx2_rows_dot(GgmlType weight_type);
+// lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none. With `avx512`, where
+// the CPU has them: Q2_K on AVX-512 VNNI (the AVX2 product's bits, tested), BF16 on AVX512_BF16
+// (the same sum in another order: bits may differ from the AVX2 product's).
+RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512 = true);
 
 // The same for weights in interleaved order (kernels/cpu/interleave.hpp): `groups` groups of
 // kInterleavedRows rows from `w`, y[t * y_stride + 8 g + r] = dot(row r of group g, x row t).
@@ -32,7 +34,9 @@ using GroupsDotFn = void (*)(const uint8_t* w, uint64_t groups, const uint8_t* x
 // Q4_0 only; nullptr as above. Where the CPU has AVX-512 VNNI (and `avx512_vnni`), a variant
 // that adds four products per instruction: the same bits (the tests compare the two).
 GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni = true);
-// True when this CPU runs AVX-512 VNNI (with AVX512VL) beside AVX2.
+// True when this CPU runs AVX-512 VNNI (with AVX512BW and VL) beside AVX2.
 bool avx512_vnni_able();
+// True when this CPU runs AVX512_BF16 (with AVX512BW and VL) beside AVX2.
+bool avx512_bf16_able();
 
 }  // namespace infer_plan::kernels

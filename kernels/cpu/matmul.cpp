@@ -290,7 +290,9 @@ void matmul_rows_reference(GgmlType weight_type, const uint8_t* weights, uint64_
 
 std::string_view matmul_implementation() {
   const bool avx2 = !g_force_scalar.load(std::memory_order_relaxed) && avx2_rows_dot(GgmlType::F32) != nullptr;
-  return !avx2 ? "scalar" : avx512_vnni_able() ? "avx2+avx512vnni" : "avx2";
+  if (!avx2) return "scalar";
+  const bool vnni = avx512_vnni_able(), bf16 = avx512_bf16_able();
+  return vnni && bf16 ? "avx2+avx512vnni+avx512bf16" : vnni ? "avx2+avx512vnni" : bf16 ? "avx2+avx512bf16" : "avx2";
 }
 
 void matmul_force_scalar(bool force) { g_force_scalar.store(force, std::memory_order_relaxed); }

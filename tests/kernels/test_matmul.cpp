@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/dot_avx2.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "planner/core/input_error.hpp"
@@ -303,5 +304,38 @@ TEST_CASE("forcing the scalar path is visible in matmul_implementation") {
   CHECK(matmul_implementation() == "scalar");
   matmul_force_scalar(false);
   const std::string_view impl = matmul_implementation();
-  CHECK((impl == "avx2" || impl == "avx2+avx512vnni" || impl == "scalar"));
+  CHECK((impl == "avx2" || impl == "avx2+avx512vnni" || impl == "avx2+avx512bf16" || impl == "avx2+avx512vnni+avx512bf16" ||
+         impl == "scalar"));
+}
+
+TEST_CASE("the AVX-512 VNNI product of Q2_K gives the AVX2 product's bits") {
+  const RowsDotFn avx2 = avx2_rows_dot(GgmlType::Q2_K, false);
+  const RowsDotFn vnni = avx2_rows_dot(GgmlType::Q2_K, true);
+  if (!avx512_vnni_able()) {
+    CHECK((vnni == avx2));  // none here: the AVX2 product (or none at all) either way
+    return;
+  }
+  REQUIRE((avx2 != nullptr));
+  REQUIRE((vnni != avx2));
+  // Random bytes for every scale, min and code (scales and codes up to 15 and 3), d = dmin = 1/16,
+  // and activations whose Q8_K codes reach -127 and 127: the four-product sums near their +-1524.
+  constexpr uint64_t rows = 5, cols = 768, row_bytes = cols / 256 * 84;
+  std::mt19937 gen(95);
+  std::vector<uint8_t> w(rows * row_bytes);
+  for (uint8_t& byte : w) byte = static_cast<uint8_t>(gen());
+  for (uint64_t b = 0; b < w.size(); b += 84) {
+    w[b + 80] = w[b + 82] = 0x00;  // fp16 0x2C00 = 1/16, little-endian
+    w[b + 81] = w[b + 83] = 0x2C;
+  }
+  for (uint64_t batch : {1, 3, 4, 7}) {
+    CAPTURE(batch);
+    std::vector<float> xf = random_values(batch * cols, 96 + static_cast<uint32_t>(batch));
+    for (uint64_t i = 0; i < 32; ++i) xf[i] = -1.0f;  // 32 codes of -127 in a row
+    Activations x;
+    convert_activations(GgmlType::Q2_K, xf.data(), batch, cols, x);
+    std::vector<float> a(batch * rows), b(batch * rows);
+    avx2(w.data(), row_bytes, rows, x.row(0), x.row_bytes, batch, cols, a.data(), rows);
+    vnni(w.data(), row_bytes, rows, x.row(0), x.row_bytes, batch, cols, b.data(), rows);
+    CHECK(a == b);
+  }
 }
