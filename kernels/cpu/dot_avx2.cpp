@@ -1,7 +1,9 @@
 // AVX2 dot products: the same sums as matmul.cpp's scalar loops (integer dot per block, then one
-// float multiply-add per block), eight lanes at a time. Every load is unaligned (blocks start at
-// any 2-byte boundary). Each function carries target("avx2,fma,f16c") instead of the whole file
-// being built with -mavx2, so nothing here runs unless avx2_dot() found the CPU able.
+// float multiply-add per block), eight lanes at a time, and AVX-512 variants of some (interleaved
+// Q4_0 and Q2_K on VNNI, BF16 on AVX512_BF16). Every load is unaligned (blocks start at any 2-byte
+// boundary). Each function carries its target attribute (target("avx2,fma,f16c"), or the AVX-512
+// sets) instead of the whole file being built with -mavx2, so nothing here runs unless
+// avx2_rows_dot() or avx2_interleaved_dot() found the CPU able.
 #include "kernels/cpu/dot_avx2.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
