@@ -2,7 +2,10 @@
 // memory (capacity - reserved). Prints the breakdown, the verdict with its margin, the most
 // requests at this context and the longest context at this request count.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "apps/commands.hpp"
 #include "apps/format.hpp"
@@ -24,6 +27,56 @@ struct FitArgs {
 };
 
 
+// One row of the layer-split table: the fit at N layers on the device.
+struct SplitRow {
+  uint64_t gpu_layers;
+  FitResult fit;
+};
+
+// The fit at every N worth showing, as gguf-parser tabulates it: 0, about eight steps up to every
+// layer, and the plan's N with its neighbours.
+std::vector<SplitRow> split_table(const ResolvedPlan& rp) {
+  const uint64_t total = split_layer_count(rp.spec);
+  const uint64_t at = rp.split ? rp.split->gpu_layers : total;
+  std::vector<uint64_t> ns{0, total};
+  const uint64_t step = std::max<uint64_t>(1, (total + 7) / 8);
+  for (uint64_t n = step; n < total; n += step) ns.push_back(n);
+  for (uint64_t n : {at == 0 ? 0 : at - 1, at, at + 1})
+    if (n <= total) ns.push_back(n);
+  std::sort(ns.begin(), ns.end());
+  ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
+  std::vector<SplitRow> rows;
+  for (uint64_t n : ns) {
+    if (n == total) {
+      rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false)});
+    } else {
+      const LayerSplit split = layer_split(rp.spec, rp.weights, n);
+      rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false, nullptr, &split)});
+    }
+  }
+  return rows;
+}
+
+// Device and host need at N: weights + reserves + KV, and the host's weights + KV.
+uint64_t device_need(const FitResult& f) { return f.device_weights_bytes + f.reserved_bytes + f.kv_bytes; }
+uint64_t host_need(const FitResult& f) { return f.host ? f.host->weights_bytes + f.host->kv_bytes : 0; }
+
+// A decode step at batch 1 and the plan's context, parted between the device and the host.
+struct SplitDecode {
+  double step_s = 0, host_s = 0;
+};
+SplitDecode split_decode(const ResolvedPlan& rp) {
+  const StepCost whole = rp.roofline->decode_step(1, rp.plan.context);
+  SplitDecode d;
+  d.step_s = rp.server.decode_iteration_s(1, rp.plan.context);
+  if (rp.split) {
+    const double host_bytes = whole.weight_bytes * split_host_weight_share(*rp.split) +
+                              whole.kv_bytes * split_host_kv_share(*rp.split, rp.spec);
+    d.host_s = host_bytes / rp.hw.host->achieved_bandwidth();
+  }
+  return d;
+}
+
 Json fit_json(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
   Json j = fit_figures(r);
   j["model"] = spec.name;
@@ -32,6 +85,45 @@ Json fit_json(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, co
   j["kv_v"] = ggml_type_info(plan.kv.v).name;
   j["model_max_context"] = spec.max_context;
   return j;
+}
+
+Json split_json(const ResolvedPlan& rp) {
+  Json table = Json::array();
+  for (const SplitRow& row : split_table(rp))
+    table.push_back({{"gpu_layers", row.gpu_layers}, {"device_bytes", device_need(row.fit)},
+                     {"host_bytes", host_need(row.fit)}, {"fits", row.fit.fits}});
+  const SplitDecode d = split_decode(rp);
+  return {{"gpu_layers", rp.split ? rp.split->gpu_layers : split_layer_count(rp.spec)},
+          {"layers", split_layer_count(rp.spec)},
+          {"decode_ms_batch1", d.step_s * 1e3},
+          {"host_ms_batch1", d.host_s * 1e3},
+          {"tokens_per_s_batch1", d.step_s > 0 ? 1.0 / d.step_s : 0.0},
+          {"table", table}};
+}
+
+void print_split(const ResolvedPlan& rp) {
+  const FitResult& r = rp.fit;
+  const uint64_t total = split_layer_count(rp.spec);
+  if (r.host) {
+    const HostProfile& h = *rp.hw.host;
+    fmt::print("\n  host memory{}, its layers read at {:.1f} GB/s\n",
+               h.description.empty() ? "" : " (" + h.description + ")", h.achieved_bandwidth() * 1e-9);
+    fmt::print("  {:<22}{:>12}\n", "usable", gib(r.host->usable_bytes));
+    fmt::print("  {:<22}{:>12}   token_embd, {} of {} blocks{}\n", "- weights", gib(r.host->weights_bytes),
+               rp.spec.layers - r.split->device_blocks, rp.spec.layers, r.split->head_on_device ? "" : ", the head");
+    fmt::print("  {:<22}{:>12}   {} layers' KV\n", "- KV cache", gib(r.host->kv_bytes), r.split->host_part.layers);
+    fmt::print("  {:<22}{:>12}\n", "= headroom", gib(r.host->headroom_bytes));
+  }
+  fmt::print("\n  layers on the device (of {}): device / host memory\n", total);
+  for (const SplitRow& row : split_table(rp)) {
+    const bool here = row.gpu_layers == (rp.split ? rp.split->gpu_layers : total);
+    fmt::print("  {} {:>4}   {:>12} / {:>12}   {}\n", here ? "->" : "  ", row.gpu_layers, gib(device_need(row.fit)),
+               gib(host_need(row.fit)), row.fit.fits ? "fits" : "does not fit");
+  }
+  const SplitDecode d = split_decode(rp);
+  fmt::print("\n  decode at {} layers, batch 1, {} tokens: {:.1f} ms per token ({:.1f} tokens/s){}\n",
+             rp.split ? rp.split->gpu_layers : total, rp.plan.context, d.step_s * 1e3, 1.0 / d.step_s,
+             rp.split ? fmt::format("; the host's layers {:.1f} ms of it", d.host_s * 1e3) : "");
 }
 
 void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
@@ -47,7 +139,11 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   row("capacity", gib(r.capacity_bytes), fmt::format("{} B", r.capacity_bytes));
   row("- reserved (system)", gib(r.system_reserved_bytes));
   row("= usable", gib(r.usable_bytes));
-  row("- weights", gib(r.weights_bytes), r.weights_label);
+  if (r.split)
+    row("- weights (device)", gib(r.device_weights_bytes),
+        fmt::format("{} of {}: {}", gib(r.device_weights_bytes), r.weights_label, layer_split_label(*r.split, spec)));
+  else
+    row("- weights", gib(r.weights_bytes), r.weights_label);
   if (r.offload) {
     row("+ offloaded to host", gib(r.offload->freed_bytes),
         fmt::format("{} x {}: {} of one layer in every {} (host memory; see `offload` for the time)",
@@ -70,7 +166,10 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
                     r.requests, r.requests == 1 ? "" : "s"));
   row("= headroom", gib(r.headroom_bytes));
   fmt::print("\n");
-  if (r.fits)
+  if (r.host && !r.host->fits && r.headroom_bytes >= 0)
+    fmt::print("  verdict: DOES NOT FIT: the device holds its layers, but host memory is {} short\n",
+               gib(-r.host->headroom_bytes));
+  else if (r.fits)
     fmt::print("  verdict: FITS with {} to spare\n", gib(r.headroom_bytes));
   else if (r.free_after_weights_bytes < 0)
     fmt::print("  verdict: DOES NOT FIT: the weights alone are {} over the usable memory, before any KV\n",
@@ -94,13 +193,17 @@ void run(const FitArgs& a) {
   const ModelSpec& spec = rp.spec;
   const HwProfile& hw = rp.hw;
   const FitResult& r = rp.fit;
+  // The table per N needs the host's memory (a profile without one refuses any split, in resolve_plan).
+  const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto) && hw.host;
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
+    if (split_asked) j["layer_split"] = split_json(rp);
     if (a.out.explain) j["derivation"] = r.derivation;
     print_json(j);
     return;
   }
   print_text(r, spec, hw, plan);
+  if (split_asked) print_split(rp);
   if (a.out.explain) {
     fmt::print("\nderivation:\n");
     for (const auto& line : r.derivation) fmt::print("  {}\n", line);
@@ -119,7 +222,9 @@ void add_fit_command(CLI::App& app) {
       "Example (an M2 Max with 96 GiB, of which Metal wires 72 GiB for the GPU by default):\n"
       "  infer-plan fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1\n"
       "A plan with an 'offload' section counts the groups it moves to host memory and its prefetch slots:\n"
-      "  infer-plan fit --plan scenarios/plans/h200-offload.json");
+      "  infer-plan fit --plan scenarios/plans/h200-offload.json\n"
+      "llama.cpp's layer split: the most layers a 24 GB card holds, the table per N and the decode speed:\n"
+      "  infer-plan fit --model llama-3.1-70b --weights Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1");
   cmd->callback([args] { run(*args); });
 }
 

@@ -85,9 +85,17 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "Known weights size instead of --weights, e.g. a GGUF file's size: 79.81GiB, 14 GB")
       ->type_name("SIZE");
   cmd.add_option("--n-gpu-layers", gpu_layers,
-                 "llama.cpp's -ngl: layers on the device; every layer (all, auto, or N >= the model's layers) is "
-                 "what infer-plan plans; a split across device and host is not modelled yet (default all)")
-      ->type_name("N|all");
+                 "llama.cpp's -ngl: layers on the device, counting the output head as the last (a 32-layer model "
+                 "has 33); the first layers, the token embeddings and their KV stay in host memory and run on "
+                 "the CPU at the host's bandwidth. all (default), auto (the most that fit), or N")
+      ->type_name("N|all|auto");
+  cmd.add_option("--host-memory", host_memory,
+                 "The host's memory for a layer split, e.g. 64GiB (default: the profile's 'host' section)")
+      ->type_name("SIZE");
+  cmd.add_option("--host-bandwidth", host_bandwidth,
+                 "The rate the host's CPU reads its layers at, e.g. 60GB/s (default: the profile's host bandwidth x "
+                 "its efficiency)")
+      ->type_name("RATE");
   // llama.cpp's batch and attention flags change only its compute buffer, which --engine llama.cpp
   // sizes for n_ubatch 512 without flash attention: refused, saying so, rather than ignored.
   for (const char* name : {"--flash-attn", "--ubatch-size", "--batch-size,-b"})
@@ -142,26 +150,31 @@ Plan PlanOptions::resolve() const {
       throw InputError(fmt::format("--reserve: '{}' is not NAME=SIZE (e.g. cuda_context=512MiB)", r));
     p.reserves.push_back({r.substr(0, eq), parse_bytes(r.substr(eq + 1), "--reserve " + r.substr(0, eq))});
   }
-  if (!gpu_layers.empty() && gpu_layers != "all" && gpu_layers != "auto") {
+  if (gpu_layers == "auto") {
+    p.gpu_layers_auto = true;
+    p.gpu_layers.reset();
+  } else if (gpu_layers == "all") {
+    p.gpu_layers_auto = false;
+    p.gpu_layers.reset();
+  } else if (!gpu_layers.empty()) {
     uint64_t n = 0;
     const auto [end, ec] = std::from_chars(gpu_layers.data(), gpu_layers.data() + gpu_layers.size(), n);
     if (ec != std::errc() || end != gpu_layers.data() + gpu_layers.size())
       throw InputError(fmt::format("--n-gpu-layers: '{}' is not a layer count; expected N >= 0, all or auto",
                                    gpu_layers));
-    const uint64_t layers = resolve_plan(p).spec.layers;
-    if (n < layers)
-      throw InputError(fmt::format(
-          "--n-gpu-layers: {} of {} layers on the device, the rest run by the host, is not modelled yet; "
-          "infer-plan plans every layer on the device (-ngl all). To move weights to host memory, a plan's "
-          "'offload' section streams a part of every k-th layer over the link (see infer-plan offload --help)",
-          n, layers));
+    p.gpu_layers_auto = false;
+    p.gpu_layers = n;
   }
+  if (!host_memory.empty()) p.host_memory_bytes = parse_bytes(host_memory, "--host-memory");
+  if (!host_bandwidth.empty()) p.host_bandwidth_bytes_per_s = parse_rate(host_bandwidth, "--host-bandwidth");
   // A field set by a flag is named by its flag; one from the plan file by the file and field.
   const std::map<std::string_view, std::pair<const char*, bool>> flags{
       {"context", {"--ctx-size", !ctx.empty()}},   {"requests", {"--parallel", requests.has_value()}},
       {"output", {"--output-len", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
       {"tp", {"--tp", tp.has_value()}},           {"decode_ms", {"--decode-ms", decode_ms.has_value()}},
-      {"deadline_s", {"--deadline", deadline_s.has_value()}}};
+      {"deadline_s", {"--deadline", deadline_s.has_value()}},
+      {"host_memory", {"--host-memory", !host_memory.empty()}},
+      {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);
     if ((it != flags.end() && it->second.second) || plan_file.empty())

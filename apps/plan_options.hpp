@@ -57,14 +57,14 @@ inline const CLI::Validator kFraction = number_in(0, 1, true);
 
 struct PlanOptions {
   std::string plan_file;
-  std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers;
+  std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers, host_memory, host_bandwidth;
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).
   static constexpr unsigned kModel = 1;      // --model --scale --kv --ctx --requests --tp --plan
-  static constexpr unsigned kMemory = 2;     // --hw --engine --weights --weights-size --reserve
+  static constexpr unsigned kMemory = 2;     // --hw --engine --weights --weights-size --reserve -ngl --host-*
   static constexpr unsigned kGeneration = 4; // --output --decode-ms --deadline
   void add_to(CLI::App& cmd, unsigned groups);
   Plan resolve() const;  // throws InputError with the flag's name

@@ -60,8 +60,20 @@ uint64_t FitResult::kv_tokens_in(uint64_t bytes) const {
 
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
-                     const OffloadMemory* offload) {
+                     const OffloadMemory* offload, const LayerSplit* split) {
   check_tensor_parallel(s, request.tp, "--tp");
+  if (split) {
+    if (request.tp > 1)
+      throw InputError("--n-gpu-layers: a layer split with tensor parallel (--tp) is not modelled; split the layers "
+                       "on one device, or put every layer on the devices");
+    if (offload)
+      throw InputError("--n-gpu-layers: a layer split beside an 'offload' section is not modelled; use one of the two");
+    if (!hw.host)
+      throw InputError(fmt::format("--n-gpu-layers: {} of {} layers on the device leaves the rest in host memory, and "
+                                   "profile {} has no 'host' section; give the host's --host-memory and "
+                                   "--host-bandwidth",
+                                   split->gpu_layers, split_layer_count(s), hw.name));
+  }
   // Every term below 2^60 bytes (planner/core/limits): their sums and differences cannot wrap
   // the signed margins, so a verdict is never flipped by overflow.
   if (weights_bytes_total > kMaxBytes)
@@ -89,8 +101,16 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     o.buffer_bytes = o.buffers * o.group_bytes;
     r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
   }
-  r.kv_bytes_per_token = kv_bytes_per_token(s, request.kv, request.tp);
-  r.kv_bytes_per_request = kv_bytes_for_context(s, request.kv, request.context, request.tp);
+  // With a split, the device's figures are those of its layers (its part of the spec).
+  const ModelSpec& device_spec = split ? split->device_part : s;
+  if (split) {
+    r.split = *split;
+    r.device_weights_bytes = split->device_weights_bytes;
+  }
+  // (A part with no layers, -ngl 0's device or every layer's host, caches nothing.)
+  r.kv_bytes_per_token = device_spec.layers ? kv_bytes_per_token(device_spec, request.kv, request.tp) : 0;
+  r.kv_bytes_per_request =
+      device_spec.layers ? kv_bytes_for_context(device_spec, request.kv, request.context, request.tp) : 0;
   r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
@@ -112,10 +132,37 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   r.fits = r.headroom_bytes >= 0;
   r.kv_room_bytes = for_kv > 0 ? static_cast<uint64_t>(for_kv) : 0;
   if (r.kv_room_bytes > 0) {
-    r.max_requests = r.kv_room_bytes / r.kv_bytes_per_request;
-    // Whole pages only: a context that needs a page more than fits does not fit.
-    r.max_context = kv_context_for_bytes(s, request.kv, r.kv_room_bytes / request.requests, request.tp);
+    // Whole pages only: a context that needs a page more than fits does not fit. A device that
+    // keeps no layer (-ngl 0) holds no KV: the host bounds both.
+    r.max_requests = r.kv_bytes_per_request ? r.kv_room_bytes / r.kv_bytes_per_request : kMaxConcurrentRequests;
+    r.max_context = device_spec.layers ? kv_context_for_bytes(device_spec, request.kv, r.kv_room_bytes / request.requests,
+                                                              request.tp)
+                                       : kMaxContextTokens;
     r.context_unbounded = s.window_layer_count() == s.layers && r.max_context == kMaxContextTokens;
+  }
+  if (split) {
+    const HostProfile& h = *hw.host;
+    HostFit& host = r.host.emplace();
+    host.description = h.description;
+    host.capacity_bytes = h.memory_capacity_bytes;
+    host.reserved_bytes = h.memory_reserved_bytes;
+    host.usable_bytes = h.usable_bytes();
+    host.weights_bytes = split->host_weights_bytes;
+    const uint64_t per_request =
+        split->host_part.layers ? kv_bytes_for_context(split->host_part, request.kv, request.context) : 0;
+    host.kv_bytes = per_request * request.requests;
+    const int64_t host_room = static_cast<int64_t>(host.usable_bytes) - static_cast<int64_t>(host.weights_bytes);
+    host.headroom_bytes = host_room - static_cast<int64_t>(host.kv_bytes);
+    host.fits = host.headroom_bytes >= 0;
+    r.fits = r.fits && host.fits;
+    if (host_room <= 0) {
+      r.max_requests = r.max_context = 0;
+      r.context_unbounded = false;
+    } else if (split->host_part.layers) {
+      const auto room = static_cast<uint64_t>(host_room);
+      r.max_requests = std::min(r.max_requests, per_request ? room / per_request : kMaxConcurrentRequests);
+      r.max_context = std::min(r.max_context, kv_context_for_bytes(split->host_part, request.kv, room / request.requests));
+    }
   }
 
   if (!with_derivation) return r;
@@ -151,6 +198,9 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   else
     d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
                             request.tp, r.weights_bytes, gib(r.weights_bytes)));
+  if (r.split)
+    d.push_back(fmt::format("split    = {}: device weights {}, host weights {}", layer_split_label(*r.split, s),
+                            gib(r.split->device_weights_bytes), gib(r.split->host_weights_bytes)));
   if (r.offload)
     d.push_back(fmt::format("device   = weights - offloaded to host + prefetch slots = {} - {} ({} x {}) + {} ({} x {}) = {}",
                             gib(r.weights_bytes), gib(r.offload->freed_bytes), r.offload->layers_offloaded,
@@ -193,7 +243,30 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   } else {
     d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");
   }
+  if (r.host)
+    d.push_back(fmt::format("host     = usable {} ({} - {} reserved) - weights {} - KV {} ({} host layers) = {} -> {}",
+                            gib(r.host->usable_bytes), gib(r.host->capacity_bytes), gib(r.host->reserved_bytes),
+                            gib(r.host->weights_bytes), gib(r.host->kv_bytes), split->host_part.layers,
+                            gib(r.host->headroom_bytes), r.host->fits ? "fits" : "does not fit"));
   return r;
+}
+
+uint64_t auto_gpu_layers(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
+                         const PlanWeights& weights) {
+  // The device's need only grows with N: the largest N that fits, from the top.
+  for (uint64_t n = split_layer_count(spec);; --n) {
+    const LayerSplit split = layer_split(spec, weights, n);
+    FitResult device_only;
+    if (n == split_layer_count(spec)) {
+      device_only = fit_memory(spec, hw, request, weights.bytes, weights.label, false);
+    } else {
+      HwProfile with_host = hw;  // the device's side alone: any host holds the rest
+      if (!with_host.host) with_host.host = HostProfile{"", 1, 0, 1, 1};
+      with_host.host->memory_capacity_bytes = kMaxBytes;
+      device_only = fit_memory(spec, with_host, request, weights.bytes, weights.label, false, nullptr, &split);
+    }
+    if (device_only.fits || n == 0) return device_only.fits ? n : 0;
+  }
 }
 
 }  // namespace infer_plan

@@ -10,10 +10,23 @@
 
 #include "planner/model/hw_profile.hpp"
 #include "planner/cost/kv_cache.hpp"
+#include "planner/cost/layer_split.hpp"
 #include "planner/model/model_spec.hpp"
 #include "planner/cost/offload.hpp"
 
 namespace infer_plan {
+
+// With a layer split: the host memory's side of the fit (its layers' weights and KV).
+struct HostFit {
+  std::string description;
+  uint64_t capacity_bytes = 0;
+  uint64_t reserved_bytes = 0;  // the host profile's, for the OS
+  uint64_t usable_bytes = 0;
+  uint64_t weights_bytes = 0;
+  uint64_t kv_bytes = 0;        // all requests, the host's layers
+  int64_t headroom_bytes = 0;
+  bool fits = false;
+};
 
 struct FitResult {
   uint64_t tp = 1;
@@ -25,8 +38,10 @@ struct FitResult {
   std::string weights_label;           // "79.81 GiB (given)", "BF16 (uniform)"
   uint64_t weights_bytes = 0;          // the model's, per device (before any offload)
   std::optional<OffloadMemory> offload;  // per device, when the plan offloads
+  std::optional<LayerSplit> split;       // a layer split (-ngl below every layer): the device's part below
+  std::optional<HostFit> host;           // ... and the host's
   uint64_t device_weights_bytes = 0;   // weights - offloaded + prefetch slots (= weights without offload)
-  uint64_t kv_bytes_per_token = 0;     // K + V, all layers, on this device
+  uint64_t kv_bytes_per_token = 0;     // K + V, all layers on this device (with a split: the device's)
   uint64_t kv_bytes_per_request = 0;   // at `context`
   uint64_t kv_bytes = 0;               // all requests
   std::vector<NamedBytes> reserves;    // runtime reserves (profile + plan)
@@ -58,11 +73,19 @@ struct FitRequest {
 };
 
 // `weights_bytes` is for the whole model (split evenly across request.tp devices), and so is
-// `offload` (offload_memory of the plan's offload section; nullptr: none).
+// `offload` (offload_memory of the plan's offload section; nullptr: none). `split` (nullptr: every
+// layer on the device) puts its host layers' weights and KV in hw.host's memory: InputError
+// without a host, or with tp > 1 or an offload beside it.
 // `with_derivation` = false skips the --explain lines and the warnings (sweeps evaluate millions).
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes, const std::string& weights_label, bool with_derivation = true,
-                     const OffloadMemory* offload = nullptr);
+                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr);
+
+// llama.cpp's -ngl auto: the most layers (split_layer_count when all fit) whose split fits the
+// device's memory; 0 when not even the device's reserves and one request's nothing fit. The
+// host side is not asked (it only grows as layers leave the device).
+uint64_t auto_gpu_layers(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
+                         const PlanWeights& weights);
 
 // Lines explaining kv_bytes_per_token for --explain (shared by fit and kv).
 std::vector<std::string> kv_per_token_derivation(const ModelSpec& spec, KvTypes types, uint64_t tp);

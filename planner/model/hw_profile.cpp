@@ -1,6 +1,7 @@
 // Profile JSON: {"name", "description", "memory": {"capacity", "reserved", "bandwidth"},
 // "compute": {"bf16": "989 TFLOPS", ...}, "host_links": ["pcie-gen5-x16" | {"name", "bandwidth"}],
-// "device_link": {"name", "bandwidth"}, "reserves": {"name": "512 MiB"}, "sources": [...]}.
+// "device_link": {"name", "bandwidth"}, "reserves": {"name": "512 MiB"}, "sources": [...],
+// "host": {"description", "memory": {"capacity", "reserved", "bandwidth"}, "efficiency"}}.
 #include "planner/model/hw_profile.hpp"
 
 #include <algorithm>
@@ -98,8 +99,8 @@ LinkProfile link_profile_from_json(const Json& j, const std::string& name, const
 HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std::string& where,
                                const LinkResolver& resolve_link) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
-  refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links",
-                          "device_link", "reserves", "sources", "efficiency", "measured", "calibration"}, where);
+  refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links", "device_link",
+                          "reserves", "sources", "efficiency", "measured", "calibration", "host"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -151,6 +152,30 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
     if (l.is_string()) p.device_link = resolve_link(l.get<std::string>());
     else if (l.is_object()) p.device_link = inline_link(l, where + ": device_link");
     else throw InputError(fmt::format("{}: field 'device_link' is neither a link name nor an object", where));
+  }
+  if (j.contains("host")) {
+    const std::string hw = where + ": host";
+    const Json& h = require_object(j, "host", where);
+    refuse_unknown_keys(h, {"description", "memory", "efficiency"}, hw);
+    HostProfile& host = p.host.emplace();
+    host.description = optional_string(h, "description", hw).value_or("");
+    const std::string hmw = hw + ": memory";
+    const Json& host_mem = require_object(h, "memory", hw);
+    refuse_unknown_keys(host_mem, {"capacity", "reserved", "bandwidth"}, hmw);
+    host.memory_capacity_bytes = size_field(host_mem, "capacity", hmw, true);
+    if (host.memory_capacity_bytes == 0)
+      throw InputError(fmt::format("{}: field 'capacity' is 0; expected a positive size", hmw));
+    host.memory_reserved_bytes = size_field(host_mem, "reserved", hmw, false);
+    if (host.memory_reserved_bytes >= host.memory_capacity_bytes)
+      throw InputError(fmt::format("{}: 'reserved' ({}) must be below 'capacity' ({})", hmw,
+                                   format_bytes(host.memory_reserved_bytes), format_bytes(host.memory_capacity_bytes)));
+    if (!host_mem.contains("bandwidth"))
+      throw InputError(fmt::format("{}: field 'bandwidth' is missing; expected a rate such as \"89.6 GB/s\"", hmw));
+    host.memory_bandwidth_bytes_per_s = rate_field(host_mem, "bandwidth", hmw);
+    host.memory_efficiency = optional_number(h, "efficiency", hw).value_or(1.0);
+    if (!(host.memory_efficiency > 0 && host.memory_efficiency <= 1))
+      throw InputError(fmt::format("{}: field 'efficiency' is {}; expected a fraction in (0, 1]", hw,
+                                   host.memory_efficiency));
   }
   if (j.contains("reserves")) {
     const std::string rw = where + ": reserves";

@@ -46,6 +46,20 @@ struct MeasuredFigures {
   std::string source;                                   // "probe on <device>, <date>"
 };
 
+// The host a device sits in, for llama.cpp's layer split (-ngl): the layers left in host memory
+// are read there by the CPU. Profile field "host": {"description", "memory": {"capacity",
+// "reserved", "bandwidth"}, "efficiency"} (bandwidth the datasheet's, efficiency the achieved
+// fraction a CPU decode reads at).
+struct HostProfile {
+  std::string description;
+  uint64_t memory_capacity_bytes = 0;
+  uint64_t memory_reserved_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  double memory_efficiency = 1.0;
+  uint64_t usable_bytes() const { return memory_capacity_bytes - memory_reserved_bytes; }
+  double achieved_bandwidth() const { return memory_bandwidth_bytes_per_s * memory_efficiency; }
+};
+
 struct HwProfile {
   std::string name;
   std::string source;  // "built-in" or a path
@@ -57,6 +71,7 @@ struct HwProfile {
   std::vector<LinkProfile> host_links;               // first = the default host link
   std::optional<LinkProfile> device_link;            // GPU-to-GPU (NVLink), for tensor parallel
   std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
+  std::optional<HostProfile> host;                   // the host's memory, for a layer split
   std::vector<std::string> sources;                  // where the figures come from
   // Achieved fractions of the datasheet figures (used when no measured block is present).
   double memory_efficiency = 1.0;

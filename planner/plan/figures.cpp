@@ -36,6 +36,15 @@ Json fit_figures(const FitResult& r) {
                     {"freed_bytes", r.offload->freed_bytes}, {"buffers", r.offload->buffers},
                     {"buffer_bytes", r.offload->buffer_bytes}};
   }
+  if (r.split)
+    j["split"] = {{"gpu_layers", r.split->gpu_layers}, {"device_blocks", r.split->device_blocks},
+                  {"head_on_device", r.split->head_on_device}, {"device_weights_bytes", r.split->device_weights_bytes},
+                  {"host_weights_bytes", r.split->host_weights_bytes}};
+  if (r.host)
+    j["host"] = {{"description", r.host->description}, {"capacity_bytes", r.host->capacity_bytes},
+                 {"reserved_bytes", r.host->reserved_bytes}, {"usable_bytes", r.host->usable_bytes},
+                 {"weights_bytes", r.host->weights_bytes}, {"kv_bytes", r.host->kv_bytes},
+                 {"headroom_bytes", r.host->headroom_bytes}, {"fits", r.host->fits}};
   return j;
 }
 

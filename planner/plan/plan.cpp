@@ -16,7 +16,8 @@ namespace infer_plan {
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
-                         "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load"},
+                         "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
+                         "gpu_layers", "host_memory", "host_bandwidth"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -46,6 +47,20 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   p.output = optional_uint(j, "output", where).value_or(p.output);
   p.requests = optional_uint(j, "requests", where).value_or(p.requests);
   p.tp = optional_uint(j, "tp", where).value_or(p.tp);
+  if (auto it = j.find("gpu_layers"); it != j.end() && !it->is_null()) {
+    if (it->is_string() && (it->get<std::string>() == "auto" || it->get<std::string>() == "all")) {
+      p.gpu_layers_auto = it->get<std::string>() == "auto";
+    } else if (!it->is_number_unsigned()) {
+      throw InputError(fmt::format("{}: field 'gpu_layers' is {}; expected a layer count >= 0, \"all\" or \"auto\"",
+                                   where, it->dump()));
+    } else {
+      p.gpu_layers = it->get<uint64_t>();
+    }
+  }
+  if (auto size = optional_string(j, "host_memory", where))
+    p.host_memory_bytes = parse_bytes(*size, where + ": field 'host_memory'");
+  if (auto rate = optional_string(j, "host_bandwidth", where))
+    p.host_bandwidth_bytes_per_s = parse_rate(*rate, where + ": field 'host_bandwidth'");
   if (j.contains("reserves")) {
     const Json& r = require_object(j, "reserves", where);
     for (const auto& [name, value] : r.items()) {
@@ -149,6 +164,10 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
       throw InputError(fmt::format("{}: {} is out of range; expected a positive {} up to {:g}", name(field), *v, unit, hi));
   };
   in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
+  in_range("host_bandwidth", p.host_bandwidth_bytes_per_s, kMaxRateBytesPerS, "rate in B/s");
+  if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
+    throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
+                                 name("host_memory"), *p.host_memory_bytes));
   in_range("deadline_s", p.deadline_s, kMaxTimeS, "time in s");
   if (p.load) {
     in_range("load.rate_per_s", p.load->rate_per_s, kMaxArrivalRate, "rate in requests/s");
@@ -178,9 +197,10 @@ FitRequest fit_request(const Plan& plan) {
 }
 
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
-                     const std::string& weights_label, bool with_derivation, const OffloadMemory* offload) {
+                     const std::string& weights_label, bool with_derivation, const OffloadMemory* offload,
+                     const LayerSplit* split) {
   validate_plan(plan, "plan");
-  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload);
+  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload, split);
 }
 
 }  // namespace infer_plan

@@ -64,6 +64,12 @@ struct Plan {
   uint64_t output = 256;                   // generated tokens per request
   uint64_t requests = 4;                   // concurrent requests
   uint64_t tp = 1;                         // tensor-parallel devices
+  // llama.cpp's layer split (planner/cost/layer_split): layers on the device, counting the output
+  // head as the last; nullopt: every layer. gpu_layers_auto: the most that fit (-ngl auto).
+  std::optional<uint64_t> gpu_layers;
+  bool gpu_layers_auto = false;
+  std::optional<uint64_t> host_memory_bytes;          // override or supply the profile's host memory
+  std::optional<double> host_bandwidth_bytes_per_s;   // ... and its bandwidth (as achieved by a CPU decode)
   std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
   std::optional<Json> hw_inline;           // a profile object given inside the plan
   std::optional<double> decode_ms;         // a measured decode iteration, instead of the roofline
@@ -86,6 +92,6 @@ FitRequest fit_request(const Plan& plan);
 // The plan's ranges checked (validate_plan), then fit_memory of what it asks.
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
                      const std::string& weights_label, bool with_derivation = true,
-                     const OffloadMemory* offload = nullptr);
+                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr);
 
 }  // namespace infer_plan

@@ -50,15 +50,45 @@ ResolvedPlan resolve_plan(const Plan& plan) {
                                             "own llama-bench output with `infer-plan calibrate`",
                                             plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", "));
   }
+  if (plan.host_memory_bytes || plan.host_bandwidth_bytes_per_s) {
+    if (!rp.hw.host && !(plan.host_memory_bytes && plan.host_bandwidth_bytes_per_s))
+      throw InputError(fmt::format("--host-memory and --host-bandwidth: profile {} has no 'host' section, so give both",
+                                   rp.hw.name));
+    HostProfile& host = rp.hw.host ? *rp.hw.host : rp.hw.host.emplace();
+    if (plan.host_memory_bytes) {
+      host.memory_capacity_bytes = *plan.host_memory_bytes;
+      if (host.memory_reserved_bytes >= host.memory_capacity_bytes) host.memory_reserved_bytes = 0;
+    }
+    if (plan.host_bandwidth_bytes_per_s) {  // given as what the CPU achieves
+      host.memory_bandwidth_bytes_per_s = *plan.host_bandwidth_bytes_per_s;
+      host.memory_efficiency = 1.0;
+    }
+  }
   rp.weights = plan_weights(rp.spec, plan.weights, plan.weights_bytes);
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
   const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
-  rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr);
+  std::optional<uint64_t> gpu_layers = plan.gpu_layers;
+  if (plan.gpu_layers_auto) gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights);
+  if (gpu_layers && *gpu_layers < split_layer_count(rp.spec)) rp.split = layer_split(rp.spec, rp.weights, *gpu_layers);
+  rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
+                      rp.split ? &*rp.split : nullptr);
   const Roofline* rl = rp.roofline.get();
-  rp.server.decode_iteration_s = [rl](uint64_t batch, uint64_t context_tokens) {
-    return rl->decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
-  };
-  rp.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
+  if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)
+    const LayerSplit split = *rp.split;
+    const ModelSpec spec = rp.spec;
+    const HostProfile host = *rp.hw.host;
+    rp.server.decode_iteration_s = [rl, split, spec, host](uint64_t batch, uint64_t context_tokens) {
+      return split_step_s(rl->decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)), split, spec, host);
+    };
+    rp.server.prefill_s = [rl, split, spec, host](uint64_t prompt) {
+      return split_step_s(rl->prefill(prompt), split, spec, host);
+    };
+  } else {
+    rp.server.decode_iteration_s = [rl](uint64_t batch, uint64_t context_tokens) {
+      return rl->decode_step(batch, context_tokens / std::max<uint64_t>(batch, 1)).time_s;
+    };
+    rp.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
+  }
   rp.server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_bytes);
   rp.server.max_batch = plan.load ? plan.load->max_batch : plan.requests;
   return rp;

@@ -25,6 +25,9 @@ struct ResolvedPlan {
   HwProfile hw;
   PlanWeights weights;
   std::unique_ptr<Roofline> roofline;
+  // llama.cpp's layer split, when the plan keeps fewer than every layer on the device (gpu_layers,
+  // or auto: the most that fit); the fit and the server's steps count it.
+  std::optional<LayerSplit> split;
   // The plan's memory fit, with its derivation; an offload section's groups and slots counted.
   FitResult fit;
   // Roofline steps, the KV pool fit sized (requests x context, whole pages), at most

@@ -33,8 +33,21 @@ infer_plan_cli_case(single_csv EXIT 0 ARGS kv -m qwen3-8b -c 8K -o csv
 # --- llama.cpp's names mean what they mean there ---
 infer_plan_cli_case(fit_llama_flags EXIT 0 ARGS fit -m qwen3-8b -c 32K -ctk q8_0 -ctv q8_0 -np 8 -ngl 99 --json
   MATCH "\"kv_k\": \"Q8_0\"" "\"kv_v\": \"Q8_0\"" "\"requests\": 8" "\"context\": 32768")
-infer_plan_cli_case(bad_ngl_split EXIT 2 ARGS fit -m qwen3-8b -ngl 20
-  MATCH "--n-gpu-layers: 20 of 36 layers on the device, the rest run by the host, is not modelled yet")
+infer_plan_cli_case(bad_ngl_no_host EXIT 2 ARGS fit -m qwen3-8b -ngl 20
+  MATCH "--n-gpu-layers: 20 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section; give the host's --host-memory and --host-bandwidth")
+infer_plan_cli_case(bad_ngl_word EXIT 2 ARGS fit -m qwen3-8b -ngl most
+  MATCH "--n-gpu-layers: 'most' is not a layer count; expected N >= 0, all or auto")
+infer_plan_cli_case(bad_host_bandwidth EXIT 2 ARGS fit -m qwen3-8b -ngl 20 --host-memory 64GiB --host-bandwidth fast
+  MATCH "--host-bandwidth")
+# llama.cpp's layer split (issue 20): 70B Q4_K_M on a 24 GB card keeps 47 of 81 layers (the
+# test in tests/planner/cost/test_layer_split.cpp checks that 48 does not fit), the table marks it
+infer_plan_cli_case(fit_ngl_auto EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1
+  MATCH "47/81 layers on the device \\(the last 47 blocks\\); in host memory: token_embd, blocks 0-32 and the head"
+        "->   47 " "48 .* does not fit" "decode at 47 layers, batch 1, 8192 tokens: [0-9.]+ ms per token")
+# 22 of 32 blocks, token_embd and the head (10.90 GiB) and their KV (4 x 8192 x 22 x 4096 B = 2.75
+# GiB) need 13.65 GiB: 12 GiB of host memory is 1.65 GiB short
+infer_plan_cli_case(fit_ngl_host_given EXIT 0 ARGS fit -m llama-3.1-8b --hw h100-sxm -ngl 10 --host-memory 12GiB --host-bandwidth 50GB/s
+  MATCH "verdict: DOES NOT FIT: the device holds its layers, but host memory is 1.65 GiB short" "its layers read at 50.0 GB/s")
 infer_plan_cli_case(bad_fa EXIT 2 ARGS fit -fa on MATCH "--flash-attn: llama.cpp's flag is not an input here yet")
 infer_plan_cli_case(bad_ub EXIT 2 ARGS roofline -ub 256 MATCH "--ubatch-size: llama.cpp's flag is not an input here yet")
 infer_plan_cli_case(roofline_n_is_output EXIT 0 ARGS roofline -m qwen3-8b -n 100 -np 2 --json

@@ -1,0 +1,79 @@
+#include "planner/cost/layer_split.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace infer_plan {
+namespace {
+
+// `spec` keeping layers [begin, end): what the KV functions read (the count and each layer's
+// window).
+ModelSpec layer_range(const ModelSpec& spec, uint64_t begin, uint64_t end) {
+  ModelSpec part = spec;
+  part.layers = end - begin;
+  if (!spec.window_layers.empty())
+    part.window_layers.assign(spec.window_layers.begin() + static_cast<std::ptrdiff_t>(begin),
+                              spec.window_layers.begin() + static_cast<std::ptrdiff_t>(end));
+  return part;
+}
+
+}  // namespace
+
+uint64_t split_layer_count(const ModelSpec& spec) { return spec.layers + 1; }
+
+LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers) {
+  LayerSplit s;
+  s.gpu_layers = std::min(gpu_layers, split_layer_count(spec));
+  s.device_blocks = std::min(s.gpu_layers, spec.layers);
+  s.head_on_device = s.gpu_layers > spec.layers;
+  const uint64_t first_device_block = spec.layers - s.device_blocks;
+  double device = 0, host = 0;
+  for (const TensorPlacement& t : weights.layout.tensors) {
+    const double bytes = static_cast<double>(t.bytes) * weights.scale;
+    // The global tensors (token_embd, output norm and head) go with the head: all on the device is
+    // the plan without a split, as the fit counts it.
+    const bool on_device = t.tensor.layer >= 0 ? static_cast<uint64_t>(t.tensor.layer) >= first_device_block
+                                               : s.head_on_device;
+    (on_device ? device : host) += bytes;
+    if (t.tensor.role == TensorRole::token_embd) s.embd_bytes += static_cast<uint64_t>(std::llround(bytes));
+  }
+  // The layout's sum may differ from weights.bytes by rounding; the split keeps the plan's total.
+  s.device_weights_bytes = static_cast<uint64_t>(std::llround(device));
+  s.host_weights_bytes = weights.bytes - std::min(s.device_weights_bytes, weights.bytes);
+  s.device_part = layer_range(spec, first_device_block, spec.layers);
+  s.host_part = layer_range(spec, 0, first_device_block);
+  return s;
+}
+
+double split_host_weight_share(const LayerSplit& s) {
+  const double embd_on_host = s.head_on_device ? 0.0 : static_cast<double>(s.embd_bytes);
+  const double host = std::max(0.0, static_cast<double>(s.host_weights_bytes) - embd_on_host);
+  const double all = static_cast<double>(s.host_weights_bytes + s.device_weights_bytes) - static_cast<double>(s.embd_bytes);
+  return all > 0 ? std::clamp(host / all, 0.0, 1.0) : 0.0;
+}
+
+double split_host_kv_share(const LayerSplit& s, const ModelSpec& spec) {
+  return spec.layers ? static_cast<double>(s.host_part.layers) / static_cast<double>(spec.layers) : 0.0;
+}
+
+double split_step_s(const StepCost& whole, const LayerSplit& s, const ModelSpec& spec, const HostProfile& host) {
+  const double host_bytes =
+      whole.weight_bytes * split_host_weight_share(s) + whole.kv_bytes * split_host_kv_share(s, spec);
+  const double bytes = whole.bytes();
+  const double device_share = bytes > 0 ? 1.0 - host_bytes / bytes : 1.0;
+  return whole.time_s * device_share + host_bytes / host.achieved_bandwidth();
+}
+
+std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {
+  const uint64_t total = split_layer_count(spec);
+  if (s.gpu_layers >= total) return fmt::format("{}/{} layers on the device (all)", s.gpu_layers, total);
+  const uint64_t host_blocks = spec.layers - s.device_blocks;
+  const std::string host_blocks_text =
+      host_blocks == 0 ? "" : host_blocks == 1 ? ", block 0" : fmt::format(", blocks 0-{}", host_blocks - 1);
+  return fmt::format("{}/{} layers on the device (the last {} block{}); in host memory: token_embd{} and the head",
+                     s.gpu_layers, total, s.device_blocks, s.device_blocks == 1 ? "" : "s", host_blocks_text);
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,47 @@
+// llama.cpp's layer split (-ngl N, --n-gpu-layers): the device holds the last N of the model's
+// repeating layers, and the output head as one more "layer" when N exceeds them; the token
+// embeddings, the first layers and their KV cache stay in host memory, where the CPU runs them at
+// the host's bandwidth (llama.cpp's layout: the host's layers are not copied to the device per
+// step). N = layers + 1 (or more) is every layer on the device: the plan without a split.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "planner/cost/kv_cache.hpp"
+#include "planner/cost/roofline.hpp"
+#include "planner/model/hw_profile.hpp"
+#include "planner/model/model_spec.hpp"
+#include "planner/weights/weights_size.hpp"
+
+namespace infer_plan {
+
+struct LayerSplit {
+  uint64_t gpu_layers = 0;        // N as llama.cpp counts it: repeating layers, then the output head
+  uint64_t device_blocks = 0;     // repeating layers on the device: the last min(N, layers)
+  bool head_on_device = false;    // N > layers: output norm and head on the device too
+  uint64_t device_weights_bytes = 0;
+  uint64_t host_weights_bytes = 0;  // token_embd, the first layers, and the head unless on the device
+  uint64_t embd_bytes = 0;          // token_embd's (a step reads one row of it per token)
+  ModelSpec device_part;          // the spec with only the device's layers (their windows): its KV
+  ModelSpec host_part;            // ... and the host's
+};
+
+// The most -ngl counts for `spec`: its layers and the output head.
+uint64_t split_layer_count(const ModelSpec& spec);
+
+// The split at `gpu_layers` (clamped to split_layer_count) of the plan's weights.
+LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers);
+
+// A decode step (or prefill) with the split: `whole` is the roofline's step for every layer on the
+// device. The host's share of what the step reads (its layers' part of the weights read per step,
+// token_embd aside, and of the KV) is read at the host's achieved bandwidth; the rest keeps its
+// share of the device's time. Returns seconds.
+double split_step_s(const StepCost& whole, const LayerSplit& split, const ModelSpec& spec, const HostProfile& host);
+// The host's share of a step's weight reads and of its KV reads.
+double split_host_weight_share(const LayerSplit& split);
+double split_host_kv_share(const LayerSplit& split, const ModelSpec& spec);
+
+// "40/81 layers on the device (the last 40 blocks; token_embd, blocks 0-39 and the head in host memory)"
+std::string layer_split_label(const LayerSplit& split, const ModelSpec& spec);
+
+}  // namespace infer_plan

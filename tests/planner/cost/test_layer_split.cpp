@@ -1,0 +1,172 @@
+// llama.cpp's layer split (-ngl): which bytes the device and the host hold, the fit on both
+// sides, -ngl auto, and the step time with the host's layers at the host's bandwidth.
+#include <doctest/doctest.h>
+
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/layer_split.hpp"
+#include "planner/cost/memory_fit.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/weights/weights_size.hpp"
+
+using namespace infer_plan;
+
+namespace {
+
+// qwen3-8b in F16 throughout (norms F32): 36 alike blocks, token_embd and output each
+// 151936 x 4096 x 2 B = 1,244,659,712 B, output_norm 4096 x 4 B.
+constexpr uint64_t kEmbd = 151936ull * 4096 * 2;
+constexpr uint64_t kOutputNorm = 4096 * 4;
+
+HwProfile with_host(HwProfile hw, uint64_t capacity) {
+  hw.host = HostProfile{"test host", capacity, 0, 100e9, 0.5};
+  return hw;
+}
+
+}  // namespace
+
+TEST_CASE("a split holds the last N blocks on the device, and the head as the (layers + 1)-th") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const PlanWeights w = plan_weights(spec, "F16:pure", std::nullopt);
+  REQUIRE(spec.layers == 36);
+  CHECK(split_layer_count(spec) == 37);
+  const uint64_t blocks = w.bytes - 2 * kEmbd - kOutputNorm;  // what the 36 blocks hold
+  REQUIRE(blocks % 36 == 0);
+  const uint64_t block = blocks / 36;
+
+  const LayerSplit ten = layer_split(spec, w, 10);
+  CHECK(ten.device_blocks == 10);
+  CHECK_FALSE(ten.head_on_device);
+  CHECK(ten.device_weights_bytes == 10 * block);
+  CHECK(ten.host_weights_bytes == w.bytes - 10 * block);
+  CHECK(ten.embd_bytes == kEmbd);
+  CHECK(ten.device_part.layers == 10);
+  CHECK(ten.host_part.layers == 26);
+
+  const LayerSplit blocks_only = layer_split(spec, w, 36);  // every block, the head still on the host
+  CHECK(blocks_only.device_weights_bytes == blocks);
+  CHECK(blocks_only.host_weights_bytes == 2 * kEmbd + kOutputNorm);
+  const LayerSplit all = layer_split(spec, w, 99);  // clamped: everything
+  CHECK(all.gpu_layers == 37);
+  CHECK(all.head_on_device);
+  CHECK(all.device_weights_bytes == w.bytes);
+  CHECK(all.host_weights_bytes == 0);
+  CHECK(layer_split_label(ten, spec) ==
+        "10/37 layers on the device (the last 10 blocks); in host memory: token_embd, blocks 0-25 and the head");
+}
+
+TEST_CASE("the fit with a split: each side holds its layers' KV, and both must fit") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const PlanWeights w = plan_weights(spec, "F16:pure", std::nullopt);
+  const LayerSplit split = layer_split(spec, w, 10);
+  FitRequest request;
+  request.context = 8192;
+  request.requests = 1;
+  request.kv = {GgmlType::F16, GgmlType::F16};
+  // qwen3-8b caches 2 x 8 KV heads x 128 x 2 B = 4096 B per token and layer
+  const FitResult r = fit_memory(spec, with_host(load_hw_profile("rtx-4090"), 64 * GiB), request, w.bytes, "F16", true,
+                                 nullptr, &split);
+  CHECK(r.device_weights_bytes == split.device_weights_bytes);
+  CHECK(r.kv_bytes_per_token == 10 * 4096);
+  CHECK(r.kv_bytes == 10ull * 4096 * 8192);
+  REQUIRE(r.host);
+  CHECK(r.host->weights_bytes == split.host_weights_bytes);
+  CHECK(r.host->kv_bytes == 26ull * 4096 * 8192);
+  CHECK(r.host->headroom_bytes ==
+        static_cast<int64_t>(64 * GiB) - static_cast<int64_t>(split.host_weights_bytes + r.host->kv_bytes));
+  CHECK(r.fits);
+
+  // 8 GiB of host memory do not hold 26 blocks (about 0.4 GiB each) and two 1.2 GiB embedding tables
+  const FitResult small = fit_memory(spec, with_host(load_hw_profile("rtx-4090"), 8 * GiB), request, w.bytes, "F16",
+                                     false, nullptr, &split);
+  CHECK(small.headroom_bytes >= 0);  // the device's side fits
+  CHECK_FALSE(small.host->fits);
+  CHECK_FALSE(small.fits);
+  CHECK(small.max_requests == 0);
+
+  // -ngl 0: the device keeps nothing of the KV; the host bounds the requests
+  const LayerSplit none = layer_split(spec, w, 0);
+  const FitResult host_only = fit_memory(spec, with_host(load_hw_profile("rtx-4090"), 64 * GiB), request, w.bytes,
+                                         "F16", false, nullptr, &none);
+  CHECK(host_only.kv_bytes == 0);
+  CHECK(host_only.host->kv_bytes == 36ull * 4096 * 8192);
+  const uint64_t host_room = 64 * GiB - none.host_weights_bytes;
+  CHECK(host_only.max_requests == host_room / (36ull * 4096 * 8192));
+}
+
+TEST_CASE("a split refuses a device without a host, tensor parallel and an offload beside it") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const PlanWeights w = plan_weights(spec, "Q8_0", std::nullopt);
+  const LayerSplit split = layer_split(spec, w, 20);
+  FitRequest request;
+  request.context = 4096;
+  request.requests = 1;
+  CHECK_THROWS_WITH_AS(fit_memory(spec, load_hw_profile("h200"), request, w.bytes, "Q8_0", false, nullptr, &split),
+                       doctest::Contains("profile h200 has no 'host' section"), InputError);
+  request.tp = 2;
+  CHECK_THROWS_WITH_AS(fit_memory(spec, with_host(load_hw_profile("h200"), 64 * GiB), request, w.bytes, "Q8_0", false,
+                                  nullptr, &split),
+                       doctest::Contains("with tensor parallel (--tp) is not modelled"), InputError);
+}
+
+TEST_CASE("-ngl auto: the most layers whose split fits the device") {
+  Plan plan;
+  plan.model = "llama-3.1-70b";
+  plan.weights = "Q4_K_M";
+  plan.hw = "rtx-4090";
+  plan.context = 8192;
+  plan.requests = 1;
+  plan.gpu_layers_auto = true;
+  const ResolvedPlan rp = resolve_plan(plan);
+  REQUIRE(rp.split);
+  const uint64_t n = rp.split->gpu_layers;
+  CHECK(n > 0);
+  CHECK(n < split_layer_count(rp.spec));
+  CHECK(rp.fit.headroom_bytes >= 0);
+  const LayerSplit one_more = layer_split(rp.spec, rp.weights, n + 1);
+  const FitResult over = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, false, nullptr, &one_more);
+  CHECK(over.headroom_bytes < 0);  // the device's side: one more layer does not fit
+  // every layer fits an H200's 141 GB: auto keeps them all, no split
+  plan.hw = "h200";
+  CHECK_FALSE(resolve_plan(plan).split);
+}
+
+TEST_CASE("a split step: the host's share of the reads at the host's bandwidth, the rest of the device's time") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const PlanWeights w = plan_weights(spec, "F16:pure", std::nullopt);
+  const LayerSplit split = layer_split(spec, w, 18);  // half the blocks; token_embd and the head on the host
+  // weights read per step, token_embd aside: 36 blocks + the head; the host's part: 18 blocks + the head
+  const double block = static_cast<double>(w.bytes - 2 * kEmbd - kOutputNorm) / 36;
+  const double host_share = (18 * block + kEmbd + kOutputNorm) / (36 * block + kEmbd + kOutputNorm);
+  CHECK(split_host_weight_share(split) == doctest::Approx(host_share));
+  CHECK(split_host_kv_share(split, spec) == doctest::Approx(0.5));
+  StepCost whole;
+  whole.weight_bytes = 1e9;
+  whole.kv_bytes = 2e8;
+  whole.time_s = 0.004;
+  const HostProfile host{"", 64 * GiB, 0, 100e9, 0.5};  // reads at 50 GB/s
+  const double host_bytes = 1e9 * host_share + 2e8 * 0.5;
+  CHECK(split_step_s(whole, split, spec, host) ==
+        doctest::Approx(0.004 * (1 - host_bytes / 1.2e9) + host_bytes / 50e9));
+}
+
+TEST_CASE("plan files and profiles: gpu_layers, host memory and bandwidth") {
+  Plan p = plan_from_json(Json::parse(R"({"gpu_layers": "auto", "host_memory": "32 GiB", "host_bandwidth": "40 GB/s"})"),
+                          "p.json");
+  CHECK(p.gpu_layers_auto);
+  CHECK(p.host_memory_bytes == 32 * GiB);
+  CHECK(p.host_bandwidth_bytes_per_s == doctest::Approx(40e9));
+  CHECK(plan_from_json(Json::parse(R"({"gpu_layers": 12})"), "p.json").gpu_layers == 12u);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json::parse(R"({"gpu_layers": -1})"), "p.json"),
+                       doctest::Contains("p.json: field 'gpu_layers' is -1; expected a layer count >= 0"), InputError);
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  REQUIRE(hw.host);
+  CHECK(hw.host->achieved_bandwidth() == doctest::Approx(89.6e9 * 0.7));
+  CHECK(hw.host->usable_bytes() == 60 * GiB);
+  const Json bad = Json::parse(R"({"memory": {"capacity": "24 GB", "bandwidth": "1 TB/s"},
+                                   "host": {"memory": {"capacity": "64 GiB", "bandwidth": "90 GB/s"}, "speed": 1}})");
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(bad, "x", "x.json", [](const std::string&) { return LinkProfile{}; }),
+                       doctest::Contains("x.json: host: unknown field 'speed'"), InputError);
+}
