@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "apps/commands.hpp"
+#include "apps/exit_code.hpp"
 #include "apps/format.hpp"
 #include "apps/plan_options.hpp"
 #include "planner/catalog/catalog.hpp"
+#include "planner/plan/nearest_fits.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -195,19 +197,40 @@ void run(const FitArgs& a) {
   const FitResult& r = rp.fit;
   // The table per N needs the host's memory (a profile without one refuses any split, in resolve_plan).
   const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto) && hw.host;
+  // A single plan that does not fit ends with its own exit code, so that scripts can tell; a
+  // sweep's table marks each row instead.
+  const bool verdict_exits = !r.fits && !output_state().documents_wanted;
+  const std::vector<FitSuggestion> suggestions = output_state().documents_wanted ? std::vector<FitSuggestion>{}
+                                                                                 : nearest_fits(rp);
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
     if (split_asked) j["layer_split"] = split_json(rp);
+    if (!r.fits && !output_state().documents_wanted) {
+      Json list = Json::array();
+      for (const FitSuggestion& f : suggestions)
+        list.push_back({{"lever", f.lever}, {"flag", f.flag}, {"outcome", f.outcome}, {"headroom_bytes", f.headroom_bytes}});
+      j["suggestions"] = list;
+    }
     if (a.out.explain) j["derivation"] = r.derivation;
     print_json(j);
+    if (verdict_exits) throw ExitCode{kDoesNotFitExitCode};
     return;
   }
   print_text(r, spec, hw, plan);
   if (split_asked) print_split(rp);
+  if (!suggestions.empty()) {
+    fmt::print("\n  nearest plans that fit, one change each:\n");
+    size_t width = 0;
+    for (const FitSuggestion& f : suggestions) width = std::max(width, f.flag.size());
+    for (const FitSuggestion& f : suggestions) fmt::print("    {:<{}}   {}\n", f.flag, width, f.outcome);
+  } else if (!r.fits) {
+    fmt::print("\n  no single change of weights, KV type, context, requests, --tp or -ngl fits\n");
+  }
   if (a.out.explain) {
     fmt::print("\nderivation:\n");
     for (const auto& line : r.derivation) fmt::print("  {}\n", line);
   }
+  if (verdict_exits) throw ExitCode{kDoesNotFitExitCode};
 }
 
 }  // namespace

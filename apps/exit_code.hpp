@@ -8,4 +8,8 @@ struct ExitCode {
   int code;
 };
 
+// `fit` answering DOES NOT FIT (one plan, not a sweep's table): 1, as a failed `sweep --check`
+// and `report --check`; 2 is bad input, 3 an internal error.
+inline constexpr int kDoesNotFitExitCode = 1;
+
 }  // namespace infer_plan::apps

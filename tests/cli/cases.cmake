@@ -34,10 +34,18 @@ infer_plan_cli_case(fit_m2_7981 EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB -
 # (the file adds a ~6 MB header), 1.61 GiB left, 0.14 GiB to spare.
 infer_plan_cli_case(fit_m2_q2k_recipe EXIT 0 ARGS fit ${_m2} --weights Q2_K --ctx 8K
   MATCH "weights +79.80 GiB +Q2_K" "free after weights +1.61 GiB" "FITS with 0.14 GiB to spare")
-infer_plan_cli_case(fit_m2_8197 EXIT 0 ARGS fit ${_m2} --weights-size 81.97GiB --ctx 8K
-  MATCH "DOES NOT FIT: the weights alone are 0.56 GiB over")
-infer_plan_cli_case(fit_m2_32k EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K
-  MATCH "KV cache +5.88 GiB" "DOES NOT FIT")
+# DOES NOT FIT exits 1 (issue 20) and lists the nearest plans that fit, one change each: here
+# none (a given size has no smaller type; no context or request count is left; one device)
+infer_plan_cli_case(fit_m2_8197 EXIT 1 ARGS fit ${_m2} --weights-size 81.97GiB --ctx 8K
+  MATCH "DOES NOT FIT: the weights alone are 0.56 GiB over" "no single change of weights, KV type, context, requests, --tp or -ngl fits")
+# seed 000: 32K does not fit, the 8K the seed runs does (the longest context: 8896 tokens, whole pages)
+infer_plan_cli_case(fit_m2_32k EXIT 1 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K
+  MATCH "KV cache +5.88 GiB" "DOES NOT FIT" "nearest plans that fit, one change each:\n +-c 8896 +8896 tokens per request, FITS")
+infer_plan_cli_case(fit_m2_32k_json EXIT 1 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 32K --json
+  MATCH "\"suggestions\": " "\"flag\": \"-c 8896\"" "\"lever\": \"context\"")
+# a sweep's table marks each row and exits 0
+infer_plan_cli_case(fit_sweep_exit_0 EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8K,32K -o csv
+  MATCH "true" "false")
 infer_plan_cli_case(fit_m2_json EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB --ctx 8192 --json
   MATCH "\"usable_bytes\": 87410065408" "\"kv_bytes_per_token\": 192512" "\"fits\": true"
         "\"max_requests\": 1" "\"free_after_weights_bytes\": 1714730435" "\"headroom_bytes\": 137672131")
@@ -63,7 +71,7 @@ infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "bl
 infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s")
 # The M2 Max as it is (issue 15): 96 GiB, of which Metal wires 72 GiB for the GPU by default, so the
 # seed's 79.81 GiB file does not fit until iogpu.wired_limit_mb is raised.
-infer_plan_cli_case(fit_m2_as_built EXIT 0 ARGS fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1
+infer_plan_cli_case(fit_m2_as_built EXIT 1 ARGS fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1
   MATCH "capacity +96.00 GiB +103079215104 B" "= usable +72.00 GiB" "DOES NOT FIT: the weights alone are 7.81 GiB over")
 infer_plan_cli_case(hw_network_links EXIT 0 ARGS hw
   MATCH "1gbe +125 MB/s" "25gbe +3.125 GB/s" "100gbe +12.5 GB/s" "400g-rdma +50 GB/s" "nvlink-4 +450 GB/s")
@@ -363,7 +371,7 @@ infer_plan_cli_case(model_gpt_oss_json EXIT 0 ARGS model gpt-oss-120b --json
   MATCH "\"kv_window_tokens\": 128" "\"sliding_window_layers\": 18" "\"attention_sinks\": true" "\"parameters_total\": 116829156672")
 infer_plan_cli_case(kv_gpt_oss_128k EXIT 0 ARGS kv --model gpt-oss-120b --ctx 131072 --types bf16 --json
   MATCH "\"bytes_per_request\": 4836556800" "\"kv_window_tokens\": 128")
-infer_plan_cli_case(fit_gpt_oss_128k EXIT 0 ARGS fit --model gpt-oss-120b --hw h200 --ctx 131072 --requests 1 --explain
+infer_plan_cli_case(fit_gpt_oss_128k EXIT 1 ARGS fit --model gpt-oss-120b --hw h200 --ctx 131072 --requests 1 --explain
   MATCH "18 of 36 layers .window. only the last 128" "18 window layers x min.131072, 128.")
 infer_plan_cli_case(run_gpt_oss_refused EXIT 2 ARGS run --model gpt-oss-20b --scale 0.02 --ctx 64 --output 4 --requests 1
   MATCH "gpt-oss, which the planner models but the runtime does not execute yet")

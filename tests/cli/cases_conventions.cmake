@@ -41,12 +41,15 @@ infer_plan_cli_case(bad_host_bandwidth EXIT 2 ARGS fit -m qwen3-8b -ngl 20 --hos
   MATCH "--host-bandwidth")
 # llama.cpp's layer split (issue 20): 70B Q4_K_M on a 24 GB card keeps 47 of 81 layers (the
 # test in tests/planner/cost/test_layer_split.cpp checks that 48 does not fit), the table marks it
+# without -ngl, a plan that does not fit suggests the split (the profile has a host)
+infer_plan_cli_case(fit_suggests_ngl EXIT 1 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 -c 8192 -np 1
+  MATCH "-ngl 47 +47 of 81 layers on the device, the rest in host memory: decode [0-9.]+ tokens/s at batch 1, FITS")
 infer_plan_cli_case(fit_ngl_auto EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1
   MATCH "47/81 layers on the device \\(the last 47 blocks\\); in host memory: token_embd, blocks 0-32 and the head"
         "->   47 " "48 .* does not fit" "decode at 47 layers, batch 1, 8192 tokens: [0-9.]+ ms per token")
 # 22 of 32 blocks, token_embd and the head (10.90 GiB) and their KV (4 x 8192 x 22 x 4096 B = 2.75
 # GiB) need 13.65 GiB: 12 GiB of host memory is 1.65 GiB short
-infer_plan_cli_case(fit_ngl_host_given EXIT 0 ARGS fit -m llama-3.1-8b --hw h100-sxm -ngl 10 --host-memory 12GiB --host-bandwidth 50GB/s
+infer_plan_cli_case(fit_ngl_host_given EXIT 1 ARGS fit -m llama-3.1-8b --hw h100-sxm -ngl 10 --host-memory 12GiB --host-bandwidth 50GB/s
   MATCH "verdict: DOES NOT FIT: the device holds its layers, but host memory is 1.65 GiB short" "its layers read at 50.0 GB/s")
 infer_plan_cli_case(bad_fa EXIT 2 ARGS fit -fa on MATCH "--flash-attn: llama.cpp's flag is not an input here yet")
 infer_plan_cli_case(bad_ub EXIT 2 ARGS roofline -ub 256 MATCH "--ubatch-size: llama.cpp's flag is not an input here yet")
