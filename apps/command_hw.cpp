@@ -30,6 +30,11 @@ Json profile_json(const HwProfile& p) {
          {"compute_ops_per_s", compute}, {"host_links", links}, {"reserves", reserves}};
   if (p.device_link)
     j["device_link"] = {{"name", p.device_link->name}, {"bandwidth_bytes_per_s", p.device_link->bandwidth_bytes_per_s}};
+  if (p.host)
+    j["host"] = {{"description", p.host->description}, {"capacity_bytes", p.host->memory_capacity_bytes},
+                 {"reserved_bytes", p.host->memory_reserved_bytes},
+                 {"bandwidth_bytes_per_s", p.host->memory_bandwidth_bytes_per_s},
+                 {"efficiency", p.host->memory_efficiency}};
   return j;
 }
 
@@ -79,6 +84,10 @@ void run(const HwArgs& a) {
   for (const auto& l : p.host_links) fmt::print("  host link  {} ({} per direction)\n", l.name, format_rate(l.bandwidth_bytes_per_s));
   if (p.device_link)
     fmt::print("  device link {} ({} per direction)\n", p.device_link->name, format_rate(p.device_link->bandwidth_bytes_per_s));
+  if (p.host)
+    fmt::print("  host       {} ({}), {} x {} read by the CPU (a layer split's host layers)\n",
+               format_gib(static_cast<double>(p.host->memory_capacity_bytes)), p.host->description,
+               format_rate(p.host->memory_bandwidth_bytes_per_s), p.host->memory_efficiency);
   for (const auto& r : p.reserves) fmt::print("  reserve    {} {}\n", r.name, format_bytes(r.bytes));
   for (const auto& s : p.sources) fmt::print("  source     {}\n", s);
 }

@@ -62,7 +62,8 @@ void run(const RooflineArgs& a) {
   fmt::print("roofline: {} on {}, weights {}, batch {}, context {}, output {}{}\n", rp.spec.name, rp.hw.name,
              rp.weights.label, plan.requests, plan.context, plan.output,
              plan.tp > 1 ? fmt::format(", tensor parallel {} (per device)", plan.tp) : "");
-  fmt::print("  rates: memory {}; compute {}\n", r.memory_source, r.compute_source);
+  fmt::print("  rates: memory {}; compute {}{}\n", r.memory_source, r.compute_source,
+             plan.tp > 1 ? fmt::format("; all-reduce {}", r.all_reduce_source) : "");
   fmt::print("  step model: {}\n\n", r.step_source);
   print_step("decode iteration", e.decode);
   print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);

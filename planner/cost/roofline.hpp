@@ -23,7 +23,9 @@ struct RooflineRates {
   std::string precision;         // "bf16"
   std::string memory_source;     // "datasheet 4.8 TB/s", "measured (probe ...)", "datasheet x 0.9"
   std::string compute_source;
-  double device_link_bytes_per_s = 0;  // 0 when the profile has none
+  double device_link_bytes_per_s = 0;  // the all-reduce's link: the device link, else the first host link; 0: none
+  double all_reduce_latency_s = 0;     // per all-reduce call over that link
+  std::string all_reduce_source;       // "nvlink-4, 450 GB/s, 5 us per call"
   // What time_s is: "calibrated: llama.cpp (...)", or "datasheet ceiling, uncalibrated" (or
   // "probe ceiling, uncalibrated" with a measured block).
   std::string step_source;

@@ -17,6 +17,9 @@ struct LinkProfile {
   std::string name;                  // "pcie-gen5-x16"
   std::string description;
   double bandwidth_bytes_per_s = 0;  // per direction
+  // The fixed cost of one all-reduce over this link (profile field "latency_us"); without it,
+  // tensor parallel counts kDefaultAllReduceLatencyS (planner/cost/roofline).
+  std::optional<double> all_reduce_latency_s;
 };
 
 struct NamedBytes {

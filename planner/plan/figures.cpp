@@ -70,6 +70,7 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
               {"memory_source", rates.memory_source},
               {"compute_ops_per_s", rates.compute_ops_per_s},
               {"compute_source", rates.compute_source},
+              {"all_reduce_source", rates.all_reduce_source},
               {"step_model", rates.step_source},
               {"calibrated", e.decode.calibrated},
               {"ceiling_ms", e.decode.ceiling_s * 1e3},

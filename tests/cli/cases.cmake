@@ -250,7 +250,10 @@ infer_plan_cli_case(bad_offload_part EXIT 2 ARGS offload --part mlp MATCH "--par
 infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH "unknown link 'pcie-gen9'")
 infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--batch")
 infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
-infer_plan_cli_case(bad_roofline_tp_link EXIT 2 ARGS roofline --hw rtx-4090 --tp 2 MATCH "device_link")
+# no NVLink: the all-reduce falls back to the host link (issue 20): 72 calls of 5 us (0.360 ms) beside
+# 4 tokens x 589,824 B over 32 GB/s (0.074 ms) = 0.434 ms
+infer_plan_cli_case(roofline_tp_over_pcie EXIT 0 ARGS roofline --hw rtx-4090 --tp 2
+  MATCH "all-reduce pcie-gen4-x16 \\(no device link: the host link\\), [0-9.]+ GB/s, 5 us per call \\(assumed\\)" "\\+ 0.434 ms all-reduce")
 # 10 req/s x 4.19 s per request = 41.9 in flight (Little's law): medium concurrency, so no row of the
 # table matches. (Before issue 15 it took --decode-batch's 100 as the concurrency: "strongly yes".)
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10

@@ -93,10 +93,22 @@ TEST_CASE("tensor parallel: weights split, all-reduce added") {
   const StepCost c = two.decode_step(1, 1);
   // 2 all-reduces x 36 layers x 4096 x 2 B x 2 (N-1)/N = 589,824 B over 100 GB/s
   CHECK(c.comm_bytes == 589'824.0);
-  CHECK(c.comm_s == doctest::Approx(589'824.0 / 100e9));
+  // plus a latency per call: 72 calls x 5 us (the default when the link states none) = 0.36 ms
+  CHECK(c.comm_s == doctest::Approx(589'824.0 / 100e9 + 72 * 5e-6));
+  HwProfile stated = device("4 TB/s");
+  stated.device_link->all_reduce_latency_s = 2e-6;
+  CHECK(Roofline(s, w, {}, stated, 2).decode_step(1, 1).comm_s == doctest::Approx(589'824.0 / 100e9 + 72 * 2e-6));
+  // no device link: the host link carries the all-reduce (PCIe peer to peer), said so in the rates
+  HwProfile pcie = device("4 TB/s");
+  pcie.device_link.reset();
+  pcie.host_links.push_back({"pcie-gen4-x16", "", 32e9, std::nullopt});
+  const Roofline over_pcie(s, w, {}, pcie, 2);
+  CHECK(over_pcie.decode_step(1, 1).comm_s == doctest::Approx(589'824.0 / 32e9 + 72 * 5e-6));
+  CHECK(over_pcie.rates().all_reduce_source == "pcie-gen4-x16 (no device link: the host link), 32 GB/s, 5 us per call (assumed)");
   HwProfile no_link = device("4 TB/s");
   no_link.device_link.reset();
-  CHECK_THROWS_WITH_AS(Roofline(s, w, {}, no_link, 2), doctest::Contains("device_link"), InputError);
+  no_link.host_links.clear();
+  CHECK_THROWS_WITH_AS(Roofline(s, w, {}, no_link, 2), doctest::Contains("no 'device_link' nor 'host_links'"), InputError);
 }
 
 TEST_CASE("measured per-type rates: each tensor is read and multiplied at its own type's rate") {

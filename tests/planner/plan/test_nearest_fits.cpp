@@ -39,7 +39,8 @@ TEST_CASE("qwen3-8b BF16 with 8 requests of 8K on a 24 GB card: every lever has 
   REQUIRE(find(s, "gpu_layers"));
   CHECK(find(s, "gpu_layers")->flag == "-ngl 36");  // the blocks; the output head in host memory
   for (const FitSuggestion& f : s) CHECK(f.headroom_bytes >= 0);
-  CHECK_FALSE(find(s, "tp"));  // the card has no device link (tensor parallel refused)
+  REQUIRE(find(s, "tp"));  // two cards, all-reducing over PCIe (no device link): 7.6 GiB of weights each
+  CHECK(find(s, "tp")->flag == "--tp 2");
 }
 
 TEST_CASE("a plan that fits has no suggestions; a given size has no smaller weight type") {
