@@ -30,6 +30,9 @@ Json profile_json(const HwProfile& p) {
          {"compute_ops_per_s", compute}, {"host_links", links}, {"reserves", reserves}};
   if (p.device_link)
     j["device_link"] = {{"name", p.device_link->name}, {"bandwidth_bytes_per_s", p.device_link->bandwidth_bytes_per_s}};
+  if (p.devices_per_node) j["devices_per_node"] = p.devices_per_node;
+  if (p.node_link)
+    j["node_link"] = {{"name", p.node_link->name}, {"bandwidth_bytes_per_s", p.node_link->bandwidth_bytes_per_s}};
   if (p.host)
     j["host"] = {{"description", p.host->description}, {"capacity_bytes", p.host->memory_capacity_bytes},
                  {"reserved_bytes", p.host->memory_reserved_bytes},
@@ -84,6 +87,11 @@ void run(const HwArgs& a) {
   for (const auto& l : p.host_links) fmt::print("  host link  {} ({} per direction)\n", l.name, format_rate(l.bandwidth_bytes_per_s));
   if (p.device_link)
     fmt::print("  device link {} ({} per direction)\n", p.device_link->name, format_rate(p.device_link->bandwidth_bytes_per_s));
+  if (p.devices_per_node)
+    fmt::print("  node       {} devices{}\n", p.devices_per_node,
+               p.node_link ? fmt::format(", then {} ({} per direction) between nodes", p.node_link->name,
+                                         format_rate(p.node_link->bandwidth_bytes_per_s))
+                           : "");
   if (p.host)
     fmt::print("  host       {} ({}), {} x {} read by the CPU (a layer split's host layers)\n",
                format_gib(static_cast<double>(p.host->memory_capacity_bytes)), p.host->description,

@@ -22,6 +22,9 @@ constexpr int kAllReducesPerLayer = 2;    // after attention and after the FFN (
 // takes several microseconds for a decode step's few KiB (the synchronisation, not the bytes), so
 // a TP = 4 Llama-70B step's 160 calls add about 0.8 ms, where their bytes alone take 0.01 ms.
 constexpr double kDefaultAllReduceLatencyS = 5e-6;
+// The same across machines (RDMA between nodes): NCCL's small-message all-reduce over InfiniBand
+// takes tens of microseconds.
+constexpr double kDefaultNodeAllReduceLatencyS = 20e-6;
 // Launches per layer when a launch is a projection (the CPU runtime; its norms, RoPE and adds run
 // inline on the calling thread).
 constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
@@ -92,6 +95,20 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
                    uint64_t tp, double weights_scale)
     : spec_(spec), rates_(roofline_rates(hw)), tp_(tp), calibration_(hw.calibration) {
   check_tensor_parallel(spec, tp, "--tp");
+  if (hw.devices_per_node > 0 && tp > hw.devices_per_node) {
+    // The ring crosses machines: each device's share goes over the node link, the slowest hop.
+    if (!hw.node_link)
+      throw InputError(fmt::format("--tp {}: profile {} holds {} devices per node, and has no 'node_link' for an "
+                                   "all-reduce across nodes",
+                                   tp, hw.name, hw.devices_per_node));
+    const LinkProfile& l = *hw.node_link;
+    rates_.device_link_bytes_per_s = l.bandwidth_bytes_per_s;
+    rates_.all_reduce_latency_s = l.all_reduce_latency_s.value_or(kDefaultNodeAllReduceLatencyS);
+    rates_.all_reduce_source = fmt::format("{} between nodes ({} devices, {} per node), {}, {:g} us per call{}",
+                                           l.name, tp, hw.devices_per_node, format_rate(l.bandwidth_bytes_per_s),
+                                           rates_.all_reduce_latency_s * 1e6,
+                                           l.all_reduce_latency_s ? "" : " (assumed)");
+  }
   if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
     throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' nor 'host_links' for the all-reduce", tp,
                                  hw.name));

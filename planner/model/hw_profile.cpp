@@ -105,7 +105,8 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
                                const LinkResolver& resolve_link) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links", "device_link",
-                          "reserves", "sources", "efficiency", "measured", "calibration", "host"}, where);
+                          "reserves", "sources", "efficiency", "measured", "calibration", "host",
+                          "devices_per_node", "node_link"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -157,6 +158,17 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
     if (l.is_string()) p.device_link = resolve_link(l.get<std::string>());
     else if (l.is_object()) p.device_link = inline_link(l, where + ": device_link");
     else throw InputError(fmt::format("{}: field 'device_link' is neither a link name nor an object", where));
+  }
+  if (const std::optional<uint64_t> n = optional_uint(j, "devices_per_node", where)) {
+    if (*n == 0 || *n > kMaxTensorParallel)
+      throw InputError(fmt::format("{}: field 'devices_per_node' is {}; expected 1 to {}", where, *n, kMaxTensorParallel));
+    p.devices_per_node = *n;
+  }
+  if (j.contains("node_link")) {
+    const Json& l = j.at("node_link");
+    if (l.is_string()) p.node_link = resolve_link(l.get<std::string>());
+    else if (l.is_object()) p.node_link = inline_link(l, where + ": node_link");
+    else throw InputError(fmt::format("{}: field 'node_link' is neither a link name nor an object", where));
   }
   if (j.contains("host")) {
     const std::string hw = where + ": host";

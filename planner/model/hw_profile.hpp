@@ -73,6 +73,8 @@ struct HwProfile {
   std::map<std::string, double> compute_ops_per_s;  // "bf16" -> 989e12
   std::vector<LinkProfile> host_links;               // first = the default host link
   std::optional<LinkProfile> device_link;            // GPU-to-GPU (NVLink), for tensor parallel
+  uint64_t devices_per_node = 0;                     // devices one machine holds (0: not stated, no limit)
+  std::optional<LinkProfile> node_link;              // between machines, per device (RDMA): TP past one node
   std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
   std::optional<HostProfile> host;                   // the host's memory, for a layer split
   std::vector<std::string> sources;                  // where the figures come from

@@ -105,6 +105,15 @@ TEST_CASE("tensor parallel: weights split, all-reduce added") {
   const Roofline over_pcie(s, w, {}, pcie, 2);
   CHECK(over_pcie.decode_step(1, 1).comm_s == doctest::Approx(589'824.0 / 32e9 + 72 * 5e-6));
   CHECK(over_pcie.rates().all_reduce_source == "pcie-gen4-x16 (no device link: the host link), 32 GB/s, 5 us per call (assumed)");
+  // past one machine's devices the ring crosses the node link: 4 devices, 2 per node, 25 GB/s and
+  // 20 us per call (the default between nodes): 2 x 36 x 4096 x 2 B x 2 (3/4) = 884,736 B
+  HwProfile nodes = device("4 TB/s");
+  nodes.devices_per_node = 2;
+  CHECK_THROWS_WITH_AS(Roofline(s, w, {}, nodes, 4), doctest::Contains("holds 2 devices per node, and has no 'node_link'"),
+                       InputError);
+  nodes.node_link = LinkProfile{"200g", "", 25e9, std::nullopt};
+  CHECK(Roofline(s, w, {}, nodes, 4).decode_step(1, 1).comm_s == doctest::Approx(884'736.0 / 25e9 + 72 * 20e-6));
+  CHECK(Roofline(s, w, {}, nodes, 2).decode_step(1, 1).comm_s == doctest::Approx(589'824.0 / 100e9 + 72 * 5e-6));
   HwProfile no_link = device("4 TB/s");
   no_link.device_link.reset();
   no_link.host_links.clear();
