@@ -87,7 +87,7 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   cmd.add_option("--n-gpu-layers", gpu_layers,
                  "llama.cpp's -ngl: layers on the device, counting the output head as the last (a 32-layer model "
                  "has 33); the first layers, the token embeddings and their KV stay in host memory and run on "
-                 "the CPU at the host's bandwidth. all (default), auto (the most that fit), or N")
+                 "the CPU at the host's bandwidth. all (default), auto (the most that fit; all without a host), or N")
       ->type_name("N|all|auto");
   cmd.add_option("--host-memory", host_memory,
                  "The host's memory for a layer split, e.g. 64GiB (default: the profile's 'host' section)")

@@ -68,7 +68,9 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
   const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
   std::optional<uint64_t> gpu_layers = plan.gpu_layers;
-  if (plan.gpu_layers_auto) gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights);
+  // auto: the most layers that fit; with no host to hold the rest, every layer (the plain fit says
+  // whether that fits, and its suggestions what would).
+  if (plan.gpu_layers_auto && rp.hw.host) gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights);
   if (gpu_layers && *gpu_layers < split_layer_count(rp.spec)) rp.split = layer_split(rp.spec, rp.weights, *gpu_layers);
   rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
                       rp.split ? &*rp.split : nullptr);

@@ -131,6 +131,11 @@ TEST_CASE("-ngl auto: the most layers whose split fits the device") {
   // every layer fits an H200's 141 GB: auto keeps them all, no split
   plan.hw = "h200";
   CHECK_FALSE(resolve_plan(plan).split);
+  // a profile with no host has nowhere to put layers: auto is every layer, and the plain verdict
+  plan.hw = "a100-40gb";
+  const ResolvedPlan no_host = resolve_plan(plan);
+  CHECK_FALSE(no_host.split);
+  CHECK_FALSE(no_host.fit.fits);
 }
 
 TEST_CASE("a split step: the host's share of the reads at the host's bandwidth, the rest of the device's time") {
