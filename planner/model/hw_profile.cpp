@@ -66,6 +66,29 @@ double compute_rate(const std::string& text, const std::string& where) {
   return ops;
 }
 
+// A "memory" object: {"capacity", "reserved", "bandwidth"}, the device's or the host's.
+struct MemorySection {
+  uint64_t capacity_bytes = 0, reserved_bytes = 0;
+  double bandwidth_bytes_per_s = 0;
+};
+MemorySection memory_section(const Json& parent, const std::string& where, std::string_view example_rate) {
+  const std::string mem_where = where + ": memory";
+  const Json& mem = require_object(parent, "memory", where);
+  refuse_unknown_keys(mem, {"capacity", "reserved", "bandwidth"}, mem_where);
+  MemorySection m;
+  m.capacity_bytes = size_field(mem, "capacity", mem_where, true);
+  if (m.capacity_bytes == 0) throw InputError(fmt::format("{}: field 'capacity' is 0; expected a positive size", mem_where));
+  m.reserved_bytes = size_field(mem, "reserved", mem_where, false);
+  if (m.reserved_bytes >= m.capacity_bytes)
+    throw InputError(fmt::format("{}: 'reserved' ({}) must be below 'capacity' ({})", mem_where,
+                                 format_bytes(m.reserved_bytes), format_bytes(m.capacity_bytes)));
+  if (!mem.contains("bandwidth"))
+    throw InputError(
+        fmt::format("{}: field 'bandwidth' is missing; expected a rate such as \"{}\"", mem_where, example_rate));
+  m.bandwidth_bytes_per_s = rate_field(mem, "bandwidth", mem_where);
+  return m;
+}
+
 LinkProfile inline_link(const Json& j, std::string_view where) {
   refuse_unknown_keys(j, {"name", "bandwidth", "description", "latency_us"}, where);
   LinkProfile l;
@@ -115,19 +138,10 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   p.source = where;
   p.description = optional_string(j, "description", where).value_or("");
 
-  const std::string mem_where = where + ": memory";
-  const Json& mem = require_object(j, "memory", where);
-  refuse_unknown_keys(mem, {"capacity", "reserved", "bandwidth"}, mem_where);
-  p.memory_capacity_bytes = size_field(mem, "capacity", mem_where, true);
-  if (p.memory_capacity_bytes == 0)
-    throw InputError(fmt::format("{}: field 'capacity' is 0; expected a positive size", mem_where));
-  p.memory_reserved_bytes = size_field(mem, "reserved", mem_where, false);
-  if (p.memory_reserved_bytes >= p.memory_capacity_bytes)
-    throw InputError(fmt::format("{}: 'reserved' ({}) must be below 'capacity' ({})", mem_where,
-                                 format_bytes(p.memory_reserved_bytes), format_bytes(p.memory_capacity_bytes)));
-  if (!mem.contains("bandwidth"))
-    throw InputError(fmt::format("{}: field 'bandwidth' is missing; expected a rate such as \"4.8 TB/s\"", mem_where));
-  p.memory_bandwidth_bytes_per_s = rate_field(mem, "bandwidth", mem_where);
+  const MemorySection memory = memory_section(j, where, "4.8 TB/s");
+  p.memory_capacity_bytes = memory.capacity_bytes;
+  p.memory_reserved_bytes = memory.reserved_bytes;
+  p.memory_bandwidth_bytes_per_s = memory.bandwidth_bytes_per_s;
 
   if (j.contains("compute")) {
     const std::string cw = where + ": compute";
@@ -176,19 +190,10 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
     refuse_unknown_keys(h, {"description", "memory", "efficiency"}, hw);
     HostProfile& host = p.host.emplace();
     host.description = optional_string(h, "description", hw).value_or("");
-    const std::string hmw = hw + ": memory";
-    const Json& host_mem = require_object(h, "memory", hw);
-    refuse_unknown_keys(host_mem, {"capacity", "reserved", "bandwidth"}, hmw);
-    host.memory_capacity_bytes = size_field(host_mem, "capacity", hmw, true);
-    if (host.memory_capacity_bytes == 0)
-      throw InputError(fmt::format("{}: field 'capacity' is 0; expected a positive size", hmw));
-    host.memory_reserved_bytes = size_field(host_mem, "reserved", hmw, false);
-    if (host.memory_reserved_bytes >= host.memory_capacity_bytes)
-      throw InputError(fmt::format("{}: 'reserved' ({}) must be below 'capacity' ({})", hmw,
-                                   format_bytes(host.memory_reserved_bytes), format_bytes(host.memory_capacity_bytes)));
-    if (!host_mem.contains("bandwidth"))
-      throw InputError(fmt::format("{}: field 'bandwidth' is missing; expected a rate such as \"89.6 GB/s\"", hmw));
-    host.memory_bandwidth_bytes_per_s = rate_field(host_mem, "bandwidth", hmw);
+    const MemorySection host_memory = memory_section(h, hw, "89.6 GB/s");
+    host.memory_capacity_bytes = host_memory.capacity_bytes;
+    host.memory_reserved_bytes = host_memory.reserved_bytes;
+    host.memory_bandwidth_bytes_per_s = host_memory.bandwidth_bytes_per_s;
     host.memory_efficiency = optional_number(h, "efficiency", hw).value_or(1.0);
     if (!(host.memory_efficiency > 0 && host.memory_efficiency <= 1))
       throw InputError(fmt::format("{}: field 'efficiency' is {}; expected a fraction in (0, 1]", hw,
