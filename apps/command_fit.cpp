@@ -247,7 +247,9 @@ void add_fit_command(CLI::App& app) {
       "A plan with an 'offload' section counts the groups it moves to host memory and its prefetch slots:\n"
       "  infer-plan fit --plan scenarios/plans/h200-offload.json\n"
       "llama.cpp's layer split: the most layers a 24 GB card holds, the table per N and the decode speed:\n"
-      "  infer-plan fit --model llama-3.1-70b --weights Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1");
+      "  infer-plan fit --model llama-3.1-70b --weights Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1\n"
+      "Exit status: 0 FITS, 1 DOES NOT FIT (one plan: it lists the nearest plans that fit, one change each:\n"
+      "weights, KV type, context, requests, --tp, -ngl), 2 bad input. A sweep's table exits 0.");
   cmd->callback([args] { run(*args); });
 }
 

@@ -65,7 +65,8 @@ infer_plan_cli_case(fit_explain EXIT 0 ARGS fit ${_m2} --weights-size 79.81GiB -
 infer_plan_cli_case(fit_config_path EXIT 0 ARGS fit --model tests/data/tiny_config.json --hw rtx-4090 --ctx 1K --json
   MATCH "\"kv_bytes_per_token\": 1024")
 infer_plan_cli_case(fit_default EXIT 0 ARGS fit MATCH "qwen3-8b on h200" "verdict: FITS")
-infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv-k" "--tp" "default 8192")
+infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv-k" "--tp" "default 8192"
+  "Exit status: 0 FITS, 1 DOES NOT FIT" "--host-bandwidth")
 infer_plan_cli_case(model_235b EXIT 0 ARGS model qwen3-235b-a22b MATCH "attention width 8192" "128 experts, 8 active")
 infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "blk.35.ffn_down.weight +\\[12288, 4096\\]")
 infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s")
