@@ -190,6 +190,8 @@ Plan PlanOptions::resolve() const {
     } catch (const InputError& e) {
       std::string message = e.what();
       if (weights.empty() && message.starts_with("--weights")) message = "field 'weights'" + message.substr(9);
+      if (gpu_layers.empty() && message.starts_with("--n-gpu-layers"))
+        message = "field 'gpu_layers'" + message.substr(std::string_view("--n-gpu-layers").size());
       if (message.starts_with("plan: ")) message = message.substr(6);
       if (message.find(plan_file) == std::string::npos) message = fmt::format("{}: {}", plan_file, message);
       throw InputError(message);

@@ -35,6 +35,8 @@ infer_plan_cli_case(fit_llama_flags EXIT 0 ARGS fit -m qwen3-8b -c 32K -ctk q8_0
   MATCH "\"kv_k\": \"Q8_0\"" "\"kv_v\": \"Q8_0\"" "\"requests\": 8" "\"context\": 32768")
 infer_plan_cli_case(bad_ngl_no_host EXIT 2 ARGS fit -m qwen3-8b -ngl 20
   MATCH "--n-gpu-layers: 20 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section; give the host's --host-memory and --host-bandwidth")
+infer_plan_cli_case(bad_ngl_plan_no_host EXIT 2 ARGS fit --plan tests/data/plan_gpu_layers_no_host.json
+  MATCH "tests/data/plan_gpu_layers_no_host.json: field 'gpu_layers': 8 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section")
 infer_plan_cli_case(bad_ngl_word EXIT 2 ARGS fit -m qwen3-8b -ngl most
   MATCH "--n-gpu-layers: 'most' is not a layer count; expected N >= 0, all or auto")
 infer_plan_cli_case(bad_host_bandwidth EXIT 2 ARGS fit -m qwen3-8b -ngl 20 --host-memory 64GiB --host-bandwidth fast
