@@ -68,14 +68,10 @@ struct SplitDecode {
   double step_s = 0, host_s = 0;
 };
 SplitDecode split_decode(const ResolvedPlan& rp) {
-  const StepCost whole = rp.roofline->decode_step(1, rp.plan.context);
   SplitDecode d;
   d.step_s = rp.server.decode_iteration_s(1, rp.plan.context);
-  if (rp.split) {
-    const double host_bytes = whole.weight_bytes * split_host_weight_share(*rp.split) +
-                              whole.kv_bytes * split_host_kv_share(*rp.split, rp.spec);
-    d.host_s = host_bytes / rp.hw.host->achieved_bandwidth();
-  }
+  if (rp.split)
+    d.host_s = split_host_s(rp.roofline->decode_step(1, rp.plan.context), *rp.split, rp.spec, *rp.hw.host);
   return d;
 }
 
@@ -205,7 +201,7 @@ void run(const FitArgs& a) {
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
     if (split_asked) j["layer_split"] = split_json(rp);
-    if (!r.fits && !output_state().documents_wanted) {
+    if (verdict_exits) {
       Json list = Json::array();
       for (const FitSuggestion& f : suggestions)
         list.push_back({{"lever", f.lever}, {"flag", f.flag}, {"outcome", f.outcome}, {"headroom_bytes", f.headroom_bytes}});

@@ -58,12 +58,20 @@ double split_host_kv_share(const LayerSplit& s, const ModelSpec& spec) {
   return spec.layers ? static_cast<double>(s.host_part.layers) / static_cast<double>(spec.layers) : 0.0;
 }
 
+namespace {
+double host_bytes_read(const StepCost& whole, const LayerSplit& s, const ModelSpec& spec) {
+  return whole.weight_bytes * split_host_weight_share(s) + whole.kv_bytes * split_host_kv_share(s, spec);
+}
+}  // namespace
+
+double split_host_s(const StepCost& whole, const LayerSplit& s, const ModelSpec& spec, const HostProfile& host) {
+  return host_bytes_read(whole, s, spec) / host.achieved_bandwidth();
+}
+
 double split_step_s(const StepCost& whole, const LayerSplit& s, const ModelSpec& spec, const HostProfile& host) {
-  const double host_bytes =
-      whole.weight_bytes * split_host_weight_share(s) + whole.kv_bytes * split_host_kv_share(s, spec);
   const double bytes = whole.bytes();
-  const double device_share = bytes > 0 ? 1.0 - host_bytes / bytes : 1.0;
-  return whole.time_s * device_share + host_bytes / host.achieved_bandwidth();
+  const double device_share = bytes > 0 ? 1.0 - host_bytes_read(whole, s, spec) / bytes : 1.0;
+  return whole.time_s * device_share + split_host_s(whole, s, spec, host);
 }
 
 std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {

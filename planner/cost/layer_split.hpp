@@ -37,6 +37,8 @@ LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64
 // token_embd aside, and of the KV) is read at the host's achieved bandwidth; the rest keeps its
 // share of the device's time. Returns seconds.
 double split_step_s(const StepCost& whole, const LayerSplit& split, const ModelSpec& spec, const HostProfile& host);
+// Of that, the seconds the host's layers take: their share of the reads at the host's bandwidth.
+double split_host_s(const StepCost& whole, const LayerSplit& split, const ModelSpec& spec, const HostProfile& host);
 // The host's share of a step's weight reads and of its KV reads.
 double split_host_weight_share(const LayerSplit& split);
 double split_host_kv_share(const LayerSplit& split, const ModelSpec& spec);
