@@ -1,7 +1,8 @@
 // Profile JSON: {"name", "description", "memory": {"capacity", "reserved", "bandwidth"},
 // "compute": {"bf16": "989 TFLOPS", ...}, "host_links": ["pcie-gen5-x16" | {"name", "bandwidth"}],
 // "device_link": {"name", "bandwidth"}, "reserves": {"name": "512 MiB"}, "sources": [...],
-// "host": {"description", "memory": {"capacity", "reserved", "bandwidth"}, "efficiency"}}.
+// "host": {"description", "memory": {"capacity", "reserved", "bandwidth"}, "efficiency"},
+// "price_per_hour": US dollars per device-hour}.
 #include "planner/model/hw_profile.hpp"
 
 #include <algorithm>
@@ -129,7 +130,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links", "device_link",
                           "reserves", "sources", "efficiency", "measured", "calibration", "host",
-                          "devices_per_node", "node_link"}, where);
+                          "devices_per_node", "node_link", "price_per_hour"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -177,6 +178,12 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
     if (*n == 0 || *n > kMaxTensorParallel)
       throw InputError(fmt::format("{}: field 'devices_per_node' is {}; expected 1 to {}", where, *n, kMaxTensorParallel));
     p.devices_per_node = *n;
+  }
+  if (const std::optional<double> price = optional_number(j, "price_per_hour", where)) {
+    if (!(*price > 0 && *price <= kMaxPricePerHour))
+      throw InputError(fmt::format("{}: field 'price_per_hour' is {}; expected US dollars per device-hour above 0 and "
+                                   "at most {:g}", where, *price, kMaxPricePerHour));
+    p.price_per_hour = *price;
   }
   if (j.contains("node_link")) {
     const Json& l = j.at("node_link");

@@ -77,6 +77,7 @@ struct HwProfile {
   std::optional<LinkProfile> node_link;              // between machines, per device (RDMA): TP past one node
   std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
   std::optional<HostProfile> host;                   // the host's memory, for a layer split
+  std::optional<double> price_per_hour;              // US dollars per device-hour (advise's cost)
   std::vector<std::string> sources;                  // where the figures come from
   // Achieved fractions of the datasheet figures (used when no measured block is present).
   double memory_efficiency = 1.0;

@@ -110,3 +110,16 @@ TEST_CASE("measured block: host_to_device and device_to_host") {
   CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "probed", "probed.json", no_links),
                        doctest::Contains("device_to_hots"), InputError);
 }
+
+TEST_CASE("price_per_hour: US dollars per device-hour, above 0") {
+  Json j = minimal();
+  CHECK_FALSE(hw_profile_from_json(j, "x", "x.json", no_links).price_per_hour);
+  j["price_per_hour"] = 2.5;
+  CHECK(*hw_profile_from_json(j, "x", "x.json", no_links).price_per_hour == 2.5);
+  j["price_per_hour"] = 0;
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("x.json: field 'price_per_hour' is 0"), InputError);
+  j["price_per_hour"] = "2.5 USD";
+  CHECK_THROWS_AS(hw_profile_from_json(j, "x", "x.json", no_links), InputError);
+  CHECK(*load_hw_profile("h100-sxm").price_per_hour == 2.99);  // the profile's stated assumption
+}
