@@ -88,6 +88,7 @@ class Engine {
   uint64_t decode_iterations = 0;
   uint64_t batch_sum = 0;  // sum over iterations of the batch size
   uint64_t peak_kv_tokens = 0;
+  uint64_t peak_batch = 0;
   std::vector<Outcome>* outcomes = nullptr;  // null in lookahead copies
   // Inter-token latencies of the main run (null in lookahead copies): each gap between two
   // tokens of a request, as (gap, how many requests had it) since a batch shares its gaps.
@@ -151,6 +152,7 @@ class Engine {
     }
     running.push_back({id, iteration_ + r.output_tokens - 1});
     std::push_heap(running.begin(), running.end(), finishes_later);
+    peak_batch = std::max<uint64_t>(peak_batch, running.size());
     context_tokens_ += r.prompt_tokens + 1;  // the prompt and the first token
   }
 
@@ -455,8 +457,10 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   Engine engine(server, requests);
   engine.outcomes = &outcomes;
   Engine::TokenGaps itl;
-  itl.last_token_s.assign(requests.size(), 0);
-  engine.itl = &itl;
+  if (load.inter_token_latency) {
+    itl.last_token_s.assign(requests.size(), 0);
+    engine.itl = &itl;
+  }
 
   ServingResult res;
   res.requests = load.requests;
@@ -547,6 +551,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
                        ? static_cast<double>(engine.batch_sum) / static_cast<double>(engine.decode_iterations)
                        : 0;
   res.peak_kv_tokens = engine.peak_kv_tokens;
+  res.peak_batch = engine.peak_batch;
   if (load.goodput.any()) res.good_requests = good;
   res.in_system_q2 = occ.window_mean(0);
   res.in_system_q3 = occ.window_mean(1);
@@ -569,7 +574,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     lat.queue_wait_s = summarize(std::move(wait));
     lat.ttft_s = summarize(std::move(ttft));
     lat.tpot_s = summarize(std::move(tpot));
-    lat.itl_s = summarize_weighted(std::move(itl.gaps));
+    if (load.inter_token_latency) lat.itl_s = summarize_weighted(std::move(itl.gaps));
     lat.mean_in_system = occ.area / res.span_s;
     lat.rate_effective_per_s = static_cast<double>(res.completed) / res.span_s;
     lat.littles_law_in_system = lat.rate_effective_per_s * lat.sojourn_s.mean;

@@ -83,6 +83,9 @@ struct ServingLoad {
   std::optional<double> deadline_s;  // from arrival to last token; absent: no deadline
   DeadlinePrediction deadline_prediction = DeadlinePrediction::load_persists;
   uint64_t seed = 1;                 // std::mt19937_64; same seed, same run on every platform
+  // false: no ITL distribution (ServingLatency::itl_s stays empty): recording every gap costs a
+  // search that runs hundreds of simulations more than the rest of each run.
+  bool inter_token_latency = true;
   // Goodput (vLLM bench's --goodput): a completed request is good when it meets every limit given.
   struct Goodput {
     std::optional<double> ttft_s, tpot_s, e2el_s;
@@ -147,6 +150,7 @@ struct ServingResult {
   double mean_batch = 0;        // running requests per decode iteration
   uint64_t decode_iterations = 0;
   uint64_t peak_kv_tokens = 0;  // most KV tokens reserved at once
+  uint64_t peak_batch = 0;      // most requests decoding at once (max_batch when the limit was reached)
   std::optional<uint64_t> good_requests;  // with load.goodput: completed requests meeting all its limits
 
   // Stability: unstable when either test says so.

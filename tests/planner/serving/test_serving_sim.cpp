@@ -492,3 +492,22 @@ TEST_CASE("the admission predicates the runtime's scheduler shares") {
   CHECK_FALSE(exceeds_kv_capacity(server, uint64_t{1} << 40));
   CHECK(admits_head(server, 1, uint64_t{1} << 40, uint64_t{1} << 40));
 }
+
+TEST_CASE("peak_batch counts the most requests decoding at once; without ITL the other figures are the same") {
+  // Arrivals every 0.5 s never overlap (each is done in 0.2 s): at most one decodes.
+  CHECK(simulate_serving(constant_server(0.1, 0.01, 8), fixed_load(2, 3, 100, 11)).peak_batch == 1);
+  // Arrivals every 0.25 s, each alone 0.05 + 100 x 0.01 = 1.05 s: four or five would overlap, so
+  // the batch of 4 fills (and the queue stays short: a full batch serves 4 per ~1.1 s).
+  ServingLoad l = fixed_load(4, 40, 100, 101);
+  const ServingResult full = simulate_serving(constant_server(0.05, 0.01, 4), l);
+  CHECK(full.peak_batch == 4);
+  l.inter_token_latency = false;
+  const ServingResult lean = simulate_serving(constant_server(0.05, 0.01, 4), l);
+  REQUIRE(full.latency);
+  REQUIRE(lean.latency);
+  CHECK(full.latency->itl_s.count > 0);
+  CHECK(lean.latency->itl_s.count == 0);
+  CHECK(lean.latency->tpot_s.p99 == full.latency->tpot_s.p99);
+  CHECK(lean.latency->sojourn_s.p99 == full.latency->sojourn_s.p99);
+  CHECK(lean.peak_batch == full.peak_batch);
+}
