@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cctype>
 #include <functional>
 
 #include "planner/core/input_error.hpp"
@@ -12,6 +13,69 @@
 #include "planner/cost/speculative.hpp"
 
 namespace infer_plan {
+
+namespace {
+
+std::string kv_type_name(GgmlType t) {
+  std::string name(ggml_type_info(t).name);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
+
+}  // namespace
+
+Json plan_to_json(const Plan& plan) {
+  const Plan d;
+  Json j = Json::object();
+  j["model"] = plan.model;
+  if (plan.scale != d.scale) j["scale"] = plan.scale;
+  if (plan.hw_inline) j["hw"] = *plan.hw_inline;
+  else j["hw"] = plan.hw;
+  if (!plan.engine.empty()) j["engine"] = plan.engine;
+  if (!plan.weights.empty()) j["weights"] = plan.weights;
+  if (plan.weights_bytes) j["weights_size"] = fmt::format("{} B", *plan.weights_bytes);
+  if (plan.kv.k == plan.kv.v) j["kv"] = kv_type_name(plan.kv.k);
+  else j["kv"] = Json{{"k", kv_type_name(plan.kv.k)}, {"v", kv_type_name(plan.kv.v)}};
+  j["context"] = plan.context;
+  j["output"] = plan.output;
+  j["requests"] = plan.requests;
+  if (plan.tp != d.tp) j["tp"] = plan.tp;
+  if (plan.gpu_layers_auto) j["gpu_layers"] = "auto";
+  else if (plan.gpu_layers) j["gpu_layers"] = *plan.gpu_layers;
+  if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
+  if (plan.host_bandwidth_bytes_per_s) j["host_bandwidth"] = fmt::format("{:.0f} B/s", *plan.host_bandwidth_bytes_per_s);
+  if (!plan.reserves.empty()) {
+    Json r = Json::object();
+    for (const NamedBytes& b : plan.reserves) r[b.name] = fmt::format("{} B", b.bytes);
+    j["reserves"] = r;
+  }
+  if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
+  if (plan.deadline_s) j["deadline_s"] = *plan.deadline_s;
+  if (plan.offload)
+  {
+    j["offload"] = Json{{"part", plan.offload->part}, {"every", plan.offload->every}, {"buffers", plan.offload->buffers}};
+    if (!plan.offload->link.empty()) j["offload"]["link"] = plan.offload->link;
+  }
+  if (plan.speculative) {
+    const SpeculativePlan& sp = *plan.speculative;
+    Json o{{"accept", sp.accept}, {"temperature", sp.temperature}, {"max_block", sp.max_block}, {"group", sp.group}};
+    if (!sp.draft.empty()) o["draft"] = sp.draft;
+    if (sp.draft_layers) o["draft_layers"] = *sp.draft_layers;
+    if (sp.verify_ms) o["verify_ms"] = *sp.verify_ms;
+    if (sp.draft_ms) o["draft_ms"] = *sp.draft_ms;
+    if (sp.block) o["block"] = *sp.block;
+    j["speculative"] = o;
+  }
+  if (plan.load) {
+    const LoadPlan& lp = *plan.load;
+    Json o{{"simulate", lp.simulate}, {"requests", lp.requests}, {"seed", lp.seed}, {"max_batch", lp.max_batch}};
+    if (lp.rate_per_s) o["rate_per_s"] = *lp.rate_per_s;
+    if (lp.sojourn_s) o["sojourn_s"] = *lp.sojourn_s;
+    if (lp.in_system) o["in_system"] = *lp.in_system;
+    j["load"] = o;
+  }
+  return j;
+}
 
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));

@@ -81,6 +81,9 @@ struct Plan {
 
 // Reads a plan.json object; unknown keys are refused. `where` names the file for errors.
 Plan plan_from_json(const Json& j, const std::string& where);
+// The plan as plan_from_json reads it back (plan_from_json(plan_to_json(p)) == p): the fields
+// that differ from a default Plan's, with an inline profile, offload, speculative and load sections.
+Json plan_to_json(const Plan& plan);
 // Checks ranges (planner/core/limits: context, requests, output, scale, tp, the load's requests
 // and max_batch); the InputError names the field as `name` says (the CLI: the flag that set it).
 void validate_plan(const Plan& plan, const std::function<std::string(std::string_view field)>& name);

@@ -66,3 +66,45 @@ TEST_CASE("speculative section: a draft of the target's first layers, and the ru
   CHECK_THROWS_WITH_AS(plan_from_json(Json{{"speculative", {{"accept", 0.5}}}}, "p.json"),
                        doctest::Contains("'draft_layers'"), InputError);
 }
+
+TEST_CASE("plan_to_json writes what plan_from_json reads back") {
+  Plan p;
+  p.model = "llama-3.1-70b";
+  p.scale = 0.5;
+  p.hw = "h100-sxm";
+  p.engine = "vllm";
+  p.weights = "FP8";
+  p.kv = {GgmlType::Q8_0, GgmlType::BF16};
+  p.context = 1792;
+  p.output = 320;
+  p.requests = 24;
+  p.tp = 2;
+  p.deadline_s = 7;
+  p.load = LoadPlan{};
+  p.load->rate_per_s = 2.5;
+  p.load->simulate = true;
+  p.load->requests = 400;
+  p.load->seed = 3;
+  p.load->max_batch = 64;
+  const Json j = plan_to_json(p);
+  const Plan back = plan_from_json(j, "round trip");
+  CHECK(back.model == p.model);
+  CHECK(back.scale == p.scale);
+  CHECK(back.hw == p.hw);
+  CHECK(back.engine == p.engine);
+  CHECK(back.weights == p.weights);
+  CHECK(back.kv.k == GgmlType::Q8_0);
+  CHECK(back.kv.v == GgmlType::BF16);
+  CHECK(back.context == 1792);
+  CHECK(back.output == 320);
+  CHECK(back.requests == 24);
+  CHECK(back.tp == 2);
+  CHECK(*back.deadline_s == 7);
+  REQUIRE(back.load);
+  CHECK(*back.load->rate_per_s == 2.5);
+  CHECK(back.load->simulate);
+  CHECK(back.load->requests == 400);
+  CHECK(back.load->seed == 3);
+  CHECK(back.load->max_batch == 64);
+  CHECK(plan_to_json(back) == j);  // and writes it the same way again
+}
