@@ -52,6 +52,7 @@ std::unique_ptr<CLI::App> make_app() {
   infer_plan::apps::add_sweep_command(*app);
   infer_plan::apps::add_queue_command(*app);
   infer_plan::apps::add_admit_command(*app);
+  infer_plan::apps::add_advise_command(*app);
   add_runtime(*app);
   infer_plan::apps::add_calibrate_command(*app);
   infer_plan::apps::add_completion_command(*app);

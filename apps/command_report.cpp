@@ -17,6 +17,7 @@
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
+#include "apps/plan_verifier.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/quality_report.hpp"
@@ -569,6 +570,15 @@ void add_report_command(CLI::App& app) {
               "  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --quality\n"
               "  infer-plan report scenarios/plans/cpu-small.json --backend cpu --probe --quick-probe --check-exact  (CI)");
   cmd->callback([args] { run(*args); });
+  // advise --verify: the same report on a plan file, probing first (quickly: the run is small).
+  set_plan_verifier([](const std::string& plan_file, const std::string& backend) {
+    ReportArgs a;
+    a.plan.plan_file = plan_file;
+    a.runtime.backend = backend;
+    a.probe = true;
+    a.quick_probe = true;
+    run(a);
+  });
 }
 
 }  // namespace infer_plan::apps

@@ -17,6 +17,7 @@ void add_pd_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_queue_command(CLI::App& app);
 void add_admit_command(CLI::App& app);
+void add_advise_command(CLI::App& app);
 void add_gguf_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_completion_command(CLI::App& app);

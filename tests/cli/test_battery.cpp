@@ -544,10 +544,10 @@ namespace {
 
 // The documented form of every key in `j`: nested objects joined by '.', lists of objects as
 // "key[]", numeric keys as N; a distribution (it has "unresolved") and the opaque objects
-// (`at_rate`: a whole simulation document; `metadata`: a GGUF's own keys; a calibration's
+// (`at_rate`: a whole simulation document; advise's `plan`: a plan file; `metadata`: a GGUF's own keys; a calibration's
 // efficiency by weight type) count as one key.
 void documented_keys(const Json& j, const std::string& prefix, std::set<std::string>& out) {
-  if (j.is_object() && !j.contains("unresolved") && prefix != "at_rate" && prefix != "metadata" &&
+  if (j.is_object() && !j.contains("unresolved") && prefix != "at_rate" && prefix != "metadata" && !prefix.ends_with("].plan") &&
       prefix != "terms.decode.read_efficiency_by_type") {
     for (const auto& [key, value] : j.items()) {
       const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
@@ -598,6 +598,8 @@ TEST_CASE("every key a command prints is in docs/json.md, byte figures are integ
       {"queue", "--simulate", "--rate", "4", "--iteration-ms", "20", "--goodput", "ttft:500", "--json"},
       {"queue", "--max-rate", "--iteration-ms", "20", "--slo-ttft-p99", "1", "--json"},
       {"admit", "--ttft", "0.196", "--generation", "6.76", "--deadline", "7", "--json"},
+      {"advise", "-m", "qwen3-8b", "--hw", "h200", "--rate", "2", "--slo-tpot-p99", "0.05", "--weights", "Q8_0", "--json"},
+      {"advise", "-m", "qwen3-8b", "--hw", "h200", "-c", "8K", "--weights", "Q8_0", "--json"},
       {"gguf", "size", "--json"},
       {"gguf", "inspect", "tests/data/gguf/tiny-qwen3.gguf", "--json"},
       {"calibrate", "hwprofiles/calibrations/rtx-3090.json", "--hw", "rtx-3090", "--json"},
@@ -620,6 +622,8 @@ TEST_CASE("every key a command prints is in docs/json.md, byte figures are integ
       std::string name = args[0] == "sweep" ? key.substr(key.find_last_of(".]") + 1) : key;
       for (const char* list : {"devices[].", "links[].", "models[].", "types[]."})
         if (name.starts_with(list)) name = name.substr(std::string_view(list).size());
+      for (const char* list : {"frontier[].", "near_misses[]."})  // advise's lists of plans: ranked[]'s keys
+        if (name.starts_with(list)) name = "ranked[]." + name.substr(std::string_view(list).size());
       if (args[0] == "sweep" && (key.find(".figures.") != std::string::npos || key.find(".axes.") != std::string::npos))
         continue;  // the figures and the plan fields a point sets are documented as objects
       CHECK_MESSAGE(doc.find("`" + name + "`") != std::string::npos,

@@ -1,0 +1,495 @@
+// `infer-plan advise`: the cheapest deployment meeting a workload's SLOs (with --rate), or the
+// best-quality plan that fits a context and a number of requests (without), with reasons; a
+// table, --json, an SVG of the cost / latency frontier, and --verify (the winner executed by
+// `report` on this machine, at a scale it can run).
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/commands.hpp"
+#include "apps/exit_code.hpp"
+#include "apps/format.hpp"
+#include "apps/output.hpp"
+#include "apps/plan_options.hpp"
+#include "apps/plan_verifier.hpp"
+#include "apps/run_options.hpp"
+#include "apps/svg_plot.hpp"
+#include "apps/text_table.hpp"
+#include "planner/advise/advise.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/model/model_scale.hpp"
+#include "planner/model/model_spec.hpp"
+
+namespace infer_plan::apps {
+namespace {
+
+struct AdviseArgs {
+  OutputOptions out;
+  std::string model = "qwen3-8b", engine;
+  std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude;
+  std::string tp, max_batch = "8,16,32,64,128,256";
+  uint64_t max_devices = 64, top = 10, num_prompts = 400, seed = 1;
+  std::optional<double> rate, deadline, slo_ttft, slo_tpot, slo_e2el, slo_reject;
+  std::string prompt = "512", output = "256", ctx = "8192";
+  uint64_t requests = 1;
+  std::string svg, verify_plan = "advise-verify.json", backend = "cpu";
+  bool verify = false;
+};
+
+// llama.cpp's file types and vLLM's checkpoint formats, most bits first; the KV types of the engine.
+const std::vector<std::string> kAllWeights{"BF16", "FP8", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "AWQ_INT4_G128", "Q3_K_M", "Q2_K"};
+const std::vector<std::string> kLlamaCppWeights{"BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K"};
+const std::vector<std::string> kVllmWeights{"BF16", "FP8", "AWQ_INT4_G128"};
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items)
+    for (size_t from = 0;;) {
+      const size_t comma = item.find(',', from);
+      out.push_back(item.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  return out;
+}
+
+std::vector<uint64_t> count_list(const std::string& text, std::string_view flag, uint64_t hi) {
+  std::vector<uint64_t> out;
+  for (const std::string& item : split_list({text})) {
+    const std::optional<double> v = parse_number(item);
+    if (!v || *v < 1 || *v > static_cast<double>(hi) || std::floor(*v) != *v)
+      throw InputError(fmt::format("{}: '{}' is not a whole number from 1 to {}", flag, item, hi));
+    out.push_back(static_cast<uint64_t>(*v));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool excluded(const AdviseArgs& a, std::string_view name) {
+  for (const std::string& e : split_list(a.exclude)) {
+    std::string x = e, y(name);
+    for (char& c : x) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (char& c : y) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (x == y) return true;
+  }
+  return false;
+}
+
+AdviseQuery advise_query(const AdviseArgs& a) {
+  AdviseQuery q;
+  q.model = a.model;
+  q.engine = a.engine;
+  q.hw = split_list(a.hw);
+  for (const std::string& p : split_list(a.prices)) {
+    const size_t eq = p.find('=');
+    const std::optional<double> usd = eq == std::string::npos ? std::nullopt : parse_number(p.substr(eq + 1));
+    if (!usd || !(*usd > 0 && *usd <= kMaxPricePerHour))
+      throw InputError(fmt::format("--price: '{}' is not NAME=USD (US dollars per device-hour above 0, e.g. h100-sxm=2.49)", p));
+    q.prices[p.substr(0, eq)] = *usd;
+  }
+  const std::vector<std::string> weights =
+      !a.weights.empty() ? split_list(a.weights)
+      : a.engine == "llama.cpp" ? kLlamaCppWeights
+      : a.engine == "vllm" ? kVllmWeights : kAllWeights;
+  for (const std::string& w : weights)
+    if (!excluded(a, w)) q.weights.push_back(w);
+  const std::vector<std::string> kv = !a.kv.empty() ? split_list(a.kv)
+                                      : a.engine == "vllm" ? std::vector<std::string>{"bf16", "fp8"}
+                                                           : std::vector<std::string>{"bf16", "q8_0", "q4_0"};
+  for (const std::string& k : kv) {
+    const GgmlType t = kv_cache_type(k, "--kv").type;
+    if (!excluded(a, k)) q.kv.push_back({t, t});
+  }
+  for (const std::string& e : split_list(a.exclude))
+    if (std::none_of(weights.begin(), weights.end(), [&](const std::string& w) { return excluded(a, w) && w.size() == e.size(); }) &&
+        std::none_of(kv.begin(), kv.end(), [&](const std::string& k) { return excluded(a, k) && k.size() == e.size(); }))
+      throw InputError(fmt::format("--exclude: '{}' is none of the candidate weight or KV types", e));
+  if (q.weights.empty()) throw InputError("--exclude: every weight type is excluded");
+  if (q.kv.empty()) throw InputError("--exclude: every KV type is excluded");
+  // One device for the capacity question unless asked; the serving search tries a node's worth.
+  q.tp = count_list(!a.tp.empty() ? a.tp : a.rate ? "1,2,4,8" : "1", "--tp", kMaxTensorParallel);
+  q.max_batch = count_list(a.max_batch, "--max-batch", kMaxConcurrentRequests);
+  q.max_devices = a.max_devices;
+  if (q.max_devices == 0) throw InputError("--max-devices: must be at least 1");
+  q.rate_per_s = a.rate;
+  q.prompt = parse_token_lengths(a.prompt, "--input-len");
+  q.output = parse_token_lengths(a.output, "--output-len");
+  q.simulated_requests = a.num_prompts;
+  if (q.simulated_requests < 100 || q.simulated_requests > 100'000)
+    throw InputError(fmt::format("--num-prompts: {} is out of range 100..100000 (a p99 needs 100 requests)", a.num_prompts));
+  q.seed = a.seed;
+  q.deadline_s = a.deadline;
+  q.slo = {a.slo_ttft, a.slo_tpot, a.slo_e2el, a.slo_reject};
+  q.context = parse_tokens(a.ctx, "--ctx-size");
+  if (q.context < 2 || q.context > kMaxContextTokens)
+    throw InputError(fmt::format("--ctx-size: {} is out of range 2..{}", q.context, kMaxContextTokens));
+  q.requests = a.requests;
+  if (q.requests == 0 || q.requests > kMaxConcurrentRequests)
+    throw InputError(fmt::format("--parallel: {} is out of range 1..{}", a.requests, kMaxConcurrentRequests));
+  q.top = a.top;
+  if (q.top == 0) throw InputError("--top: must be at least 1");
+  if (!q.rate_per_s && (q.slo.any() || q.slo.rejection_max))
+    throw InputError("--slo-*: service levels need a load: give --rate (requests per second)");
+  return q;
+}
+
+std::string kv_label(KvTypes kv) { return kv_types_label(kv); }
+
+std::string usd(std::optional<double> v) { return v ? fmt::format("{:.3g}", *v) : "-"; }
+
+Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
+  Json j{{"hw", c.hw},
+         {"weights", c.weights},
+         {"kv", kv_label(c.kv)},
+         {"tp", c.tp},
+         {"replicas", c.replicas},
+         {"devices", c.devices()},
+         {"max_batch", c.max_batch},
+         {"weight_bits", c.weight_bits},
+         {"kv_bits", c.kv_bits},
+         {"below_quality_floor", c.below_quality_floor},
+         {"weights_bytes_per_device", c.weights_bytes_per_device},
+         {"kv_capacity_tokens", c.kv_capacity_tokens},
+         {"price_per_hour", c.price_per_hour ? Json(*c.price_per_hour) : Json(nullptr)},
+         {"meets", c.meets},
+         {"binding", c.binding},
+         {"reasons", c.reasons},
+         {"plan", plan_to_json(c.plan)}};
+  if (r.serving) {
+    j[r.priced ? "cost_per_million_tokens_usd" : "device_hours_per_million_tokens"] = *c.cost_per_million_tokens;
+    const ServingResult& s = *c.serving;
+    const bool l = s.latency.has_value();
+    j["ttft_p99_s"] = l ? Json(s.latency->ttft_s.p99) : Json(nullptr);
+    j["tpot_p99_ms"] = l ? Json(s.latency->tpot_s.p99 * 1e3) : Json(nullptr);
+    j["e2el_p99_s"] = l ? Json(s.latency->sojourn_s.p99) : Json(nullptr);
+    j["stable"] = s.stable;
+    j["utilisation"] = s.utilisation;
+    j["mean_batch"] = s.mean_batch;
+    j["rejection_rate"] = s.rejection_rate;
+    j["decode_tokens_per_s_batch1"] = c.decode_tokens_per_s;
+  } else {
+    j["context"] = c.context;
+    j["max_context"] = c.max_context;
+    j["headroom_bytes"] = c.headroom_bytes;
+    j["decode_tokens_per_s"] = c.decode_tokens_per_s;
+  }
+  return j;
+}
+
+Json result_json(const AdviseQuery& q, const AdviseResult& r) {
+  Json j{{"mode", r.serving ? "serving" : "capacity"},
+         {"model", q.model},
+         {"hw", q.hw},
+         {"space", r.space},
+         {"simulations", r.simulations},
+         {"priced", r.priced},
+         {"notes", r.notes},
+         {"pruned", Json::array()},
+         {"ranked", Json::array()},
+         {"frontier", Json::array()},
+         {"near_misses", Json::array()}};
+  for (const AdvisePruned& p : r.pruned)
+    j["pruned"].push_back({{"reason", p.reason}, {"count", p.count}, {"example", p.example}, {"simulated", p.simulated}});
+  for (const AdviseCandidate& c : r.ranked) j["ranked"].push_back(candidate_json(r, c));
+  for (const AdviseCandidate& c : r.frontier) j["frontier"].push_back(candidate_json(r, c));
+  for (const AdviseCandidate& c : r.near_misses) j["near_misses"].push_back(candidate_json(r, c));
+  if (r.serving)
+    j["workload"] = {{"rate_per_s", *q.rate_per_s},
+                     {"input_len", {{"min", q.prompt.min_tokens}, {"max", q.prompt.max_tokens}}},
+                     {"output_len", {{"min", q.output.min_tokens}, {"max", q.output.max_tokens}}},
+                     {"num_prompts", q.simulated_requests},
+                     {"seed", q.seed}};
+  else
+    j["request"] = {{"context", q.context}, {"requests", q.requests}};
+  return j;
+}
+
+std::string lengths(TokenLengths t) {
+  return t.min_tokens == t.max_tokens ? fmt::format("{}", t.min_tokens) : fmt::format("{}..{}", t.min_tokens, t.max_tokens);
+}
+
+std::string slo_line(const AdviseQuery& q) {
+  std::vector<std::string> parts;
+  if (q.slo.ttft_p99_s) parts.push_back(fmt::format("TTFT p99 <= {:.3g} s", *q.slo.ttft_p99_s));
+  if (q.slo.tpot_p99_s) parts.push_back(fmt::format("TPOT p99 <= {:.3g} ms", *q.slo.tpot_p99_s * 1e3));
+  if (q.slo.e2el_p99_s) parts.push_back(fmt::format("E2EL p99 <= {:.3g} s", *q.slo.e2el_p99_s));
+  if (q.slo.rejection_max) parts.push_back(fmt::format("rejections <= {:.3g}%", 100 * *q.slo.rejection_max));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
+  const std::string cost = r.priced ? "$/M tok" : "dev-h/M tok";
+  TextTable t{{"#", "hardware", "weights", "KV", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99", cost, r.priced ? "$/h" : "devices"},
+              {true, false, false, false, true, true, true, true, true, true, true, true},
+              {}};
+  uint64_t i = 0;
+  for (const AdviseCandidate& c : rows) {
+    ++i;
+    const ServingResult& s = *c.serving;
+    auto lat = [&](auto f) { return s.latency ? f(*s.latency) : std::string("-"); };
+    t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
+                      kv_label(c.kv), fmt::format("{}", c.tp), fmt::format("{}", c.replicas), fmt::format("{}", c.max_batch),
+                      lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.ttft_s.p99); }),
+                      lat([](const ServingLatency& l) { return fmt::format("{:.1f} ms", l.tpot_s.p99 * 1e3); }),
+                      lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.sojourn_s.p99); }),
+                      usd(c.cost_per_million_tokens),
+                      r.priced ? fmt::format("{:.2f}", *c.price_per_hour) : fmt::format("{}", c.devices())});
+  }
+  return t.render("  ");
+}
+
+std::string capacity_table(const AdviseResult& r) {
+  TextTable t{{"#", "hardware", "weights", "KV", "TP", "context", "requests", "weights/device", "spare", "tok/s each"},
+              {true, false, false, false, true, true, true, true, true, true},
+              {}};
+  uint64_t i = 0;
+  for (const AdviseCandidate& c : r.ranked)
+    t.rows.push_back({fmt::format("{}", ++i), c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
+                      kv_label(c.kv), fmt::format("{}", c.tp), fmt::format("{}", c.context), fmt::format("{}", c.max_batch),
+                      gib(c.weights_bytes_per_device), gib(c.headroom_bytes), fmt::format("{:.1f}", c.decode_tokens_per_s)});
+  return t.render("  ");
+}
+
+void print_pruned(const AdviseResult& r) {
+  if (r.pruned.empty()) return;
+  fmt::print("\nset aside:\n");
+  for (const AdvisePruned& p : r.pruned) fmt::print("  {:<18} {:>5}  e.g. {}\n", p.reason, p.count, p.example);
+}
+
+std::string frontier_svg(const AdviseQuery& q, const AdviseResult& r, const std::vector<AdviseCandidate>& all) {
+  Series frontier{"frontier", {}, {}, false}, others{"other plans meeting the SLOs", {}, {}, true};
+  for (const AdviseCandidate& c : r.frontier) {
+    frontier.x.push_back(*c.cost_per_million_tokens);
+    frontier.y.push_back(c.serving->latency->sojourn_s.p99);
+  }
+  for (const AdviseCandidate& c : all) {
+    others.x.push_back(*c.cost_per_million_tokens);
+    others.y.push_back(c.serving->latency->sojourn_s.p99);
+  }
+  return svg_line_chart(fmt::format("{}: {} req/s, cost against p99 end-to-end latency", q.model, *q.rate_per_s),
+                        r.priced ? "US dollars per million output tokens" : "device-hours per million output tokens",
+                        "p99 E2EL (s)", {others, frontier});
+}
+
+// The winner, as this machine can execute it: the same weight and KV precision in a type the
+// CPU runtime has (Q8_0 for 8-bit, Q4_0 for 4-bit), a model scaled to about 150M parameters,
+// its mean batch (at most 4) and a short prompt; one device. Returns what changed, in words.
+std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
+  plan = c.plan;
+  const std::string w = c.weights;
+  plan.weights = w == "BF16" || w == "F16" || w == "Q2_K" ? w : c.weight_bits >= 6 ? "Q8_0" : c.weight_bits >= 3.5 ? "Q4_0" : "Q2_K";
+  auto kv_cpu = [](GgmlType t) {
+    const double bits = ggml_type_info(t).bits_per_value();
+    return bits >= 16 ? t : bits >= 8 ? GgmlType::Q8_0 : GgmlType::Q4_0;
+  };
+  plan.kv = {kv_cpu(c.kv.k), kv_cpu(c.kv.v)};
+  const ModelSpec full = load_model(plan.model);
+  const double target = 150e6, params = static_cast<double>(parameter_count(full).total);
+  double scale = 1.0;
+  if (params > target) {
+    double lo = kMinModelScale, hi = 1.0;
+    for (int i = 0; i < 30; ++i) {
+      const double mid = std::sqrt(lo * hi);
+      (static_cast<double>(parameter_count(scale_model_spec(full, mid, "scale")).total) > target ? hi : lo) = mid;
+    }
+    scale = lo;
+  }
+  plan.scale = std::round(scale * 1000) / 1000;
+  if (plan.scale < kMinModelScale) plan.scale = kMinModelScale;
+  plan.hw = "h200";  // report --probe replaces it with this machine's profile
+  plan.hw_inline.reset();
+  plan.tp = 1;
+  // The winner's operating point: its mean batch in the simulation, at most 4 on a CPU.
+  plan.requests = c.serving ? std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(c.serving->mean_batch)), 1, 4)
+                            : std::min<uint64_t>(c.max_batch, 4);
+  plan.context = 96;
+  plan.output = 32;
+  plan.load.reset();
+  plan.deadline_s.reset();
+  return fmt::format("{} at scale {:g} ({} parameters), weights {}{}, KV {}, {} x {} tokens ({} generated), closed batch, "
+                     "one device",
+                     c.plan.model, plan.scale, parameter_count(scale_model_spec(full, plan.scale, "scale")).total,
+                     plan.weights, plan.weights != c.weights ? fmt::format(" for {}", c.weights) : "",
+                     kv_types_label(plan.kv), plan.requests, plan.context, plan.output);
+}
+
+void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) {
+  fmt::print("advise: {}, {:g} req/s (Poisson), prompt {} tokens, output {} tokens; SLO {}\n", q.model, *q.rate_per_s,
+             lengths(q.prompt), lengths(q.output), slo_line(q));
+  uint64_t pruned = 0;
+  for (const AdvisePruned& p : r.pruned) pruned += p.count;
+  fmt::print("searched {} on {}: {} set aside ({} by closed-form bounds before any simulation), {} "
+             "simulations of {} requests; {:.2f} s\n",
+             count_of(r.space, "configuration"), fmt::join(q.hw, ", "), pruned,
+             pruned - std::accumulate(r.pruned.begin(), r.pruned.end(), uint64_t{0},
+                                      [](uint64_t s, const AdvisePruned& p) { return s + (p.simulated ? p.count : 0); }),
+             r.simulations, q.simulated_requests, seconds);
+  if (!r.priced) fmt::print("no prices given: costs are device-hours per million output tokens (--price NAME=USD)\n");
+  if (r.ranked.empty()) {
+    fmt::print("\nNO PLAN MEETS THE SLOs within {} devices.\n", q.max_devices);
+    if (!r.near_misses.empty()) {
+      fmt::print("closest:\n{}", serving_table(r, r.near_misses, false));
+      for (const AdviseCandidate& c : r.near_misses) fmt::print("  {} {} {}: {}\n", c.hw, c.weights, kv_label(c.kv), c.binding);
+    }
+  } else {
+    fmt::print("\ncheapest plans meeting the SLOs (cost per million output tokens at the offered rate):\n{}",
+               serving_table(r, r.ranked, true));
+    if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.below_quality_floor; }))
+      fmt::print("  * below the quality floor ({})\n", kAdviseQualityFloor);
+    for (size_t i = 0; i < std::min<size_t>(3, r.ranked.size()); ++i) {
+      fmt::print("\nwhy #{}:\n", i + 1);
+      for (const std::string& reason : r.ranked[i].reasons) fmt::print("  - {}\n", reason);
+    }
+    fmt::print("\nPareto frontier (each cheaper than every faster plan), cost against p99 E2EL:\n");
+    for (const AdviseCandidate& c : r.frontier)
+      fmt::print("  {:>8} {:>8.3g} s  {} x {} {} KV {}, max batch {}, {} replica{}\n", usd(c.cost_per_million_tokens),
+                 c.serving->latency->sojourn_s.p99, c.tp, c.hw, c.weights, kv_label(c.kv), c.max_batch, c.replicas,
+                 c.replicas == 1 ? "" : "s");
+  }
+  print_pruned(r);
+  for (const std::string& n : r.notes) fmt::print("note: {}\n", n);
+}
+
+void print_capacity(const AdviseQuery& q, const AdviseResult& r, double seconds) {
+  fmt::print("advise: {}, {} x {} tokens on {}; {}, {:.2f} s\n", q.model, count_of(q.requests, "request"), q.context,
+             fmt::join(q.hw, ", "), count_of(r.space, "configuration"), seconds);
+  for (const std::string& n : r.notes) fmt::print("{}\n", n);
+  if (r.ranked.empty()) {
+    fmt::print("\nNOTHING FITS, at any context: each weight type with its reserves fills the memory\n");
+  } else {
+    fmt::print("\n{}\n", r.ranked.front().context >= q.context ? "plans that fit, best quality first:" : "the longest contexts that fit, best quality first:");
+    fmt::print("{}", capacity_table(r));
+    if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.below_quality_floor; }))
+      fmt::print("  * below the quality floor ({})\n", kAdviseQualityFloor);
+    fmt::print("\nwhy #1:\n");
+    for (const std::string& reason : r.ranked.front().reasons) fmt::print("  - {}\n", reason);
+  }
+  print_pruned(r);
+}
+
+void run_advise(const AdviseArgs& a) {
+  const AdviseQuery q = advise_query(a);
+  if (!a.svg.empty()) {
+    if (!q.rate_per_s) throw InputError("--svg: the frontier is drawn for a serving search: give --rate");
+    check_output_path(a.svg, "--svg");
+  }
+  if (a.verify) {
+    check_output_path(a.verify_plan, "--verify-plan");
+    if (!plan_verifier())
+      throw InputError("--verify: this build has no runtime (configure with -DINFER_PLAN_RUNTIME=ON, as tools/setup.sh test does)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const AdviseResult r = advise(q);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (a.out.json()) {
+    print_json(result_json(q, r));
+  } else if (r.serving) {
+    print_serving(q, r, seconds);
+  } else {
+    print_capacity(q, r, seconds);
+  }
+  if (!a.svg.empty()) write_text_file(a.svg, frontier_svg(q, r, r.ranked), "--svg");
+  const bool answered = !r.ranked.empty() && r.ranked.front().meets;
+  if (a.verify) {
+    if (r.ranked.empty()) throw InputError("--verify: no plan to verify");
+    Plan plan;
+    const std::string what = verify_plan_for_cpu(r.ranked.front(), plan);
+    write_text_file(a.verify_plan, json_text(plan_to_json(plan)) + "\n", "--verify-plan");
+    fmt::print(a.out.json() ? stderr : stdout, "\nverify #1 on this machine ({}): {}; plan written to {}\n\n", a.backend, what,
+               a.verify_plan);
+    std::fflush(stdout);
+    plan_verifier()(a.verify_plan, a.backend);
+  }
+  if (!answered) throw ExitCode{kDoesNotFitExitCode};
+}
+
+}  // namespace
+
+void add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "advise",
+      "The cheapest deployment meeting your SLOs at a request rate (with --rate), or the best-quality plan that fits "
+      "a context and a number of requests (without), with the reasons");
+  cmd->add_option("--model,-m", a->model, "Model: built-in name or config.json (default qwen3-8b)")->type_name("NAME|PATH");
+  cmd->add_option("--hw", a->hw, "Candidate hardware, comma-separated profile names or paths (default h200)")
+      ->type_name("HW[,HW...]")->delimiter(',');
+  cmd->add_option("--price", a->prices,
+                  "US dollars per device-hour, over the profile's price_per_hour: NAME=USD, comma-separated "
+                  "(e.g. --price h100-sxm=2.49,a100-80gb=1.29)")
+      ->type_name("NAME=USD[,...]")->delimiter(',');
+  cmd->add_option("--engine", a->engine,
+                  "llama.cpp or vllm: its memory beside weights and KV, its step model where calibrated, and its "
+                  "weight and KV types (default: none; every type below)")
+      ->check(CLI::IsMember({"llama.cpp", "vllm"}))->type_name("NAME");
+  cmd->add_option("--weights,-w", a->weights,
+                  "Candidate weight types, most bits first (default BF16,FP8,Q8_0,Q6_K,Q5_K_M,Q4_K_M,AWQ_INT4_G128,"
+                  "Q3_K_M,Q2_K; llama.cpp's or vLLM's with --engine)")
+      ->type_name("TYPE[,TYPE...]")->delimiter(',');
+  cmd->add_option("--kv", a->kv, "Candidate KV cache types, most bits first (default bf16,q8_0,q4_0; bf16,fp8 with --engine vllm)")
+      ->type_name("TYPE[,TYPE...]")->delimiter(',');
+  cmd->add_option("--exclude", a->exclude,
+                  "Weight or KV types never to propose (a quality floor of your own; by default types under "
+                  "4-bit weights or 8-bit KV are proposed only when nothing above them works)")
+      ->type_name("TYPE[,TYPE...]")->delimiter(',');
+  cmd->add_option("--tp", a->tp, "Tensor-parallel sizes to try (default 1,2,4,8 with --rate, else 1)")->type_name("N[,N...]");
+  cmd->add_option("--max-batch", a->max_batch, "Running-request limits to try (default 8,16,32,64,128,256)")->type_name("N[,N...]");
+  cmd->add_option("--max-devices", a->max_devices, "Devices at most, tensor parallel x replicas (default 64)")
+      ->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--rate", a->rate, "Arrivals per second (Poisson): ask for the cheapest plan meeting the --slo-* flags")
+      ->check(kArrivalRate)->type_name("REQ/S");
+  cmd->add_option("--input-len,-p,--prompt", a->prompt, "Prompt tokens: N, or MIN:MAX uniform (default 512)")->type_name("TOKENS");
+  cmd->add_option("--output-len,-n,--output", a->output, "Output tokens: N, or MIN:MAX uniform (default 256)")->type_name("TOKENS");
+  cmd->add_option("--num-prompts", a->num_prompts, "Requests per simulation (default 400; a p99 needs 100)")
+      ->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--seed", a->seed, "Seed of the arrivals and lengths (default 1)")->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--deadline", a->deadline, "Reject at arrival a request predicted to finish later than this, in s (default none)")
+      ->check(kPositiveSeconds)->type_name("S");
+  cmd->add_option("--slo-ttft-p99", a->slo_ttft, "SLO: p99 time to first token, in seconds")->check(kPositiveSeconds)->type_name("S");
+  cmd->add_option("--slo-tpot-p99", a->slo_tpot, "SLO: p99 time per output token, in seconds (0.05 = 50 ms)")
+      ->check(kPositiveSeconds)->type_name("S");
+  cmd->add_option("--slo-e2el-p99", a->slo_e2el, "SLO: p99 end-to-end latency, in seconds")->check(kPositiveSeconds)->type_name("S");
+  cmd->add_option("--slo-reject", a->slo_reject, "SLO: most rejected arrivals with --deadline, a fraction 0..1")
+      ->check(kFraction)->type_name("FRACTION");
+  cmd->add_option("--ctx-size,-c,--ctx", a->ctx, "Without --rate: tokens per request (default 8192)")->type_name("TOKENS");
+  cmd->add_option("--parallel,--requests", a->requests, "Without --rate: concurrent requests, llama.cpp's -np (default 1)")
+      ->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--top", a->top, "Plans listed (default 10)")->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--svg", a->svg, "Write the cost / latency frontier as an SVG chart to this file")->type_name("FILE");
+  cmd->add_flag("--verify", a->verify,
+                "Execute the top plan on this machine with `report` (the CPU: the model scaled to ~150M parameters "
+                "and the nearest types it runs) and print predicted against measured");
+  cmd->add_option("--verify-plan", a->verify_plan, "Where --verify writes the plan it runs (default advise-verify.json)")
+      ->type_name("FILE");
+  cmd->add_option("--backend", a->backend, "--verify's backend: cpu or cuda (default cpu)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->type_name("NAME");
+  a->out.add_to(*cmd, false);
+  cmd->footer(
+      "The search: every hardware x weights x KV x tensor-parallel x max-batch configuration is fitted, bounded in\n"
+      "closed form (memory; one decode step against the TPOT SLO; the p99 prompt's prefill against the TTFT SLO;\n"
+      "the replicas the arrivals' work needs), and the rest simulated (continuous batching, Poisson arrivals) at\n"
+      "the fewest replicas meeting every SLO. Costs are per million output tokens at the offered rate.\n\n"
+      "Exit status: 0 a plan meets the request; 1 none does (the closest plans, or the longest contexts that fit,\n"
+      "are listed); 2 bad input.\n\n"
+      "Examples:\n"
+      "  infer-plan advise -m llama-3.1-70b --hw h100-sxm,h200,a100-80gb --rate 5 -p 512:2048 -n 128:512 \\\n"
+      "      --slo-ttft-p99 2 --slo-tpot-p99 0.05\n"
+      "  infer-plan advise -m qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json -c 32K -np 1\n"
+      "                                                # seed 000: what fits, and why not 32K\n"
+      "  infer-plan advise -m qwen3-8b --hw h200 --rate 4 --slo-tpot-p99 0.03 --verify");
+  cmd->callback([a] { run_advise(*a); });
+}
+
+}  // namespace infer_plan::apps

@@ -1,0 +1,752 @@
+#include "planner/advise/advise.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
+#include "planner/core/units.hpp"
+#include "planner/model/model_spec.hpp"
+#include "planner/plan/predict.hpp"
+
+namespace infer_plan {
+namespace {
+
+// Replicas tried above the closed-form lower bound before a configuration is called a miss:
+// queueing at p99 needs headroom the bound (utilisation < 1) does not give.
+constexpr uint64_t kReplicaTries = 4;
+
+double kv_bits(KvTypes kv) {
+  return 0.5 * (ggml_type_info(kv.k).bits_per_value() + ggml_type_info(kv.v).bits_per_value());
+}
+
+std::string kv_name(KvTypes kv) { return kv_types_label(kv); }
+
+Plan candidate_plan(const AdviseQuery& q, const std::string& hw, const std::string& weights, KvTypes kv, uint64_t tp,
+                    uint64_t context, uint64_t requests, uint64_t output) {
+  Plan p;
+  p.model = q.model;
+  p.engine = q.engine;
+  p.hw = hw;
+  p.weights = weights;
+  p.kv = kv;
+  p.tp = tp;
+  p.context = context;
+  p.requests = requests;
+  p.output = std::min(output, context - 1);
+  return p;
+}
+
+std::string config_label(const AdviseCandidate& c) {
+  const std::string replica = c.tp == 1 ? c.hw : fmt::format("{} x {} (tensor parallel)", c.tp, c.hw);
+  return fmt::format("{}{}, {} weights, KV {}, max batch {}",
+                     c.replicas == 1 ? "" : fmt::format("{} replicas of ", c.replicas), replica, c.weights, kv_name(c.kv),
+                     c.max_batch);
+}
+
+// A step model's decode iterations, remembered: the simulation asks for the same batch and
+// context many times. Contexts are tabulated every kContextStep tokens per request and
+// interpolated linearly between (the step is linear in the context between the roofline's kinks).
+class StepCache {
+ public:
+  explicit StepCache(ServerModel server) : server_(std::move(server)) {}
+  double decode(uint64_t batch, uint64_t context_tokens) {
+    const double per_request = static_cast<double>(context_tokens) / static_cast<double>(std::max<uint64_t>(batch, 1));
+    const auto bucket = static_cast<uint64_t>(per_request / kContextStep);
+    const double lo = at(batch, bucket), hi = at(batch, bucket + 1);
+    const double f = per_request / kContextStep - static_cast<double>(bucket);
+    return lo + (hi - lo) * f;
+  }
+  double prefill(uint64_t prompt) {
+    auto it = prefill_.find(prompt);
+    if (it == prefill_.end()) it = prefill_.emplace(prompt, server_.prefill_s(prompt)).first;
+    return it->second;
+  }
+  ServerModel server(uint64_t max_batch, uint64_t kv_tokens) {
+    ServerModel m;
+    m.decode_iteration_s = [this](uint64_t b, uint64_t c) { return decode(b, c); };
+    m.prefill_s = [this](uint64_t p) { return prefill(p); };
+    m.max_batch = max_batch;
+    m.kv_capacity_tokens = kv_tokens;
+    return m;
+  }
+
+ private:
+  static constexpr double kContextStep = 256;
+  double at(uint64_t batch, uint64_t bucket) {
+    if (batch >= decode_.size()) decode_.resize(batch + 1);
+    std::vector<double>& row = decode_[batch];
+    if (bucket >= row.size()) row.resize(bucket + 1, -1.0);
+    if (row[bucket] < 0) {
+      const auto context = static_cast<uint64_t>(static_cast<double>(bucket) * kContextStep);
+      row[bucket] = server_.decode_iteration_s(batch, std::max<uint64_t>(context, 1) * batch);
+    }
+    return row[bucket];
+  }
+  ServerModel server_;
+  std::vector<std::vector<double>> decode_;  // [batch][context bucket]; -1: not yet asked
+  std::unordered_map<uint64_t, double> prefill_;
+};
+
+uint64_t percentile_tokens(TokenLengths t, double p) {
+  return t.min_tokens + static_cast<uint64_t>(std::ceil(p * static_cast<double>(t.max_tokens - t.min_tokens)));
+}
+
+struct SloCheck {
+  bool meets = true;
+  std::vector<std::string> misses;
+  std::string binding;  // the SLO nearest its limit
+  double binding_ratio = 0;
+};
+
+SloCheck check_slo(const ServingResult& r, const AdviseSlo& slo) {
+  SloCheck c;
+  if (!r.stable) {
+    c.meets = false;
+    c.misses.push_back("unstable: the queue grows");
+    c.binding = "throughput";
+    c.binding_ratio = std::numeric_limits<double>::infinity();
+    return c;
+  }
+  if (!r.latency) {
+    c.meets = false;
+    c.misses.push_back("no request completed");
+    return c;
+  }
+  const ServingLatency& l = *r.latency;
+  auto limit = [&](const char* name, double value, const std::optional<double>& bound, double unit, const char* u) {
+    if (!bound) return;
+    const double ratio = value / *bound;
+    if (ratio > c.binding_ratio) {
+      c.binding_ratio = ratio;
+      c.binding = fmt::format("{} p99 {:.3g} {} of {:.3g} {} ({:.0f}%)", name, value * unit, u, *bound * unit, u,
+                              100 * ratio);
+    }
+    if (value > *bound) {
+      c.meets = false;
+      c.misses.push_back(fmt::format("{} p99 {:.3g} {} > {:.3g} {}", name, value * unit, u, *bound * unit, u));
+    }
+  };
+  limit("TTFT", l.ttft_s.p99, slo.ttft_p99_s, 1, "s");
+  limit("TPOT", l.tpot_s.p99, slo.tpot_p99_s, 1e3, "ms");
+  limit("E2EL", l.sojourn_s.p99, slo.e2el_p99_s, 1, "s");
+  if (slo.rejection_max && r.rejection_rate > *slo.rejection_max) {
+    c.meets = false;
+    c.misses.push_back(fmt::format("rejections {:.1f}% > {:.1f}%", 100 * r.rejection_rate, 100 * *slo.rejection_max));
+  }
+  return c;
+}
+
+double e2el_p99(const AdviseCandidate& c) {
+  return c.serving && c.serving->latency ? c.serving->latency->sojourn_s.p99 : std::numeric_limits<double>::infinity();
+}
+
+class Pruning {
+ public:
+  void add(const std::string& reason, const std::string& example, uint64_t count = 1) {
+    for (AdvisePruned& p : pruned_)
+      if (p.reason == reason) {
+        p.count += count;
+        return;
+      }
+    pruned_.push_back({reason, count, example, reason == "SLO" || reason == "batch never reached"});
+  }
+  std::vector<AdvisePruned> take() { return std::move(pruned_); }
+
+ private:
+  std::vector<AdvisePruned> pruned_;
+};
+
+// What the search needs of one profile: its name and price.
+struct HwChoice {
+  std::string name;   // as the user gave it (name or path)
+  HwProfile profile;
+  std::optional<double> price;
+};
+
+std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
+  std::vector<HwChoice> out;
+  for (const std::string& h : q.hw) {
+    HwChoice c{h, load_hw_profile(h), std::nullopt};
+    if (auto it = q.prices.find(c.profile.name); it != q.prices.end()) c.price = it->second;
+    else if (auto given = q.prices.find(h); given != q.prices.end()) c.price = given->second;
+    else c.price = c.profile.price_per_hour;
+    out.push_back(std::move(c));
+  }
+  for (const auto& [name, price] : q.prices)
+    if (std::none_of(out.begin(), out.end(), [&](const HwChoice& c) { return c.name == name || c.profile.name == name; }))
+      throw InputError(fmt::format("--price: '{}' is not one of the --hw profiles", name));
+  const auto unpriced = std::count_if(out.begin(), out.end(), [](const HwChoice& c) { return !c.price; });
+  *priced = unpriced == 0;
+  if (need_price && unpriced > 0 && unpriced < static_cast<long>(out.size())) {
+    const auto it = std::find_if(out.begin(), out.end(), [](const HwChoice& c) { return !c.price; });
+    throw InputError(fmt::format("--hw {}: the profile has no price_per_hour, so its cost cannot be set beside the "
+                                 "others'; give --price {}=USD (US dollars per device-hour)",
+                                 it->name, it->profile.name));
+  }
+  return out;
+}
+
+// The search's configurations of one profile: every weight and KV type that the quality pass
+// admits, at each tensor-parallel size.
+struct TypeChoice {
+  std::string weights;
+  KvTypes kv;
+};
+
+
+// ---- serving ----
+
+// One hardware x weights x KV x tensor-parallel configuration that passed the closed-form
+// bounds: its plan resolved at the longest request, its step model (remembered) and what the
+// bounds computed, ready for the max-batch limits to be simulated.
+struct ServingGroup {
+  const HwChoice* hw = nullptr;
+  std::string weights, where;
+  KvTypes kv;
+  uint64_t tp = 1;
+  bool last_resort = false;
+  Plan plan;
+  std::shared_ptr<ResolvedPlan> rp;
+  std::shared_ptr<StepCache> cache;
+  uint64_t kv_tokens = 0, kv_batch = 1, mean_context = 0;
+  double step1 = 0;          // one decode step alone at the mean context
+  double e2el_floor = 0;     // the p99 request alone: no plan of this group is faster
+  double weight_bits = 0;
+  double cost_floor = 0;     // the cheapest any of its max-batch limits can be
+};
+
+struct ServingSearch {
+  const AdviseQuery& q;
+  Pruning pruning;
+  uint64_t simulations = 0;
+  uint64_t space = 0;
+  std::vector<AdviseCandidate> met, missed;
+
+  ServingLoad load(double rate) const {
+    ServingLoad l;
+    l.rate_per_s = rate;
+    l.requests = q.simulated_requests;
+    l.prompt_tokens = q.prompt;
+    l.output_tokens = q.output;
+    l.deadline_s = q.deadline_s;
+    l.seed = q.seed;
+    l.inter_token_latency = false;  // the SLOs read TTFT, TPOT and E2EL only
+    return l;
+  }
+
+  double price(const ServingGroup& g) const { return g.hw->price.value_or(1.0); }
+
+  // Fewest replicas the arrivals' work allows at this limit: every prefill alone, every decode
+  // step shared by a full batch, the replicas busy all the time.
+  uint64_t replicas_floor(ServingGroup& g, uint64_t max_batch) const {
+    const uint64_t batch = std::min(max_batch, g.kv_batch);
+    const double step = g.cache->decode(batch, batch * g.mean_context);
+    const double work_s = g.cache->prefill(static_cast<uint64_t>(q.prompt.mean())) + q.output.mean() * step / static_cast<double>(batch);
+    return static_cast<uint64_t>(std::floor(*q.rate_per_s * work_s)) + 1;
+  }
+
+  // The closed-form bounds; nullopt (counted in `pruning`) when one rules the configuration out.
+  std::optional<ServingGroup> prepare(const HwChoice& hw, const std::string& weights, KvTypes kv, uint64_t tp, bool last_resort) {
+    space += q.max_batch.size();
+    const uint64_t n = q.max_batch.size();
+    ServingGroup g;
+    g.hw = &hw;
+    g.weights = weights;
+    g.kv = kv;
+    g.tp = tp;
+    g.last_resort = last_resort;
+    const uint64_t longest = q.prompt.max_tokens + q.output.max_tokens;
+    g.plan = candidate_plan(q, hw.name, weights, kv, tp, longest, 1, q.output.max_tokens);
+    g.where = fmt::format("{} on {}", weights, tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name));
+    if (tp > q.max_devices) {
+      pruning.add("devices", fmt::format("{}: {} devices > --max-devices {}", g.where, tp, q.max_devices), n);
+      return std::nullopt;
+    }
+    try {
+      g.rp = std::make_shared<ResolvedPlan>(resolve_plan(g.plan));
+    } catch (const InputError& e) {
+      pruning.add("tensor parallel", fmt::format("{}: {}", g.where, e.what()), n);
+      return std::nullopt;
+    }
+    const FitResult& fit = g.rp->fit;
+    if (!fit.fits) {
+      pruning.add("memory", fmt::format("{}: weights {} per device and one {}-token request need {} more than the {} usable",
+                                        g.where, gib(fit.device_weights_bytes), longest, gib(-fit.headroom_bytes),
+                                        gib(fit.usable_bytes)),
+                  n);
+      return std::nullopt;
+    }
+    g.cache = std::make_shared<StepCache>(g.rp->server);
+    const double mean_prompt = q.prompt.mean(), mean_output = q.output.mean();
+    g.mean_context = static_cast<uint64_t>(mean_prompt + mean_output / 2);
+    g.step1 = g.cache->decode(1, g.mean_context);
+    if (q.slo.tpot_p99_s && g.step1 > *q.slo.tpot_p99_s) {
+      pruning.add("TPOT floor", fmt::format("{}: one decode step alone takes {:.1f} ms > TPOT {:.0f} ms", g.where,
+                                            g.step1 * 1e3, *q.slo.tpot_p99_s * 1e3),
+                  n);
+      return std::nullopt;
+    }
+    const uint64_t p99_prompt = percentile_tokens(q.prompt, 0.99), p99_output = percentile_tokens(q.output, 0.99);
+    const double prefill99 = g.cache->prefill(p99_prompt);
+    if (q.slo.ttft_p99_s && prefill99 > *q.slo.ttft_p99_s) {
+      pruning.add("TTFT floor", fmt::format("{}: the prefill of a {}-token prompt alone takes {:.2f} s > TTFT {:.3g} s",
+                                            g.where, p99_prompt, prefill99, *q.slo.ttft_p99_s),
+                  n);
+      return std::nullopt;
+    }
+    g.e2el_floor = prefill99 + static_cast<double>(p99_output - 1) * g.step1;
+    if (q.slo.e2el_p99_s && g.e2el_floor > *q.slo.e2el_p99_s) {
+      pruning.add("E2EL floor", fmt::format("{}: a {}+{}-token request alone takes {:.2f} s > E2EL {:.3g} s", g.where,
+                                            p99_prompt, p99_output, g.e2el_floor, *q.slo.e2el_p99_s),
+                  n);
+      return std::nullopt;
+    }
+    g.kv_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
+    const auto mean_kv = static_cast<uint64_t>(std::ceil(mean_prompt + mean_output));
+    g.kv_batch = std::max<uint64_t>(1, g.kv_tokens / std::max<uint64_t>(mean_kv, 1));
+    g.weight_bits = 8.0 * static_cast<double>(g.rp->weights.bytes) /
+                    static_cast<double>(std::max<uint64_t>(parameter_count(g.rp->spec).total, 1));
+    g.cost_floor = std::numeric_limits<double>::infinity();
+    for (uint64_t max_batch : q.max_batch)
+      g.cost_floor = std::min(g.cost_floor, static_cast<double>(replicas_floor(g, max_batch) * tp) * price(g));
+    return g;
+  }
+
+  // Whether plans already found make this one pointless: `top` of them on the same hardware
+  // cheaper than its cost floor (so it can join neither the list nor be that hardware's best),
+  // and one no dearer that is faster than its latency floor (nor the frontier).
+  bool dominated(const std::string& hw, double cost_floor, double e2el_floor) const {
+    uint64_t cheaper = 0;
+    bool faster = false;
+    const double per_hour = advise_tokens_per_hour(q) / 1e6;
+    for (const AdviseCandidate& c : met) {
+      const double cost = *c.cost_per_million_tokens * per_hour;  // back to dollars (or devices) per hour
+      if (c.hw == hw && cost < cost_floor * (1 - 1e-9)) ++cheaper;
+      if (cost <= cost_floor * (1 + 1e-9) && c.serving->latency && c.serving->latency->sojourn_s.p99 <= e2el_floor) faster = true;
+    }
+    return cheaper >= q.top && faster;
+  }
+
+  AdviseCandidate candidate(const ServingGroup& g, uint64_t max_batch, uint64_t replicas, const ServingResult& r,
+                            const SloCheck& check) const {
+    const double rate = *q.rate_per_s;
+    AdviseCandidate c;
+    c.hw = g.hw->profile.name;
+    c.weights = g.weights;
+    c.kv = g.kv;
+    c.tp = g.tp;
+    c.replicas = replicas;
+    c.max_batch = max_batch;
+    c.weight_bits = g.weight_bits;
+    c.kv_bits = kv_bits(g.kv);
+    c.below_quality_floor = g.last_resort;
+    c.weights_bytes_per_device = g.rp->fit.device_weights_bytes;
+    c.kv_capacity_tokens = g.kv_tokens;
+    c.decode_tokens_per_s = 1.0 / g.step1;
+    if (g.hw->price) c.price_per_hour = *g.hw->price * static_cast<double>(c.devices());
+    c.cost_per_million_tokens = price(g) * static_cast<double>(c.devices()) / advise_tokens_per_hour(q) * 1e6;
+    c.serving = r;
+    c.meets = check.meets;
+    c.slo_ratio = check.binding_ratio;
+    c.binding = check.meets ? check.binding : fmt::format("misses: {}", fmt::join(check.misses, ", "));
+    c.plan = g.plan;
+    c.plan.requests = std::min(max_batch, g.kv_batch);
+    c.plan.context = static_cast<uint64_t>(std::llround(q.prompt.mean() + q.output.mean()));
+    c.plan.output = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(q.output.mean())));
+    c.plan.load = LoadPlan{};
+    c.plan.load->rate_per_s = rate / static_cast<double>(replicas);
+    c.plan.load->simulate = true;
+    c.plan.load->requests = q.simulated_requests;
+    c.plan.load->seed = q.seed;
+    c.plan.load->max_batch = max_batch;
+    c.plan.deadline_s = q.deadline_s;
+    return c;
+  }
+
+  // Each max-batch limit at the fewest replicas (from its floor up) whose simulation meets the SLOs.
+  void evaluate(ServingGroup& g) {
+    // Runs by replicas: a run whose batch never reached its limit is the run of every larger limit.
+    std::map<uint64_t, std::pair<uint64_t, ServingResult>> runs;
+    uint64_t previous = 0;
+    for (uint64_t max_batch : q.max_batch) {
+      if (previous >= g.kv_batch) {  // the KV already held back the previous limit: the same server
+        pruning.add("batch past the KV", fmt::format("{}: max batch {} (the KV holds about {} requests)", g.where, max_batch,
+                                                     g.kv_batch));
+        continue;
+      }
+      previous = max_batch;
+      const uint64_t lower = replicas_floor(g, max_batch);
+      if (lower * g.tp > q.max_devices) {
+        pruning.add("devices", fmt::format("{}, max batch {}: the rate's work needs at least {} replicas, {} devices > "
+                                           "--max-devices {}", g.where, max_batch, lower, lower * g.tp, q.max_devices));
+        continue;
+      }
+      if (dominated(g.hw->profile.name, static_cast<double>(lower * g.tp) * price(g), g.e2el_floor)) {
+        pruning.add("dominated", fmt::format("{}, max batch {}: {} cheaper plans on {} were found, and one faster than its "
+                                             "best case ({:.3g} s)", g.where, max_batch, q.top, g.hw->profile.name,
+                                             g.e2el_floor));
+        continue;
+      }
+      std::optional<AdviseCandidate> best;
+      bool found = false, same_run = false;
+      for (uint64_t replicas = lower; replicas <= lower + kReplicaTries && replicas * g.tp <= q.max_devices; ++replicas) {
+        ServingResult r;
+        const auto known = runs.find(replicas);
+        same_run = known != runs.end() && known->second.second.peak_batch < known->second.first;
+        if (same_run) {
+          r = known->second.second;
+        } else {
+          r = simulate_serving(g.cache->server(max_batch, g.kv_tokens), load(*q.rate_per_s / static_cast<double>(replicas)));
+          ++simulations;
+          runs[replicas] = {max_batch, r};
+        }
+        const SloCheck check = check_slo(r, q.slo);
+        if (check.meets) {
+          if (same_run)  // a smaller limit's plan, which it never reached: the same deployment
+            pruning.add("batch never reached", fmt::format("{}, max batch {}: the runs never held more than {}", g.where,
+                                                           max_batch, r.peak_batch));
+          else
+            met.push_back(candidate(g, max_batch, replicas, r, check));
+          found = true;
+          break;
+        }
+        best = candidate(g, max_batch, replicas, r, check);
+      }
+      if (!found && best && !same_run) {
+        pruning.add("SLO", fmt::format("{}, max batch {}, {} replicas: {}", g.where, max_batch, best->replicas, best->binding));
+        missed.push_back(std::move(*best));
+      }
+    }
+  }
+};
+
+// The closest misses: stable ones first, then by how far the binding SLO is over.
+std::vector<AdviseCandidate> closest(std::vector<AdviseCandidate> v, uint64_t n) {
+  std::sort(v.begin(), v.end(), [](const AdviseCandidate& a, const AdviseCandidate& b) {
+    const bool sa = a.serving && a.serving->stable, sb = b.serving && b.serving->stable;
+    if (sa != sb) return sa;
+    return e2el_p99(a) < e2el_p99(b);
+  });
+  if (v.size() > n) v.resize(n);
+  return v;
+}
+
+std::vector<AdviseCandidate> pareto(std::vector<AdviseCandidate> v) {
+  std::sort(v.begin(), v.end(), [](const AdviseCandidate& a, const AdviseCandidate& b) {
+    if (*a.cost_per_million_tokens != *b.cost_per_million_tokens)
+      return *a.cost_per_million_tokens < *b.cost_per_million_tokens;
+    return e2el_p99(a) < e2el_p99(b);
+  });
+  std::vector<AdviseCandidate> out;
+  double best = std::numeric_limits<double>::infinity();
+  for (AdviseCandidate& c : v) {
+    const double e = e2el_p99(c);
+    if (e < best) {
+      best = e;
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::string money(const AdviseResult& r, double v) {
+  return r.priced ? fmt::format("${:.3g}", v) : fmt::format("{:.3g} device-h", v);
+}
+
+// Why the top plans, in the user's terms: what binds, what the memory holds, which lever bought
+// what against the highest-precision plan on the same hardware, and the other hardware's best.
+void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<AdviseCandidate>& all_met,
+                     const std::vector<HwChoice>& hws) {
+  // The cheapest plan of the first weights and KV types on a profile, searched on its own (the
+  // main search may have set it aside as dominated); nullopt when none meets the SLOs.
+  std::map<std::string, std::optional<AdviseCandidate>> references;
+  auto reference_for = [&](const std::string& hw) -> const std::optional<AdviseCandidate>& {
+    if (auto it = references.find(hw); it != references.end()) return it->second;
+    const auto choice = std::find_if(hws.begin(), hws.end(), [&](const HwChoice& h) { return h.profile.name == hw; });
+    AdviseQuery sub = q;
+    sub.top = 1;
+    ServingSearch s{sub, {}, 0, 0, {}, {}};
+    std::vector<ServingGroup> groups;
+    for (uint64_t tp : q.tp)
+      if (std::optional<ServingGroup> g = s.prepare(*choice, q.weights.front(), q.kv.front(), tp, false)) groups.push_back(std::move(*g));
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
+    for (ServingGroup& g : groups) s.evaluate(g);
+    r.simulations += s.simulations;
+    std::optional<AdviseCandidate> best;
+    for (AdviseCandidate& m : s.met)
+      if (!best || *m.cost_per_million_tokens < *best->cost_per_million_tokens) best = std::move(m);
+    return references[hw] = std::move(best);
+  };
+  for (AdviseCandidate& c : r.ranked) {
+    const ServingResult& s = *c.serving;
+    c.reasons.push_back(fmt::format("meets every SLO; nearest its limit: {}", c.binding));
+    const uint64_t kv_requests = c.kv_capacity_tokens / std::max<uint64_t>(1, static_cast<uint64_t>(q.prompt.mean() + q.output.mean()));
+    c.reasons.push_back(fmt::format("{} weights take {} per device and leave KV for {} tokens ({} requests of the mean "
+                                    "length){}", c.weights, gib(c.weights_bytes_per_device), c.kv_capacity_tokens,
+                                    kv_requests,
+                                    c.max_batch < kv_requests ? fmt::format("; max batch {} keeps the decode step short", c.max_batch)
+                                                              : fmt::format("; the KV, not max batch {}, limits the batch", c.max_batch)));
+    c.reasons.push_back(fmt::format("{} replica{} of {} device{} (tensor parallel {}): {:.3g} req/s each, mean batch {:.1f}, "
+                                    "at most {}", c.replicas, c.replicas == 1 ? "" : "s", c.tp, c.tp == 1 ? "" : "s", c.tp,
+                                    *q.rate_per_s / static_cast<double>(c.replicas), s.mean_batch, s.peak_batch));
+    // Against the cheapest plan with the most bits on the same hardware (the first weights and KV asked).
+    const std::optional<AdviseCandidate>& ref = reference_for(c.hw);
+    const AdviseCandidate* reference = ref ? &*ref : nullptr;
+    if (c.weights != q.weights.front() || c.kv.k != q.kv.front().k) {
+      std::string lever;
+      if (c.weights != q.weights.front())
+        lever += fmt::format("{} weights ({:.1f} bits) instead of {}", c.weights, c.weight_bits, q.weights.front());
+      if (c.kv.k != q.kv.front().k || c.kv.v != q.kv.front().v)
+        lever += fmt::format("{}KV {} instead of {}", lever.empty() ? "" : ", ", kv_name(c.kv), kv_name(q.kv.front()));
+      if (reference) {
+        std::string bought;
+        if (c.weights_bytes_per_device * c.tp < reference->weights_bytes_per_device * reference->tp)
+          bought += fmt::format("weights {} instead of {} in all; ", gib(c.weights_bytes_per_device * c.tp),
+                                gib(reference->weights_bytes_per_device * reference->tp));
+        bought += fmt::format("KV for {} tokens per replica instead of {} ({:.1f}x); decode step alone {:.1f} ms instead of {:.1f}",
+                              c.kv_capacity_tokens, reference->kv_capacity_tokens,
+                              static_cast<double>(c.kv_capacity_tokens) / static_cast<double>(std::max<uint64_t>(reference->kv_capacity_tokens, 1)),
+                              1e3 / c.decode_tokens_per_s, 1e3 / reference->decode_tokens_per_s);
+        c.reasons.push_back(fmt::format("{}: {}; {} per million tokens against {} for the cheapest {} plan ({}): {:.0f}% of its cost",
+                                        lever, bought, money(r, *c.cost_per_million_tokens),
+                                        money(r, *reference->cost_per_million_tokens),
+                                        fmt::format("{} / KV {}", q.weights.front(), kv_name(q.kv.front())),
+                                        config_label(*reference),
+                                        100 * *c.cost_per_million_tokens / *reference->cost_per_million_tokens));
+      } else {
+        c.reasons.push_back(fmt::format("{}: with {} weights and KV {}, no plan on {} meets the SLOs within {} devices", lever,
+                                        q.weights.front(), kv_name(q.kv.front()), c.hw, q.max_devices));
+      }
+    }
+    for (const HwChoice& h : hws) {
+      if (h.profile.name == c.hw) continue;
+      const auto best = std::find_if(all_met.begin(), all_met.end(), [&](const AdviseCandidate& o) { return o.hw == h.profile.name; });
+      if (best == all_met.end()) c.reasons.push_back(fmt::format("{}: no plan meets the SLOs", h.profile.name));
+      else if (&c == &r.ranked.front())
+        c.reasons.push_back(fmt::format("best on {}: {}, {} per million tokens ({:+.0f}%)", h.profile.name,
+                                        config_label(*best), money(r, *best->cost_per_million_tokens),
+                                        100 * (*best->cost_per_million_tokens / *c.cost_per_million_tokens - 1)));
+    }
+    if (c.below_quality_floor)
+      c.reasons.push_back(fmt::format("below the quality floor ({}): nothing above it met the SLOs", kAdviseQualityFloor));
+  }
+}
+
+AdviseResult advise_serving(const AdviseQuery& q) {
+  if (!q.slo.any())
+    throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99, --slo-tpot-p99 or --slo-e2el-p99");
+  AdviseResult result;
+  result.serving = true;
+  const std::vector<HwChoice> hws = hardware(q, true, &result.priced);
+  ServingSearch s{q, {}, 0, 0, {}, {}};
+  std::vector<ServingGroup> groups;
+  for (bool last_resort : {false, true}) {
+    for (const HwChoice& hw : hws)
+      for (const std::string& w : q.weights)
+        for (const KvTypes& kv : q.kv) {
+          if (advise_below_quality_floor(w, kv) != last_resort) continue;
+          for (uint64_t tp : q.tp)
+            if (std::optional<ServingGroup> g = s.prepare(hw, w, kv, tp, last_resort)) groups.push_back(std::move(*g));
+        }
+    // Cheapest first, so that the plans found early set aside the dearer ones without simulating.
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
+    for (ServingGroup& g : groups) s.evaluate(g);
+    groups.clear();
+    if (!s.met.empty()) break;
+    if (!last_resort)
+      result.notes.push_back(fmt::format("nothing at or above the quality floor ({}) meets the SLOs; the types below it were "
+                                         "tried next", kAdviseQualityFloor));
+  }
+  result.space = s.space;
+  result.simulations = s.simulations;
+  result.pruned = s.pruning.take();
+  std::vector<AdviseCandidate> met = s.met;
+  std::sort(met.begin(), met.end(), [](const AdviseCandidate& a, const AdviseCandidate& b) {
+    if (*a.cost_per_million_tokens != *b.cost_per_million_tokens)
+      return *a.cost_per_million_tokens < *b.cost_per_million_tokens;
+    return a.slo_ratio < b.slo_ratio;  // then the most room under the SLOs
+  });
+  result.frontier = pareto(met);
+  result.ranked.assign(met.begin(), met.begin() + static_cast<long>(std::min<uint64_t>(q.top, met.size())));
+  if (met.empty()) result.near_misses = closest(s.missed, q.top);
+  explain_serving(q, result, met, hws);
+  result.notes.push_back("not searched: speculative decoding, weight offload and prefill/decode disaggregation "
+                         "(the spec, offload and pd commands weigh them for one plan)");
+  return result;
+}
+
+// ---- capacity ----
+
+AdviseCandidate capacity_candidate(const AdviseQuery& q, const HwChoice& hw, const std::string& w, KvTypes kv, uint64_t tp,
+                                   uint64_t context, const ResolvedPlan& rp, bool last_resort) {
+  AdviseCandidate c;
+  c.hw = hw.profile.name;
+  c.weights = w;
+  c.kv = kv;
+  c.tp = tp;
+  c.max_batch = q.requests;
+  c.weight_bits = 8.0 * static_cast<double>(rp.weights.bytes) /
+                  static_cast<double>(std::max<uint64_t>(parameter_count(rp.spec).total, 1));
+  c.kv_bits = kv_bits(kv);
+  c.below_quality_floor = last_resort;
+  c.weights_bytes_per_device = rp.fit.device_weights_bytes;
+  c.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_room_bytes);
+  c.headroom_bytes = rp.fit.headroom_bytes;
+  c.context = context;
+  c.max_context = rp.fit.max_context;
+  c.decode_tokens_per_s = 1.0 / rp.server.decode_iteration_s(q.requests, q.requests * context);
+  if (hw.price) c.price_per_hour = *hw.price * static_cast<double>(tp);
+  c.meets = rp.fit.fits && context >= q.context;
+  c.plan = rp.plan;
+  return c;
+}
+
+// Longest context a fit allows, in whole K tokens when it is at least 1K.
+uint64_t round_context(uint64_t tokens) { return tokens >= 1024 ? tokens / 1024 * 1024 : tokens; }
+
+AdviseResult advise_capacity(const AdviseQuery& q) {
+  AdviseResult result;
+  const std::vector<HwChoice> hws = hardware(q, false, &result.priced);
+  Pruning pruning;
+  std::vector<AdviseCandidate> fits, shorter;
+  struct Short {
+    std::string hw, weights;
+    KvTypes kv;
+    uint64_t tp;
+    FitResult fit;
+  };
+  std::vector<Short> shorts;  // at the context asked for, the fits that fail
+  for (bool last_resort : {false, true}) {
+    for (const HwChoice& hw : hws)
+      for (const std::string& w : q.weights)
+        for (const KvTypes& kv : q.kv)
+          for (uint64_t tp : q.tp) {
+            const Plan plan = candidate_plan(q, hw.name, w, kv, tp, q.context, q.requests, 256);
+            std::optional<ResolvedPlan> rp;
+            try {
+              rp = resolve_plan(plan);
+            } catch (const InputError& e) {
+              if (!last_resort) {  // counted once, in the first pass
+                result.space += 1;
+                pruning.add("tensor parallel", e.what());
+              }
+              continue;
+            }
+            if (advise_below_quality_floor(w, kv) != last_resort) continue;
+            result.space += 1;
+            if (rp->fit.fits) {
+              fits.push_back(capacity_candidate(q, hw, w, kv, tp, q.context, *rp, last_resort));
+              continue;
+            }
+            shorts.push_back({hw.profile.name, w, kv, tp, rp->fit});
+            const uint64_t context = round_context(rp->fit.max_context);
+            if (context == 0) {
+              pruning.add("memory", fmt::format("{} on {}: weights {} per device and the reserves leave no room for {} request{}",
+                                                w, hw.profile.name, gib(rp->fit.device_weights_bytes), q.requests,
+                                                q.requests == 1 ? "" : "s"));
+              continue;
+            }
+            pruning.add("context", fmt::format("{} KV {} on {}: {} tokens need {} more", w, kv_name(kv), hw.profile.name,
+                                               q.context, gib(-rp->fit.headroom_bytes)));
+            Plan relaxed = plan;
+            relaxed.context = context;
+            try {
+              const ResolvedPlan r = resolve_plan(relaxed);
+              if (r.fit.fits) shorter.push_back(capacity_candidate(q, hw, w, kv, tp, context, r, last_resort));
+            } catch (const InputError&) {
+            }
+          }
+    if (!fits.empty()) break;
+  }
+  auto better = [](const AdviseCandidate& a, const AdviseCandidate& b) {
+    if (a.below_quality_floor != b.below_quality_floor) return !a.below_quality_floor;
+    if (a.weight_bits != b.weight_bits) return a.weight_bits > b.weight_bits;
+    if (a.kv_bits != b.kv_bits) return a.kv_bits > b.kv_bits;
+    if (a.tp != b.tp) return a.tp < b.tp;
+    return a.decode_tokens_per_s > b.decode_tokens_per_s;
+  };
+  std::vector<AdviseCandidate>& chosen = fits.empty() ? shorter : fits;
+  std::stable_sort(chosen.begin(), chosen.end(), better);
+  result.pruned = pruning.take();
+  if (fits.empty()) {
+    // Why the context asked for fits nowhere: the smallest weights with the highest and the
+    // lowest KV precision asked, per profile.
+    for (const HwChoice& hw : hws) {
+      const Short* smallest = nullptr;
+      for (const Short& s : shorts)
+        if (s.hw == hw.profile.name && s.tp == q.tp.front() &&
+            (!smallest || s.fit.device_weights_bytes < smallest->fit.device_weights_bytes))
+          smallest = &s;
+      if (!smallest) continue;
+      const FitResult& f = smallest->fit;
+      std::string line = fmt::format("{} tokens x {} on {}: the smallest weights, {} ({}), ", q.context,
+                                     fmt::format("{} request{}", q.requests, q.requests == 1 ? "" : "s"), hw.profile.name,
+                                     smallest->weights, gib(f.device_weights_bytes));
+      if (f.free_after_weights_bytes < 0) {
+        line += fmt::format("are {} over the usable {} before any KV", gib(-f.free_after_weights_bytes), gib(f.usable_bytes));
+      } else {
+        line += fmt::format("leave {} of the usable {} for KV and reserves", gib(f.free_after_weights_bytes), gib(f.usable_bytes));
+        for (const Short& s : shorts)
+          if (s.hw == hw.profile.name && s.weights == smallest->weights && s.tp == smallest->tp &&
+              (s.kv.k == q.kv.front().k || s.kv.k == q.kv.back().k))
+            line += fmt::format("; KV {} needs {} ({} short)", kv_name(s.kv), gib(s.fit.kv_bytes), gib(-s.fit.headroom_bytes));
+      }
+      result.notes.push_back(line);
+    }
+    if (!chosen.empty())
+      result.notes.push_back(fmt::format("so no plan holds {} tokens; below, the longest context each plan holds (in whole K)",
+                                         q.context));
+  }
+  if (chosen.size() > q.top) chosen.resize(q.top);
+  result.ranked = std::move(chosen);
+  for (AdviseCandidate& c : result.ranked) {
+    c.reasons.push_back(fmt::format("{} weights {} + KV {} for {} x {} tokens{}: {} to spare", c.weights,
+                                    gib(c.weights_bytes_per_device), kv_name(c.kv), c.max_batch, c.context,
+                                    c.context < q.context ? fmt::format(" (not {})", q.context) : "", gib(c.headroom_bytes)));
+    c.reasons.push_back(fmt::format("decode {:.1f} tokens/s per request at batch {}", c.decode_tokens_per_s, c.max_batch));
+    if (c.below_quality_floor)
+      c.reasons.push_back(fmt::format("below the quality floor ({}): nothing above it fits", kAdviseQualityFloor));
+  }
+  return result;
+}
+
+}  // namespace
+
+bool advise_below_quality_floor(std::string_view weights, KvTypes kv) {
+  std::string w(weights);
+  for (char& c : w) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const bool low_weights = w.starts_with("Q3_") || w.starts_with("Q2_") || w.starts_with("IQ3") || w.starts_with("IQ2") ||
+                           w.starts_with("IQ1") || w.starts_with("TQ");
+  return low_weights || kv_bits(kv) < 8.0;
+}
+
+double advise_tokens_per_hour(const AdviseQuery& query) {
+  return query.rate_per_s.value_or(0) * query.output.mean() * 3600.0;
+}
+
+AdviseResult advise(const AdviseQuery& q) {
+  if (q.hw.empty()) throw InputError("--hw: give at least one profile");
+  if (q.weights.empty()) throw InputError("--weights: give at least one type");
+  if (q.kv.empty()) throw InputError("--kv: give at least one type");
+  if (q.tp.empty()) throw InputError("--tp: give at least one size");
+  if (q.max_batch.empty()) throw InputError("--max-batch: give at least one limit");
+  // The model and every weight type checked once, so that an error names its flag here rather
+  // than setting aside every configuration.
+  Plan probe;
+  probe.model = q.model;
+  probe.engine = q.engine;
+  const ModelSpec spec = plan_model_spec(probe);
+  for (const std::string& w : q.weights) (void)plan_weights(spec, w, std::nullopt);
+  return q.rate_per_s ? advise_serving(q) : advise_capacity(q);
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,43 @@
+# advise (issue 20): the done-when searches from the command line, its exit status and bad input.
+infer_plan_cli_case(advise_70b_three_gpus EXIT 0 ARGS advise --model llama-3.1-70b --hw h100-sxm,h200,a100-80gb --rate 5
+  --prompt 512:2048 --output 128:512 --slo-ttft-p99 2 --slo-tpot-p99 0.05
+  MATCH "cheapest plans meeting the SLOs" "   1  h100-sxm" "why #1:" "nearest its limit" "best on h200: " "best on a100-80gb: "
+        "Pareto frontier" "set aside:" "memory +[0-9]+  e.g. BF16 on h100-sxm")
+infer_plan_cli_case(advise_70b_json EXIT 0 ARGS advise --model llama-3.1-70b --hw h100-sxm,h200 --rate 5
+  --prompt 512:2048 --output 128:512 --slo-ttft-p99 2 --slo-tpot-p99 0.05 --json
+  MATCH "\"mode\": \"serving\"" "\"cost_per_million_tokens_usd\": " "\"rate_per_s\": 5.0")
+# seed 000: Q2_K with BF16 KV holds one 8K request (0.14 GiB to spare by llama.cpp's recipe); 32K
+# fits with no KV type (q4_0 is 0.05 GiB short), so advise exits 1 with the longest contexts.
+set(_m2_advise --model qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json --parallel 1)
+infer_plan_cli_case(advise_m2_8k EXIT 0 ARGS advise ${_m2_advise} --ctx 8K
+  MATCH "plans that fit, best quality first" "1  m2-max-96gb-seed  Q2_K\\* +BF16 +1 +8192 +1 +79.80 GiB +0.14 GiB")
+infer_plan_cli_case(advise_m2_32k EXIT 1 ARGS advise ${_m2_advise} --ctx 32K
+  MATCH "KV BF16 needs 5.88 GiB \\(4.27 GiB short\\)" "KV Q4_0 needs 1.65 GiB \\(0.05 GiB short\\)"
+        "the longest contexts that fit" "Q2_K\\* +BF16 +1 +8192" "Q2_K\\* +Q8_0 +1 +16384")
+infer_plan_cli_case(advise_m2_as_built EXIT 1 ARGS advise --model qwen3-235b-a22b --hw m2-max-96gb --ctx 8K
+  MATCH "Q2_K \\(79.80 GiB\\), are 7.80 GiB over the usable 72.00 GiB" "NOTHING FITS")
+infer_plan_cli_case(advise_none_meets EXIT 1 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.0001
+  MATCH "NO PLAN MEETS THE SLOs" "TPOT floor")
+infer_plan_cli_case(advise_unpriced EXIT 0 ARGS advise --model qwen3-8b --hw rtx-4090 --rate 1 --slo-tpot-p99 0.05 --tp 1
+  MATCH "no prices given" "dev-h/M tok")
+infer_plan_cli_case(bad_advise_slo_no_rate EXIT 2 ARGS advise --model qwen3-8b --slo-tpot-p99 0.05
+  MATCH "--slo-\\*: service levels need a load: give --rate")
+infer_plan_cli_case(bad_advise_rate_no_slo EXIT 2 ARGS advise --model qwen3-8b --rate 2
+  MATCH "--slo-ttft-p99, --slo-tpot-p99 or --slo-e2el-p99")
+infer_plan_cli_case(bad_advise_price EXIT 2 ARGS advise --model qwen3-8b --rate 2 --slo-tpot-p99 0.05 --price h200=free
+  MATCH "--price: 'h200=free' is not NAME=USD")
+infer_plan_cli_case(bad_advise_price_hw EXIT 2 ARGS advise --model qwen3-8b --rate 2 --slo-tpot-p99 0.05 --price h100-sxm=2
+  MATCH "--price: 'h100-sxm' is not one of the --hw profiles")
+infer_plan_cli_case(bad_advise_mixed_prices EXIT 2 ARGS advise --model qwen3-8b --hw h200,rtx-4090 --rate 2 --slo-tpot-p99 0.05
+  MATCH "--hw rtx-4090: the profile has no price_per_hour" "--price rtx-4090=USD")
+infer_plan_cli_case(bad_advise_tp EXIT 2 ARGS advise --model qwen3-8b --tp 2,x MATCH "--tp: 'x' is not a whole number")
+infer_plan_cli_case(bad_advise_exclude EXIT 2 ARGS advise --model qwen3-8b --exclude Q9_K
+  MATCH "--exclude: 'Q9_K' is none of the candidate")
+infer_plan_cli_case(bad_advise_kv EXIT 2 ARGS advise --model qwen3-8b --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
+infer_plan_cli_case(bad_advise_weights EXIT 2 ARGS advise --model qwen3-8b --weights Q9 MATCH "Q9")
+infer_plan_cli_case(bad_advise_num_prompts EXIT 2 ARGS advise --model qwen3-8b --rate 1 --slo-tpot-p99 0.05 --num-prompts 50
+  MATCH "--num-prompts: 50 is out of range 100..100000")
+infer_plan_cli_case(bad_advise_svg_no_rate EXIT 2 ARGS advise --model qwen3-8b --svg ${CMAKE_BINARY_DIR}/never.svg
+  MATCH "--svg: the frontier is drawn for a serving search")
+infer_plan_cli_case(advise_help EXIT 0 ARGS advise --help
+  MATCH "Exit status: 0 a plan meets the request; 1 none does" "--slo-tpot-p99" "--verify")
