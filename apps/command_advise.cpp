@@ -44,7 +44,10 @@ struct AdviseArgs {
   std::string prompt = "512", output = "256", ctx = "8192";
   uint64_t requests = 1;
   std::string svg, verify_plan = "advise-verify.json", backend = "cpu";
-  bool verify = false;
+  bool verify = false, pd = true;
+  std::vector<double> spec_accept;
+  std::string draft, spec_blocks = "2,4,6";
+  std::optional<uint64_t> draft_layers;
 };
 
 // llama.cpp's file types and vLLM's checkpoint formats, most bits first; the KV types of the engine.
@@ -132,6 +135,16 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   q.seed = a.seed;
   q.deadline_s = a.deadline;
   q.slo = {a.slo_ttft, a.slo_tpot, a.slo_e2el, a.slo_reject};
+  q.pd = a.pd;
+  if (!a.spec_accept.empty() || !a.draft.empty() || a.draft_layers) {
+    if (!a.rate) throw InputError("--spec-accept: speculative decoding is searched for a serving load: give --rate");
+    AdviseSpeculative sp;
+    sp.accept = a.spec_accept;
+    sp.draft = a.draft;
+    sp.draft_layers = a.draft_layers;
+    sp.blocks = count_list(a.spec_blocks, "--spec-blocks", 64);
+    q.speculative = sp;
+  }
   q.context = parse_tokens(a.ctx, "--ctx-size");
   if (q.context < 2 || q.context > kMaxContextTokens)
     throw InputError(fmt::format("--ctx-size: {} is out of range 2..{}", q.context, kMaxContextTokens));
@@ -157,6 +170,10 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
          {"replicas", c.replicas},
          {"devices", c.devices()},
          {"max_batch", c.max_batch},
+         {"spec_block", c.spec_block ? Json(*c.spec_block) : Json(nullptr)},
+         {"pd", c.pd_prefill ? Json{{"prefill_replicas", *c.pd_prefill}, {"decode_replicas", *c.pd_decode}, {"link", c.pd_link},
+                                    {"transfer_s", c.pd_transfer_s}, {"prefill_ttft_p99_s", c.pd_prefill_ttft_p99_s}}
+                             : Json(nullptr)},
          {"weight_bits", c.weight_bits},
          {"kv_bits", c.kv_bits},
          {"below_quality_floor", c.below_quality_floor},
@@ -231,8 +248,9 @@ std::string slo_line(const AdviseQuery& q) {
 
 std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
   const std::string cost = r.priced ? "$/M tok" : "dev-h/M tok";
-  TextTable t{{"#", "hardware", "weights", "KV", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99", cost, r.priced ? "$/h" : "devices"},
-              {true, false, false, false, true, true, true, true, true, true, true, true},
+  TextTable t{{"#", "hardware", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99", cost,
+               r.priced ? "$/h" : "devices"},
+              {true, false, false, false, true, true, true, true, true, true, true, true, true},
               {}};
   uint64_t i = 0;
   for (const AdviseCandidate& c : rows) {
@@ -240,7 +258,9 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
     const ServingResult& s = *c.serving;
     auto lat = [&](auto f) { return s.latency ? f(*s.latency) : std::string("-"); };
     t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
-                      kv_label(c.kv), fmt::format("{}", c.tp), fmt::format("{}", c.replicas), fmt::format("{}", c.max_batch),
+                      kv_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
+                      c.pd_prefill ? fmt::format("{}P+{}D", *c.pd_prefill, *c.pd_decode) : fmt::format("{}", c.replicas),
+                      fmt::format("{}", c.max_batch),
                       lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.ttft_s.p99); }),
                       lat([](const ServingLatency& l) { return fmt::format("{:.1f} ms", l.tpot_s.p99 * 1e3); }),
                       lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.sojourn_s.p99); }),
@@ -463,6 +483,17 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--slo-e2el-p99", a->slo_e2el, "SLO: p99 end-to-end latency, in seconds")->check(kPositiveSeconds)->type_name("S");
   cmd->add_option("--slo-reject", a->slo_reject, "SLO: most rejected arrivals with --deadline, a fraction 0..1")
       ->check(kFraction)->type_name("FRACTION");
+  cmd->add_option("--spec-accept", a->spec_accept,
+                  "Also search speculative decoding: the draft's acceptance rate (one, or one per position; "
+                  "measure yours with the spec command or a report of a speculative plan)")
+      ->type_name("RATE[,RATE...]")->delimiter(',')->check(kFraction);
+  cmd->add_option("--draft", a->draft, "With --spec-accept: the draft model (same vocabulary)")->type_name("NAME|PATH");
+  cmd->add_option("--draft-layers", a->draft_layers, "With --spec-accept: the draft is the target's first N layers and its head")
+      ->check(kNonNegativeCount)->type_name("N");
+  cmd->add_option("--spec-blocks", a->spec_blocks, "With --spec-accept: block lengths to try (default 2,4,6)")->type_name("N[,N...]");
+  cmd->add_flag("!--no-pd", a->pd,
+                "Leave prefill/decode splits out of the search (by default tried where the profile has a device or node "
+                "link: P prefill replicas, D decode replicas)");
   cmd->add_option("--ctx-size,-c,--ctx", a->ctx, "Without --rate: tokens per request (default 8192)")->type_name("TOKENS");
   cmd->add_option("--parallel,--requests", a->requests, "Without --rate: concurrent requests, llama.cpp's -np (default 1)")
       ->check(kNonNegativeCount)->type_name("N");

@@ -11,8 +11,11 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/model_spec.hpp"
+#include "planner/cost/pd_disaggregation.hpp"
+#include "planner/cost/speculative.hpp"
 #include "planner/plan/predict.hpp"
 
 namespace infer_plan {
@@ -212,8 +215,10 @@ struct ServingGroup {
   KvTypes kv;
   uint64_t tp = 1;
   bool last_resort = false;
+  std::optional<uint64_t> spec_block;
   Plan plan;
   std::shared_ptr<ResolvedPlan> rp;
+  std::shared_ptr<Roofline> draft;  // with spec_block: the draft's roofline
   std::shared_ptr<StepCache> cache;
   uint64_t kv_tokens = 0, kv_batch = 1, mean_context = 0;
   double step1 = 0;          // one decode step alone at the mean context
@@ -252,19 +257,66 @@ struct ServingSearch {
     return static_cast<uint64_t>(std::floor(*q.rate_per_s * work_s)) + 1;
   }
 
+  // The group's steps as speculative rounds, each token's share of one: (the target verifying
+  // block + 1 tokens a sequence + the draft's steps) / the tokens a round yields on average; its
+  // KV pool less the draft's weights (a separate model; a first-layers draft shares the target's)
+  // and holding the draft's KV beside the target's. False (counted) when the draft leaves no room.
+  bool speculate(ServingGroup& g, ServerModel& server, uint64_t& kv_tokens) {
+    const AdviseSpeculative& sq = *q.speculative;
+    const uint64_t block = *g.spec_block;
+    SpeculativePlan sp;
+    sp.accept = sq.accept;
+    sp.draft = sq.draft;
+    sp.draft_layers = sq.draft_layers;
+    sp.block = block;
+    sp.max_block = std::max<uint64_t>(block, 8);
+    g.plan.speculative = sp;
+    g.rp->plan.speculative = sp;
+    g.draft = plan_draft_roofline(*g.rp);
+    const ModelSpec draft_spec = sq.draft_layers ? first_layers_spec(g.rp->spec, *sq.draft_layers) : plan_model_spec([&] {
+      Plan d = g.plan;
+      d.model = sq.draft;
+      return d;
+    }());
+    const uint64_t draft_weights = sq.draft_layers ? 0 : plan_weights(draft_spec, g.weights, std::nullopt).bytes / g.tp;
+    const FitResult& fit = g.rp->fit;
+    if (draft_weights >= fit.kv_room_bytes) {
+      pruning.add("memory", fmt::format("{}: the draft's weights ({} per device) leave no KV", g.where, gib(draft_weights)),
+                  q.max_batch.size());
+      return false;
+    }
+    const uint64_t per_token = fit.kv_bytes_per_token + kv_bytes_per_token(draft_spec, g.kv, g.tp);
+    kv_tokens = (fit.kv_room_bytes - draft_weights) / std::max<uint64_t>(per_token, 1);
+    const double expected = spec_expected_tokens(sq.accept, block);
+    const uint64_t drafts = spec_drafts(block, 1);
+    const Roofline* target = g.rp->roofline.get();
+    const Roofline* draft = g.draft.get();
+    server.decode_iteration_s = [target, draft, block, drafts, expected](uint64_t batch, uint64_t context_tokens) {
+      const uint64_t context = context_tokens / std::max<uint64_t>(batch, 1);
+      return (target->decode_step(batch, context, block + 1).time_s +
+              static_cast<double>(drafts) * draft->decode_step(batch, context).time_s) / expected;
+    };
+    server.prefill_s = [target, draft](uint64_t prompt) { return target->prefill(prompt).time_s + draft->prefill(prompt).time_s; };
+    return true;
+  }
+
   // The closed-form bounds; nullopt (counted in `pruning`) when one rules the configuration out.
-  std::optional<ServingGroup> prepare(const HwChoice& hw, const std::string& weights, KvTypes kv, uint64_t tp, bool last_resort) {
-    space += q.max_batch.size();
-    const uint64_t n = q.max_batch.size();
+  std::optional<ServingGroup> prepare(const HwChoice& hw, const std::string& weights, KvTypes kv, uint64_t tp, bool last_resort,
+                                      std::optional<uint64_t> spec_block = std::nullopt) {
+    // Each max-batch limit mixed, and split into prefill and decode pools where that is searched.
+    const uint64_t n = q.max_batch.size() * (q.pd && !spec_block ? 2 : 1);
+    space += n;
     ServingGroup g;
     g.hw = &hw;
     g.weights = weights;
     g.kv = kv;
     g.tp = tp;
     g.last_resort = last_resort;
+    g.spec_block = spec_block;
     const uint64_t longest = q.prompt.max_tokens + q.output.max_tokens;
     g.plan = candidate_plan(q, hw.name, weights, kv, tp, longest, 1, q.output.max_tokens);
-    g.where = fmt::format("{} on {}", weights, tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name));
+    g.where = fmt::format("{} on {}{}", weights, tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name),
+                          spec_block ? fmt::format(", speculative block {}", *spec_block) : "");
     if (tp > q.max_devices) {
       pruning.add("devices", fmt::format("{}: {} devices > --max-devices {}", g.where, tp, q.max_devices), n);
       return std::nullopt;
@@ -283,7 +335,10 @@ struct ServingSearch {
                   n);
       return std::nullopt;
     }
-    g.cache = std::make_shared<StepCache>(g.rp->server);
+    ServerModel server = g.rp->server;
+    uint64_t kv_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
+    if (spec_block && !speculate(g, server, kv_tokens)) return std::nullopt;
+    g.cache = std::make_shared<StepCache>(server);
     const double mean_prompt = q.prompt.mean(), mean_output = q.output.mean();
     g.mean_context = static_cast<uint64_t>(mean_prompt + mean_output / 2);
     g.step1 = g.cache->decode(1, g.mean_context);
@@ -308,7 +363,7 @@ struct ServingSearch {
                   n);
       return std::nullopt;
     }
-    g.kv_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
+    g.kv_tokens = kv_tokens;
     const auto mean_kv = static_cast<uint64_t>(std::ceil(mean_prompt + mean_output));
     g.kv_batch = std::max<uint64_t>(1, g.kv_tokens / std::max<uint64_t>(mean_kv, 1));
     g.weight_bits = 8.0 * static_cast<double>(g.rp->weights.bytes) /
@@ -344,6 +399,7 @@ struct ServingSearch {
     c.tp = g.tp;
     c.replicas = replicas;
     c.max_batch = max_batch;
+    c.spec_block = g.spec_block;
     c.weight_bits = g.weight_bits;
     c.kv_bits = kv_bits(g.kv);
     c.below_quality_floor = g.last_resort;
@@ -425,6 +481,114 @@ struct ServingSearch {
       }
     }
   }
+
+  // The link a prefill/decode split moves each request's KV over: the device link while both
+  // pools fit in one machine, else the node link; nullopt when the profile has neither.
+  static std::optional<LinkProfile> pd_link(const HwProfile& hw, uint64_t devices) {
+    if (hw.device_link && (hw.devices_per_node == 0 || devices <= hw.devices_per_node)) return hw.device_link;
+    if (hw.node_link) return hw.node_link;
+    return std::nullopt;
+  }
+
+  // Prefill/decode disaggregation (SPEC 7): `prefill` replicas that only prefill (each request
+  // alone, as the mixed server does), the KV sent over the link, `decode` replicas that only
+  // decode (no prefill stalls their batch). Each pool is simulated on its own at its share of the
+  // arrivals; the plan's TTFT p99 is the sum of the prefill pool's, the transfer of the p99 prompt
+  // and the decode pool's wait for a slot, its E2EL p99 the prefill's, the transfer and the
+  // decode pool's (sums of p99s: an upper bound on the p99 of the sums).
+  void evaluate_pd(ServingGroup& g) {
+    const double rate = *q.rate_per_s, mean_prompt = q.prompt.mean(), mean_output = q.output.mean();
+    const uint64_t p99_prompt = percentile_tokens(q.prompt, 0.99);
+    const double prefill_mean = g.cache->prefill(static_cast<uint64_t>(mean_prompt));
+    const uint64_t prefill_floor = static_cast<uint64_t>(std::floor(rate * prefill_mean)) + 1;
+    // The prefill pool's runs do not depend on the decode pool's limit: one search serves them all.
+    std::map<uint64_t, ServingResult> prefill_runs;
+    auto prefill_run = [&](uint64_t replicas) -> const ServingResult& {
+      auto it = prefill_runs.find(replicas);
+      if (it != prefill_runs.end()) return it->second;
+      ServerModel ps = g.cache->server(1, g.kv_tokens);
+      ServingLoad l = load(rate / static_cast<double>(replicas));
+      l.output_tokens = TokenLengths::fixed(1);  // the first token comes from the prefill; decoding is elsewhere
+      ++simulations;
+      return prefill_runs[replicas] = simulate_serving(ps, l);
+    };
+    const uint64_t kv_per_token = g.rp->fit.kv_bytes_per_token * g.tp;  // the whole model's K and V
+    const std::string where = g.where + ", prefill/decode split";
+    for (size_t i = 0; i < q.max_batch.size(); ++i) {
+      const uint64_t max_batch = q.max_batch[i];
+      const uint64_t batch = std::min(max_batch, g.kv_batch);
+      const double step = g.cache->decode(batch, batch * g.mean_context);
+      const uint64_t decode_floor = static_cast<uint64_t>(std::floor(rate * mean_output * step / static_cast<double>(batch))) + 1;
+      const uint64_t floor_devices = (prefill_floor + decode_floor) * g.tp;
+      if (floor_devices > q.max_devices) {
+        pruning.add("devices", fmt::format("{}, max batch {}: at least {} + {} replicas, {} devices > --max-devices {}", where,
+                                           max_batch, prefill_floor, decode_floor, floor_devices, q.max_devices));
+        continue;
+      }
+      if (!pd_link(g.hw->profile, floor_devices)) {
+        pruning.add("no link", fmt::format("{}: {} has no device or node link to send the KV over", where, g.hw->profile.name));
+        continue;
+      }
+      if (dominated(g.hw->profile.name, static_cast<double>(floor_devices) * price(g), g.e2el_floor)) {
+        pruning.add("dominated", fmt::format("{}, max batch {}: {} cheaper plans on {} were found, and one faster than its "
+                                             "best case", where, max_batch, q.top, g.hw->profile.name));
+        continue;
+      }
+      // The decode pool: the fewest replicas whose TPOT (and E2EL share) meets the SLOs.
+      ServerModel ds = g.cache->server(max_batch, g.kv_tokens);
+      ds.prefill_s = [](uint64_t) { return 0.0; };  // the KV arrives computed
+      std::optional<ServingResult> decode;
+      uint64_t decode_replicas = decode_floor;
+      for (; decode_replicas <= decode_floor + kReplicaTries; ++decode_replicas) {
+        ServingResult r = simulate_serving(ds, load(rate / static_cast<double>(decode_replicas)));
+        ++simulations;
+        if (r.stable && r.latency && (!q.slo.tpot_p99_s || r.latency->tpot_s.p99 <= *q.slo.tpot_p99_s)) {
+          decode = std::move(r);
+          break;
+        }
+      }
+      if (!decode) {
+        pruning.add("SLO", fmt::format("{}, max batch {}: no decode pool of {} to {} replicas meets the TPOT", where, max_batch,
+                                       decode_floor, decode_floor + kReplicaTries), 1);
+        continue;
+      }
+      const ServingLatency& dl = *decode->latency;
+      bool found = false;
+      for (uint64_t prefill_replicas = prefill_floor; prefill_replicas <= prefill_floor + kReplicaTries; ++prefill_replicas) {
+        const uint64_t devices = (prefill_replicas + decode_replicas) * g.tp;
+        const std::optional<LinkProfile> link = pd_link(g.hw->profile, devices);
+        if (devices > q.max_devices || !link) break;
+        const double transfer_s = kv_transfer_ms(kv_per_token * p99_prompt, link->bandwidth_bytes_per_s) / 1e3 +
+                                  link->all_reduce_latency_s.value_or(0);
+        const ServingResult& pr = prefill_run(prefill_replicas);
+        if (!pr.stable || !pr.latency) continue;
+        ServingResult combined = *decode;
+        combined.latency->ttft_s.p99 = pr.latency->ttft_s.p99 + transfer_s + dl.ttft_s.p99;
+        combined.latency->sojourn_s.p99 = pr.latency->ttft_s.p99 + transfer_s + dl.sojourn_s.p99;
+        const SloCheck check = check_slo(combined, q.slo);
+        if (!check.meets) continue;
+        AdviseCandidate c = candidate(g, max_batch, prefill_replicas + decode_replicas, combined, check);
+        c.pd_prefill = prefill_replicas;
+        c.pd_decode = decode_replicas;
+        c.pd_link = link->name;
+        c.pd_transfer_s = transfer_s;
+        c.pd_prefill_ttft_p99_s = pr.latency->ttft_s.p99;
+        c.plan.load->rate_per_s = rate / static_cast<double>(decode_replicas);  // a decode replica's share
+        met.push_back(std::move(c));
+        found = true;
+        break;
+      }
+      if (!found)
+        pruning.add("SLO", fmt::format("{}, max batch {}, {} decode replicas: no prefill pool of {} to {} replicas meets the "
+                                       "TTFT", where, max_batch, decode_replicas, prefill_floor, prefill_floor + kReplicaTries));
+      if (decode->peak_batch < max_batch && i + 1 < q.max_batch.size()) {  // larger limits: the same decode pool
+        pruning.add("batch never reached", fmt::format("{}, max batch {} and up: the decode pool never held more than {}", where,
+                                                       q.max_batch[i + 1], decode->peak_batch),
+                    q.max_batch.size() - i - 1);
+        break;
+      }
+    }
+  }
 };
 
 // The closest misses: stable ones first, then by how far the binding SLO is over.
@@ -494,9 +658,22 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                                     kv_requests,
                                     c.max_batch < kv_requests ? fmt::format("; max batch {} keeps the decode step short", c.max_batch)
                                                               : fmt::format("; the KV, not max batch {}, limits the batch", c.max_batch)));
-    c.reasons.push_back(fmt::format("{} replica{} of {} device{} (tensor parallel {}): {:.3g} req/s each, mean batch {:.1f}, "
-                                    "at most {}", c.replicas, c.replicas == 1 ? "" : "s", c.tp, c.tp == 1 ? "" : "s", c.tp,
-                                    *q.rate_per_s / static_cast<double>(c.replicas), s.mean_batch, s.peak_batch));
+    if (c.pd_prefill)
+      c.reasons.push_back(fmt::format("prefill/decode split: {} prefill replica{} (TTFT p99 {:.3g} s alone), the KV of the p99 "
+                                      "prompt over {} in {:.1f} ms, {} decode replica{} of {} device{} with no prefill "
+                                      "stalling their batch (mean batch {:.1f}, at most {})",
+                                      *c.pd_prefill, *c.pd_prefill == 1 ? "" : "s", c.pd_prefill_ttft_p99_s, c.pd_link,
+                                      c.pd_transfer_s * 1e3, *c.pd_decode, *c.pd_decode == 1 ? "" : "s", c.tp,
+                                      c.tp == 1 ? "" : "s", s.mean_batch, s.peak_batch));
+    else
+      c.reasons.push_back(fmt::format("{} replica{} of {} device{} (tensor parallel {}): {:.3g} req/s each, mean batch {:.1f}, "
+                                      "at most {}", c.replicas, c.replicas == 1 ? "" : "s", c.tp, c.tp == 1 ? "" : "s", c.tp,
+                                      *q.rate_per_s / static_cast<double>(c.replicas), s.mean_batch, s.peak_batch));
+    if (c.spec_block) {
+      const double expected = spec_expected_tokens(q.speculative->accept, *c.spec_block);
+      c.reasons.push_back(fmt::format("speculative decoding, block {}: {:.2f} tokens a round on average; one request alone "
+                                      "decodes {:.1f} tokens/s", *c.spec_block, expected, c.decode_tokens_per_s));
+    }
     // Against the cheapest plan with the most bits on the same hardware (the first weights and KV asked).
     const std::optional<AdviseCandidate>& ref = reference_for(c.hw);
     const AdviseCandidate* reference = ref ? &*ref : nullptr;
@@ -515,12 +692,14 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                               c.kv_capacity_tokens, reference->kv_capacity_tokens,
                               static_cast<double>(c.kv_capacity_tokens) / static_cast<double>(std::max<uint64_t>(reference->kv_capacity_tokens, 1)),
                               1e3 / c.decode_tokens_per_s, 1e3 / reference->decode_tokens_per_s);
-        c.reasons.push_back(fmt::format("{}: {}; {} per million tokens against {} for the cheapest {} plan ({}): {:.0f}% of its cost",
+        c.reasons.push_back(fmt::format("{}: {}; {} per million tokens against {} for the cheapest {} plan ({}): {:.0f}% of its "
+                                        "cost, at p99 TPOT {:.1f} ms against {:.1f} ms",
                                         lever, bought, money(r, *c.cost_per_million_tokens),
                                         money(r, *reference->cost_per_million_tokens),
                                         fmt::format("{} / KV {}", q.weights.front(), kv_name(q.kv.front())),
                                         config_label(*reference),
-                                        100 * *c.cost_per_million_tokens / *reference->cost_per_million_tokens));
+                                        100 * *c.cost_per_million_tokens / *reference->cost_per_million_tokens,
+                                        s.latency->tpot_s.p99 * 1e3, reference->serving->latency->tpot_s.p99 * 1e3));
       } else {
         c.reasons.push_back(fmt::format("{}: with {} weights and KV {}, no plan on {} meets the SLOs within {} devices", lever,
                                         q.weights.front(), kv_name(q.kv.front()), c.hw, q.max_devices));
@@ -553,13 +732,20 @@ AdviseResult advise_serving(const AdviseQuery& q) {
       for (const std::string& w : q.weights)
         for (const KvTypes& kv : q.kv) {
           if (advise_below_quality_floor(w, kv) != last_resort) continue;
-          for (uint64_t tp : q.tp)
+          for (uint64_t tp : q.tp) {
             if (std::optional<ServingGroup> g = s.prepare(hw, w, kv, tp, last_resort)) groups.push_back(std::move(*g));
+            if (q.speculative)
+              for (uint64_t block : q.speculative->blocks)
+                if (std::optional<ServingGroup> g = s.prepare(hw, w, kv, tp, last_resort, block)) groups.push_back(std::move(*g));
+          }
         }
     // Cheapest first, so that the plans found early set aside the dearer ones without simulating.
     std::stable_sort(groups.begin(), groups.end(),
                      [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
-    for (ServingGroup& g : groups) s.evaluate(g);
+    for (ServingGroup& g : groups) {
+      s.evaluate(g);
+      if (q.pd && !g.spec_block) s.evaluate_pd(g);
+    }
     groups.clear();
     if (!s.met.empty()) break;
     if (!last_resort)
@@ -579,8 +765,16 @@ AdviseResult advise_serving(const AdviseQuery& q) {
   result.ranked.assign(met.begin(), met.begin() + static_cast<long>(std::min<uint64_t>(q.top, met.size())));
   if (met.empty()) result.near_misses = closest(s.missed, q.top);
   explain_serving(q, result, met, hws);
-  result.notes.push_back("not searched: speculative decoding, weight offload and prefill/decode disaggregation "
-                         "(the spec, offload and pd commands weigh them for one plan)");
+  if (q.speculative)
+    result.notes.push_back(fmt::format("speculative decoding at the acceptance given ({}), blocks {}: a round's tokens are "
+                                       "its expected count, spread evenly over its time (the simulation emits one a step)",
+                                       fmt::join(q.speculative->accept, ", "), fmt::join(q.speculative->blocks, ", ")));
+  else
+    result.notes.push_back("speculative decoding: not searched (give --spec-accept and --draft or --draft-layers)");
+  if (q.pd)
+    result.notes.push_back("prefill/decode splits: each pool simulated on its own; TTFT and E2EL p99 are sums of the "
+                           "stages' p99s (prefill, the KV transfer of the p99 prompt, the decode pool), an upper bound");
+  result.notes.push_back("not searched: weight offload (the offload command weighs it for one plan)");
   return result;
 }
 
@@ -746,6 +940,24 @@ AdviseResult advise(const AdviseQuery& q) {
   probe.engine = q.engine;
   const ModelSpec spec = plan_model_spec(probe);
   for (const std::string& w : q.weights) (void)plan_weights(spec, w, std::nullopt);
+  if (q.speculative) {
+    const AdviseSpeculative& sq = *q.speculative;
+    if (sq.accept.empty()) throw InputError("--spec-accept: give the draft's acceptance rate (e.g. 0.7)");
+    for (double a : sq.accept)
+      if (!(a >= 0 && a <= 1)) throw InputError(fmt::format("--spec-accept: {} is not a rate in [0, 1]", a));
+    if (sq.draft.empty() == !sq.draft_layers)
+      throw InputError("--spec-accept: name the draft: --draft MODEL or --draft-layers N (one of the two)");
+    if (sq.draft_layers && (*sq.draft_layers == 0 || *sq.draft_layers >= spec.layers))
+      throw InputError(fmt::format("--draft-layers: {} is out of range 1..{} ({}'s layers less one)", *sq.draft_layers,
+                                   spec.layers - 1, spec.name));
+    if (!sq.draft.empty()) (void)load_model(sq.draft);
+    if (sq.blocks.empty()) throw InputError("--spec-blocks: give at least one block length");
+    for (uint64_t b : sq.blocks) {
+      if (b == 0 || b > 64) throw InputError(fmt::format("--spec-blocks: {} is out of range 1..64", b));
+      if (sq.accept.size() > 1 && sq.accept.size() < b)
+        throw InputError(fmt::format("--spec-accept: {} rates, one per position, but block {} needs {}", sq.accept.size(), b, b));
+    }
+  }
   return q.rate_per_s ? advise_serving(q) : advise_capacity(q);
 }
 

@@ -36,6 +36,17 @@ struct AdviseSlo {
 inline constexpr const char* kAdviseQualityFloor = "4-bit weights, 8-bit KV";
 bool advise_below_quality_floor(std::string_view weights, KvTypes kv);
 
+// Speculative decoding as a lever (SPEC 5): a draft proposes `block` tokens a round, the target
+// verifies them in one pass; each accepted with `accept` (one i.i.d. rate, or one per position).
+// The serving steps become rounds: (verify of block + 1 tokens + block draft steps) / expected
+// tokens, and the draft's weights (a separate model) and KV come out of the KV pool.
+struct AdviseSpeculative {
+  std::vector<double> accept;
+  std::string draft;                       // a draft model; empty: draft_layers
+  std::optional<uint64_t> draft_layers;    // the target's first N layers and its head
+  std::vector<uint64_t> blocks{2, 4, 6};   // block lengths tried beside plain decoding
+};
+
 struct AdviseQuery {
   std::string model = "qwen3-8b";
   std::string engine;                      // "llama.cpp", "vllm": its memory and step model; empty: none
@@ -54,6 +65,8 @@ struct AdviseQuery {
   uint64_t seed = 1;
   std::optional<double> deadline_s;
   AdviseSlo slo;
+  std::optional<AdviseSpeculative> speculative;  // absent: plain decoding only
+  bool pd = true;                          // also prefill/decode splits (where the profile has a link)
   // Capacity: tokens per request and concurrent requests.
   uint64_t context = 8192;
   uint64_t requests = 1;
@@ -66,6 +79,12 @@ struct AdviseCandidate {
   std::string weights;                     // "FP8", "Q4_K_M"
   KvTypes kv;
   uint64_t tp = 1, replicas = 1, max_batch = 1;
+  std::optional<uint64_t> spec_block;      // serving: speculative decoding with this block length
+  // Serving, a prefill/decode split: replicas = pd_prefill + pd_decode, the KV sent over pd_link.
+  std::optional<uint64_t> pd_prefill, pd_decode;
+  std::string pd_link;
+  double pd_transfer_s = 0;                // the p99 prompt's KV over the link
+  double pd_prefill_ttft_p99_s = 0;        // the prefill pool's own TTFT p99
   uint64_t devices() const { return tp * replicas; }
   double weight_bits = 0;                  // bits per weight of the whole model
   double kv_bits = 0;                      // bits per cached value

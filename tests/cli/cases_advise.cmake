@@ -41,3 +41,12 @@ infer_plan_cli_case(bad_advise_svg_no_rate EXIT 2 ARGS advise --model qwen3-8b -
   MATCH "--svg: the frontier is drawn for a serving search")
 infer_plan_cli_case(advise_help EXIT 0 ARGS advise --help
   MATCH "Exit status: 0 a plan meets the request; 1 none does" "--slo-tpot-p99" "--verify")
+infer_plan_cli_case(advise_speculative EXIT 0 ARGS advise -m qwen3-8b --hw h100-sxm --rate 1 -p 512:2048 -n 128:512
+  --slo-tpot-p99 0.02 --spec-accept 0.7 --draft qwen3-0.6b --weights BF16,FP8 --kv bf16 --no-pd
+  MATCH "spec +TP" "speculative decoding, block [246]: [0-9.]+ tokens a round" "note: speculative decoding at the acceptance given")
+infer_plan_cli_case(bad_advise_spec_no_draft EXIT 2 ARGS advise -m qwen3-8b --rate 1 --slo-tpot-p99 0.02 --spec-accept 0.7
+  MATCH "--draft MODEL or --draft-layers N")
+infer_plan_cli_case(bad_advise_spec_rate EXIT 2 ARGS advise -m qwen3-8b --rate 1 --slo-tpot-p99 0.02 --spec-accept 1.5 --draft qwen3-0.6b
+  MATCH "--spec-accept")
+infer_plan_cli_case(bad_advise_draft_layers EXIT 2 ARGS advise -m qwen3-8b --rate 1 --slo-tpot-p99 0.02 --spec-accept 0.7 --draft-layers 36
+  MATCH "--draft-layers: 36 is out of range 1..35")

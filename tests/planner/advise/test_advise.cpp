@@ -7,6 +7,10 @@
 #include <string>
 
 #include "planner/advise/advise.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/cost/kv_cache.hpp"
+#include "planner/cost/roofline.hpp"
+#include "planner/cost/speculative.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
 #include "planner/plan/predict.hpp"
@@ -125,7 +129,7 @@ TEST_CASE("a TPOT below one decode step's floor is answered by the bound alone, 
   CHECK(r.simulations == 0);
   REQUIRE(r.pruned.size() == 1);
   CHECK(r.pruned.front().reason == "TPOT floor");
-  CHECK(r.pruned.front().count == q.max_batch.size());
+  CHECK(r.pruned.front().count == 2 * q.max_batch.size());  // each limit mixed, and split into prefill and decode
   CHECK_FALSE(r.pruned.front().simulated);
 }
 
@@ -180,4 +184,51 @@ TEST_CASE("advise refuses what it cannot answer, naming the flag") {
   q.hw = {"rtx-4090"};  // no price at all: costs in device-hours
   const AdviseResult r = advise(q);
   CHECK_FALSE(r.priced);
+}
+
+TEST_CASE("speculative decoding: a plan's decode speed is E_m tokens per round of verify + m draft steps (SPEC 5)") {
+  AdviseQuery q = h200_serving();
+  q.weights = {"BF16"};
+  q.pd = false;
+  q.speculative = AdviseSpeculative{{0.75}, "qwen3-0.6b", std::nullopt, {4}};
+  const AdviseResult r = advise(q);
+  const auto spec = std::find_if(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.spec_block; });
+  REQUIRE(spec != r.ranked.end());
+  CHECK(*spec->spec_block == 4);
+  // One request alone at the mean context (640 + 256 / 2 = 768 tokens): T_4 = verify of 5 tokens
+  // + 4 draft steps, E_4 = (1 - 0.75^5) / (1 - 0.75) = 3.05 tokens a round.
+  const HwProfile hw = load_hw_profile("h200");
+  const ModelSpec target = load_model("qwen3-8b"), draft = load_model("qwen3-0.6b");
+  const KvTypes bf16{GgmlType::BF16, GgmlType::BF16};
+  const Roofline rt(target, plan_weights(target, "BF16", std::nullopt).layout, bf16, hw);
+  const Roofline rd(draft, plan_weights(draft, "BF16", std::nullopt).layout, bf16, hw);
+  const double round_s = rt.decode_step(1, 768, 5).time_s + 4 * rd.decode_step(1, 768).time_s;
+  const double expected = (1 - std::pow(0.75, 5)) / 0.25;
+  CHECK(expected == doctest::Approx(3.05).epsilon(0.01));
+  CHECK(spec->decode_tokens_per_s == doctest::Approx(expected / round_s).epsilon(0.01));  // tabulated steps: within 1%
+  // The draft's weights and KV come out of the pool: it holds fewer tokens than plain decoding's.
+  const auto plain = std::find_if(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return !c.spec_block; });
+  REQUIRE(plain != r.ranked.end());
+  CHECK(spec->kv_capacity_tokens < plain->kv_capacity_tokens);
+}
+
+TEST_CASE("a prefill/decode split: its devices, its cost and its TTFT carry the prefill pool and the KV transfer") {
+  AdviseQuery q = h200_serving();
+  q.weights = {"BF16"};
+  q.rate_per_s = 8;
+  q.top = 50;
+  const AdviseResult r = advise(q);
+  const auto pd = std::find_if(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.pd_prefill; });
+  REQUIRE(pd != r.ranked.end());
+  CHECK(pd->replicas == *pd->pd_prefill + *pd->pd_decode);
+  // $3.79 per device-hour; 8 req/s x 256 output tokens x 3600 s = 7.3728M tokens an hour
+  CHECK(*pd->cost_per_million_tokens == doctest::Approx(3.79 * static_cast<double>(pd->devices()) / 7.3728));
+  // The p99 prompt of 256..1024 is 256 + ceil(0.99 x 768) = 1017 tokens of BF16 KV (144 KiB each)
+  // over the H200's NVLink: both pools are in one machine.
+  const LinkProfile link = *load_hw_profile("h200").device_link;
+  CHECK(pd->pd_link == link.name);
+  const double transfer_s = 1017.0 * 147456 / link.bandwidth_bytes_per_s + link.all_reduce_latency_s.value_or(0);
+  CHECK(pd->pd_transfer_s == doctest::Approx(transfer_s));
+  CHECK(pd->serving->latency->ttft_s.p99 >= pd->pd_prefill_ttft_p99_s + transfer_s);
+  CHECK(pd->serving->latency->ttft_s.p99 <= 1.0);
 }
