@@ -171,6 +171,9 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
          {"devices", c.devices()},
          {"max_batch", c.max_batch},
          {"spec_block", c.spec_block ? Json(*c.spec_block) : Json(nullptr)},
+         {"offload", c.offload_every ? Json{{"part", "ffn"}, {"every", *c.offload_every}, {"link", c.offload_link},
+                                            {"bytes_per_round", c.offload_bytes}, {"round_s", c.offload_round_s}}
+                                      : Json(nullptr)},
          {"pd", c.pd_prefill ? Json{{"prefill_replicas", *c.pd_prefill}, {"decode_replicas", *c.pd_decode}, {"link", c.pd_link},
                                     {"transfer_s", c.pd_transfer_s}, {"prefill_ttft_p99_s", c.pd_prefill_ttft_p99_s}}
                              : Json(nullptr)},
@@ -257,7 +260,9 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
     ++i;
     const ServingResult& s = *c.serving;
     auto lat = [&](auto f) { return s.latency ? f(*s.latency) : std::string("-"); };
-    t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
+    t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw,
+                      fmt::format("{}{}{}", c.weights, c.offload_every ? fmt::format(" (FFN 1/{} off)", *c.offload_every) : "",
+                                  c.below_quality_floor ? "*" : ""),
                       kv_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
                       c.pd_prefill ? fmt::format("{}P+{}D", *c.pd_prefill, *c.pd_decode) : fmt::format("{}", c.replicas),
                       fmt::format("{}", c.max_batch),

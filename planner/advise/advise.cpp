@@ -219,6 +219,9 @@ struct ServingGroup {
   Plan plan;
   std::shared_ptr<ResolvedPlan> rp;
   std::shared_ptr<Roofline> draft;  // with spec_block: the draft's roofline
+  uint64_t offload_bytes = 0;       // with plan.offload: bytes per device copied in each step
+  double offload_round_s = 0;       // ... over the host link
+  double compute_step1 = 0;         // with plan.offload: the decode step alone without the copy
   std::shared_ptr<StepCache> cache;
   uint64_t kv_tokens = 0, kv_batch = 1, mean_context = 0;
   double step1 = 0;          // one decode step alone at the mean context
@@ -300,6 +303,30 @@ struct ServingSearch {
     return true;
   }
 
+  // Weights that do not fit: the FFN of one layer in `every` (8, 4, 2, then all) kept in host
+  // memory and copied in over the profile's first host link each step, two device slots
+  // prefetching (seed 000's offload, SPEC 4); the least offload that fits. False when none does.
+  bool offload(ServingGroup& g) const {
+    if (g.hw->profile.host_links.empty()) return false;
+    const LinkProfile& link = g.hw->profile.host_links.front();
+    for (uint64_t every : {8, 4, 2, 1}) {
+      Plan p = g.plan;
+      p.offload = OffloadPlan{"ffn", every, 2, link.name};
+      try {
+        auto rp = std::make_shared<ResolvedPlan>(resolve_plan(p));
+        if (!rp->fit.fits || !rp->fit.offload) continue;
+        g.plan = p;
+        g.rp = rp;
+        g.offload_bytes = rp->fit.offload->freed_bytes;
+        g.offload_round_s = static_cast<double>(g.offload_bytes) / link.bandwidth_bytes_per_s;
+        g.where += fmt::format(", FFN of 1 layer in {} offloaded", every);
+        return true;
+      } catch (const InputError&) {
+      }
+    }
+    return false;
+  }
+
   // The closed-form bounds; nullopt (counted in `pruning`) when one rules the configuration out.
   std::optional<ServingGroup> prepare(const HwChoice& hw, const std::string& weights, KvTypes kv, uint64_t tp, bool last_resort,
                                       std::optional<uint64_t> spec_block = std::nullopt) {
@@ -327,21 +354,31 @@ struct ServingSearch {
       pruning.add("tensor parallel", fmt::format("{}: {}", g.where, e.what()), n);
       return std::nullopt;
     }
-    const FitResult& fit = g.rp->fit;
-    if (!fit.fits) {
-      pruning.add("memory", fmt::format("{}: weights {} per device and one {}-token request need {} more than the {} usable",
-                                        g.where, gib(fit.device_weights_bytes), longest, gib(-fit.headroom_bytes),
-                                        gib(fit.usable_bytes)),
-                  n);
-      return std::nullopt;
+    if (!g.rp->fit.fits) {
+      const FitResult& short_fit = g.rp->fit;
+      const std::string example = fmt::format("{}: weights {} per device and one {}-token request need {} more than the {} usable",
+                                              g.where, gib(short_fit.device_weights_bytes), longest,
+                                              gib(-short_fit.headroom_bytes), gib(short_fit.usable_bytes));
+      if (spec_block || !offload(g)) {
+        pruning.add("memory", example, n);
+        return std::nullopt;
+      }
     }
+    const FitResult& fit = g.rp->fit;
     ServerModel server = g.rp->server;
+    if (g.plan.offload) {  // prefetched: a step takes the longer of its compute and its copy (SPEC 4)
+      const ServerModel base = server;
+      const double round_s = g.offload_round_s;
+      server.decode_iteration_s = [base, round_s](uint64_t b, uint64_t c) { return std::max(base.decode_iteration_s(b, c), round_s); };
+      server.prefill_s = [base, round_s](uint64_t p) { return std::max(base.prefill_s(p), round_s); };
+    }
     uint64_t kv_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
     if (spec_block && !speculate(g, server, kv_tokens)) return std::nullopt;
     g.cache = std::make_shared<StepCache>(server);
     const double mean_prompt = q.prompt.mean(), mean_output = q.output.mean();
     g.mean_context = static_cast<uint64_t>(mean_prompt + mean_output / 2);
     g.step1 = g.cache->decode(1, g.mean_context);
+    g.compute_step1 = g.rp->server.decode_iteration_s(1, g.mean_context);
     if (q.slo.tpot_p99_s && g.step1 > *q.slo.tpot_p99_s) {
       pruning.add("TPOT floor", fmt::format("{}: one decode step alone takes {:.1f} ms > TPOT {:.0f} ms", g.where,
                                             g.step1 * 1e3, *q.slo.tpot_p99_s * 1e3),
@@ -400,6 +437,13 @@ struct ServingSearch {
     c.replicas = replicas;
     c.max_batch = max_batch;
     c.spec_block = g.spec_block;
+    if (g.plan.offload) {
+      c.offload_every = g.plan.offload->every;
+      c.offload_link = g.plan.offload->link;
+      c.offload_bytes = g.offload_bytes;
+      c.offload_round_s = g.offload_round_s;
+      c.offload_compute_s = g.compute_step1;
+    }
     c.weight_bits = g.weight_bits;
     c.kv_bits = kv_bits(g.kv);
     c.below_quality_floor = g.last_resort;
@@ -669,6 +713,14 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
       c.reasons.push_back(fmt::format("{} replica{} of {} device{} (tensor parallel {}): {:.3g} req/s each, mean batch {:.1f}, "
                                       "at most {}", c.replicas, c.replicas == 1 ? "" : "s", c.tp, c.tp == 1 ? "" : "s", c.tp,
                                       *q.rate_per_s / static_cast<double>(c.replicas), s.mean_batch, s.peak_batch));
+    if (c.offload_every)
+      c.reasons.push_back(fmt::format("the weights do not fit on {} device{}: the FFN of 1 layer in {} ({} per device) stays in "
+                                      "host memory and is copied over {} every step, {:.1f} ms a round against {:.1f} ms of "
+                                      "compute at batch 1: {}", c.tp, c.tp == 1 ? "" : "s", *c.offload_every,
+                                      gib(c.offload_bytes), c.offload_link, c.offload_round_s * 1e3, c.offload_compute_s * 1e3,
+                                      c.offload_round_s > c.offload_compute_s ? "the copy sets the pace (SPEC 4's rule: viable "
+                                                                                "only if it is shorter)"
+                                                                              : "hidden under compute by the prefetch"));
     if (c.spec_block) {
       const double expected = spec_expected_tokens(q.speculative->accept, *c.spec_block);
       c.reasons.push_back(fmt::format("speculative decoding, block {}: {:.2f} tokens a round on average; one request alone "
@@ -759,6 +811,7 @@ AdviseResult advise_serving(const AdviseQuery& q) {
   std::sort(met.begin(), met.end(), [](const AdviseCandidate& a, const AdviseCandidate& b) {
     if (*a.cost_per_million_tokens != *b.cost_per_million_tokens)
       return *a.cost_per_million_tokens < *b.cost_per_million_tokens;
+    if (e2el_p99(a) != e2el_p99(b)) return e2el_p99(a) < e2el_p99(b);  // then the faster
     return a.slo_ratio < b.slo_ratio;  // then the most room under the SLOs
   });
   result.frontier = pareto(met);
@@ -774,7 +827,8 @@ AdviseResult advise_serving(const AdviseQuery& q) {
   if (q.pd)
     result.notes.push_back("prefill/decode splits: each pool simulated on its own; TTFT and E2EL p99 are sums of the "
                            "stages' p99s (prefill, the KV transfer of the p99 prompt, the decode pool), an upper bound");
-  result.notes.push_back("not searched: weight offload (the offload command weighs it for one plan)");
+  result.notes.push_back("weight offload: tried only where the weights do not fit, FFN of 1 layer in 8, 4, 2 or all over the "
+                         "profile's first host link, two prefetch slots; a step takes the longer of compute and copy");
   return result;
 }
 

@@ -82,6 +82,12 @@ struct AdviseCandidate {
   std::optional<uint64_t> spec_block;      // serving: speculative decoding with this block length
   // Serving, a prefill/decode split: replicas = pd_prefill + pd_decode, the KV sent over pd_link.
   std::optional<uint64_t> pd_prefill, pd_decode;
+  // Serving, weights that did not fit: the FFN of 1 layer in offload_every in host memory.
+  std::optional<uint64_t> offload_every;
+  std::string offload_link;
+  uint64_t offload_bytes = 0;              // per device, copied in each step
+  double offload_round_s = 0;              // the copy, over the link
+  double offload_compute_s = 0;            // the decode step at batch 1 without it
   std::string pd_link;
   double pd_transfer_s = 0;                // the p99 prompt's KV over the link
   double pd_prefill_ttft_p99_s = 0;        // the prefill pool's own TTFT p99

@@ -232,3 +232,28 @@ TEST_CASE("a prefill/decode split: its devices, its cost and its TTFT carry the 
   CHECK(pd->serving->latency->ttft_s.p99 >= pd->pd_prefill_ttft_p99_s + transfer_s);
   CHECK(pd->serving->latency->ttft_s.p99 <= 1.0);
 }
+
+TEST_CASE("weights that do not fit stream their FFN over the host link: NVLink-C2C holds a TPOT that PCIe cannot (SPEC 4)") {
+  AdviseQuery q = h200_serving();
+  q.model = "llama-3.1-70b";  // 131 GiB of BF16: on one GH200 or H100 only with offload
+  q.hw = {"gh200", "h100-sxm"};
+  q.prices["gh200"] = 3;
+  q.weights = {"BF16"};
+  q.rate_per_s = 0.2;
+  q.prompt = TokenLengths::fixed(2048);
+  q.slo = {};
+  q.slo.tpot_p99_s = 0.2;
+  const AdviseResult r = advise(q);
+  REQUIRE_FALSE(r.ranked.empty());
+  for (const AdviseCandidate& c : r.ranked) CHECK(c.hw == "gh200");  // PCIe's copy alone exceeds 200 ms a token
+  const AdviseCandidate& top = r.ranked.front();
+  REQUIRE(top.offload_every);
+  const LinkProfile c2c = load_hw_profile("gh200").host_links.front();
+  CHECK(top.offload_link == c2c.name);
+  CHECK(top.offload_round_s == doctest::Approx(static_cast<double>(top.offload_bytes) / c2c.bandwidth_bytes_per_s));
+  CHECK(top.serving->latency->tpot_s.p99 >= top.offload_round_s);  // a step waits for its copy
+  const auto floor = std::find_if(r.pruned.begin(), r.pruned.end(), [](const AdvisePruned& p) { return p.reason == "TPOT floor"; });
+  REQUIRE(floor != r.pruned.end());
+  CHECK(floor->example.find("h100-sxm") != std::string::npos);
+  CHECK(floor->example.find("offloaded") != std::string::npos);
+}
