@@ -379,9 +379,8 @@ void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) 
     }
     fmt::print("\nPareto frontier (each cheaper than every faster plan), cost against p99 E2EL:\n");
     for (const AdviseCandidate& c : r.frontier)
-      fmt::print("  {:>8} {:>8.3g} s  {} x {} {} KV {}, max batch {}, {} replica{}\n", usd(c.cost_per_million_tokens),
-                 c.serving->latency->sojourn_s.p99, c.tp, c.hw, c.weights, kv_label(c.kv), c.max_batch, c.replicas,
-                 c.replicas == 1 ? "" : "s");
+      fmt::print("  {:>8} {:>8.3g} s  {}\n", usd(c.cost_per_million_tokens), c.serving->latency->sojourn_s.p99,
+                 advise_plan_label(c));
   }
   print_pruned(r);
   for (const std::string& n : r.notes) fmt::print("note: {}\n", n);

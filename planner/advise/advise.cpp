@@ -46,12 +46,19 @@ Plan candidate_plan(const AdviseQuery& q, const std::string& hw, const std::stri
   return p;
 }
 
-std::string config_label(const AdviseCandidate& c) {
+}  // namespace
+
+std::string advise_plan_label(const AdviseCandidate& c) {
   const std::string replica = c.tp == 1 ? c.hw : fmt::format("{} x {} (tensor parallel)", c.tp, c.hw);
-  return fmt::format("{}{}, {} weights, KV {}, max batch {}",
-                     c.replicas == 1 ? "" : fmt::format("{} replicas of ", c.replicas), replica, c.weights, kv_name(c.kv),
-                     c.max_batch);
+  const std::string replicas = c.pd_prefill ? fmt::format("{} prefill + {} decode replicas of ", *c.pd_prefill, *c.pd_decode)
+                               : c.replicas == 1 ? ""
+                                                 : fmt::format("{} replicas of ", c.replicas);
+  return fmt::format("{}{}, {} weights{}, KV {}{}, max batch {}", replicas, replica, c.weights,
+                     c.offload_every ? fmt::format(" (FFN of 1 layer in {} offloaded)", *c.offload_every) : "", kv_name(c.kv),
+                     c.spec_block ? fmt::format(", speculative block {}", *c.spec_block) : "", c.max_batch);
 }
+
+namespace {
 
 // A step model's decode iterations, remembered: the simulation asks for the same batch and
 // context many times. Contexts are tabulated every kContextStep tokens per request and
@@ -749,7 +756,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                                         lever, bought, money(r, *c.cost_per_million_tokens),
                                         money(r, *reference->cost_per_million_tokens),
                                         fmt::format("{} / KV {}", q.weights.front(), kv_name(q.kv.front())),
-                                        config_label(*reference),
+                                        advise_plan_label(*reference),
                                         100 * *c.cost_per_million_tokens / *reference->cost_per_million_tokens,
                                         s.latency->tpot_s.p99 * 1e3, reference->serving->latency->tpot_s.p99 * 1e3));
       } else {
@@ -763,7 +770,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
       if (best == all_met.end()) c.reasons.push_back(fmt::format("{}: no plan meets the SLOs", h.profile.name));
       else if (&c == &r.ranked.front())
         c.reasons.push_back(fmt::format("best on {}: {}, {} per million tokens ({:+.0f}%)", h.profile.name,
-                                        config_label(*best), money(r, *best->cost_per_million_tokens),
+                                        advise_plan_label(*best), money(r, *best->cost_per_million_tokens),
                                         100 * (*best->cost_per_million_tokens / *c.cost_per_million_tokens - 1)));
     }
     if (c.below_quality_floor)

@@ -134,6 +134,9 @@ struct AdviseResult {
 // the simulation refuses.
 AdviseResult advise(const AdviseQuery& query);
 
+// "2 replicas of 2 x h100-sxm (tensor parallel), FP8 weights, KV Q8_0, max batch 64": the plan in words.
+std::string advise_plan_label(const AdviseCandidate& c);
+
 // The candidate's tokens of output per hour at the offered rate.
 double advise_tokens_per_hour(const AdviseQuery& query);
 
