@@ -314,7 +314,12 @@ std::string frontier_svg(const AdviseQuery& q, const AdviseResult& r, const std:
 std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
   plan = c.plan;
   const std::string w = c.weights;
-  plan.weights = w == "BF16" || w == "F16" || w == "Q2_K" ? w : c.weight_bits >= 6 ? "Q8_0" : c.weight_bits >= 3.5 ? "Q4_0" : "Q2_K";
+  // ':pure': every tensor of that type (llama.cpp's recipes keep some, e.g. the output head, at
+  // types the CPU runtime does not multiply)
+  plan.weights = w == "BF16" || w == "F16"  ? w
+                 : c.weight_bits >= 6       ? "Q8_0:pure"
+                 : c.weight_bits >= 3.5     ? "Q4_0:pure"
+                                            : "Q2_K:pure";
   auto kv_cpu = [](GgmlType t) {
     const double bits = ggml_type_info(t).bits_per_value();
     return bits >= 16 ? t : bits >= 8 ? GgmlType::Q8_0 : GgmlType::Q4_0;
@@ -343,11 +348,19 @@ std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
   plan.output = 32;
   plan.load.reset();
   plan.deadline_s.reset();
+  // The levers the CPU run does not reproduce at this scale: said, not silently dropped.
+  std::vector<std::string> left;
+  if (plan.speculative) left.push_back(fmt::format("speculative decoding (block {})", *c.spec_block));
+  if (plan.offload) left.push_back("the offload");
+  if (c.pd_prefill) left.push_back("the prefill/decode split");
+  plan.speculative.reset();
+  plan.offload.reset();
+  const std::string without = left.empty() ? "" : fmt::format("; without {}: their steps are not run here", fmt::join(left, ", "));
   return fmt::format("{} at scale {:g} ({} parameters), weights {}{}, KV {}, {} x {} tokens ({} generated), closed batch, "
-                     "one device",
+                     "one device{}",
                      c.plan.model, plan.scale, parameter_count(scale_model_spec(full, plan.scale, "scale")).total,
                      plan.weights, plan.weights != c.weights ? fmt::format(" for {}", c.weights) : "",
-                     kv_types_label(plan.kv), plan.requests, plan.context, plan.output);
+                     kv_types_label(plan.kv), plan.requests, plan.context, plan.output, without);
 }
 
 void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) {
