@@ -184,6 +184,9 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
   std::vector<HwChoice> out;
   for (const std::string& h : q.hw) {
     HwChoice c{h, load_hw_profile(h), std::nullopt};
+    for (const HwChoice& earlier : out)
+      if (earlier.profile.name == c.profile.name)
+        throw InputError(fmt::format("--hw: {} is given twice", c.profile.name));
     if (auto it = q.prices.find(c.profile.name); it != q.prices.end()) c.price = it->second;
     else if (auto given = q.prices.find(h); given != q.prices.end()) c.price = given->second;
     else c.price = c.profile.price_per_hour;
@@ -202,14 +205,6 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
   }
   return out;
 }
-
-// The search's configurations of one profile: every weight and KV type that the quality pass
-// admits, at each tensor-parallel size.
-struct TypeChoice {
-  std::string weights;
-  KvTypes kv;
-};
-
 
 // ---- serving ----
 
@@ -693,7 +688,10 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
       if (std::optional<ServingGroup> g = s.prepare(*choice, q.weights.front(), q.kv.front(), tp, false)) groups.push_back(std::move(*g));
     std::stable_sort(groups.begin(), groups.end(),
                      [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
-    for (ServingGroup& g : groups) s.evaluate(g);
+    for (ServingGroup& g : groups) {
+      s.evaluate(g);
+      if (q.pd) s.evaluate_pd(g);
+    }
     r.simulations += s.simulations;
     std::optional<AdviseCandidate> best;
     for (AdviseCandidate& m : s.met)
