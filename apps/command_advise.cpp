@@ -37,7 +37,7 @@ namespace {
 struct AdviseArgs {
   OutputOptions out;
   std::string model = "qwen3-8b", engine;
-  std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude;
+  std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude, exclude_kv;
   std::string tp, max_batch = "8,16,32,64,128,256";
   uint64_t max_devices = 64, top = 10, num_prompts = 400, seed = 1;
   std::optional<double> rate, deadline, slo_ttft, slo_tpot, slo_e2el, slo_reject;
@@ -80,14 +80,25 @@ std::vector<uint64_t> count_list(const std::string& text, std::string_view flag,
   return out;
 }
 
-bool excluded(const AdviseArgs& a, std::string_view name) {
-  for (const std::string& e : split_list(a.exclude)) {
-    std::string x = e, y(name);
-    for (char& c : x) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    for (char& c : y) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (x == y) return true;
-  }
-  return false;
+bool same_type_name(std::string_view x, std::string_view y) {
+  return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](char p, char r) {
+           return std::toupper(static_cast<unsigned char>(p)) == std::toupper(static_cast<unsigned char>(r));
+         });
+}
+
+// The candidates less the excluded ones; InputError naming `flag` for an exclusion that is not a
+// candidate (a typo would otherwise exclude nothing) or one that leaves none.
+std::vector<std::string> without_excluded(const std::vector<std::string>& candidates, const std::vector<std::string>& excluded,
+                                          std::string_view flag, std::string_view what) {
+  for (const std::string& e : excluded)
+    if (std::none_of(candidates.begin(), candidates.end(), [&](const std::string& c) { return same_type_name(c, e); }))
+      throw InputError(fmt::format("{}: '{}' is none of the candidate {} types ({})", flag, e, what, fmt::join(candidates, ", ")));
+  std::vector<std::string> out;
+  for (const std::string& c : candidates)
+    if (std::none_of(excluded.begin(), excluded.end(), [&](const std::string& e) { return same_type_name(c, e); }))
+      out.push_back(c);
+  if (out.empty()) throw InputError(fmt::format("{}: every {} type is excluded", flag, what));
+  return out;
 }
 
 AdviseQuery advise_query(const AdviseArgs& a) {
@@ -102,25 +113,18 @@ AdviseQuery advise_query(const AdviseArgs& a) {
       throw InputError(fmt::format("--price: '{}' is not NAME=USD (US dollars per device-hour above 0, e.g. h100-sxm=2.49)", p));
     q.prices[p.substr(0, eq)] = *usd;
   }
-  const std::vector<std::string> weights =
-      !a.weights.empty() ? split_list(a.weights)
-      : a.engine == "llama.cpp" ? kLlamaCppWeights
-      : a.engine == "vllm" ? kVllmWeights : kAllWeights;
-  for (const std::string& w : weights)
-    if (!excluded(a, w)) q.weights.push_back(w);
-  const std::vector<std::string> kv = !a.kv.empty() ? split_list(a.kv)
+  q.weights = without_excluded(!a.weights.empty()          ? split_list(a.weights)
+                               : a.engine == "llama.cpp" ? kLlamaCppWeights
+                               : a.engine == "vllm"      ? kVllmWeights
+                                                         : kAllWeights,
+                               split_list(a.exclude), "--exclude", "weight");
+  const std::vector<std::string> kv = !a.kv.empty()         ? split_list(a.kv)
                                       : a.engine == "vllm" ? std::vector<std::string>{"bf16", "fp8"}
                                                            : std::vector<std::string>{"bf16", "q8_0", "q4_0"};
-  for (const std::string& k : kv) {
+  for (const std::string& k : without_excluded(kv, split_list(a.exclude_kv), "--exclude-kv", "KV")) {
     const GgmlType t = kv_cache_type(k, "--kv").type;
-    if (!excluded(a, k)) q.kv.push_back({t, t});
+    q.kv.push_back({t, t});
   }
-  for (const std::string& e : split_list(a.exclude))
-    if (std::none_of(weights.begin(), weights.end(), [&](const std::string& w) { return excluded(a, w) && w.size() == e.size(); }) &&
-        std::none_of(kv.begin(), kv.end(), [&](const std::string& k) { return excluded(a, k) && k.size() == e.size(); }))
-      throw InputError(fmt::format("--exclude: '{}' is none of the candidate weight or KV types", e));
-  if (q.weights.empty()) throw InputError("--exclude: every weight type is excluded");
-  if (q.kv.empty()) throw InputError("--exclude: every KV type is excluded");
   // One device for the capacity question unless asked; the serving search tries a node's worth.
   q.tp = count_list(!a.tp.empty() ? a.tp : a.rate ? "1,2,4,8" : "1", "--tp", kMaxTensorParallel);
   q.max_batch = count_list(a.max_batch, "--max-batch", kMaxConcurrentRequests);
@@ -478,8 +482,11 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--kv", a->kv, "Candidate KV cache types, most bits first (default bf16,q8_0,q4_0; bf16,fp8 with --engine vllm)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--exclude", a->exclude,
-                  "Weight or KV types never to propose (a quality floor of your own; by default types under "
-                  "4-bit weights or 8-bit KV are proposed only when nothing above them works)")
+                  "Weight types never to propose (a quality floor of your own; by default types under 4 bits are "
+                  "proposed only when nothing above them works)")
+      ->type_name("TYPE[,TYPE...]")->delimiter(',');
+  cmd->add_option("--exclude-kv", a->exclude_kv,
+                  "KV types never to propose (by default those under 8 bits are proposed only when nothing above works)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--tp", a->tp, "Tensor-parallel sizes to try (default 1,2,4,8 with --rate, else 1)")->type_name("N[,N...]");
   cmd->add_option("--max-batch", a->max_batch, "Running-request limits to try (default 8,16,32,64,128,256)")->type_name("N[,N...]");

@@ -32,7 +32,9 @@ infer_plan_cli_case(bad_advise_mixed_prices EXIT 2 ARGS advise --model qwen3-8b 
   MATCH "--hw rtx-4090: the profile has no price_per_hour" "--price rtx-4090=USD")
 infer_plan_cli_case(bad_advise_tp EXIT 2 ARGS advise --model qwen3-8b --tp 2,x MATCH "--tp: 'x' is not a whole number")
 infer_plan_cli_case(bad_advise_exclude EXIT 2 ARGS advise --model qwen3-8b --exclude Q9_K
-  MATCH "--exclude: 'Q9_K' is none of the candidate")
+  MATCH "--exclude: 'Q9_K' is none of the candidate weight types")
+infer_plan_cli_case(bad_advise_exclude_kv EXIT 2 ARGS advise --model qwen3-8b --exclude-kv bf16,q8_0,q4_0
+  MATCH "--exclude-kv: every KV type is excluded")
 infer_plan_cli_case(bad_advise_kv EXIT 2 ARGS advise --model qwen3-8b --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_advise_weights EXIT 2 ARGS advise --model qwen3-8b --weights Q9 MATCH "Q9")
 infer_plan_cli_case(bad_advise_num_prompts EXIT 2 ARGS advise --model qwen3-8b --rate 1 --slo-tpot-p99 0.05 --num-prompts 50
