@@ -208,6 +208,7 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
     j["max_context"] = c.max_context;
     j["headroom_bytes"] = c.headroom_bytes;
     j["decode_tokens_per_s"] = c.decode_tokens_per_s;
+    j["gpu_layers"] = c.gpu_layers ? Json(*c.gpu_layers) : Json(nullptr);
   }
   return j;
 }
@@ -280,13 +281,15 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
 }
 
 std::string capacity_table(const AdviseResult& r) {
-  TextTable t{{"#", "hardware", "weights", "KV", "TP", "context", "requests", "weights/device", "spare", "tok/s each"},
-              {true, false, false, false, true, true, true, true, true, true},
+  TextTable t{{"#", "hardware", "weights", "KV", "TP", "layers", "context", "requests", "weights/device", "spare", "tok/s each"},
+              {true, false, false, false, true, true, true, true, true, true, true},
               {}};
   uint64_t i = 0;
   for (const AdviseCandidate& c : r.ranked)
     t.rows.push_back({fmt::format("{}", ++i), c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
-                      kv_label(c.kv), fmt::format("{}", c.tp), fmt::format("{}", c.context), fmt::format("{}", c.max_batch),
+                      kv_label(c.kv), fmt::format("{}", c.tp),
+                      c.gpu_layers ? fmt::format("{}/{}", *c.gpu_layers, c.layers) : "all", fmt::format("{}", c.context),
+                      fmt::format("{}", c.max_batch),
                       gib(c.weights_bytes_per_device), gib(c.headroom_bytes), fmt::format("{:.1f}", c.decode_tokens_per_s)});
   return t.render("  ");
 }
@@ -412,6 +415,9 @@ void print_capacity(const AdviseQuery& q, const AdviseResult& r, double seconds)
   } else {
     fmt::print("\n{}\n", r.ranked.front().context >= q.context ? "plans that fit, best quality first:" : "the longest contexts that fit, best quality first:");
     fmt::print("{}", capacity_table(r));
+    if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.gpu_layers; }))
+      fmt::print("  layers N/M: llama.cpp's -ngl N, the rest in host memory; such splits come after the plans wholly on the "
+                 "device, fastest first\n");
     if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.below_quality_floor; }))
       fmt::print("  * below the quality floor ({})\n", kAdviseQualityFloor);
     fmt::print("\nwhy #1:\n");

@@ -14,6 +14,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/model_spec.hpp"
+#include "planner/cost/layer_split.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
 #include "planner/cost/speculative.hpp"
 #include "planner/plan/predict.hpp"
@@ -901,6 +902,21 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
               continue;
             }
             shorts.push_back({hw.profile.name, w, kv, tp, rp->fit});
+            if (hw.profile.host && tp == 1) {  // llama.cpp's layer split: the most layers the device holds
+              Plan split = plan;
+              split.gpu_layers_auto = true;
+              try {
+                const ResolvedPlan r = resolve_plan(split);
+                if (r.fit.fits && r.split && r.split->gpu_layers > 0) {
+                  AdviseCandidate c = capacity_candidate(q, hw, w, kv, tp, q.context, r, last_resort);
+                  c.gpu_layers = r.split->gpu_layers;
+                  c.layers = split_layer_count(r.spec);
+                  fits.push_back(std::move(c));
+                  continue;
+                }
+              } catch (const InputError&) {
+              }
+            }
             const uint64_t context = round_context(rp->fit.max_context);
             if (context == 0) {
               pruning.add("memory", fmt::format("{} on {}: weights {} per device and the reserves leave no room for {} request{}",
@@ -920,8 +936,12 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
           }
     if (!fits.empty()) break;
   }
+  // Above the floor first; then the plans wholly on the device, best quality first; then layer
+  // splits, fastest first (their host layers, not their bits, decide how usable they are).
   auto better = [](const AdviseCandidate& a, const AdviseCandidate& b) {
     if (a.below_quality_floor != b.below_quality_floor) return !a.below_quality_floor;
+    if (a.gpu_layers.has_value() != b.gpu_layers.has_value()) return !a.gpu_layers;
+    if (a.gpu_layers) return a.decode_tokens_per_s > b.decode_tokens_per_s;
     if (a.weight_bits != b.weight_bits) return a.weight_bits > b.weight_bits;
     if (a.kv_bits != b.kv_bits) return a.kv_bits > b.kv_bits;
     if (a.tp != b.tp) return a.tp < b.tp;
@@ -965,6 +985,10 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
     c.reasons.push_back(fmt::format("{} weights {} + KV {} for {} x {} tokens{}: {} to spare", c.weights,
                                     gib(c.weights_bytes_per_device), kv_name(c.kv), c.max_batch, c.context,
                                     c.context < q.context ? fmt::format(" (not {})", q.context) : "", gib(c.headroom_bytes)));
+    if (c.gpu_layers)
+      c.reasons.push_back(fmt::format("-ngl {}: {} of {} layers on the device (the output head counted last), the rest and "
+                                      "their KV in host memory, read there by the CPU; the whole model does not fit the "
+                                      "device", *c.gpu_layers, *c.gpu_layers, c.layers));
     c.reasons.push_back(fmt::format("decode {:.1f} tokens/s per request at batch {}", c.decode_tokens_per_s, c.max_batch));
     if (c.below_quality_floor)
       c.reasons.push_back(fmt::format("below the quality floor ({}): nothing above it fits", kAdviseQualityFloor));

@@ -101,6 +101,8 @@ struct AdviseCandidate {
   uint64_t context = 0;                    // capacity: tokens per request it holds
   uint64_t max_context = 0;                // capacity: the longest context at `requests`
   double decode_tokens_per_s = 0;          // capacity: per request at batch `requests`; serving: at batch 1
+  std::optional<uint64_t> gpu_layers;      // capacity: llama.cpp's -ngl, when the model fits only split
+  uint64_t layers = 0;                     // ... of this many (blocks and the output head)
   std::optional<double> price_per_hour;    // all its devices
   std::optional<double> cost_per_million_tokens;  // output tokens, at the offered rate
   std::optional<ServingResult> serving;    // serving: the simulation at rate / replicas

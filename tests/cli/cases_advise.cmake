@@ -10,10 +10,10 @@ infer_plan_cli_case(advise_70b_json EXIT 0 ARGS advise --model llama-3.1-70b --h
 # fits with no KV type (q4_0 is 0.05 GiB short), so advise exits 1 with the longest contexts.
 set(_m2_advise --model qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json --parallel 1)
 infer_plan_cli_case(advise_m2_8k EXIT 0 ARGS advise ${_m2_advise} --ctx 8K
-  MATCH "plans that fit, best quality first" "1  m2-max-96gb-seed  Q2_K\\* +BF16 +1 +8192 +1 +79.80 GiB +0.14 GiB")
+  MATCH "plans that fit, best quality first" "1  m2-max-96gb-seed  Q2_K\\* +BF16 +1 +all +8192 +1 +79.80 GiB +0.14 GiB")
 infer_plan_cli_case(advise_m2_32k EXIT 1 ARGS advise ${_m2_advise} --ctx 32K
   MATCH "KV BF16 needs 5.88 GiB \\(4.27 GiB short\\)" "KV Q4_0 needs 1.65 GiB \\(0.05 GiB short\\)"
-        "the longest contexts that fit" "Q2_K\\* +BF16 +1 +8192" "Q2_K\\* +Q8_0 +1 +16384")
+        "the longest contexts that fit" "Q2_K\\* +BF16 +1 +all +8192" "Q2_K\\* +Q8_0 +1 +all +16384")
 infer_plan_cli_case(advise_m2_as_built EXIT 1 ARGS advise --model qwen3-235b-a22b --hw m2-max-96gb --ctx 8K
   MATCH "Q2_K \\(79.80 GiB\\), are 7.80 GiB over the usable 72.00 GiB" "NOTHING FITS")
 infer_plan_cli_case(advise_none_meets EXIT 1 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.0001
@@ -52,3 +52,6 @@ infer_plan_cli_case(bad_advise_spec_rate EXIT 2 ARGS advise -m qwen3-8b --rate 1
   MATCH "--spec-accept")
 infer_plan_cli_case(bad_advise_draft_layers EXIT 2 ARGS advise -m qwen3-8b --rate 1 --slo-tpot-p99 0.02 --spec-accept 0.7 --draft-layers 36
   MATCH "--draft-layers: 36 is out of range 1..35")
+# A 70B model on one 24 GB card: only llama.cpp's layer split holds it; the faster split first.
+infer_plan_cli_case(advise_4090_layer_split EXIT 0 ARGS advise -m llama-3.1-70b --hw rtx-4090 -c 8K --weights Q8_0,Q4_K_M
+  MATCH "1  rtx-4090  Q4_K_M +Q8_0 +1 +48/81 +8192" "-ngl 48: 48 of 81 layers on the device" "llama.cpp's -ngl N")
