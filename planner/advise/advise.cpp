@@ -11,6 +11,7 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
+#include "planner/calibration/calibration.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/model_spec.hpp"
@@ -174,23 +175,37 @@ class Pruning {
   std::vector<AdvisePruned> pruned_;
 };
 
-// What the search needs of one profile: its name and price.
+// What the search needs of one profile: its name, price and, with an engine, the profile with
+// that engine's step model fitted once (resolve_plan would fit it again for every candidate).
 struct HwChoice {
   std::string name;   // as the user gave it (name or path)
   HwProfile profile;
   std::optional<double> price;
+  std::optional<Json> calibrated;  // the profile's JSON with the engine's built-in calibration
 };
+
+// The plan on this profile: by its name, or inline with the engine's calibration fitted once.
+void use_profile(Plan& plan, const HwChoice& hw) {
+  plan.hw = hw.calibrated ? "inline" : hw.name;
+  plan.hw_inline = hw.calibrated;
+}
 
 std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
   std::vector<HwChoice> out;
   for (const std::string& h : q.hw) {
-    HwChoice c{h, load_hw_profile(h), std::nullopt};
+    HwChoice c{h, load_hw_profile(h), std::nullopt, std::nullopt};
     for (const HwChoice& earlier : out)
       if (earlier.profile.name == c.profile.name)
         throw InputError(fmt::format("--hw: {} is given twice", c.profile.name));
     if (auto it = q.prices.find(c.profile.name); it != q.prices.end()) c.price = it->second;
     else if (auto given = q.prices.find(h); given != q.prices.end()) c.price = given->second;
     else c.price = c.profile.price_per_hour;
+    if (!q.engine.empty() && !(c.profile.calibration && c.profile.calibration->engine == q.engine))
+      if (const std::optional<StepCalibration> cal = builtin_calibration(c.profile, q.engine)) {
+        Json j = hw_profile_json(h);
+        j["calibration"] = step_calibration_to_json(*cal);
+        c.calibrated = std::move(j);
+      }
     out.push_back(std::move(c));
   }
   for (const auto& [name, price] : q.prices)
@@ -345,6 +360,7 @@ struct ServingSearch {
     g.spec_block = spec_block;
     const uint64_t longest = q.prompt.max_tokens + q.output.max_tokens;
     g.plan = candidate_plan(q, hw.name, weights, kv, tp, longest, 1, q.output.max_tokens);
+    use_profile(g.plan, hw);
     g.where = fmt::format("{} on {}{}", weights, tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name),
                           spec_block ? fmt::format(", speculative block {}", *spec_block) : "");
     if (tp > q.max_devices) {
@@ -884,7 +900,8 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
       for (const std::string& w : q.weights)
         for (const KvTypes& kv : q.kv)
           for (uint64_t tp : q.tp) {
-            const Plan plan = candidate_plan(q, hw.name, w, kv, tp, q.context, q.requests, 256);
+            Plan plan = candidate_plan(q, hw.name, w, kv, tp, q.context, q.requests, 256);
+            use_profile(plan, hw);
             std::optional<ResolvedPlan> rp;
             try {
               rp = resolve_plan(plan);

@@ -257,3 +257,30 @@ TEST_CASE("weights that do not fit stream their FFN over the host link: NVLink-C
   CHECK(floor->example.find("h100-sxm") != std::string::npos);
   CHECK(floor->example.find("offloaded") != std::string::npos);
 }
+
+TEST_CASE("with --engine, the search times each plan with the engine's step model, as resolve_plan does") {
+  AdviseQuery q = h200_serving();
+  q.model = "llama-2-7b";
+  q.engine = "llama.cpp";  // rtx-3090 has a built-in llama.cpp calibration (hwprofiles/calibrations)
+  q.hw = {"rtx-3090"};
+  q.prices["rtx-3090"] = 0.3;
+  q.weights = {"Q4_K_M"};
+  q.kv = {{GgmlType::F16, GgmlType::F16}};
+  q.tp = {1};
+  q.rate_per_s = 0.5;
+  q.prompt = TokenLengths::fixed(512);
+  q.output = TokenLengths::fixed(128);
+  q.pd = false;
+  const AdviseResult r = advise(q);
+  REQUIRE_FALSE(r.ranked.empty());
+  Plan plan;
+  plan.model = "llama-2-7b";
+  plan.engine = "llama.cpp";
+  plan.hw = "rtx-3090";
+  plan.weights = "Q4_K_M";
+  plan.kv = {GgmlType::F16, GgmlType::F16};
+  const ResolvedPlan rp = resolve_plan(plan);
+  REQUIRE(rp.hw.calibration);
+  // one request alone at the mean context, 512 + 128 / 2 = 576 tokens
+  CHECK(r.ranked.front().decode_tokens_per_s == doctest::Approx(1.0 / rp.server.decode_iteration_s(1, 576)).epsilon(0.005));
+}
