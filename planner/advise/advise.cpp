@@ -208,9 +208,11 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
       }
     out.push_back(std::move(c));
   }
-  for (const auto& [name, price] : q.prices)
+  for (const auto& priced_hw : q.prices) {
+    const std::string& name = priced_hw.first;  // a plain reference: lambdas may not capture structured bindings before C++20's clang 16
     if (std::none_of(out.begin(), out.end(), [&](const HwChoice& c) { return c.name == name || c.profile.name == name; }))
       throw InputError(fmt::format("--price: '{}' is not one of the --hw profiles", name));
+  }
   const auto unpriced = std::count_if(out.begin(), out.end(), [](const HwChoice& c) { return !c.price; });
   *priced = unpriced == 0;
   if (need_price && unpriced > 0 && unpriced < static_cast<long>(out.size())) {
