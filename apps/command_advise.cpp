@@ -44,7 +44,7 @@ struct AdviseArgs {
   std::string prompt = "512", output = "256", ctx = "8192";
   uint64_t requests = 1;
   std::string svg, verify_plan = "advise-verify.json", backend = "cpu";
-  bool verify = false, pd = true;
+  bool verify = false, no_pd = false;
   std::vector<double> spec_accept;
   std::string draft, spec_blocks = "2,4,6";
   std::optional<uint64_t> draft_layers;
@@ -139,7 +139,7 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   q.seed = a.seed;
   q.deadline_s = a.deadline;
   q.slo = {a.slo_ttft, a.slo_tpot, a.slo_e2el, a.slo_reject};
-  q.pd = a.pd;
+  q.pd = !a.no_pd;
   if (!a.spec_accept.empty() || !a.draft.empty() || a.draft_layers) {
     if (!a.rate) throw InputError("--spec-accept: speculative decoding is searched for a serving load: give --rate");
     AdviseSpeculative sp;
@@ -521,7 +521,7 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--draft-layers", a->draft_layers, "With --spec-accept: the draft is the target's first N layers and its head")
       ->check(kNonNegativeCount)->type_name("N");
   cmd->add_option("--spec-blocks", a->spec_blocks, "With --spec-accept: block lengths to try (default 2,4,6)")->type_name("N[,N...]");
-  cmd->add_flag("!--no-pd", a->pd,
+  cmd->add_flag("--no-pd", a->no_pd,
                 "Leave prefill/decode splits out of the search (by default tried where the profile has a device or node "
                 "link: P prefill replicas, D decode replicas)");
   cmd->add_option("--ctx-size,-c,--ctx", a->ctx, "Without --rate: tokens per request (default 8192)")->type_name("TOKENS");
@@ -538,10 +538,14 @@ void add_advise_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}))->type_name("NAME");
   a->out.add_to(*cmd, false);
   cmd->footer(
-      "The search: every hardware x weights x KV x tensor-parallel x max-batch configuration is fitted, bounded in\n"
-      "closed form (memory; one decode step against the TPOT SLO; the p99 prompt's prefill against the TTFT SLO;\n"
-      "the replicas the arrivals' work needs), and the rest simulated (continuous batching, Poisson arrivals) at\n"
-      "the fewest replicas meeting every SLO. Costs are per million output tokens at the offered rate.\n\n"
+      "The search: every hardware x weights x KV x tensor-parallel x max-batch configuration (each also split into\n"
+      "prefill and decode pools, and with --spec-accept speculative; weights that do not fit offload FFN layers over\n"
+      "the host link) is fitted, bounded in closed form (memory; one decode step against the TPOT SLO; the p99\n"
+      "prompt's prefill against the TTFT SLO; the replicas the arrivals' work needs; cheaper and faster plans\n"
+      "already found), and the rest simulated (continuous batching, Poisson arrivals) at the fewest replicas\n"
+      "meeting every SLO. Costs are per million output tokens at the offered rate, at the profiles' price_per_hour\n"
+      "(stated assumptions for h100-sxm, h200, a100-80gb) or --price. Types under 4-bit weights or 8-bit KV are\n"
+      "proposed only when nothing above meets the request, and are marked *.\n\n"
       "Exit status: 0 a plan meets the request; 1 none does (the closest plans, or the longest contexts that fit,\n"
       "are listed); 2 bad input.\n\n"
       "Examples:\n"
