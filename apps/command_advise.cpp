@@ -19,7 +19,7 @@
 #include "apps/output.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/plan_verifier.hpp"
-#include "apps/run_options.hpp"
+#include "apps/output_files.hpp"
 #include "apps/svg_plot.hpp"
 #include "apps/text_table.hpp"
 #include "planner/advise/advise.hpp"

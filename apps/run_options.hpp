@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "apps/output_files.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/probe.hpp"
@@ -47,12 +48,6 @@ Json probe_profile(const RuntimeOptions& options, bool quick, const ProbeCopy& c
 inline constexpr uint64_t kDefaultSpecRepeats = 4;
 void add_spec_repeats_option(CLI::App& cmd, uint64_t& repeats);
 
-// Refuses an output path whose folder does not exist, before minutes of probing or running.
-void check_output_path(const std::string& path, std::string_view flag);
-// Creates the folder (with its parents) for files written after the run, or refuses it now.
-void check_output_dir(const std::string& dir, std::string_view flag);
-void write_text_file(const std::string& path, const std::string& text, std::string_view flag);
 
-void write_json_file(const std::string& path, const Json& j, std::string_view flag);
 
 }  // namespace infer_plan::apps
