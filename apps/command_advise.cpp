@@ -129,7 +129,8 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   q.tp = count_list(!a.tp.empty() ? a.tp : a.rate ? "1,2,4,8" : "1", "--tp", kMaxTensorParallel);
   q.max_batch = count_list(a.max_batch, "--max-batch", kMaxConcurrentRequests);
   q.max_devices = a.max_devices;
-  if (q.max_devices == 0) throw InputError("--max-devices: must be at least 1");
+  if (q.max_devices == 0 || q.max_devices > kMaxConcurrentRequests)
+    throw InputError(fmt::format("--max-devices: {} is out of range 1..{}", a.max_devices, kMaxConcurrentRequests));
   q.rate_per_s = a.rate;
   q.prompt = parse_token_lengths(a.prompt, "--input-len");
   q.output = parse_token_lengths(a.output, "--output-len");

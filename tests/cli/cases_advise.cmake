@@ -55,3 +55,5 @@ infer_plan_cli_case(bad_advise_draft_layers EXIT 2 ARGS advise -m qwen3-8b --rat
 # A 70B model on one 24 GB card: only llama.cpp's layer split holds it; the faster split first.
 infer_plan_cli_case(advise_4090_layer_split EXIT 0 ARGS advise -m llama-3.1-70b --hw rtx-4090 -c 8K --weights Q8_0,Q4_K_M
   MATCH "1  rtx-4090  Q4_K_M +Q8_0 +1 +48/81 +8192" "-ngl 48: 48 of 81 layers on the device" "llama.cpp's -ngl N")
+infer_plan_cli_case(bad_advise_max_devices EXIT 2 ARGS advise -m qwen3-8b --max-devices 9223372036854775808
+  MATCH "--max-devices: 9223372036854775808 is out of range 1..1000000")
