@@ -55,21 +55,20 @@ const std::vector<std::string> kAllWeights{"BF16", "FP8", "Q8_0", "Q6_K", "Q5_K_
 const std::vector<std::string> kLlamaCppWeights{"BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K"};
 const std::vector<std::string> kVllmWeights{"BF16", "FP8", "AWQ_INT4_G128"};
 
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
+// "1,2,4" -> {"1", "2", "4"}: the flags whose one value is a list (the others are CLI11 lists).
+std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  for (const std::string& item : items)
-    for (size_t from = 0;;) {
-      const size_t comma = item.find(',', from);
-      out.push_back(item.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
-      if (comma == std::string::npos) break;
-      from = comma + 1;
-    }
-  return out;
+  for (size_t from = 0;;) {
+    const size_t comma = text.find(',', from);
+    out.push_back(text.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
 }
 
 std::vector<uint64_t> count_list(const std::string& text, std::string_view flag, uint64_t hi) {
   std::vector<uint64_t> out;
-  for (const std::string& item : split_list({text})) {
+  for (const std::string& item : split_list(text)) {
     const std::optional<double> v = parse_number(item);
     if (!v || *v < 1 || *v > static_cast<double>(hi) || std::floor(*v) != *v)
       throw InputError(fmt::format("{}: '{}' is not a whole number from 1 to {}", flag, item, hi));
@@ -105,23 +104,23 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   AdviseQuery q;
   q.model = a.model;
   q.engine = a.engine;
-  q.hw = split_list(a.hw);
-  for (const std::string& p : split_list(a.prices)) {
+  q.hw = a.hw;
+  for (const std::string& p : a.prices) {
     const size_t eq = p.find('=');
     const std::optional<double> usd = eq == std::string::npos ? std::nullopt : parse_number(p.substr(eq + 1));
     if (!usd || !(*usd > 0 && *usd <= kMaxPricePerHour))
       throw InputError(fmt::format("--price: '{}' is not NAME=USD (US dollars per device-hour above 0, e.g. h100-sxm=2.49)", p));
     q.prices[p.substr(0, eq)] = *usd;
   }
-  q.weights = without_excluded(!a.weights.empty()          ? split_list(a.weights)
+  q.weights = without_excluded(!a.weights.empty()          ? a.weights
                                : a.engine == "llama.cpp" ? kLlamaCppWeights
                                : a.engine == "vllm"      ? kVllmWeights
                                                          : kAllWeights,
-                               split_list(a.exclude), "--exclude", "weight");
-  const std::vector<std::string> kv = !a.kv.empty()         ? split_list(a.kv)
+                               a.exclude, "--exclude", "weight");
+  const std::vector<std::string> kv = !a.kv.empty()         ? a.kv
                                       : a.engine == "vllm" ? std::vector<std::string>{"bf16", "fp8"}
                                                            : std::vector<std::string>{"bf16", "q8_0", "q4_0"};
-  for (const std::string& k : without_excluded(kv, split_list(a.exclude_kv), "--exclude-kv", "KV")) {
+  for (const std::string& k : without_excluded(kv, a.exclude_kv, "--exclude-kv", "KV")) {
     const GgmlType t = kv_cache_type(k, "--kv").type;
     q.kv.push_back({t, t});
   }
@@ -163,14 +162,12 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   return q;
 }
 
-std::string kv_label(KvTypes kv) { return kv_types_label(kv); }
-
 std::string usd(std::optional<double> v) { return v ? fmt::format("{:.3g}", *v) : "-"; }
 
 Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
   Json j{{"hw", c.hw},
          {"weights", c.weights},
-         {"kv", kv_label(c.kv)},
+         {"kv", kv_types_label(c.kv)},
          {"tp", c.tp},
          {"replicas", c.replicas},
          {"devices", c.devices()},
@@ -269,7 +266,7 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
     t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw,
                       fmt::format("{}{}{}", c.weights, c.offload_every ? fmt::format(" (FFN 1/{} off)", *c.offload_every) : "",
                                   c.below_quality_floor ? "*" : ""),
-                      kv_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
+                      kv_types_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
                       c.pd_prefill ? fmt::format("{}P+{}D", *c.pd_prefill, *c.pd_decode) : fmt::format("{}", c.replicas),
                       fmt::format("{}", c.max_batch),
                       lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.ttft_s.p99); }),
@@ -288,7 +285,7 @@ std::string capacity_table(const AdviseResult& r) {
   uint64_t i = 0;
   for (const AdviseCandidate& c : r.ranked)
     t.rows.push_back({fmt::format("{}", ++i), c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
-                      kv_label(c.kv), fmt::format("{}", c.tp),
+                      kv_types_label(c.kv), fmt::format("{}", c.tp),
                       c.gpu_layers ? fmt::format("{}/{}", *c.gpu_layers, c.layers) : "all", fmt::format("{}", c.context),
                       fmt::format("{}", c.max_batch),
                       gib(c.weights_bytes_per_device), gib(c.headroom_bytes), fmt::format("{:.1f}", c.decode_tokens_per_s)});
@@ -387,7 +384,7 @@ void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) 
     fmt::print("\nNO PLAN MEETS THE SLOs within {} devices.\n", q.max_devices);
     if (!r.near_misses.empty()) {
       fmt::print("closest:\n{}", serving_table(r, r.near_misses, false));
-      for (const AdviseCandidate& c : r.near_misses) fmt::print("  {} {} {}: {}\n", c.hw, c.weights, kv_label(c.kv), c.binding);
+      for (const AdviseCandidate& c : r.near_misses) fmt::print("  {} {} {}: {}\n", c.hw, c.weights, kv_types_label(c.kv), c.binding);
     }
   } else {
     fmt::print("\ncheapest plans meeting the SLOs (cost per million output tokens at the offered rate):\n{}",

@@ -31,7 +31,10 @@ double kv_bits(KvTypes kv) {
   return 0.5 * (ggml_type_info(kv.k).bits_per_value() + ggml_type_info(kv.v).bits_per_value());
 }
 
-std::string kv_name(KvTypes kv) { return kv_types_label(kv); }
+// Bits per parameter of the whole file (metadata and unquantized tensors included).
+double bits_per_weight(const ResolvedPlan& rp) {
+  return 8.0 * static_cast<double>(rp.weights.bytes) / static_cast<double>(std::max<uint64_t>(parameter_count(rp.spec).total, 1));
+}
 
 Plan candidate_plan(const AdviseQuery& q, const std::string& hw, const std::string& weights, KvTypes kv, uint64_t tp,
                     uint64_t context, uint64_t requests, uint64_t output) {
@@ -56,7 +59,7 @@ std::string advise_plan_label(const AdviseCandidate& c) {
                                : c.replicas == 1 ? ""
                                                  : fmt::format("{} replicas of ", c.replicas);
   return fmt::format("{}{}, {} weights{}, KV {}{}, max batch {}", replicas, replica, c.weights,
-                     c.offload_every ? fmt::format(" (FFN of 1 layer in {} offloaded)", *c.offload_every) : "", kv_name(c.kv),
+                     c.offload_every ? fmt::format(" (FFN of 1 layer in {} offloaded)", *c.offload_every) : "", kv_types_label(c.kv),
                      c.spec_block ? fmt::format(", speculative block {}", *c.spec_block) : "", c.max_batch);
 }
 
@@ -424,8 +427,7 @@ struct ServingSearch {
     g.kv_tokens = kv_tokens;
     const auto mean_kv = static_cast<uint64_t>(std::ceil(mean_prompt + mean_output));
     g.kv_batch = std::max<uint64_t>(1, g.kv_tokens / std::max<uint64_t>(mean_kv, 1));
-    g.weight_bits = 8.0 * static_cast<double>(g.rp->weights.bytes) /
-                    static_cast<double>(std::max<uint64_t>(parameter_count(g.rp->spec).total, 1));
+    g.weight_bits = bits_per_weight(*g.rp);
     g.cost_floor = std::numeric_limits<double>::infinity();
     for (uint64_t max_batch : q.max_batch)
       g.cost_floor = std::min(g.cost_floor, static_cast<double>(replicas_floor(g, max_batch) * tp) * price(g));
@@ -544,6 +546,17 @@ struct ServingSearch {
         pruning.add("SLO", fmt::format("{}, max batch {}, {} replicas: {}", g.where, max_batch, best->replicas, best->binding));
         missed.push_back(std::move(*best));
       }
+    }
+  }
+
+  // Every group, cheapest first (so that the plans found early set aside the dearer ones without
+  // simulating), mixed and, where searched, split into prefill and decode pools.
+  void evaluate_all(std::vector<ServingGroup>& groups) {
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
+    for (ServingGroup& g : groups) {
+      evaluate(g);
+      if (q.pd && !g.spec_block) evaluate_pd(g);
     }
   }
 
@@ -705,12 +718,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
     std::vector<ServingGroup> groups;
     for (uint64_t tp : q.tp)
       if (std::optional<ServingGroup> g = s.prepare(*choice, q.weights.front(), q.kv.front(), tp, false)) groups.push_back(std::move(*g));
-    std::stable_sort(groups.begin(), groups.end(),
-                     [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
-    for (ServingGroup& g : groups) {
-      s.evaluate(g);
-      if (q.pd) s.evaluate_pd(g);
-    }
+    s.evaluate_all(groups);
     r.simulations += s.simulations;
     std::optional<AdviseCandidate> best;
     for (AdviseCandidate& m : s.met)
@@ -758,7 +766,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
       if (c.weights != q.weights.front())
         lever += fmt::format("{} weights ({:.1f} bits) instead of {}", c.weights, c.weight_bits, q.weights.front());
       if (c.kv.k != q.kv.front().k || c.kv.v != q.kv.front().v)
-        lever += fmt::format("{}KV {} instead of {}", lever.empty() ? "" : ", ", kv_name(c.kv), kv_name(q.kv.front()));
+        lever += fmt::format("{}KV {} instead of {}", lever.empty() ? "" : ", ", kv_types_label(c.kv), kv_types_label(q.kv.front()));
       if (reference) {
         std::string bought;
         if (c.weights_bytes_per_device * c.tp < reference->weights_bytes_per_device * reference->tp)
@@ -772,13 +780,13 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                                         "cost, at p99 TPOT {:.1f} ms against {:.1f} ms",
                                         lever, bought, money(r, *c.cost_per_million_tokens),
                                         money(r, *reference->cost_per_million_tokens),
-                                        fmt::format("{} / KV {}", q.weights.front(), kv_name(q.kv.front())),
+                                        fmt::format("{} / KV {}", q.weights.front(), kv_types_label(q.kv.front())),
                                         advise_plan_label(*reference),
                                         100 * *c.cost_per_million_tokens / *reference->cost_per_million_tokens,
                                         s.latency->tpot_s.p99 * 1e3, reference->serving->latency->tpot_s.p99 * 1e3));
       } else {
         c.reasons.push_back(fmt::format("{}: with {} weights and KV {}, no plan on {} meets the SLOs within {} devices", lever,
-                                        q.weights.front(), kv_name(q.kv.front()), c.hw, q.max_devices));
+                                        q.weights.front(), kv_types_label(q.kv.front()), c.hw, q.max_devices));
       }
     }
     for (const HwChoice& h : hws) {
@@ -815,13 +823,7 @@ AdviseResult advise_serving(const AdviseQuery& q) {
                 if (std::optional<ServingGroup> g = s.prepare(hw, w, kv, tp, last_resort, block)) groups.push_back(std::move(*g));
           }
         }
-    // Cheapest first, so that the plans found early set aside the dearer ones without simulating.
-    std::stable_sort(groups.begin(), groups.end(),
-                     [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
-    for (ServingGroup& g : groups) {
-      s.evaluate(g);
-      if (q.pd && !g.spec_block) s.evaluate_pd(g);
-    }
+    s.evaluate_all(groups);
     groups.clear();
     if (!s.met.empty()) break;
     if (!last_resort)
@@ -866,8 +868,7 @@ AdviseCandidate capacity_candidate(const AdviseQuery& q, const HwChoice& hw, con
   c.kv = kv;
   c.tp = tp;
   c.max_batch = q.requests;
-  c.weight_bits = 8.0 * static_cast<double>(rp.weights.bytes) /
-                  static_cast<double>(std::max<uint64_t>(parameter_count(rp.spec).total, 1));
+  c.weight_bits = bits_per_weight(rp);
   c.kv_bits = kv_bits(kv);
   c.below_quality_floor = last_resort;
   c.weights_bytes_per_device = rp.fit.device_weights_bytes;
@@ -943,7 +944,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
                                                 q.requests == 1 ? "" : "s"));
               continue;
             }
-            pruning.add("context", fmt::format("{} KV {} on {}: {} tokens need {} more", w, kv_name(kv), hw.profile.name,
+            pruning.add("context", fmt::format("{} KV {} on {}: {} tokens need {} more", w, kv_types_label(kv), hw.profile.name,
                                                q.context, gib(-rp->fit.headroom_bytes)));
             Plan relaxed = plan;
             relaxed.context = context;
@@ -990,7 +991,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
         for (const Short& s : shorts)
           if (s.hw == hw.profile.name && s.weights == smallest->weights && s.tp == smallest->tp &&
               (s.kv.k == q.kv.front().k || s.kv.k == q.kv.back().k))
-            line += fmt::format("; KV {} needs {} ({} short)", kv_name(s.kv), gib(s.fit.kv_bytes), gib(-s.fit.headroom_bytes));
+            line += fmt::format("; KV {} needs {} ({} short)", kv_types_label(s.kv), gib(s.fit.kv_bytes), gib(-s.fit.headroom_bytes));
       }
       result.notes.push_back(line);
     }
@@ -1002,7 +1003,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
   result.ranked = std::move(chosen);
   for (AdviseCandidate& c : result.ranked) {
     c.reasons.push_back(fmt::format("{} weights {} + KV {} for {} x {} tokens{}: {} to spare", c.weights,
-                                    gib(c.weights_bytes_per_device), kv_name(c.kv), c.max_batch, c.context,
+                                    gib(c.weights_bytes_per_device), kv_types_label(c.kv), c.max_batch, c.context,
                                     c.context < q.context ? fmt::format(" (not {})", q.context) : "", gib(c.headroom_bytes)));
     if (c.gpu_layers)
       c.reasons.push_back(fmt::format("-ngl {}: {} of {} layers on the device (the output head counted last), the rest and "
@@ -1037,10 +1038,10 @@ AdviseResult advise(const AdviseQuery& q) {
   if (q.max_batch.empty()) throw InputError("--max-batch: give at least one limit");
   // The model and every weight type checked once, so that an error names its flag here rather
   // than setting aside every configuration.
-  Plan probe;
-  probe.model = q.model;
-  probe.engine = q.engine;
-  const ModelSpec spec = plan_model_spec(probe);
+  Plan model_only;
+  model_only.model = q.model;
+  model_only.engine = q.engine;
+  const ModelSpec spec = plan_model_spec(model_only);
   for (const std::string& w : q.weights) (void)plan_weights(spec, w, std::nullopt);
   if (q.speculative) {
     const AdviseSpeculative& sq = *q.speculative;
