@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #ifndef INFER_PLAN_CUDA_LIBRARY_DIR
 #define INFER_PLAN_CUDA_LIBRARY_DIR ""

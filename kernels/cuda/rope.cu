@@ -78,6 +78,13 @@ void rope(float* x, uint32_t tokens, uint32_t n_heads, const uint32_t* positions
   if (!(p.freq_scale > 0.0f) || !std::isfinite(p.freq_scale) || !std::isfinite(p.magnitude) || !std::isfinite(p.ext_factor))
     throw std::invalid_argument("rope: freq_scale = " + std::to_string(p.freq_scale) + ", magnitude = " +
                                 std::to_string(p.magnitude) + ", expected finite values (freq_scale > 0)");
+  // YaRN's ramp rises from corr_low to corr_high, as yarn_correction_range gives them (equal ends
+  // make it a step). Reversed or non-finite ends would blend the angles wrongly without a sign.
+  if (p.ext_factor != 0.0f &&
+      (!std::isfinite(p.corr_low) || !std::isfinite(p.corr_high) || !(p.corr_low <= p.corr_high)))
+    throw std::invalid_argument("rope: corr_low = " + std::to_string(p.corr_low) + ", corr_high = " +
+                                std::to_string(p.corr_high) +
+                                ", expected finite YaRN ramp ends with corr_low <= corr_high");
   if (p.layout != RopeLayout::normal && p.layout != RopeLayout::neox)
     throw std::invalid_argument("rope: unknown layout " + std::to_string(static_cast<int>(p.layout)));
   // A warp's worth of pairs at least, 256 at most (wider heads loop).

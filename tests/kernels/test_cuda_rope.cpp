@@ -71,6 +71,16 @@ void check_arguments() {
   expect_throw("rope null x", "x", [&] { cuda::rope(nullptr, 1, 1, positions, params(8, 1e4f), nullptr); });
   expect_throw("rope null positions", "positions", [&] { cuda::rope(x, 1, 1, nullptr, params(8, 1e4f), nullptr); });
   expect_throw("rope theta 0", "theta_base", [&] { cuda::rope(x, 1, 1, positions, params(8, 0.0f), nullptr); });
+  // YaRN's ramp ends: finite, and ordered (equal ends make a step, and are allowed).
+  cpu::RopeParams reversed = params(8, 1e4f), endless = params(8, 1e4f);
+  reversed.ext_factor = endless.ext_factor = 1.0f;
+  reversed.corr_low = 3.0f;
+  reversed.corr_high = 1.0f;
+  endless.corr_high = INFINITY;
+  expect_throw("rope YaRN ramp reversed", "corr_low = 3.000000, corr_high = 1.000000",
+               [&] { cuda::rope(x, 1, 1, positions, reversed, nullptr); });
+  expect_throw("rope YaRN ramp not finite", "corr_high = inf",
+               [&] { cuda::rope(x, 1, 1, positions, endless, nullptr); });
 }
 
 // llama3: Llama 3.1's rope_freqs shape (1 for the high frequencies, 8 for the low, a ramp
