@@ -13,8 +13,11 @@ namespace {
 
 class CopyLink {
  public:
-  CopyLink(CudaBackend& backend, uint64_t slots) : compute_(static_cast<cudaStream_t>(backend.stream())) {
-    CUDA_CHECK(cudaGetDevice(&device_));  // the backend's device, current on the constructing thread
+  CopyLink(CudaBackend& backend, uint64_t slots)
+      : device_(backend.device()), compute_(static_cast<cudaStream_t>(backend.stream())) {
+    // The copy stream and the events belong to the device current when they are made: the
+    // backend's, whichever device the constructing thread had selected.
+    CUDA_CHECK(cudaSetDevice(device_));
     CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     events_.resize(slots);
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
