@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <optional>
 #include <utility>
@@ -37,6 +38,52 @@ uint64_t round_up_pow2(uint64_t n) {
   while (p < n) p *= 2;
   return p;
 }
+
+// cuBLAS's default workspace per handle, which it allocates itself: 32 MiB on Hopper and later,
+// 4 MiB before (cuBLAS's documentation, cublasSetWorkspace). The larger, so that the count holds
+// on either.
+constexpr uint64_t kCublasWorkspaceBytes = uint64_t{32} << 20;
+
+// A matrix the layers multiply (reserve sizes the cuBLAS scratch for the widest of them; the head
+// stays on matvec).
+bool is_layer_matrix(TensorRole r) {
+  switch (r) {
+    case TensorRole::attn_q: case TensorRole::attn_k: case TensorRole::attn_v: case TensorRole::attn_output:
+    case TensorRole::ffn_gate: case TensorRole::ffn_up: case TensorRole::ffn_down: case TensorRole::ffn_gate_inp:
+    case TensorRole::ffn_gate_exps: case TensorRole::ffn_up_exps: case TensorRole::ffn_down_exps: return true;
+    default: return false;
+  }
+}
+
+bool is_expert_stack(TensorRole r) {
+  return r == TensorRole::ffn_gate_exps || r == TensorRole::ffn_up_exps || r == TensorRole::ffn_down_exps;
+}
+
+// Rows of one matrix: a stack of experts counts one expert's.
+uint64_t rows_per_matrix(const TensorInfo& t, const ModelSpec& spec) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
+  return is_expert_stack(t.role) ? rows / spec.experts : rows;
+}
+
+// A pass that throws part-way leaves copies in flight that read the pinned per-token arrays (and
+// kernels that write the buffers); the next pass rewrites those arrays. On unwinding, this waits
+// for the stream. Its error is dropped: the pass's own is the one to report, and a destructor
+// does not throw.
+class SyncOnUnwind {
+ public:
+  explicit SyncOnUnwind(cudaStream_t stream) : stream_(stream), exceptions_(std::uncaught_exceptions()) {}
+  ~SyncOnUnwind() {
+    if (std::uncaught_exceptions() > exceptions_ && cudaStreamSynchronize(stream_) != cudaSuccess)
+      (void)cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  }
+  SyncOnUnwind(const SyncOnUnwind&) = delete;
+  SyncOnUnwind& operator=(const SyncOnUnwind&) = delete;
+
+ private:
+  cudaStream_t stream_;
+  int exceptions_;
+};
 
 // Pinned host memory (not accounted: a few per-token arrays and the logits' landing place).
 struct PinnedHost {
@@ -197,10 +244,7 @@ struct CudaDecoder::State {
     if (moved) drop_graphs();
   }
 
-  static bool experts_of(const WeightTensor& w) {
-    const TensorRole r = w.placement.tensor.role;
-    return r == TensorRole::ffn_gate_exps || r == TensorRole::ffn_up_exps || r == TensorRole::ffn_down_exps;
-  }
+  static bool experts_of(const WeightTensor& w) { return is_expert_stack(w.placement.tensor.role); }
 
   static std::vector<const WeightTensor*> layer_matrices(const LayerWeights& L) {
     std::vector<const WeightTensor*> m;
@@ -376,30 +420,86 @@ struct CudaDecoder::State {
   }
 };
 
+std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes kv,
+                                                std::span<const TensorPlacement> tensors) {
+  if (spec.window_layer_count() > 0)
+    return fmt::format("{}: sliding-window layers run on the CPU backend only; the CUDA decoder reads every layer's "
+                       "pages in full and expects no window (use --backend cpu)", spec.name);
+  if (spec.head_dim % 32 != 0 || spec.head_dim == 0 || spec.head_dim > 256)
+    return fmt::format("{}: head_dim {}; the CUDA attention takes multiples of 32 up to 256 (use --backend cpu)",
+                       spec.name, spec.head_dim);
+  for (GgmlType t : {kv.k, kv.v})
+    if (t != GgmlType::BF16 && t != GgmlType::F16 && t != GgmlType::Q8_0 && t != GgmlType::Q4_0)
+      return fmt::format("kv: the CUDA runtime stores K and V as BF16, F16, Q8_0 or Q4_0, not {}",
+                         ggml_type_info(t).name);
+  for (const TensorPlacement& p : tensors) {
+    const bool ok = p.tensor.is_vector() ? p.type == GgmlType::F32 : cuk::has_matvec(p.type);
+    if (!ok)
+      return fmt::format("weights: {} is stored as {}, which the CUDA runtime cannot multiply (it runs {} matrices "
+                         "and F32 vectors); choose a type with ':pure', e.g. Q4_0:pure",
+                         p.tensor.name, ggml_type_info(p.type).name, cuk::matvec_type_names());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> cuda_row_order_refusal(std::span<const WeightTensor> tensors) {
+  for (const WeightTensor& w : tensors)
+    if (w.order != kernels::RowOrder::ggml)
+      return fmt::format("weights: {} is in the CPU backend's interleaved row order (groups of {} {} rows side by "
+                         "side); the CUDA kernels read GGML's order, one row after another: load the weights on "
+                         "the CUDA backend", w.placement.tensor.name, kernels::kInterleavedRows,
+                         ggml_type_info(w.type()).name);
+  return std::nullopt;
+}
+
+// reserve()'s allocations, buffer by buffer, at the capacities passes up to `pass` leave.
+CudaDecoderScratch cuda_decoder_scratch(const ModelSpec& spec, std::span<const TensorPlacement> tensors,
+                                        const PassShape& pass) {
+  const uint64_t H = spec.hidden, QW = spec.q_width(), KW = spec.kv_width(), V = spec.vocab;
+  const uint64_t tokens = round_up_pow2(pass.tokens), rows = round_up_pow2(pass.rows);
+  const uint64_t pages = round_up_pow2(pass.pages);
+  uint64_t ffn_width = 0;  // as the constructor finds it: dense FFN rows, or one expert's
+  bool moe = false;
+  for (const TensorPlacement& p : tensors) {
+    if (p.tensor.role == TensorRole::ffn_gate) ffn_width = std::max(ffn_width, rows_per_matrix(p.tensor, spec));
+    if (p.tensor.role == TensorRole::ffn_gate_inp) moe = true;
+  }
+  if (moe) ffn_width = std::max(ffn_width, spec.moe_intermediate);
+  constexpr uint64_t F32 = sizeof(float), U32 = sizeof(uint32_t), BF16 = 2;
+  CudaDecoderScratch s;
+  // x, out; xn; q, att; k, v; gate, up
+  s.activations = tokens * F32 * (2 * H + std::max(H, QW) + 2 * QW + 2 * KW + 2 * ffn_width);
+  if (moe)  // router; xe, down; token indices and weights
+    s.activations += tokens * F32 * (spec.experts + 2 * H) + 2 * tokens * spec.experts_active * U32;
+  s.logits = rows * (H * F32 + V * F32 + U32);  // head_in, logits, picked
+  s.meta = (4 * tokens + rows + pages) * U32;
+  const cuk::AttentionShape shape{static_cast<uint32_t>(spec.heads), static_cast<uint32_t>(spec.kv_heads),
+                                  static_cast<uint32_t>(spec.head_dim)};
+  s.attention =
+      cuk::attention_scratch_floats(shape, static_cast<uint32_t>(tokens), static_cast<uint32_t>(pass.context)) * F32;
+  if (pass.tokens > cuk::kMatvecTokensMax) {
+    uint64_t elements = 0;
+    for (const TensorPlacement& p : tensors)
+      if (p.tensor.layer >= 0 && is_layer_matrix(p.tensor.role))
+        elements = std::max(elements, cuk::Gemm::scratch_bf16(p.type, rows_per_matrix(p.tensor, spec),
+                                                               p.tensor.row_length(), static_cast<uint32_t>(tokens)));
+    s.gemm = elements * BF16;
+    s.cublas_workspace = kCublasWorkspaceBytes;
+  }
+  return s;
+}
+
 CudaDecoder::CudaDecoder(CudaBackend& backend, const ModelWeights& weights, PagedKvCache& cache, uint64_t layers,
                          OffloadPrefetcher* prefetcher, CudaDecoderOptions options)
     : state_(std::make_unique<State>(backend, weights, cache, layers, prefetcher, options)) {
   State& s = *state_;
   if (prefetcher && (s.layers != s.spec.layers || prefetcher->groups() != weights.offload_groups().size()))
     throw std::logic_error("CudaDecoder: a prefetcher needs the offloaded weights it copies and every layer");
-  for (const WeightTensor& w : weights.tensors()) {
-    const TensorInfo& t = w.placement.tensor;
-    const bool ok = t.is_vector() ? w.type() == GgmlType::F32 : cuk::has_matvec(w.type());
-    if (!ok)
-      throw InputError(fmt::format("weights: {} is stored as {}, which the CUDA runtime cannot multiply (it runs {} "
-                                   "matrices and F32 vectors); choose a type with ':pure', e.g. Q4_0:pure",
-                                   t.name, ggml_type_info(w.type()).name, cuk::matvec_type_names()));
-  }
-  for (GgmlType t : {cache.types().k, cache.types().v})
-    if (t != GgmlType::BF16 && t != GgmlType::F16 && t != GgmlType::Q8_0 && t != GgmlType::Q4_0)
-      throw InputError(fmt::format("kv: the CUDA runtime stores K and V as BF16, F16, Q8_0 or Q4_0, not {}",
-                                   ggml_type_info(t).name));
-  if (s.spec.head_dim % 32 != 0 || s.spec.head_dim > 256)
-    throw InputError(fmt::format("{}: head_dim {}; the CUDA attention takes multiples of 32 up to 256", s.spec.name,
-                                 s.spec.head_dim));
-  if (cache.has_window_layers())
-    throw InputError(fmt::format("{}: sliding-window layers run on the CPU backend only; the CUDA decoder reads "
-                                 "every layer's pages in full (use --backend cpu)", s.spec.name));
+  std::vector<TensorPlacement> placements;
+  for (const WeightTensor& w : weights.tensors()) placements.push_back(w.placement);
+  if (const std::optional<std::string> why = cuda_decoder_refusal(s.spec, cache.types(), placements))
+    throw InputError(*why);
+  if (const std::optional<std::string> why = cuda_row_order_refusal(weights.tensors())) throw InputError(*why);
   for (uint64_t l = 0; l < s.layers; ++l) {
     const LayerWeights& L = weights.layer(l);
     if (L.ffn_gate_inp) s.moe = true;
@@ -466,6 +566,7 @@ uint64_t CudaDecoder::run(std::span<const SequenceChunk> chunks, bool every_toke
 void CudaDecoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
                           bool every_token) {
   State& s = *state_;
+  const SyncOnUnwind sync_on_error(s.stream);
   const uint64_t rows = run(chunks, every_token);
   const uint64_t V = s.weights.output().rows;
   CUDA_CHECK(cudaMemcpyAsync(s.logits_host.data, s.logits.data, rows * V * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
@@ -477,6 +578,7 @@ void CudaDecoder::forward(std::span<const SequenceChunk> chunks, std::vector<std
 
 void CudaDecoder::forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens) {
   State& s = *state_;
+  const SyncOnUnwind sync_on_error(s.stream);
   const uint64_t rows = run(chunks, false);
   cuk::argmax_rows(s.f(s.logits), static_cast<uint32_t>(rows), s.weights.output().rows,
                    static_cast<uint32_t*>(s.picked.data), s.stream);

@@ -14,6 +14,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string>
 
 #include "runtime/forward_pass.hpp"
 #include "runtime/model_weights.hpp"
@@ -22,6 +25,35 @@ namespace infer_plan::runtime {
 
 class CudaBackend;
 
+// What the CUDA decoder cannot run, known from the model's shape and types alone (no device, nothing
+// loaded): sliding-window layers, a head_dim its attention does not take, K/V types its cache
+// kernels do not store, a tensor whose type its kernels do not read. The reason, saying what it
+// takes, or nullopt. check_runnable asks before any weights are written; the decoder asks again of
+// the weights and cache it is given.
+std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes kv,
+                                                std::span<const TensorPlacement> tensors);
+
+// The first tensor not in GGML's row order (the CPU backend interleaves the matrices it multiplies
+// faster so, kernels/cpu/interleave), named with the reason, or nullopt: kernels/cuda reads each
+// row's blocks one after another.
+std::optional<std::string> cuda_row_order_refusal(std::span<const WeightTensor> tensors);
+
+// Device bytes the decoder's working buffers take (category activations) once it has run passes
+// up to `pass`, by part: its capacities are powers of two of at least 8 tokens, head rows and
+// pages, grown and never shrunk. Passes of more than kMatvecTokensMax tokens add the BF16 copies
+// cuBLAS multiplies and cuBLAS's own workspace (allocated by cuBLAS, not by the backend).
+struct CudaDecoderScratch {
+  uint64_t activations = 0;  // per token: x, xn, q, k, v, att, gate, up, out; MoE's router, xe, down, routing
+  uint64_t logits = 0;       // per head row: its hidden state, its vocabulary of logits, its argmax
+  uint64_t meta = 0;         // per token ids, positions, contexts, page starts; head rows; the page table
+  uint64_t attention = 0;    // split-K partials
+  uint64_t gemm = 0;         // x and the widest layer matrix in BF16
+  uint64_t cublas_workspace = 0;
+  uint64_t total() const { return activations + logits + meta + attention + gemm + cublas_workspace; }
+};
+CudaDecoderScratch cuda_decoder_scratch(const ModelSpec& spec, std::span<const TensorPlacement> tensors,
+                                        const PassShape& pass);
+
 struct CudaDecoderOptions {
   bool graphs = true;  // replay decode steps as CUDA graphs
 };
@@ -29,7 +61,7 @@ struct CudaDecoderOptions {
 class CudaDecoder final : public ForwardPass {
  public:
   // The weights and the cache must live in `backend`'s memory; `layers` and `prefetcher` as the
-  // CPU Decoder's. InputError when a matrix has a type kernels/cuda cannot multiply.
+  // CPU Decoder's. InputError with cuda_decoder_refusal's or cuda_row_order_refusal's reason.
   CudaDecoder(CudaBackend& backend, const ModelWeights& weights, PagedKvCache& cache, uint64_t layers = 0,
               OffloadPrefetcher* prefetcher = nullptr, CudaDecoderOptions options = {});
   ~CudaDecoder() override;

@@ -24,6 +24,17 @@ struct SequenceChunk {
   uint64_t past = 0;                 // tokens of this sequence already in the cache
 };
 
+// The largest forward pass a run makes, counted as the decoders count a pass: its tokens, its head
+// rows (one per chunk, or one per token with every_token), the page-table entries of its chunks'
+// sequences, and the longest reservation among them in tokens (whole pages). A device decoder
+// sizes its working buffers from these.
+struct PassShape {
+  uint64_t tokens = 1;
+  uint64_t rows = 1;
+  uint64_t pages = 1;
+  uint64_t context = kKvPageTokens;
+};
+
 // Throws std::logic_error when a chunk would write past its sequence's reserved tokens (a caller's
 // bug: the scheduler reserves each sequence's whole life at admission). Both decoders check it
 // before any kernel runs: the pages would otherwise be overrun (CPU) or cut short in silence (CUDA).

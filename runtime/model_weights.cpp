@@ -233,8 +233,8 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
     if (backend_.host_addressable(w.buffer.category)) {
       fill(w, static_cast<uint8_t*>(w.buffer.data));
       // Interleaved where the CPU multiplies it faster so (never on CUDA, whose host pool is
-      // host memory too but whose kernels read GGML's order). Not the embedding: its rows are
-      // read one at a time.
+      // host memory too but whose kernels read GGML's order: its decoder refuses a tensor whose
+      // `order` says otherwise). Not the embedding: its rows are read one at a time.
       if (backend_.name() == "cpu" && !t.is_vector() && t.role != TensorRole::token_embd &&
           kernels::prefers_interleaved(p.type, t.shape.at(1))) {
         kernels::interleave_rows(p.type, static_cast<uint8_t*>(w.buffer.data), w.rows, w.cols);

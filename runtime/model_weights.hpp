@@ -25,6 +25,7 @@ struct WeightTensor {
   uint64_t row_bytes = 0;
   // The CPU backend keeps the matrices it multiplies faster interleaved (kernels/cpu/interleave)
   // in that order: the same bytes, rearranged in groups of eight rows (per expert when stacked).
+  // Recorded per tensor so that a reader of another order refuses it (cuda_row_order_refusal).
   kernels::RowOrder order = kernels::RowOrder::ggml;
   GgmlType type() const { return placement.type; }
   const uint8_t* data() const { return static_cast<const uint8_t*>(buffer.data); }

@@ -23,6 +23,9 @@
 #include "runtime/rope_params.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/thread_pool.hpp"
+#if INFER_PLAN_HAVE_CUDA
+#include "runtime/cuda_decoder.hpp"
+#endif
 
 namespace infer_plan::runtime {
 namespace {
@@ -67,14 +70,33 @@ std::optional<WeightsOffload> plan_weights_offload(const ResolvedPlan& rp) {
   return w;
 }
 
+// Sequences a decode step runs at most: every request of a closed batch, load.max_batch under a load.
+uint64_t plan_max_batch(const Plan& plan) {
+  const bool closed = !(plan.load && plan.load->rate_per_s);
+  return closed ? plan.requests : plan.load->max_batch;
+}
+
 }  // namespace
+
+PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk) {
+  // The pool run_plan makes: requests x context, whole pages. A running sequence holds one page at least.
+  const uint64_t per_sequence = PagedKvCache::pages_for(plan.context), pool = plan.requests * per_sequence;
+  const uint64_t batch = std::max<uint64_t>(1, std::min(plan_max_batch(plan), pool));
+  PassShape pass;
+  pass.tokens = std::max(batch, std::min(prefill_chunk, plan.context));
+  pass.rows = batch;
+  pass.pages = std::max<uint64_t>(1, std::min(batch * per_sequence, pool));
+  pass.context = per_sequence * kKvPageTokens;
+  return pass;
+}
 
 unsigned compute_threads(const Plan& plan, unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   return plan.offload ? std::max(1u, threads - 1) : threads;
 }
 
-void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
+void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unused]] const PassShape& largest_pass,
+                    [[maybe_unused]] uint64_t decoders) {  // read with CUDA only
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
@@ -102,18 +124,36 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
   if (rp.spec.max_context && plan.context > rp.spec.max_context)
     throw InputError(fmt::format("run: context {} tokens is beyond the {} tokens {} was trained for; lower the "
                                  "context (--ctx)", plan.context, rp.spec.max_context, rp.spec.name));
-  // Weights (less what is offloaded, plus the prefetch slots) and the KV pool on the device; the
-  // offloaded groups in host memory. On the CPU both are the host's.
-  const uint64_t device_bytes = rp.fit.device_weights_bytes + rp.fit.kv_bytes;
+  // The CUDA decoder's refusals and its working buffers, which it allocates with its first passes:
+  // short of device memory there, a run would stop part-way with a bare out-of-memory error. Its
+  // rules apply where the backend names itself cuda (a device-less stand-in in the tests too).
+  uint64_t buffers_bytes = 0;
+  std::string buffers_parts;
+#if INFER_PLAN_HAVE_CUDA
+  if (backend.name() == "cuda") {
+    if (const std::optional<std::string> why = cuda_decoder_refusal(rp.spec, plan.kv, rp.weights.layout.tensors))
+      throw InputError("run: " + *why);
+    const CudaDecoderScratch b = cuda_decoder_scratch(rp.spec, rp.weights.layout.tensors, largest_pass);
+    buffers_bytes = decoders * b.total();
+    buffers_parts = fmt::format(
+        ", decoder buffers {}{}: activations {}, logits {}, per-token arrays {}, attention {}, GEMM {}, cuBLAS "
+        "workspace {}", format_bytes(buffers_bytes), decoders > 1 ? fmt::format(" for {} decoders", decoders) : "",
+        format_bytes(b.activations), format_bytes(b.logits), format_bytes(b.meta), format_bytes(b.attention),
+        format_bytes(b.gemm), format_bytes(b.cublas_workspace));
+  }
+#endif
+  // Weights (less what is offloaded, plus the prefetch slots), the KV pool and the decoder's
+  // buffers on the device; the offloaded groups in host memory. On the CPU both are the host's.
+  const uint64_t device_bytes = rp.fit.device_weights_bytes + rp.fit.kv_bytes + buffers_bytes;
   const uint64_t host_bytes = rp.fit.offload ? rp.fit.offload->freed_bytes : 0;
   auto refuse_beyond = [&](const char* where, uint64_t need, std::optional<uint64_t> available) {
     if (!available || need <= *available) return;
-    throw InputError(fmt::format("run: the plan needs {} of {} (weights {}, KV {}{}) but {} has {} available; lower "
+    throw InputError(fmt::format("run: the plan needs {} of {} (weights {}, KV {}{}{}) but {} has {} available; lower "
                                  "--scale, --ctx or --requests, or pick smaller weights or KV types",
                                  format_gib(static_cast<double>(need)), where, format_gib(static_cast<double>(rp.fit.device_weights_bytes)),
                                  format_gib(static_cast<double>(rp.fit.kv_bytes)),
                                  host_bytes ? fmt::format(", offloaded {}", format_gib(static_cast<double>(host_bytes))) : "",
-                                 backend.name(), format_gib(static_cast<double>(*available))));
+                                 buffers_parts, backend.name(), format_gib(static_cast<double>(*available))));
   };
   if (backend.host_addressable(MemoryCategory::weights)) {
     refuse_beyond("memory", device_bytes + host_bytes, backend.available_bytes(MemoryCategory::weights));
@@ -125,11 +165,10 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend) {
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
-  check_runnable(rp, backend);
+  check_runnable(rp, backend, server_pass_shape(plan, options.prefill_chunk));
   const std::vector<ServingRequest> arrivals = plan_requests(plan, options.prompt, rp.spec.vocab);
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
-  const bool closed = !(plan.load && plan.load->rate_per_s);
-  const uint64_t max_batch = closed ? plan.requests : plan.load->max_batch;
+  const uint64_t max_batch = plan_max_batch(plan);
 
   RunResult result;
   result.backend = std::string(backend.name());

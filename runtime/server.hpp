@@ -27,6 +27,7 @@
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/forward_pass.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace infer_plan::runtime {
@@ -104,10 +105,18 @@ struct RunResult {
   std::vector<StepRecord> steps;
 };
 
+// The server's largest forward pass: a prefill chunk of up to `prefill_chunk` tokens (one
+// sequence, one head row) or a decode step of up to load.max_batch sequences (requests without a
+// load; never more than the KV pool has pages), each reserving up to `context` tokens.
+PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk);
+
 // Refuses, before any allocation, a plan the runtime cannot execute or this machine cannot hold:
 // tp > 1, a given weights size, a context beyond the model's trained one, or weights and KV
-// beyond the backend's available memory.
-void check_runnable(const ResolvedPlan& rp, const Backend& backend);
+// beyond the backend's available memory. On CUDA also what its decoder cannot run
+// (cuda_decoder_refusal), and device memory short of the working buffers of `decoders` decoders
+// after passes up to `largest_pass` (cuda_decoder_scratch) on top of the weights and KV.
+void check_runnable(const ResolvedPlan& rp, const Backend& backend, const PassShape& largest_pass,
+                    uint64_t decoders = 1);
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/sampling.hpp"
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/core/input_error.hpp"
@@ -82,9 +84,20 @@ void check_speculative_sweep(const ResolvedPlan& rp, uint64_t repeats) {
 SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, const RunOptions& options,
                                       uint64_t repeats) {
   check_speculative_sweep(rp, repeats);
-  check_runnable(rp, backend);
   const Plan& plan = rp.plan;
   const SpeculativePlan& sp = *plan.speculative;
+  // Room for the prompt, the output and a whole last block past it (a round may overshoot).
+  const uint64_t tokens = plan.context + sp.max_block + 1;
+  const uint64_t pages = PagedKvCache::pages_for(tokens);
+  // Two decoders, the target and its draft. Their largest passes: the prompt in one (the draft's
+  // first catch-up brings the target's first token too), or a verify pass of a block and the
+  // token before it, with every token's logits.
+  PassShape largest;
+  largest.tokens = std::max(plan.context - plan.output + 1, sp.max_block + 1);
+  largest.rows = sp.max_block + 1;
+  largest.pages = pages;
+  largest.context = pages * kKvPageTokens;
+  check_runnable(rp, backend, largest, 2);
 
   SpecSweepResult r;
   r.model = rp.spec.name;
@@ -100,9 +113,6 @@ SpecSweepResult run_speculative_sweep(const ResolvedPlan& rp, Backend& backend, 
   const bool from_file = is_gguf_path(rp.spec.source) && rp.weights.layout.file_type.starts_with("as stored in");
   const ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool)
                                          : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool);
-  // Room for the prompt, the output and a whole last block past it (a round may overshoot).
-  const uint64_t tokens = plan.context + sp.max_block + 1;
-  const uint64_t pages = PagedKvCache::pages_for(tokens);
   PagedKvCache target_cache(backend, rp.spec, plan.kv, pages);
   PagedKvCache draft_cache(backend, first_layers_spec(rp.spec, r.draft_layers), plan.kv, pages);
   const std::unique_ptr<ForwardPass> target_pass = make_forward_pass(backend, weights, target_cache, pool);

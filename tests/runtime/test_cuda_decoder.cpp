@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/sampling.hpp"
@@ -244,4 +245,25 @@ TEST_CASE("CUDA decoder: a longer reservation replaces the captured graphs (one 
   const std::vector<uint32_t> many(20, 1);
   const SequenceChunk over{1, many, 0};
   CHECK_THROWS_AS(d.forward(std::span(&over, 1), logits), std::logic_error);
+}
+
+TEST_CASE("CUDA decoder: its working buffers take what cuda_decoder_scratch counts, dense and MoE") {
+  CudaBackend gpu;
+  ThreadPool pool(2);
+  for (const auto& [model, scale, prompt] : {std::tuple{"qwen3-0.6b", 0.1, uint64_t{40}},
+                                            std::tuple{"qwen3-235b-a22b", 0.03, uint64_t{20}}}) {
+    CAPTURE(model);
+    const ResolvedPlan rp = tiny(model, "Q8_0", scale);
+    const ModelWeights w(gpu, rp.spec, rp.weights.layout, 5, pool);
+    PagedKvCache cache(gpu, rp.spec, {}, 16);
+    CudaDecoder d(gpu, w, cache);
+    (void)run_passes(d, cache, prompt);
+    // run_passes' largest pass: the prompt (more than 8 tokens: cuBLAS); the most rows, 3 (the
+    // verify pass); the most pages, the batch-2 step's two reservations of prompt + 16 tokens.
+    const uint64_t pages = PagedKvCache::pages_for(prompt + 16);
+    const CudaDecoderScratch counted =
+        cuda_decoder_scratch(rp.spec, rp.weights.layout.tensors, {prompt, 3, 2 * pages, pages * kKvPageTokens});
+    CHECK(gpu.allocated(MemoryCategory::activations) == counted.total() - counted.cublas_workspace);
+    CHECK(counted.gemm > 0);
+  }
 }

@@ -24,6 +24,9 @@
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
+#if INFER_PLAN_HAVE_CUDA
+#include "runtime/cuda_decoder.hpp"
+#endif
 #include "kernels/cpu/sampling.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/interrupt.hpp"
@@ -764,3 +767,183 @@ TEST_CASE("decoder: a pass beyond a sequence's reserved tokens is refused before
                        doctest::Contains("sequence 1 would hold 17 tokens (past 7 + 10 new) but reserved 16"),
                        std::logic_error);
 }
+
+TEST_CASE("server pass shape: the largest prefill chunk or decode step, within the KV pool") {
+  // tiny_plan: 3 requests of 40 tokens, a closed batch. Each reserves 3 pages (48 tokens); the pool
+  // has 9. A prefill chunk is the whole 40-token prompt window (under 256), a decode step 3 rows.
+  const PassShape pass = server_pass_shape(tiny_plan(), 256);
+  CHECK(pass.tokens == 40);
+  CHECK(pass.rows == 3);
+  CHECK(pass.pages == 9);
+  CHECK(pass.context == 48);
+  CHECK(server_pass_shape(tiny_plan(), 16).tokens == 16);
+  // Under a load, load.max_batch sequences at most, and no more than the pool has pages.
+  Plan loaded = tiny_plan();
+  loaded.load = LoadPlan{};
+  loaded.load->rate_per_s = 1;
+  loaded.load->max_batch = 256;
+  const PassShape busy = server_pass_shape(loaded, 16);
+  CHECK(busy.rows == 9);
+  CHECK(busy.tokens == 16);
+  CHECK(busy.pages == 9);
+}
+
+#if INFER_PLAN_HAVE_CUDA
+namespace {
+// check_runnable reads a backend's name and memory figures only: a stand-in named cuda, with as
+// much free device memory as a test says, runs the CUDA decoder's checks without a device. An
+// allocation would mean a refusal came after the weights started loading.
+class DevicelessCuda final : public Backend {
+ public:
+  explicit DevicelessCuda(uint64_t free_bytes) : free_bytes_(free_bytes) {}
+  std::string_view name() const override { return "cuda"; }
+  DeviceBuffer allocate(size_t, MemoryCategory) override { throw std::logic_error("allocated before the checks ran"); }
+  void free(DeviceBuffer&) override {}
+  void copy_to_device(DeviceBuffer&, const void*, size_t) override {}
+  void copy_to_host(void*, const DeviceBuffer&, size_t) override {}
+  void synchronize() override {}
+  uint64_t now_ns() const override { return 0; }
+  bool host_addressable(MemoryCategory c) const override { return c == MemoryCategory::offload_host; }
+  std::optional<uint64_t> available_bytes(MemoryCategory c) const override {
+    return c == MemoryCategory::offload_host ? std::nullopt : std::optional<uint64_t>(free_bytes_);
+  }
+
+ private:
+  uint64_t free_bytes_ = 0;
+};
+
+constexpr uint64_t kPlentyBytes = uint64_t{1} << 40;
+}  // namespace
+
+TEST_CASE("CUDA decoder refusals from the plan alone: window layers, head_dim, KV and weight types") {
+  const ResolvedPlan rp = resolve_plan(tiny_plan());  // Q8_0 weights, Q8_0 K, Q4_0 V, head_dim 128
+  const auto refusal = [](const ModelSpec& spec, KvTypes kv, const WeightsLayout& layout) {
+    return cuda_decoder_refusal(spec, kv, layout.tensors).value_or("");
+  };
+  CHECK(refusal(rp.spec, rp.plan.kv, rp.weights.layout).empty());
+  ModelSpec windowed = rp.spec;
+  windowed.sliding_window = 16;
+  CHECK_MESSAGE(refusal(windowed, rp.plan.kv, rp.weights.layout).find("sliding-window layers run on the CPU") !=
+                    std::string::npos, refusal(windowed, rp.plan.kv, rp.weights.layout));
+  ModelSpec odd = rp.spec;
+  odd.head_dim = 80;
+  CHECK(refusal(odd, rp.plan.kv, rp.weights.layout).find("head_dim 80; the CUDA attention takes multiples of 32 up "
+                                                          "to 256") != std::string::npos);
+  CHECK(refusal(rp.spec, {GgmlType::F32, GgmlType::Q8_0}, rp.weights.layout) ==
+        "kv: the CUDA runtime stores K and V as BF16, F16, Q8_0 or Q4_0, not F32");
+  Plan f16 = tiny_plan();
+  f16.weights = "F16";
+  const ResolvedPlan rf = resolve_plan(f16);
+  CHECK(refusal(rf.spec, rf.plan.kv, rf.weights.layout).find("token_embd.weight is stored as F16, which the CUDA "
+                                                             "runtime cannot multiply") != std::string::npos);
+}
+
+TEST_CASE("CUDA: run refuses what the decoder cannot run before it writes any weights") {
+  DevicelessCuda cuda(kPlentyBytes);
+  Plan f32_kv = tiny_plan();
+  f32_kv.kv = {GgmlType::F32, GgmlType::F32};
+  CHECK_THROWS_WITH_AS(run_plan(resolve_plan(f32_kv), cuda, {}),
+                       "run: kv: the CUDA runtime stores K and V as BF16, F16, Q8_0 or Q4_0, not F32", InputError);
+  Plan f16 = tiny_plan();
+  f16.weights = "F16";
+  CHECK_THROWS_WITH_AS(run_plan(resolve_plan(f16), cuda, {}), doctest::Contains("is stored as F16"), InputError);
+  Plan windowed = tiny_plan();
+  windowed.model = windowed_config(16, {true, false, true}, "infer_plan_swa_cuda.json");
+  windowed.scale = 1;
+  CHECK_THROWS_WITH_AS(run_plan(resolve_plan(windowed), cuda, {}),
+                       doctest::Contains("sliding-window layers run on the CPU backend only"), InputError);
+  // What the decoder can run passes the checks and reaches the weights (the stand-in then stops it).
+  CHECK_THROWS_WITH_AS(run_plan(resolve_plan(tiny_plan()), cuda, {}), "allocated before the checks ran",
+                       std::logic_error);
+}
+
+TEST_CASE("CUDA decoder buffers: reserve's capacities counted by hand for the tiny model") {
+  const ResolvedPlan rp = resolve_plan(tiny_plan());
+  // The shape the figures below use: H = 256, 2 query heads and 1 KV head of 128 (QW = 256,
+  // KW = 128), FFN F = 256, vocabulary V = 15194; every layer matrix Q8_0 and 256 x 256 at most.
+  REQUIRE(rp.spec.hidden == 256);
+  REQUIRE(rp.spec.q_width() == 256);
+  REQUIRE(rp.spec.kv_width() == 128);
+  REQUIRE(rp.spec.intermediate == 256);
+  REQUIRE(rp.spec.vocab == 15194);
+  REQUIRE(rp.spec.heads == 2);
+  REQUIRE(rp.spec.head_dim == 128);
+
+  // Decode, 3 sequences of 48 reserved tokens: capacities 8 tokens, 8 rows, 16 pages (9 rounded up).
+  // activations: 8 tokens x 4 B x (x, out 2 H + xn H + q, att 2 QW + k, v 2 KW + gate, up 2 F
+  //   = 512 + 256 + 512 + 256 + 512 = 2048 floats) = 65536
+  // logits: 8 rows x (head_in 256 x 4 + logits 15194 x 4 + picked 4 = 61804) = 494432
+  // meta: (4 x 8 tokens + 8 rows + 16 pages) x 4 = 224
+  // attention: 8 tokens x 2 heads x 1 split (48 / 256 rounded up) x (128 + 2) floats x 4 = 8320
+  // no cuBLAS at 8 tokens or fewer: 65536 + 494432 + 224 + 8320 = 568512
+  const CudaDecoderScratch decode = cuda_decoder_scratch(rp.spec, rp.weights.layout.tensors, {3, 3, 9, 48});
+  CHECK(decode.activations == 65536);
+  CHECK(decode.logits == 494432);
+  CHECK(decode.meta == 224);
+  CHECK(decode.attention == 8320);
+  CHECK(decode.gemm == 0);
+  CHECK(decode.cublas_workspace == 0);
+  CHECK(decode.total() == 568512);
+
+  // The server's largest pass: a 40-token prefill chunk, capacity 64 tokens (rows and pages as above).
+  // activations 64 x 4 x 2048 = 524288; logits 494432; meta (256 + 8 + 16) x 4 = 1120;
+  // attention 64 x 2 x 1 x 130 x 4 = 66560; GEMM: x (64 x 256) and the widest Q8_0 matrix
+  // (256 x 256) in BF16, (16384 + 65536) x 2 = 163840; cuBLAS's workspace 32 MiB = 33554432.
+  // Total 34804672.
+  const CudaDecoderScratch prefill =
+      cuda_decoder_scratch(rp.spec, rp.weights.layout.tensors, server_pass_shape(rp.plan, 256));
+  CHECK(prefill.activations == 524288);
+  CHECK(prefill.logits == 494432);
+  CHECK(prefill.meta == 1120);
+  CHECK(prefill.attention == 66560);
+  CHECK(prefill.gemm == 163840);
+  CHECK(prefill.cublas_workspace == 33554432);
+  CHECK(prefill.total() == 34804672);
+}
+
+TEST_CASE("CUDA: device memory short of weights, KV and the decoder's buffers is refused, by part") {
+  const ResolvedPlan rp = resolve_plan(tiny_plan());
+  const PassShape pass = server_pass_shape(rp.plan, 256);
+  const uint64_t buffers = cuda_decoder_scratch(rp.spec, rp.weights.layout.tensors, pass).total();
+  const uint64_t need = rp.fit.device_weights_bytes + rp.fit.kv_bytes + buffers;
+  check_runnable(rp, DevicelessCuda(need), pass);  // exactly enough
+  // Enough for weights and KV alone (all the check counted before) but not for the buffers.
+  for (const uint64_t free_bytes : {need - 1, rp.fit.device_weights_bytes + rp.fit.kv_bytes}) {
+    CAPTURE(free_bytes);
+    CHECK_THROWS_WITH_AS(check_runnable(rp, DevicelessCuda(free_bytes), pass),
+                         doctest::Contains("KV 0.00 GiB, decoder buffers 33.19 MiB: activations 512 KiB, logits "
+                                           "482.84 KiB, per-token arrays 1.09 KiB, attention 65 KiB, GEMM 160 KiB, "
+                                           "cuBLAS workspace 32 MiB) but cuda has"),
+                         InputError);
+  }
+  // The speculative sweep's two decoders count twice.
+  CHECK_THROWS_WITH_AS(check_runnable(rp, DevicelessCuda(need), pass, 2),
+                       doctest::Contains("decoder buffers 66.38 MiB for 2 decoders"), InputError);
+}
+
+TEST_CASE("CUDA decoder refuses weights in the CPU's interleaved row order, naming the tensor") {
+  const ResolvedPlan rp = resolve_plan(tiny_plan());
+  std::vector<WeightTensor> tensors(2);
+  tensors[0].placement = rp.weights.layout.tensors.at(0);
+  tensors[1].placement = rp.weights.layout.tensors.at(1);
+  CHECK_FALSE(cuda_row_order_refusal(tensors).has_value());
+  tensors[1].order = kernels::RowOrder::interleaved;
+  const std::string why = cuda_row_order_refusal(tensors).value_or("");
+  CHECK(why.find(tensors[1].placement.tensor.name + " is in the CPU backend's interleaved row order") !=
+        std::string::npos);
+  CHECK(why.find("the CUDA kernels read GGML's order, one row after another") != std::string::npos);
+  // Weights the CPU backend wrote: refused exactly when it interleaved some (Q4_0 where the CPU
+  // has the AVX2 product).
+  Plan q4 = tiny_plan();
+  q4.weights = "Q4_0:pure";
+  const ResolvedPlan rq = resolve_plan(q4);
+  CpuBackend cpu;
+  ThreadPool pool(2);
+  const ModelWeights w(cpu, rq.spec, rq.weights.layout, 3, pool);
+  const bool interleaved = std::any_of(w.tensors().begin(), w.tensors().end(), [](const WeightTensor& t) {
+    return t.order == kernels::RowOrder::interleaved;
+  });
+  CHECK(interleaved == kernels::prefers_interleaved(GgmlType::Q4_0, rq.spec.hidden));
+  CHECK(cuda_row_order_refusal(w.tensors()).has_value() == interleaved);
+}
+#endif
