@@ -8,6 +8,7 @@
 #include "apps/text_table.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
+#include "planner/model/device_arch.hpp"
 
 namespace infer_plan::apps {
 namespace {
@@ -30,6 +31,7 @@ Json profile_json(const HwProfile& p) {
          {"compute_ops_per_s", compute}, {"host_links", links}, {"reserves", reserves}};
   if (p.device_link)
     j["device_link"] = {{"name", p.device_link->name}, {"bandwidth_bytes_per_s", p.device_link->bandwidth_bytes_per_s}};
+  if (!p.arch.empty()) j["arch"] = p.arch;
   if (p.devices_per_node) j["devices_per_node"] = p.devices_per_node;
   if (p.price_per_hour) j["price_per_hour"] = *p.price_per_hour;
   if (p.node_link)
@@ -79,6 +81,11 @@ void run(const HwArgs& a) {
     return;
   }
   fmt::print("{}: {}\n  from {}\n", p.name, p.description, p.source);
+  if (const DeviceArch* arch = find_device_arch(p.arch))
+    fmt::print("  arch       {} ({}): the step model transfers from the devices of it\n", arch->name, arch->vendor);
+  else
+    fmt::print("  arch       not stated (field \"arch\": one of {}): the step model transfers from every device\n",
+               device_arch_names());
   fmt::print("  memory     {} ({} B), reserved {}, usable {}\n", format_gib(static_cast<double>(p.memory_capacity_bytes)),
              p.memory_capacity_bytes, format_gib(static_cast<double>(p.memory_reserved_bytes)),
              format_gib(static_cast<double>(p.usable_bytes())));
@@ -110,7 +117,8 @@ void add_hw_command(CLI::App& app) {
   cmd->add_option("PROFILE", args->name, "Built-in profile name or profile JSON path");
   args->out.add_to(*cmd);
   cmd->footer("A profile is a JSON file (see hwprofiles/h200.json): memory capacity, reserved and bandwidth, compute\n"
-              "per precision, links; sizes and rates with units (\"141 GB\", \"4.8 TB/s\"). Examples:\n"
+              "per precision, links; sizes and rates with units (\"141 GB\", \"4.8 TB/s\"); \"arch\" its architecture,\n"
+              "the level the engines' step models transfer at (" + device_arch_names() + ").\nExamples:\n"
               "  infer-plan hw                # the built-in profiles and links\n"
               "  infer-plan hw h200 --json    # one profile as the planner reads it");
   cmd->callback([args] { run(*args); });

@@ -2,7 +2,7 @@
 // "compute": {"bf16": "989 TFLOPS", ...}, "host_links": ["pcie-gen5-x16" | {"name", "bandwidth"}],
 // "device_link": {"name", "bandwidth"}, "reserves": {"name": "512 MiB"}, "sources": [...],
 // "host": {"description", "memory": {"capacity", "reserved", "bandwidth"}, "efficiency"},
-// "price_per_hour": US dollars per device-hour}.
+// "price_per_hour": US dollars per device-hour, "arch": "ampere" (planner/model/device_arch)}.
 #include "planner/model/hw_profile.hpp"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
+#include "planner/model/device_arch.hpp"
 
 namespace infer_plan {
 namespace {
@@ -130,7 +131,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links", "device_link",
                           "reserves", "sources", "efficiency", "measured", "calibration", "host",
-                          "devices_per_node", "node_link", "price_per_hour"}, where);
+                          "devices_per_node", "node_link", "price_per_hour", "arch"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -138,6 +139,11 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   p.name = optional_string(j, "name", where).value_or(name);
   p.source = where;
   p.description = optional_string(j, "description", where).value_or("");
+  if (const std::optional<std::string> arch = optional_string(j, "arch", where)) {
+    if (!find_device_arch(*arch))
+      throw InputError(fmt::format("{}: field 'arch' is \"{}\"; expected one of: {}", where, *arch, device_arch_names()));
+    p.arch = *arch;
+  }
 
   const MemorySection memory = memory_section(j, where, "4.8 TB/s");
   p.memory_capacity_bytes = memory.capacity_bytes;

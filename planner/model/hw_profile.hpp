@@ -67,6 +67,7 @@ struct HwProfile {
   std::string name;
   std::string source;  // "built-in" or a path
   std::string description;
+  std::string arch;    // a planner/model/device_arch name ("ampere"); empty: not stated
   uint64_t memory_capacity_bytes = 0;
   uint64_t memory_reserved_bytes = 0;  // held back for the OS / driver, never usable
   double memory_bandwidth_bytes_per_s = 0;

@@ -22,9 +22,10 @@ TEST_CASE("built-in profiles and links") {
     CHECK(p.memory_capacity_bytes > 0);
     CHECK(p.memory_bandwidth_bytes_per_s > 0);
   }
-  // a100-40gb, a100-80gb, a100-80gb-pcie, gh200, h100-pcie, h100-sxm, h200, l40s, m2-max-96gb,
-  // m2-ultra, rtx-3090, rtx-4090 (hwprofiles/calibrations/ holds data, not profiles)
-  CHECK(builtin_hw_names().size() == 12);
+  // a100-40gb, a100-80gb, a100-80gb-pcie, a40, dgx-spark, gh200, h100-pcie, h100-sxm, h200, l40s,
+  // m1-max-64gb, m2-max-96gb, m2-ultra, m3-max-64gb, rtx-3090, rtx-4080, rtx-4090, rtx-6000-ada,
+  // rtx-a6000 (hwprofiles/calibrations/ holds data, not profiles)
+  CHECK(builtin_hw_names().size() == 19);
   // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
   // 936 GB/s, M2 Ultra 800 GB/s
   CHECK(load_hw_profile("a100-80gb-pcie").memory_bandwidth_bytes_per_s == 1.935e12);
@@ -57,6 +58,18 @@ TEST_CASE("SPEC 2: M2 Max usable 81.41 GiB in seed 000's convention") {
   // 96e9 - 8 * 2^30 = 87,410,065,408 B = 81.408 GiB
   CHECK(m2.usable_bytes() == 87'410'065'408ull);
   CHECK(to_gib(m2.usable_bytes()) == doctest::Approx(81.41).epsilon(1e-4));
+}
+
+TEST_CASE("a profile states its architecture from the closed list, or none") {
+  Json j = minimal();
+  CHECK(hw_profile_from_json(j, "x", "x.json", no_links).arch.empty());
+  j["arch"] = "turing";
+  CHECK(hw_profile_from_json(j, "x", "x.json", no_links).arch == "turing");
+  j["arch"] = "kepler";
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("x.json: field 'arch' is \"kepler\"; expected one of: pascal, volta"), InputError);
+  CHECK(load_hw_profile("h200").arch == "hopper");
+  CHECK(load_hw_profile("m2-ultra").arch == "apple-m2");
 }
 
 TEST_CASE("profile errors name the file and field") {
