@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -164,8 +165,20 @@ AdviseQuery advise_query(const AdviseArgs& a) {
 
 std::string usd(std::optional<double> v) { return v ? fmt::format("{:.3g}", *v) : "-"; }
 
+// One line per device of the plans shown: what their latencies rest on.
+void print_bases(const std::vector<const std::vector<AdviseCandidate>*>& lists) {
+  std::map<std::string, const AdviseCandidate*> by_hw;
+  for (const auto* list : lists)
+    for (const AdviseCandidate& c : *list) by_hw.emplace(c.hw, &c);
+  if (by_hw.empty()) return;
+  fmt::print("\nlatencies rest on:\n");
+  for (const auto& [hw, c] : by_hw) fmt::print("  {:<14} {}: {}\n", hw, c->basis, c->basis_note);
+}
+
 Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
   Json j{{"hw", c.hw},
+         {"basis", c.basis},
+         {"basis_note", c.basis_note},
          {"weights", c.weights},
          {"kv", kv_types_label(c.kv)},
          {"tp", c.tp},
@@ -400,6 +413,7 @@ void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) 
       fmt::print("  {:>8} {:>8.3g} s  {}\n", usd(c.cost_per_million_tokens), c.serving->latency->sojourn_s.p99,
                  advise_plan_label(c));
   }
+  print_bases({&r.ranked, &r.near_misses});
   print_pruned(r);
   for (const std::string& n : r.notes) fmt::print("note: {}\n", n);
 }
@@ -421,6 +435,7 @@ void print_capacity(const AdviseQuery& q, const AdviseResult& r, double seconds)
     fmt::print("\nwhy #1:\n");
     for (const std::string& reason : r.ranked.front().reasons) fmt::print("  - {}\n", reason);
   }
+  print_bases({&r.ranked});
   print_pruned(r);
 }
 

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
+#include <map>
 #include <memory>
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
 #include "apps/text_table.hpp"
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
@@ -22,6 +25,7 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> files;
   std::string hw, engine, model, out;
+  std::string loo = "file";  // "device": also each device predicted from the others
   OutputOptions output;
 };
 
@@ -52,7 +56,90 @@ Json point_json(const CalibrationPoint& p) {
               {"weight", p.weight}};
 }
 
+// Leave-one-device-out over the engine's built-in data: each device's points predicted from the
+// other devices' pooled terms (its architecture's, else all), beside its own fit's leave-one-out.
+void run_device_out(const CalibrateArgs& a) {
+  const std::string engine = a.engine.empty() ? "llama.cpp" : a.engine;
+  const std::vector<DeviceCalibration>& devices = builtin_device_calibrations(engine);
+  if (devices.empty())
+    throw InputError(fmt::format("--engine {}: no built-in data files of that engine (hwprofiles/calibrations/: {})",
+                                 engine, fmt::join(builtin_calibration_names(), ", ")));
+  const std::vector<DeviceOutPoint> out = leave_one_device_out(engine);
+  struct Row {
+    std::vector<double> own_decode, out_decode, out_prefill;
+    std::string level;
+  };
+  std::map<std::string, Row> by_device;
+  std::vector<double> all_own, all_decode, all_prefill;
+  for (const DeviceCalibration& d : devices)
+    for (const CalibrationPoint& p : d.fit.points)
+      if (p.decode && std::isfinite(p.loo_s)) by_device[d.device].own_decode.push_back(p.loo_residual()), all_own.push_back(p.loo_residual());
+  Json points = Json::array();
+  for (const DeviceOutPoint& p : out) {
+    if (!std::isfinite(p.predicted_s)) continue;
+    Row& r = by_device[p.device];
+    r.level = p.level;
+    (p.point.decode ? r.out_decode : r.out_prefill).push_back(p.residual());
+    (p.point.decode ? all_decode : all_prefill).push_back(p.residual());
+    Json j = point_json(p.point);
+    j["device"] = p.device;
+    j["arch"] = p.arch;
+    j["level"] = p.level;
+    j["device_out_predicted_ms"] = p.predicted_s * 1e3;
+    j["device_out_residual"] = p.residual();
+    points.push_back(j);
+  }
+  auto worst = [](const std::vector<double>& xs) {
+    double w = 0;
+    for (double x : xs) w = std::abs(x) > std::abs(w) ? x : w;
+    return w;
+  };
+  if (a.output.json()) {
+    Json rows = Json::array();
+    for (const DeviceCalibration& d : devices) {
+      const Row& r = by_device[d.device];
+      rows.push_back({{"device", d.device}, {"arch", d.arch}, {"level", r.level},
+                      {"decode_points", r.out_decode.size()}, {"prefill_points", r.out_prefill.size()},
+                      {"loo_file_median_abs_error", median_abs(r.own_decode)},
+                      {"device_out_decode_median_abs_error", median_abs(r.out_decode)},
+                      {"device_out_decode_worst_error", worst(r.out_decode)},
+                      {"device_out_prefill_median_abs_error", median_abs(r.out_prefill)}});
+    }
+    print_json(Json{{"engine", engine}, {"devices", rows}, {"points", points},
+                    {"loo_file_median_abs_error", median_abs(all_own)},
+                    {"device_out_decode_median_abs_error", median_abs(all_decode)},
+                    {"device_out_prefill_median_abs_error", median_abs(all_prefill)}});
+    return;
+  }
+  fmt::print("calibrate --loo device: {}'s built-in data, each device predicted from the others (its arch's "
+             "devices, else all), beside its own fit's leave-one-file-out\n", engine);
+  TextTable t;
+  t.headers = {"device", "arch", "from", "decode pts", "own LOO", "device out", "worst", "prefill pts", "device out"};
+  t.right_aligned = {false, false, false, true, true, true, true, true, true};
+  for (const DeviceCalibration& d : devices) {
+    const Row& r = by_device[d.device];
+    t.rows.push_back({d.device, d.arch.empty() ? "-" : d.arch, r.level.empty() ? "-" : r.level,
+                      std::to_string(r.out_decode.size()), fmt::format("{:.1f}%", median_abs(r.own_decode) * 100),
+                      fmt::format("{:.1f}%", median_abs(r.out_decode) * 100), pct(worst(r.out_decode)),
+                      std::to_string(r.out_prefill.size()),
+                      r.out_prefill.empty() ? "-" : fmt::format("{:.1f}%", median_abs(r.out_prefill) * 100)});
+  }
+  t.rows.push_back({"all", "", "", std::to_string(all_decode.size()), fmt::format("{:.1f}%", median_abs(all_own) * 100),
+                    fmt::format("{:.1f}%", median_abs(all_decode) * 100), pct(worst(all_decode)),
+                    std::to_string(all_prefill.size()), fmt::format("{:.1f}%", median_abs(all_prefill) * 100)});
+  fmt::print("{}", t.render("  "));
+  fmt::print("  (median |measured / predicted - 1|; 'own LOO': the device's own fit without the file; 'device out': "
+             "the device's points from the other devices' pooled terms, as a device with no data is predicted)\n");
+}
+
 void run(const CalibrateArgs& a) {
+  if (a.loo != "file" && a.loo != "device")
+    throw InputError(fmt::format("--loo {}: expected file or device", a.loo));
+  if (a.files.empty()) {
+    if (a.loo == "device") return run_device_out(a);
+    throw InputError("calibrate: give the measurement FILE(s) and --hw, or --loo device to check the built-in data");
+  }
+  if (a.hw.empty()) throw InputError("calibrate: --hw is needed with FILE(s): the device the measurements ran on");
   std::vector<BenchRow> rows;
   for (const std::string& f : a.files) {
     std::vector<BenchRow> r = read_bench_file(f);
@@ -65,6 +152,19 @@ void run(const CalibrateArgs& a) {
   o.source = fmt::format("calibrate {}", fmt::join(a.files, " "));
   const CalibrationResult r = calibrate_step_model(rows, hw, o);
   const StepCalibration& cal = r.calibration;
+  // --loo device: these points as a device without them would be predicted, from the built-in
+  // devices of the engine (this profile's name left out), by the profile's arch and bandwidth
+  std::optional<StepCalibration> others;
+  std::vector<double> out_decode, out_prefill;
+  if (a.loo == "device") {
+    others = transferred_calibration(cal.engine, hw, hw.name);
+    if (!others)
+      throw InputError(fmt::format("--loo device: no built-in {} data on other devices to predict {} from", cal.engine,
+                                   hw.name));
+    for (const CalibrationPoint& p : r.points)
+      if (const double x = predict_point(*others, p); std::isfinite(x))
+        (p.decode ? out_decode : out_prefill).push_back(p.measured_s / x - 1);
+  }
 
   if (!a.out.empty()) {
     Json profile = hw_profile_json(a.hw);
@@ -79,7 +179,13 @@ void run(const CalibrateArgs& a) {
   }
   if (a.output.json()) {
     Json points = Json::array();
-    for (const CalibrationPoint& p : r.points) points.push_back(point_json(p));
+    for (const CalibrationPoint& p : r.points) {
+      points.push_back(point_json(p));
+      if (!others) continue;
+      const double x = predict_point(*others, p);
+      points.back()["device_out_predicted_ms"] = finite_or_null(x * 1e3);
+      points.back()["device_out_residual"] = finite_or_null(p.measured_s / x - 1);
+    }
     Json skipped = Json::array();
     for (const SkippedRow& s : r.skipped) skipped.push_back({{"origin", s.row.origin}, {"reason", s.reason}});
     Json j{{"hw", hw.name},
@@ -91,6 +197,11 @@ void run(const CalibrateArgs& a) {
            {"ceiling_median_abs_error", median_ceiling_error(r, true)},
            {"notes", r.notes}};
     if (!a.out.empty()) j["out"] = a.out;
+    if (others) {
+      j["device_out_decode_median_abs_error"] = median_abs(out_decode);
+      j["device_out_prefill_median_abs_error"] = finite_or_null(out_prefill.empty() ? std::nan("") : median_abs(out_prefill));
+      j["device_out_basis_note"] = others->basis_note;
+    }
     print_json(j);
     return;
   }
@@ -118,6 +229,13 @@ void run(const CalibrateArgs& a) {
                cal.prefill->compute_efficiency);
     fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.prefill->error), median_ceiling_error(r, false) * 100);
   }
+  if (others) {
+    fmt::print("--loo device: without these points, {} would be predicted from {}:\n", hw.name, others->basis_note);
+    fmt::print("         decode median |error| {:.1f}% over {} points", median_abs(out_decode) * 100, out_decode.size());
+    if (!out_prefill.empty())
+      fmt::print(", prefill {:.1f}% over {}", median_abs(out_prefill) * 100, out_prefill.size());
+    fmt::print(" (--json: each point's)\n");
+  }
   for (const std::string& n : r.notes) fmt::print("note: {}\n", n);
   for (const SkippedRow& s : r.skipped) fmt::print("skipped {}: {}\n", s.row.origin, s.reason);
   if (!a.out.empty())
@@ -135,12 +253,15 @@ void add_calibrate_command(CLI::App& app) {
                   "hwprofiles/calibrations/, `vllm bench serve --save-result` JSON (one decode point: the median "
                   "inter-token latency at the mean requests in flight), or infer-plan report --json (a point per "
                   "batch size the run held)")
-      ->required()
       ->check(CLI::ExistingFile)
       ->type_name("FILE...");
   cmd->add_option("--hw", args->hw, "The device the measurements ran on: a built-in name or a profile JSON path")
-      ->required()
       ->type_name("NAME|PATH");
+  cmd->add_option("--loo", args->loo,
+                  "What is left out to state the error: 'file' (each model file, the device's own fit; the default) or "
+                  "'device' (with no FILE: every built-in device predicted from the others, as a device without "
+                  "data is; with FILE and --hw: these points predicted from the built-in devices too)")
+      ->type_name("file|device");
   cmd->add_option("--engine", args->engine,
                   "The engine that measured (default: the files' own: llama.cpp for llama-bench, vllm for vllm bench "
                   "serve, 'infer-plan cpu' or 'infer-plan cuda' for report --json)")
@@ -154,6 +275,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->footer("Examples (published RTX 3090 runs, shipped with infer-plan; then your own llama-bench output, any of its -o formats):\n"
               "  infer-plan calibrate hwprofiles/calibrations/rtx-3090.json --hw rtx-3090 --out rtx-3090-llama.json\n"
               "  infer-plan calibrate my-llama-bench.jsonl --hw rtx-4090 -o md\n"
+              "  infer-plan calibrate --loo device          # how well a device without data is predicted\n"
               "and predict with the profile it wrote:\n"
               "  infer-plan roofline --hw rtx-3090-llama.json --model llama-3.1-8b --weights Q4_K_M --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });

@@ -43,6 +43,7 @@ struct QueueArgs {
   std::vector<CLI::Option*> simulation_options;  // given without --simulate: an error
   // Roofline mode: iteration and prefill times from a model on a profile, KV capacity from fit.
   std::string model = "qwen3-8b", hw, weights = "BF16", kv, engine;
+  std::optional<uint64_t> tp;  // tensor-parallel devices per replica (roofline mode)
 };
 
 // --- Little's law ---
@@ -83,6 +84,7 @@ struct Simulation {
   ServingLoad load;
   std::shared_ptr<ResolvedPlan> plan;  // roofline mode: owns the roofline the callbacks use
   std::string server_text;             // how the server's times are computed
+  std::string basis = "given";         // the step times': given (--iteration-ms), calibrated, transferred, ceiling
 };
 
 Simulation build_simulation(const QueueArgs& a) {
@@ -93,6 +95,7 @@ Simulation build_simulation(const QueueArgs& a) {
                      "--iteration-ms (the time of one decode iteration at batch 1)");
   if (a.iteration_ms && !a.hw.empty())
     throw InputError("--iteration-ms and --hw both given: the times come from one or the other");
+  if (a.tp && a.hw.empty()) throw InputError("--tp: tensor parallel needs --hw (the roofline splits the model across its devices)");
   // The times, rates and fractions are range-checked by their flags' validators.
   if (a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
   if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
@@ -105,8 +108,10 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.hw = a.hw;
     plan.weights = a.weights;
     plan.engine = a.engine;
+    plan.tp = a.tp.value_or(1);
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
+    s.basis = s.plan->roofline->rates().basis;
     // The plan's server, its KV pool all that fit leaves after the weights (one request's context
     // is irrelevant here).
     const FitResult& fit = s.plan->fit;
@@ -117,7 +122,8 @@ Simulation build_simulation(const QueueArgs& a) {
     s.server.kv_capacity_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
     s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
                                 "from bytes and FLOPs ({}); KV capacity from fit ({})", s.plan->spec.name,
-                                s.plan->weights.label, ggml_type_info(plan.kv.k).name, s.plan->hw.name,
+                                s.plan->weights.label, ggml_type_info(plan.kv.k).name,
+                                plan.tp > 1 ? fmt::format("{} x {} (tensor parallel)", plan.tp, s.plan->hw.name) : s.plan->hw.name,
                                 s.plan->roofline->rates().step_source, fit.engine_assumption);
   } else {
     const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
@@ -182,6 +188,8 @@ Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t
 // Latency keys are null when the run has none (unstable, or nothing completed).
 Json simulation_json(const Simulation& s, const ServingResult& r) {
   Json j{{"num_prompts", r.requests},
+         {"basis", s.basis},
+         {"server", s.server_text},
          {"rate_per_s", s.load.rate_per_s},
          {"arrivals", s.load.arrivals == ArrivalProcess::poisson ? "poisson" : "fixed"},
          {"seed", s.load.seed},
@@ -445,6 +453,10 @@ void add_queue_command(CLI::App& app) {
                       "For --hw: the engine's step model (llama.cpp: the device's built-in calibration) and its memory "
                       "beside weights and KV (llama.cpp, vllm)")
           ->type_name("NAME"));
+  sim(cmd->add_option("--tp", a->tp, "For --hw: devices one replica's model is split across (tensor parallel; times per step "
+                      "include the all-reduce over the profile's device link; default 1)")
+          ->check(CLI::Range(uint64_t{1}, kMaxTensorParallel))
+          ->type_name("N"));
   sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")

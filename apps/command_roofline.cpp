@@ -74,6 +74,9 @@ void run(const RooflineArgs& a) {
     fmt::print("  these are ceilings: a real engine adds a fixed time per step and reaches a fraction of the bandwidth "
                "(--engine llama.cpp on {}; `calibrate` your own measurements; `probe` this machine)\n",
                fmt::join(builtin_calibration_names(), ", "));
+  else if (r.basis == "transferred")
+    fmt::print("  (lo-hi): the errors of devices predicted from the others (`calibrate --loo device`), wider than a "
+               "device's own calibration; the ceiling is the speed of light, never the prediction\n");
   else
     fmt::print("  (lo-hi): the calibration's leave-one-out errors; the ceiling is the speed of light, never the prediction\n");
   if (rp.spec.is_moe())

@@ -12,6 +12,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/model_spec.hpp"
@@ -185,6 +186,8 @@ struct HwChoice {
   HwProfile profile;
   std::optional<double> price;
   std::optional<Json> calibrated;  // the profile's JSON with the engine's built-in calibration
+  std::string basis = "ceiling";   // what its step model rests on (AdviseCandidate::basis)
+  std::string basis_note;
 };
 
 // The plan on this profile: by its name, or inline with the engine's calibration fitted once.
@@ -196,7 +199,7 @@ void use_profile(Plan& plan, const HwChoice& hw) {
 std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
   std::vector<HwChoice> out;
   for (const std::string& h : q.hw) {
-    HwChoice c{h, load_hw_profile(h), std::nullopt, std::nullopt};
+    HwChoice c{h, load_hw_profile(h), std::nullopt, std::nullopt, "ceiling", ""};
     for (const HwChoice& earlier : out)
       if (earlier.profile.name == c.profile.name)
         throw InputError(fmt::format("--hw: {} is given twice", c.profile.name));
@@ -204,11 +207,21 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
     else if (auto given = q.prices.find(h); given != q.prices.end()) c.price = given->second;
     else c.price = c.profile.price_per_hour;
     if (!q.engine.empty() && !(c.profile.calibration && c.profile.calibration->engine == q.engine))
-      if (const std::optional<StepCalibration> cal = builtin_calibration(c.profile, q.engine)) {
+      if (const std::optional<StepCalibration> cal = engine_step_calibration(c.profile, q.engine)) {
         Json j = hw_profile_json(h);
         j["calibration"] = step_calibration_to_json(*cal);
         c.calibrated = std::move(j);
+        c.basis = cal->basis;
+        c.basis_note = cal->basis == "transferred" ? fmt::format("{}, {}", cal->engine, cal->basis_note)
+                                                   : fmt::format("{}, {}", cal->engine, cal->source);
       }
+    if (c.profile.calibration) {  // the profile's own block (calibrate --out)
+      c.basis = c.profile.calibration->basis;
+      c.basis_note = fmt::format("{}, {}", c.profile.calibration->engine, c.profile.calibration->source);
+    }
+    if (c.basis == "ceiling")
+      c.basis_note = q.engine.empty() ? "the datasheet roofline: no --engine given"
+                                      : fmt::format("the datasheet roofline: no {} measurements to transfer", q.engine);
     out.push_back(std::move(c));
   }
   for (const auto& priced_hw : q.prices) {
@@ -454,6 +467,8 @@ struct ServingSearch {
     const double rate = *q.rate_per_s;
     AdviseCandidate c;
     c.hw = g.hw->profile.name;
+    c.basis = g.hw->basis;
+    c.basis_note = g.hw->basis_note;
     c.weights = g.weights;
     c.kv = g.kv;
     c.tp = g.tp;
@@ -864,6 +879,8 @@ AdviseCandidate capacity_candidate(const AdviseQuery& q, const HwChoice& hw, con
                                    uint64_t context, const ResolvedPlan& rp, bool last_resort) {
   AdviseCandidate c;
   c.hw = hw.profile.name;
+  c.basis = hw.basis;
+  c.basis_note = hw.basis_note;
   c.weights = w;
   c.kv = kv;
   c.tp = tp;

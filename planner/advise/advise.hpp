@@ -76,6 +76,10 @@ struct AdviseQuery {
 // One deployment: a configuration, what it costs and, for serving, what the simulation measured.
 struct AdviseCandidate {
   std::string hw;                          // the profile's name
+  // What its latencies rest on: "calibrated" (the engine's measurements of this device),
+  // "transferred" (other devices' pooled, basis_note says which) or "ceiling" (datasheet only).
+  std::string basis = "ceiling";
+  std::string basis_note;
   std::string weights;                     // "FP8", "Q4_K_M"
   KvTypes kv;
   uint64_t tp = 1, replicas = 1, max_batch = 1;

@@ -150,8 +150,9 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
     }
     std::string worst;
     double worst_slope = kMinSlope;
-    for (const auto& [type, d] : line.delta)
-      if (!pinned.types.contains(type) && line.slope + d < worst_slope) worst = type, worst_slope = line.slope + d;
+    for (const auto& [type, d] : line.delta)  // ('~' names are covariates, not a type's rate)
+      if (!type.starts_with('~') && !pinned.types.contains(type) && line.slope + d < worst_slope)
+        worst = type, worst_slope = line.slope + d;
     if (worst.empty()) return line;
     pinned.types.insert(worst);
   }
@@ -175,7 +176,7 @@ std::vector<std::string> fitted_types(const std::vector<Sample>& xs) {
   std::set<std::string> types;
   for (const Sample& x : xs)
     for (const auto& [type, v] : x.type_terms)
-      if (v >= 0.1 * x.term) types.insert(type);
+      if (type.starts_with('~') || v >= 0.1 * x.term) types.insert(type);
   return {types.begin(), types.end()};
 }
 
@@ -279,6 +280,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     const uint64_t context = row.context ? row.context : row.n_depth + row.n_gen / 2;
     const StepCost c = rl.decode_step(row.batch, context);
     p.term_s = c.memory_s;
+    p.kv_term_s = c.kv_bytes / rl.rates().memory_bytes_per_s;
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
     for (const std::string& type : rl.weight_types())
@@ -300,6 +302,17 @@ std::string joined_builds(const std::vector<CalibrationPoint>& points) {
 }
 
 }  // namespace
+
+StepLine fit_step_line(const std::vector<StepSample>& samples) {
+  std::vector<Sample> xs;
+  for (const StepSample& x : samples) xs.push_back({x.term_s, x.type_terms_s, x.measured_s, x.group});
+  std::set<std::string> types;
+  for (const Sample& x : xs)
+    for (const auto& [type, v] : x.type_terms)
+      if (type.starts_with('~') || v >= 0.1 * x.term) types.insert(type);
+  const Line line = fit_line(xs, terms_spread(xs), {types.begin(), types.end()});
+  return {line.fixed, line.slope, line.delta};
+}
 
 double median_abs(std::vector<double> xs) {
   if (xs.empty()) return 0;
@@ -379,6 +392,8 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
                              p->row.batch);
       xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group});
+      // The KV cache's own read cost: attention at long contexts reads it slower than weights
+      if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
     }
     const KindFit f = fit_kind(xs);
     std::vector<double> loo_r;
@@ -395,7 +410,8 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       cal.decode.fixed_s = f.line.fixed;
       cal.decode.read_efficiency = 1.0 / f.line.slope;
       for (const auto& [type, delta] : f.line.delta)
-        cal.decode.read_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
+        if (type == kKvCovariate) cal.decode.kv_read_efficiency = 1.0 / std::max(kMinSlope, f.line.slope + delta);
+        else cal.decode.read_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
       cal.decode.error = error_band(loo_r);
     } else {
       PrefillTerms t;
@@ -410,7 +426,7 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
   return res;
 }
 
-std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine) {
+std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine) {
   const std::string path = fmt::format("hwprofiles/calibrations/{}.json", hw.name);
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path != path) continue;
@@ -420,8 +436,13 @@ std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const st
     CalibrationOptions o;
     o.engine = engine;
     o.source = path;
-    return calibrate_step_model(parse_bench_text(f.content, where), hw, o).calibration;
+    return calibrate_step_model(parse_bench_text(f.content, where), hw, o);
   }
+  return std::nullopt;
+}
+
+std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine) {
+  if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine)) return r->calibration;
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/model/hw_profile.hpp"
@@ -30,6 +31,7 @@ struct CalibrationPoint {
   bool decode = true;        // else prefill
   double measured_s = 0;     // a decode step, or a whole prompt
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
+  double kv_term_s = 0;      // decode: the KV cache's share of term_s
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
   double ceiling_s = 0;      // the uncalibrated roofline
   double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
@@ -64,6 +66,26 @@ struct CalibrationResult {
 CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const HwProfile& hw,
                                        const CalibrationOptions& options);
 
+// One robust fit of time = fixed + slope x term + sum of deltas x type terms, as a device's own fit
+// runs (relative residuals, Huber weights, each type's delta shrunk toward 0, read rates held
+// physical); names starting with '~' are covariates (always fitted, never held at a rate's bound).
+// For pooling several devices' points (planner/calibration/step_prior).
+// The decode fits' covariate for the KV cache's read time: attention at long contexts reads it
+// slower than a matrix-vector product reads weights (kv_read_efficiency).
+inline constexpr std::string_view kKvCovariate = "~kv";
+struct StepSample {
+  double term_s = 0;
+  std::map<std::string, double> type_terms_s;
+  double measured_s = 0;
+  std::string group;  // left out together
+};
+struct StepLine {
+  double fixed_s = 0;
+  double slope = 1;
+  std::map<std::string, double> delta;
+};
+StepLine fit_step_line(const std::vector<StepSample>& samples);
+
 // Median of |x|, and the band [min(0, lo), max(0, hi)] of relative residuals: the extremes
 // below 10 points, the 10th and 90th percentiles from 10 on.
 double median_abs(std::vector<double> xs);
@@ -72,6 +94,8 @@ ErrorBand error_band(const std::vector<double>& residuals);
 // The built-in calibration of a device for an engine, fitted from the embedded data file
 // hwprofiles/calibrations/<hw.name>.json when it exists and names that engine.
 std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine);
+// ... with its points (residuals, leave-one-out).
+std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine);
 std::vector<std::string> builtin_calibration_names();  // devices with a data file
 
 }  // namespace infer_plan

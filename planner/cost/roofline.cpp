@@ -82,9 +82,14 @@ RooflineRates roofline_rates(const HwProfile& hw) {
                                       format_rate(link->bandwidth_bytes_per_s), r.all_reduce_latency_s * 1e6,
                                       link->all_reduce_latency_s ? "" : " (assumed)");
   }
-  if (hw.calibration)
-    r.step_source = fmt::format("calibrated: {}{}", hw.calibration->engine,
-                                hw.calibration->source.empty() ? "" : " (" + hw.calibration->source + ")");
+  if (hw.calibration) {
+    const StepCalibration& c = *hw.calibration;
+    r.basis = c.basis;
+    r.step_source = c.basis == "transferred"
+                        ? fmt::format("transferred: {}, no measurements of {}: {} ({})", c.engine, hw.name,
+                                      c.basis_note, c.source)
+                        : fmt::format("calibrated: {}{}", c.engine, c.source.empty() ? "" : " (" + c.source + ")");
+  }
   else
     r.step_source = fmt::format("{}{}", hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated",
                                 hw.uncalibrated_note.empty() ? "" : " (" + hw.uncalibrated_note + ")");
@@ -230,6 +235,8 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
   double read_s = c.memory_s / cal.decode.read_efficiency;
   for (const auto& [type, e] : cal.decode.read_efficiency_by_type)  // a type's own rate replaces the shared one
     read_s += weight_read_s_of_type(type, tokens) * (1.0 / e - 1.0 / cal.decode.read_efficiency);
+  if (cal.decode.kv_read_efficiency)  // the KV cache's own rate replaces the shared one
+    read_s += c.kv_bytes / rates_.memory_bytes_per_s * (1.0 / *cal.decode.kv_read_efficiency - 1.0 / cal.decode.read_efficiency);
   const ErrorBand* band = &cal.decode.error;
   if (!prefill) {
     c.fixed_s = cal.decode.fixed_s;

@@ -29,6 +29,8 @@ struct RooflineRates {
   // What time_s is: "calibrated: llama.cpp (...)", or "datasheet ceiling, uncalibrated" (or
   // "probe ceiling, uncalibrated" with a measured block).
   std::string step_source;
+  // "calibrated" (this device's measurements), "transferred" (other devices' pooled), "ceiling".
+  std::string basis = "ceiling";
 };
 RooflineRates roofline_rates(const HwProfile& hw);
 

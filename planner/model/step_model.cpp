@@ -68,16 +68,22 @@ double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens) {
 
 StepCalibration step_calibration_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object", where));
-  refuse_unknown(j, {"engine", "source", "decode", "prefill"}, where);
+  refuse_unknown(j, {"engine", "source", "basis", "basis_note", "decode", "prefill"}, where);
   StepCalibration c;
   c.engine = optional_string(j, "engine", where).value_or("unnamed engine");
   c.source = optional_string(j, "source", where).value_or("");
+  c.basis = optional_string(j, "basis", where).value_or("calibrated");
+  if (c.basis != "calibrated" && c.basis != "transferred")
+    throw InputError(fmt::format("{}: field 'basis' is \"{}\"; expected \"calibrated\" or \"transferred\"", where, c.basis));
+  c.basis_note = optional_string(j, "basis_note", where).value_or("");
   const std::string dw = where + ": decode";
   const Json& d = require_object(j, "decode", where);
-  refuse_unknown(d, {"fixed_ms", "read_efficiency", "read_efficiency_by_type", "extra_token_ms_per_gb", "error",
-                     "points", "loo_median_abs_error"}, dw);
+  refuse_unknown(d, {"fixed_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
+                     "extra_token_ms_per_gb", "error", "points", "loo_median_abs_error"}, dw);
   c.decode.fixed_s = bounded(d, "fixed_ms", dw, 0, 1e5, 0, "milliseconds") / 1e3;
   c.decode.read_efficiency = bounded(d, "read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
+  if (d.contains("kv_read_efficiency"))
+    c.decode.kv_read_efficiency = bounded(d, "kv_read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("read_efficiency_by_type")) {
     const std::string ew = fmt::format("{}: read_efficiency_by_type", dw);
     for (const auto& [type, value] : require_object(d, "read_efficiency_by_type", dw).items()) {
@@ -124,6 +130,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
 Json step_calibration_to_json(const StepCalibration& c) {
   Json d{{"fixed_ms", c.decode.fixed_s * 1e3}, {"read_efficiency", c.decode.read_efficiency}};
   if (!c.decode.read_efficiency_by_type.empty()) d["read_efficiency_by_type"] = c.decode.read_efficiency_by_type;
+  if (c.decode.kv_read_efficiency) d["kv_read_efficiency"] = *c.decode.kv_read_efficiency;
   if (!c.decode.extra_token_s_per_byte.empty()) {
     Json x = Json::object();
     for (const auto& [type, curve] : c.decode.extra_token_s_per_byte) {
@@ -134,7 +141,8 @@ Json step_calibration_to_json(const StepCalibration& c) {
     d["extra_token_ms_per_gb"] = x;
   }
   d.update(band_to_json(c.decode.error));
-  Json j{{"engine", c.engine}, {"source", c.source}, {"decode", d}};
+  Json j{{"engine", c.engine}, {"source", c.source}, {"basis", c.basis}, {"decode", d}};
+  if (!c.basis_note.empty()) j["basis_note"] = c.basis_note;
   if (c.prefill) {
     Json p{{"fixed_ms", c.prefill->fixed_s * 1e3}, {"compute_efficiency", c.prefill->compute_efficiency}};
     p.update(band_to_json(c.prefill->error));

@@ -36,6 +36,9 @@ struct DecodeTerms {
   // GGML type name -> that type's own achieved fraction, for its weights (dequantization costs
   // differ: a K-quant may read slower than Q4_0 on the same device); absent types use the above.
   std::map<std::string, double> read_efficiency_by_type;
+  // The KV cache's own achieved fraction (attention reads it at long contexts slower than a
+  // matrix-vector product reads weights); absent: read_efficiency.
+  std::optional<double> kv_read_efficiency;
   // GGML type name ("Q8_0") -> what a product of T tokens costs beyond a product of one, in
   // seconds per weight byte, measured at a few T (the CPU probe: 2, 4, 8, 32) or one figure per
   // extra token (a point at T = 2). Between points linear in T, past the last at the last
@@ -53,6 +56,10 @@ struct PrefillTerms {
 struct StepCalibration {
   std::string engine;              // "llama.cpp", "infer-plan cpu"
   std::string source;              // what was fitted: files, points, builds
+  // "calibrated": fitted to this device's own measurements; "transferred": pooled from other
+  // devices' fits (planner/calibration/step_prior), `basis_note` saying from which.
+  std::string basis = "calibrated";
+  std::string basis_note;
   DecodeTerms decode;
   std::optional<PrefillTerms> prefill;  // absent: prefill stays the roofline ceiling
 };

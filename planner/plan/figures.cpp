@@ -72,6 +72,7 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
               {"compute_source", rates.compute_source},
               {"all_reduce_source", rates.all_reduce_source},
               {"step_model", rates.step_source},
+              {"basis", e.decode.calibrated ? rates.basis : "ceiling"},
               {"calibrated", e.decode.calibrated},
               {"ceiling_ms", e.decode.ceiling_s * 1e3},
               {"prefill_ceiling_ms", e.prefill.ceiling_s * 1e3}};

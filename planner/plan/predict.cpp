@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/step_prior.hpp"
 #include "planner/cost/engine_memory.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/core/input_error.hpp"
@@ -44,7 +45,7 @@ ResolvedPlan resolve_plan(const Plan& plan) {
     // The engine's step model where published runs were fitted; else the ceiling, saying why
     // (fit still counts the engine's memory).
     (void)engine_memory(plan.engine, rp.spec, rp.hw, plan.context, plan.requests);  // a known engine
-    rp.hw.calibration = builtin_calibration(rp.hw, plan.engine);
+    rp.hw.calibration = engine_step_calibration(rp.hw, plan.engine);
     if (!rp.hw.calibration)
       rp.hw.uncalibrated_note = fmt::format("no {} calibration for {}; built-in ones (llama.cpp): {}; fit one from your "
                                             "own llama-bench output with `infer-plan calibrate`",

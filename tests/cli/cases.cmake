@@ -344,8 +344,22 @@ infer_plan_cli_case(roofline_engine EXIT 0 ARGS roofline --model llama-2-7b --we
   MATCH "\"decode_iteration_ms_lo\": " "\"decode_iteration_ms_hi\": " "\"ceiling_ms\": " "\"calibrated\": true" "calibrated: llama.cpp")
 infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --json
   MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated")
-infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
-  MATCH "datasheet ceiling, uncalibrated .no llama.cpp calibration for h200" "rtx-4090" "\"calibrated\": false")
+# A device without measurements of its own: its architecture's devices pooled, with their band
+infer_plan_cli_case(roofline_engine_transferred EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
+  MATCH "transferred: llama.cpp, no measurements of h200: the 1 hopper device with measurements pooled .h100-pcie."
+        "\"basis\": \"transferred\"" "\"calibrated\": true" "\"decode_iteration_ms_lo\": " "\"ceiling_ms\": ")
+infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine vllm --json
+  MATCH "datasheet ceiling, uncalibrated .no vllm calibration for h200" "\"basis\": \"ceiling\"" "\"calibrated\": false")
+infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
+  MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all ")
+infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/calibrations/m1-max-64gb.json --hw m1-max-64gb --loo device
+  MATCH "without these points, m1-max-64gb would be predicted from no apple-m1 device has measurements: the 3 apple devices pooled"
+        "decode median .error. [0-9.]+% over 18 points")
+infer_plan_cli_case(bad_calibrate_no_files EXIT 2 ARGS calibrate --hw rtx-4090
+  MATCH "give the measurement FILE.s. and --hw, or --loo device")
+infer_plan_cli_case(bad_calibrate_loo EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw rtx-4090 --loo model
+  MATCH "--loo model: expected file or device")
+infer_plan_cli_case(hw_arch EXIT 0 ARGS hw rtx-a6000 MATCH "arch +ampere .nvidia.: the step model transfers")
 infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp or vllm")
 # engine memory (planner/cost/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
 # "CUDA0 compute buffer size = 164.00 MiB" (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)

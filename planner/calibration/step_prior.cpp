@@ -1,0 +1,199 @@
+#include "planner/calibration/step_prior.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "planner/catalog/catalog.hpp"
+#include "planner/catalog/embedded_data.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/model/device_arch.hpp"
+
+namespace infer_plan {
+namespace {
+
+constexpr std::string_view kEngineLevel = "engine";
+
+std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
+  std::vector<DeviceCalibration> out;
+  const std::vector<std::string> profiles = builtin_hw_names();
+  for (const std::string& device : builtin_calibration_names()) {
+    if (std::find(profiles.begin(), profiles.end(), device) == profiles.end()) continue;  // no datasheet to scale by
+    // Every built-in file fits (a test checks); one that would not is left out of the pool rather
+    // than failing every plan of the engine.
+    try {
+      const HwProfile hw = load_hw_profile(device);
+      if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine))
+        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r)});
+    } catch (const InputError&) {
+    }
+  }
+  return out;
+}
+
+// The devices pooled for `arch` without `exclude`: the architecture's when any is left, else its
+// vendor's (apple-m1 from the other Apple chips), else all; `level` says which.
+std::vector<const DeviceCalibration*> pooled(const std::vector<DeviceCalibration>& all, const std::string& arch,
+                                             const std::string& exclude, std::string& level) {
+  const DeviceArch* a = find_device_arch(arch);
+  std::vector<const DeviceCalibration*> same, vendor, every;
+  for (const DeviceCalibration& d : all) {
+    if (d.device == exclude) continue;
+    every.push_back(&d);
+    if (!a) continue;
+    if (d.arch == arch) same.push_back(&d);
+    if (const DeviceArch* b = find_device_arch(d.arch); b && b->vendor == a->vendor) vendor.push_back(&d);
+  }
+  if (!same.empty()) return level = arch, same;
+  if (!vendor.empty()) return level = std::string(a->vendor), vendor;
+  level = std::string(kEngineLevel);
+  return every;
+}
+
+// Covariates of the pooled decode fit: the KV cache's read time (attention reads it slower than
+// weights), and the weights' and KV's read time x ln(datasheet bandwidth / 1 TB/s) (a faster
+// memory is reached at a smaller fraction by one sequence's matrix-vector products: HBM devices
+// near half, GDDR and Apple's near 0.8-1).
+constexpr std::string_view kBandwidthCovariate = "~bandwidth";
+constexpr double kReferenceBandwidth = 1e12;
+constexpr size_t kBuildsShown = 6;  // builds named in a transferred model's source
+
+double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kReferenceBandwidth); }
+
+// The pooled terms for a device of `arch` reading at `bandwidth` (datasheet), without error bands:
+// one fit over the pooled devices' points (decode; prefill where any has prefill points).
+std::optional<StepCalibration> pooled_terms(const std::string& engine, const std::string& arch, double bandwidth,
+                                            const std::string& exclude) {
+  std::string level;
+  const std::vector<const DeviceCalibration*> devices = pooled(builtin_device_calibrations(engine), arch, exclude, level);
+  if (devices.empty()) return std::nullopt;
+  std::vector<StepSample> decode;
+  std::vector<std::string> names;
+  std::set<std::string> builds;  // the engine builds the pooled points stand for
+  for (const DeviceCalibration* d : devices) {
+    names.push_back(d->device);
+    for (const CalibrationPoint& p : d->fit.points) {
+      if (!p.decode) continue;
+      builds.insert(p.row.build.empty() ? "not stated" : p.row.build.substr(0, std::min<size_t>(p.row.build.size(), 16)));
+      StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d->device + " " + p.group};
+      x.type_terms_s[std::string(kKvCovariate)] = p.kv_term_s;
+      x.type_terms_s[std::string(kBandwidthCovariate)] = p.term_s * log_bandwidth(d->bandwidth_bytes_per_s);
+      decode.push_back(std::move(x));
+    }
+  }
+  if (decode.size() < 2) return std::nullopt;
+  StepCalibration c;
+  c.engine = engine;
+  c.basis = "transferred";
+  const StepLine line = fit_step_line(decode);
+  auto delta = [&](std::string_view name) {
+    const auto it = line.delta.find(std::string(name));
+    return it == line.delta.end() ? 0.0 : it->second;
+  };
+  const double slope = std::max(1.0 / 1.1, line.slope + delta(kBandwidthCovariate) * log_bandwidth(bandwidth));
+  c.decode.fixed_s = line.fixed_s;
+  c.decode.read_efficiency = 1.0 / slope;
+  for (const auto& [type, d] : line.delta)
+    if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(1.0 / 1.1, slope + d);
+  c.decode.kv_read_efficiency = 1.0 / std::max(1.0 / 1.1, slope + delta(kKvCovariate));
+  // Prefill: each device's own terms averaged (the fixed time's mean, the compute efficiency's
+  // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
+  // (median 29.8% against 20.9%): the achieved fraction of the datasheet FLOPs differs by device
+  // more than a shared line allows.
+  double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0;
+  for (const DeviceCalibration* d : devices)
+    if (const std::optional<PrefillTerms>& own = d->fit.calibration.prefill) {
+      fixed_sum += own->fixed_s;
+      log_efficiency_sum += std::log(own->compute_efficiency);
+      ++with_prefill;
+    }
+  if (with_prefill > 0)
+    c.prefill = PrefillTerms{fixed_sum / with_prefill, std::exp(log_efficiency_sum / with_prefill), {}};
+  c.basis_note = level == kEngineLevel ? fmt::format("{} devices' measurements pooled ({}){}", devices.size(),
+                                                     fmt::join(names, ", "),
+                                                     arch.empty() ? "; the profile states no arch" : "; none of arch " + arch)
+                 : level == arch ? fmt::format("the {} {} device{} with measurements pooled ({})", devices.size(), arch,
+                                               devices.size() == 1 ? "" : "s", fmt::join(names, ", "))
+                                 : fmt::format("no {} device has measurements: the {} {} device{} pooled ({})", arch,
+                                               devices.size(), level, devices.size() == 1 ? "" : "s", fmt::join(names, ", "));
+  std::vector<std::string> shown(builds.begin(), builds.end());
+  const size_t more = shown.size() > kBuildsShown ? shown.size() - kBuildsShown : 0;
+  shown.resize(std::min(shown.size(), kBuildsShown));
+  c.source = fmt::format("{} decode points on {} device{}, fitted together; builds {}{}", decode.size(), devices.size(),
+                         devices.size() == 1 ? "" : "s",
+                         fmt::join(shown, "; "), more ? fmt::format(" and {} more", more) : "");
+  return c;
+}
+
+struct EngineBands {
+  ErrorBand decode, prefill;
+};
+
+EngineBands device_out_bands(const std::string& engine) {
+  std::vector<double> decode, prefill;
+  for (const DeviceOutPoint& p : leave_one_device_out(engine))
+    if (std::isfinite(p.predicted_s)) (p.point.decode ? decode : prefill).push_back(p.residual());
+  return {error_band(decode), error_band(prefill)};
+}
+
+template <typename T>
+const T& once_per_engine(const std::string& engine, T (*make)(const std::string&)) {
+  static std::mutex m;
+  static std::map<std::string, T> cache;  // node-based: references stay valid
+  std::lock_guard<std::mutex> lock(m);
+  auto it = cache.find(engine);
+  if (it == cache.end()) it = cache.emplace(engine, make(engine)).first;
+  return it->second;
+}
+
+}  // namespace
+
+const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::string& engine) {
+  return once_per_engine<std::vector<DeviceCalibration>>(engine, fit_builtin_devices);
+}
+
+double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
+  if (!p.decode) {
+    if (!c.prefill) return std::nan("");
+    return std::max(p.known_s + c.prefill->fixed_s + p.term_s / c.prefill->compute_efficiency, p.ceiling_s);
+  }
+  double t = p.known_s + c.decode.fixed_s + p.term_s / c.decode.read_efficiency;
+  if (c.decode.kv_read_efficiency) t += p.kv_term_s * (1.0 / *c.decode.kv_read_efficiency - 1.0 / c.decode.read_efficiency);
+  for (const auto& [type, share_s] : p.type_terms_s)
+    if (const auto it = c.decode.read_efficiency_by_type.find(type); it != c.decode.read_efficiency_by_type.end())
+      t += share_s * (1.0 / it->second - 1.0 / c.decode.read_efficiency);
+  return std::max(t, p.ceiling_s);  // as the roofline: no engine beats the speed of light
+}
+
+std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
+  std::vector<DeviceOutPoint> out;
+  for (const DeviceCalibration& d : builtin_device_calibrations(engine)) {
+    const std::optional<StepCalibration> others = pooled_terms(engine, d.arch, d.bandwidth_bytes_per_s, d.device);
+    if (!others) continue;  // the only device
+    std::string level;
+    (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
+    for (const CalibrationPoint& p : d.fit.points)
+      out.push_back({d.device, d.arch, level, p, predict_point(*others, p)});
+  }
+  return out;
+}
+
+std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
+                                                       const std::string& exclude) {
+  std::optional<StepCalibration> c = pooled_terms(engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude);
+  if (!c) return c;
+  const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
+  c->decode.error = bands.decode;
+  if (c->prefill) c->prefill->error = bands.prefill;
+  return c;
+}
+
+std::optional<StepCalibration> engine_step_calibration(const HwProfile& hw, const std::string& engine) {
+  if (std::optional<StepCalibration> own = builtin_calibration(hw, engine)) return own;
+  return transferred_calibration(engine, hw);
+}
+
+}  // namespace infer_plan

@@ -1,0 +1,106 @@
+// The step model that transfers: pooled fits over the built-in devices, leave-one-device-out, and
+// the calibration resolve_plan gives a device without measurements of its own.
+#include <doctest/doctest.h>
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+
+#include "planner/calibration/calibration.hpp"
+#include "planner/calibration/step_prior.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/model/device_arch.hpp"
+
+using namespace infer_plan;
+
+TEST_CASE("fit_step_line recovers a line and a bandwidth covariate from exact samples") {
+  // time = 2 ms + 1.25 x term + 0.30 x term x ln(bw / 1 TB/s), three devices at ln(bw) = -0.5, 0,
+  // 0.7, terms 2..40 ms: a covariate's delta is shrunk toward 0 by the ridge, by less than 2% here.
+  std::vector<StepSample> xs;
+  for (double log_bw : {-0.5, 0.0, 0.7})
+    for (double term_ms : {2.0, 5.0, 10.0, 20.0, 40.0}) {
+      const double term = term_ms / 1e3;
+      StepSample x{term, {{"~bandwidth", term * log_bw}}, 0.002 + 1.25 * term + 0.30 * term * log_bw,
+                   fmt::format("{} {}", log_bw, term_ms)};
+      xs.push_back(x);
+    }
+  const StepLine line = fit_step_line(xs);
+  CHECK(line.fixed_s == doctest::Approx(0.002).epsilon(0.03));
+  CHECK(line.slope == doctest::Approx(1.25).epsilon(0.02));
+  CHECK(line.delta.at("~bandwidth") == doctest::Approx(0.30).epsilon(0.03));
+}
+
+TEST_CASE("every built-in calibration file fits on its built-in profile, which states its arch") {
+  const std::vector<std::string> profiles = builtin_hw_names();
+  const std::vector<DeviceCalibration>& fits = builtin_device_calibrations("llama.cpp");
+  for (const std::string& device : builtin_calibration_names()) {
+    CAPTURE(device);
+    REQUIRE(std::find(profiles.begin(), profiles.end(), device) != profiles.end());
+    const HwProfile hw = load_hw_profile(device);
+    CHECK(find_device_arch(hw.arch));
+    const std::optional<CalibrationResult> r = builtin_calibration_result(hw, "llama.cpp");
+    REQUIRE(r);
+    CHECK(std::count_if(r->points.begin(), r->points.end(), [](const CalibrationPoint& p) { return p.decode; }) >= 2);
+    CHECK(std::any_of(fits.begin(), fits.end(), [&](const DeviceCalibration& d) { return d.device == device; }));
+  }
+  CHECK(fits.size() == builtin_calibration_names().size());
+}
+
+TEST_CASE("predict_point is the fit's own prediction (above the ceiling)") {
+  for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp")) {
+    CAPTURE(d.device);
+    for (const CalibrationPoint& p : d.fit.points) {
+      if (!p.decode || p.fitted_s < p.ceiling_s) continue;
+      CHECK(predict_point(d.fit.calibration, p) == doctest::Approx(p.fitted_s).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("a device without data gets its architecture's devices pooled, else its vendor's, else all") {
+  // rtx-4090 left out of its own pool: the other ada devices
+  const std::optional<StepCalibration> ada = transferred_calibration("llama.cpp", load_hw_profile("rtx-4090"), "rtx-4090");
+  REQUIRE(ada);
+  CHECK(ada->basis == "transferred");
+  CHECK(ada->basis_note.find("ada device") != std::string::npos);
+  CHECK(ada->basis_note.find("rtx-4090") == std::string::npos);
+  CHECK(ada->basis_note.find("rtx-4080") != std::string::npos);
+  CHECK(ada->decode.error.points > 0);  // the engine's leave-one-device-out band
+  // the h200 has no data of its own: resolve_plan's calibration is the hopper pool
+  const std::optional<StepCalibration> h200 = engine_step_calibration(load_hw_profile("h200"), "llama.cpp");
+  REQUIRE(h200);
+  CHECK(h200->basis == "transferred");
+  CHECK(h200->basis_note.find("hopper") != std::string::npos);
+  // a chip of an architecture nobody measured: its vendor's devices
+  HwProfile m4 = load_hw_profile("m2-ultra");
+  m4.name = "m4-test";
+  m4.arch = "apple-m4";
+  const std::optional<StepCalibration> apple = engine_step_calibration(m4, "llama.cpp");
+  REQUIRE(apple);
+  CHECK(apple->basis_note.find("no apple-m4 device has measurements") != std::string::npos);
+  CHECK(apple->basis_note.find("rtx-") == std::string::npos);
+  // no arch stated: every device
+  m4.arch.clear();
+  CHECK(engine_step_calibration(m4, "llama.cpp")->basis_note.find("states no arch") != std::string::npos);
+  // a device's own data wins
+  CHECK(engine_step_calibration(load_hw_profile("rtx-3090"), "llama.cpp")->basis == "calibrated");
+  // an engine without data: nothing to transfer
+  CHECK_FALSE(engine_step_calibration(load_hw_profile("h200"), "vllm"));
+}
+
+TEST_CASE("leave one device out: every device predicted from the others, at the level it would get") {
+  const std::vector<DeviceOutPoint> out = leave_one_device_out("llama.cpp");
+  std::set<std::string> devices;
+  std::vector<double> decode;
+  for (const DeviceOutPoint& p : out) {
+    devices.insert(p.device);
+    CHECK((p.level == p.arch || p.level == "nvidia" || p.level == "apple" || p.level == "engine"));
+    if (p.point.decode) {
+      REQUIRE(std::isfinite(p.predicted_s));
+      CHECK(p.predicted_s >= p.point.ceiling_s * (1 - 1e-9));  // never below the speed of light
+      decode.push_back(p.residual());
+    }
+  }
+  CHECK(devices.size() == builtin_device_calibrations("llama.cpp").size());
+  MESSAGE(fmt::format("leave-one-device-out: {} decode points on {} devices, median |error| {:.1f}%", decode.size(),
+                      devices.size(), median_abs(decode) * 100));
+}
