@@ -37,6 +37,12 @@ std::string band(const ErrorBand& b) {
                      pct(b.lo), pct(b.hi), b.points);
 }
 
+std::string by_type(const std::map<std::string, double>& efficiency) {
+  std::vector<std::string> parts;
+  for (const auto& [type, e] : efficiency) parts.push_back(fmt::format("{} {:.3f}", type, e));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 double median_ceiling_error(const CalibrationResult& r, bool decode) {
   std::vector<double> e;
   for (const CalibrationPoint& p : r.points)
@@ -224,10 +230,15 @@ void run(const CalibrateArgs& a) {
   fmt::print("decode:  {:.3f} ms fixed + bytes read / ({:.3f} x the profile's read rate)\n", cal.decode.fixed_s * 1e3,
              cal.decode.read_efficiency);
   fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.decode.error), median_ceiling_error(r, true) * 100);
+  if (!cal.decode.read_efficiency_by_type.empty() || cal.decode.kv_read_efficiency)
+    fmt::print("         read efficiency by weight type: {}{}\n", by_type(cal.decode.read_efficiency_by_type),
+               cal.decode.kv_read_efficiency ? fmt::format("; the KV cache {:.3f}", *cal.decode.kv_read_efficiency) : "");
   if (cal.prefill) {
     fmt::print("prefill: {:.3f} ms fixed + FLOPs / ({:.3f} x the profile's compute rate)\n", cal.prefill->fixed_s * 1e3,
                cal.prefill->compute_efficiency);
     fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.prefill->error), median_ceiling_error(r, false) * 100);
+    if (!cal.prefill->compute_efficiency_by_type.empty())
+      fmt::print("         compute efficiency by weight type: {}\n", by_type(cal.prefill->compute_efficiency_by_type));
   }
   if (others) {
     fmt::print("--loo device: without these points, {} would be predicted from {}:\n", hw.name, others->basis_note);

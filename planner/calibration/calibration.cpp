@@ -288,6 +288,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
   } else {
     const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
     p.term_s = c.compute_s;
+    for (const auto& [type, share] : rl.matmul_share_by_type()) p.type_terms_s[type] = c.compute_s * share;
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
   }
@@ -417,6 +418,7 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       PrefillTerms t;
       t.fixed_s = f.line.fixed;
       t.compute_efficiency = 1.0 / f.line.slope;
+      for (const auto& [type, delta] : f.line.delta) t.compute_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
       t.error = error_band(loo_r);
       cal.prefill = t;
     }

@@ -103,6 +103,9 @@ std::optional<StepCalibration> pooled_terms(const std::string& engine, const std
   // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
   // (median 29.8% against 20.9%): the achieved fraction of the datasheet FLOPs differs by device
   // more than a shared line allows.
+  // The weight types' own prefill costs are not carried over: averaged the same way, their ratios
+  // to each device's shared cost lost on leave-one-device-out (21.9% against 20.9%); within a
+  // device they help (its own fit's leave-one-file-out, e.g. rtx-4090 22.5% -> 9.5%).
   double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0;
   for (const DeviceCalibration* d : devices)
     if (const std::optional<PrefillTerms>& own = d->fit.calibration.prefill) {
@@ -110,8 +113,11 @@ std::optional<StepCalibration> pooled_terms(const std::string& engine, const std
       log_efficiency_sum += std::log(own->compute_efficiency);
       ++with_prefill;
     }
-  if (with_prefill > 0)
-    c.prefill = PrefillTerms{fixed_sum / with_prefill, std::exp(log_efficiency_sum / with_prefill), {}};
+  if (with_prefill > 0) {
+    PrefillTerms& p = c.prefill.emplace();
+    p.fixed_s = fixed_sum / with_prefill;
+    p.compute_efficiency = std::exp(log_efficiency_sum / with_prefill);
+  }
   c.basis_note = level == kEngineLevel ? fmt::format("{} devices' measurements pooled ({}){}", devices.size(),
                                                      fmt::join(names, ", "),
                                                      arch.empty() ? "; the profile states no arch" : "; none of arch " + arch)
@@ -158,7 +164,11 @@ const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::str
 double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
   if (!p.decode) {
     if (!c.prefill) return std::nan("");
-    return std::max(p.known_s + c.prefill->fixed_s + p.term_s / c.prefill->compute_efficiency, p.ceiling_s);
+    double t = p.known_s + c.prefill->fixed_s + p.term_s / c.prefill->compute_efficiency;
+    for (const auto& [type, share_s] : p.type_terms_s)
+      if (const auto it = c.prefill->compute_efficiency_by_type.find(type); it != c.prefill->compute_efficiency_by_type.end())
+        t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);
+    return std::max(t, p.ceiling_s);
   }
   double t = p.known_s + c.decode.fixed_s + p.term_s / c.decode.read_efficiency;
   if (c.decode.kv_read_efficiency) t += p.kv_term_s * (1.0 / *c.decode.kv_read_efficiency - 1.0 / c.decode.read_efficiency);

@@ -244,7 +244,14 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
     c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else if (cal.prefill) {
     c.fixed_s = cal.prefill->fixed_s;
-    c.read_s = std::max(c.compute_s / cal.prefill->compute_efficiency, read_s);
+    double compute_s = c.compute_s / cal.prefill->compute_efficiency;
+    if (!cal.prefill->compute_efficiency_by_type.empty()) {  // a type's own rate replaces the shared one
+      const std::map<std::string, double> share = matmul_share_by_type();
+      for (const auto& [type, e] : cal.prefill->compute_efficiency_by_type)
+        if (const auto it = share.find(type); it != share.end())
+          compute_s += c.compute_s * it->second * (1.0 / e - 1.0 / cal.prefill->compute_efficiency);
+    }
+    c.read_s = std::max(compute_s, read_s);
     band = &cal.prefill->error;
   } else if (!cal.decode.extra_token_s_per_byte.empty()) {
     // no prefill terms, but measured several-token products (the CPU probe): a prefill is one
@@ -284,6 +291,19 @@ double Roofline::weight_read_s_of_type(const std::string& type, double tokens) c
   const double expert_fraction =
       spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
   return it->second.dense + it->second.experts * expert_fraction;
+}
+
+std::map<std::string, double> Roofline::matmul_share_by_type() const {
+  std::map<std::string, double> params;
+  double total = 0;
+  for (const auto& [type, bytes] : token_bytes_by_type_) {
+    const GgmlTypeInfo& t = ggml_type_by_name(type, "roofline");
+    const double n = bytes * t.block_values / t.block_bytes;
+    params[type] = n;
+    total += n;
+  }
+  for (auto& [type, n] : params) n = total > 0 ? n / total : 0;
+  return params;
 }
 
 double Roofline::weight_read_s(double tokens) const {

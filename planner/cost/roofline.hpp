@@ -80,6 +80,9 @@ class Roofline {
   // one type's weights at the profile's rates (the calibration's per-type terms).
   std::vector<std::string> weight_types() const;
   double weight_read_s_of_type(const std::string& type, double tokens) const;
+  // Per GGML type, its share of the parameters one token multiplies (the calibration's per-type
+  // prefill terms: each type dequantizes before its product at its own cost).
+  std::map<std::string, double> matmul_share_by_type() const;
   // Expected distinct experts per MoE layer touched by `tokens` routed tokens (uniform routing).
   double distinct_experts(double tokens) const;
 

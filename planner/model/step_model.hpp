@@ -50,6 +50,9 @@ struct DecodeTerms {
 struct PrefillTerms {
   double fixed_s = 0;              // per prefill
   double compute_efficiency = 1;   // achieved fraction of the profile's compute rate
+  // GGML type name -> that type's own fraction, for its share of the products (K-quants and
+  // i-quants dequantize before the product; absent types use the above).
+  std::map<std::string, double> compute_efficiency_by_type;
   ErrorBand error;
 };
 

@@ -548,7 +548,7 @@ namespace {
 // efficiency by weight type) count as one key.
 void documented_keys(const Json& j, const std::string& prefix, std::set<std::string>& out) {
   if (j.is_object() && !j.contains("unresolved") && prefix != "at_rate" && prefix != "metadata" && !prefix.ends_with("].plan") &&
-      prefix != "terms.decode.read_efficiency_by_type") {
+      !prefix.ends_with("_efficiency_by_type")) {  // maps keyed by weight type: documented whole
     for (const auto& [key, value] : j.items()) {
       const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
       documented_keys(value, (prefix.empty() ? "" : prefix + ".") + (numeric ? "N" : key), out);

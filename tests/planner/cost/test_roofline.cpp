@@ -169,3 +169,32 @@ TEST_CASE("launch overhead: a CPU projection per product, a CUDA kernel per grap
   hw.measured->launch_unit = "kernel";
   CHECK(Roofline(s, bf16, {}, hw).decode_step(1, 100).overhead_s == doctest::Approx(689 * 2e-6));
 }
+
+TEST_CASE("prefill by weight type: each type's share of the products at its own efficiency") {
+  const ModelSpec s = load_model("qwen3-0.6b");
+  const WeightsLayout layout = uniform_weights_layout(s, "Q4_K");
+  HwProfile hw = device("100 GB/s", "1 TFLOPS");
+  const std::map<std::string, double> share = Roofline(s, layout, {}, hw).matmul_share_by_type();
+  double sum = 0;
+  for (const auto& [type, x] : share) sum += x;
+  CHECK(sum == doctest::Approx(1.0));  // shares of the parameters one token multiplies
+  CHECK(share.at("Q4_K") > 0.99);      // a uniform layout: every matrix Q4_K (no other type's products)
+  StepCalibration shared;
+  shared.prefill.emplace();
+  shared.prefill->fixed_s = 0.001;
+  shared.prefill->compute_efficiency = 0.5;
+  hw.calibration = shared;
+  const StepCost a = Roofline(s, layout, {}, hw).prefill(512);
+  // Every type at half the shared efficiency costs what a shared efficiency of a quarter costs:
+  // compute / 0.5 + compute x share x (1 / 0.25 - 1 / 0.5) = compute / 0.25 when the shares sum to 1.
+  StepCalibration by_type = shared;
+  for (const auto& [type, x] : share) by_type.prefill->compute_efficiency_by_type[type] = 0.25;
+  hw.calibration = by_type;
+  const StepCost b = Roofline(s, layout, {}, hw).prefill(512);
+  StepCalibration quarter = shared;
+  quarter.prefill->compute_efficiency = 0.25;
+  hw.calibration = quarter;
+  const StepCost c = Roofline(s, layout, {}, hw).prefill(512);
+  CHECK(b.time_s == doctest::Approx(c.time_s).epsilon(1e-9));
+  CHECK(b.time_s > a.time_s * 1.9);  // compute-bound at 512 tokens: about twice
+}
