@@ -323,7 +323,7 @@ double median_abs(std::vector<double> xs) {
   return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
 }
 
-ErrorBand error_band(const std::vector<double>& r) {
+ErrorBand error_band(const std::vector<double>& r, double tail) {
   ErrorBand b;
   b.points = r.size();
   if (r.empty()) return b;
@@ -336,8 +336,8 @@ ErrorBand error_band(const std::vector<double>& r) {
     return i + 1 < s.size() ? s[i] * (1 - f) + s[i + 1] * f : s[i];
   };
   const bool few = s.size() < 10;
-  b.lo = std::min(0.0, few ? s.front() : quantile(0.1));
-  b.hi = std::max(0.0, few ? s.back() : quantile(0.9));
+  b.lo = std::min(0.0, few ? s.front() : quantile(tail));
+  b.hi = std::max(0.0, few ? s.back() : quantile(1 - tail));
   b.lo = std::max(b.lo, -0.95);
   b.loo_median_abs = median_abs(r);
   return b;

@@ -87,9 +87,9 @@ struct StepLine {
 StepLine fit_step_line(const std::vector<StepSample>& samples);
 
 // Median of |x|, and the band [min(0, lo), max(0, hi)] of relative residuals: the extremes
-// below 10 points, the 10th and 90th percentiles from 10 on.
+// below 10 points, the `tail` and 1 - `tail` quantiles from 10 on (the 10th and 90th by default).
 double median_abs(std::vector<double> xs);
-ErrorBand error_band(const std::vector<double>& residuals);
+ErrorBand error_band(const std::vector<double>& residuals, double tail = 0.1);
 
 // The built-in calibration of a device for an engine, fitted from the embedded data file
 // hwprofiles/calibrations/<hw.name>.json when it exists and names that engine.
