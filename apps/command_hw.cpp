@@ -1,4 +1,5 @@
 // `infer-plan hw [NAME|PATH]`: hardware profiles and links, with every figure's unit.
+#include <algorithm>
 #include <fmt/format.h>
 #include <memory>
 
@@ -6,6 +7,7 @@
 #include "apps/commands.hpp"
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
+#include "planner/calibration/calibration.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/device_arch.hpp"
@@ -56,17 +58,22 @@ void run(const HwArgs& a) {
       print_json(Json{{"devices", devices}, {"links", links}});
       return;
     }
-    TextTable t{{"profile", "capacity", "usable", "bandwidth", "bf16", "host link"},
-                {false, true, true, true, true, false}, {}};
+    TextTable t{{"profile", "arch", "capacity", "usable", "bandwidth", "bf16", "host link", "llama.cpp steps"},
+                {false, false, true, true, true, true, false, false}, {}};
+    const std::vector<std::string> measured = builtin_calibration_names();
     for (const auto& n : builtin_hw_names()) {
       const HwProfile p = load_hw_profile(n);
       auto bf16 = p.compute_ops_per_s.find("bf16");
-      t.rows.push_back({p.name, format_gib(static_cast<double>(p.memory_capacity_bytes)),
+      const bool own = std::find(measured.begin(), measured.end(), p.name) != measured.end();
+      t.rows.push_back({p.name, p.arch.empty() ? "-" : p.arch, format_gib(static_cast<double>(p.memory_capacity_bytes)),
                         format_gib(static_cast<double>(p.usable_bytes())), format_rate(p.memory_bandwidth_bytes_per_s),
                         bf16 == p.compute_ops_per_s.end() ? "-" : format_flops(bf16->second),
-                        p.host_links.empty() ? "-" : p.host_links.front().name});
+                        p.host_links.empty() ? "-" : p.host_links.front().name,
+                        own ? "calibrated" : "transferred"});
     }
-    fmt::print("{}\nlinks (per direction):\n", t.render());
+    fmt::print("{}", t.render());
+    fmt::print("  (llama.cpp steps: fitted to published runs of the device, or transferred from the devices of its arch;\n"
+               "   `calibrate --loo device` says how close each is)\n\nlinks (per direction):\n");
     TextTable lt{{"link", "bandwidth", "description"}, {false, true, false}, {}};
     for (const auto& n : builtin_link_names()) {
       LinkProfile l = load_link(n);

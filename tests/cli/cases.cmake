@@ -69,7 +69,8 @@ infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv
   "Exit status: 0 FITS, 1 DOES NOT FIT" "--host-bandwidth")
 infer_plan_cli_case(model_235b EXIT 0 ARGS model qwen3-235b-a22b MATCH "attention width 8192" "128 experts, 8 active")
 infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "blk.35.ffn_down.weight +\\[12288, 4096\\]")
-infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s")
+infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s" "llama.cpp steps"
+  "h200 +hopper .* transferred" "rtx-4090 +ada .* calibrated")
 # The M2 Max as it is (issue 15): 96 GiB, of which Metal wires 72 GiB for the GPU by default, so the
 # seed's 79.81 GiB file does not fit until iogpu.wired_limit_mb is raised.
 infer_plan_cli_case(fit_m2_as_built EXIT 1 ARGS fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1
