@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "planner/catalog/catalog.hpp"
@@ -185,17 +186,21 @@ KindFit fit_kind(const std::vector<Sample>& xs) {
   KindFit k;
   k.fixed_fitted = terms_spread(xs);
   k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs));
-  for (size_t i = 0; i < xs.size(); ++i) {
-    // Left out with every point of its group: a file's tg512 and tg4096 predict each other too
-    // well for either to count as held out.
+  // Left out with every point of its group: a file's tg512 and tg4096 predict each other too well
+  // for either to count as held out. One fit per group serves all its points.
+  std::map<std::string, std::optional<Line>> without;  // group -> the fit on the others (none: too few)
+  for (const Sample& x : xs) {
+    if (without.contains(x.group)) continue;
     std::vector<Sample> rest;
-    for (size_t j = 0; j < xs.size(); ++j)
-      if (xs[j].group != xs[i].group) rest.push_back(xs[j]);
-    if (rest.size() < 2) {  // one group only: nothing to predict it from
-      k.loo.push_back(std::nan(""));
-      continue;
-    }
-    k.loo.push_back(fit_line(rest, k.fixed_fitted && terms_spread(rest), fitted_types(rest)).predict(xs[i]));
+    for (const Sample& y : xs)
+      if (y.group != x.group) rest.push_back(y);
+    without[x.group] = rest.size() < 2 ? std::nullopt  // one group only: nothing to predict it from
+                                       : std::optional<Line>(fit_line(rest, k.fixed_fitted && terms_spread(rest),
+                                                                      fitted_types(rest)));
+  }
+  for (const Sample& x : xs) {
+    const std::optional<Line>& line = without.at(x.group);
+    k.loo.push_back(line ? line->predict(x) : std::nan(""));
   }
   return k;
 }
@@ -212,14 +217,25 @@ std::string match_model(const BenchRow& row, const BenchModelType& mt) {
   if (!row.params)
     throw InputError(fmt::format("{}: '{}' prints no parameter count to find the model by; give --model",
                                  row.origin, row.model_type));
+  // The built-in models' architectures and sizes, read once (a data file has hundreds of rows).
+  struct Known {
+    std::string name, gguf_arch;
+    double params;
+  };
+  static const std::vector<Known> known = [] {
+    std::vector<Known> k;
+    for (const std::string& name : builtin_model_names()) {
+      const ModelSpec spec = load_model(name);
+      k.push_back({name, spec.gguf_arch, static_cast<double>(parameter_count(spec).total)});
+    }
+    return k;
+  }();
   std::string best;
   double best_gap = kParamsTolerance;
-  for (const std::string& name : builtin_model_names()) {
-    const ModelSpec spec = load_model(name);
-    if (spec.gguf_arch != mt.arch) continue;
-    const double params = static_cast<double>(parameter_count(spec).total);
-    const double gap = std::abs(params / *row.params - 1.0);
-    if (gap < best_gap) best = name, best_gap = gap;
+  for (const Known& m : known) {
+    if (m.gguf_arch != mt.arch) continue;
+    const double gap = std::abs(m.params / *row.params - 1.0);
+    if (gap < best_gap) best = m.name, best_gap = gap;
   }
   if (best.empty())
     throw InputError(fmt::format("{}: no built-in '{}' model has {:.3g} B parameters; give --model (a name or "
@@ -307,11 +323,7 @@ std::string joined_builds(const std::vector<CalibrationPoint>& points) {
 StepLine fit_step_line(const std::vector<StepSample>& samples) {
   std::vector<Sample> xs;
   for (const StepSample& x : samples) xs.push_back({x.term_s, x.type_terms_s, x.measured_s, x.group});
-  std::set<std::string> types;
-  for (const Sample& x : xs)
-    for (const auto& [type, v] : x.type_terms)
-      if (type.starts_with('~') || v >= 0.1 * x.term) types.insert(type);
-  const Line line = fit_line(xs, terms_spread(xs), {types.begin(), types.end()});
+  const Line line = fit_line(xs, terms_spread(xs), fitted_types(xs));
   return {line.fixed, line.slope, line.delta};
 }
 
