@@ -14,6 +14,7 @@
 #include "apps/commands.hpp"
 #include "apps/text_table.hpp"
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/serving_prior.hpp"
 #include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
@@ -62,10 +63,80 @@ Json point_json(const CalibrationPoint& p) {
               {"weight", p.weight}};
 }
 
+// A datacenter engine's published serving runs: each run's mean ITL and TTFT as the serving
+// simulation predicts them with the pooled fit, and with the fit of the other devices' runs.
+void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
+  std::vector<double> itl, ttft, itl_out, ttft_out;
+  Json points = Json::array();
+  TextTable t;
+  t.headers = {"run", "in/out", "ITL ms", "fit", "device out", "TTFT ms", "fit", "device out"};
+  t.right_aligned = {false, true, true, true, true, true, true, true};
+  auto rel = [](double measured, double predicted) { return predicted > 0 ? measured / predicted - 1 : std::nan(""); };
+  auto cell = [&](double measured, double predicted) {
+    return predicted > 0 ? fmt::format("{:.4g} {}", predicted * 1e3, pct(rel(measured, predicted))) : std::string("-");
+  };
+  for (const ServedFitPoint& p : fit.points) {
+    const std::optional<double> mi = p.run.inter_token_s(), mt = p.run.ttft_s();
+    Json j{{"run", p.run.label()}, {"source", p.run.source}, {"fitted", p.fitted}, {"why_not", p.why_not},
+           {"input_tokens", p.run.input_tokens}, {"output_tokens", p.run.output_tokens},
+           {"itl_ms", mi ? Json(*mi * 1e3) : Json(nullptr)}, {"ttft_ms", mt ? Json(*mt * 1e3) : Json(nullptr)}};
+    auto put = [&](const char* key, double predicted, double measured, std::vector<double>* into) {
+      j[key] = predicted > 0 ? Json(predicted * 1e3) : Json(nullptr);
+      if (predicted > 0 && measured > 0 && into) into->push_back(rel(measured, predicted));
+    };
+    put("itl_predicted_ms", p.predicted_itl_s, mi.value_or(0), p.fitted ? &itl : nullptr);
+    put("ttft_predicted_ms", p.predicted_ttft_s, mt.value_or(0), p.fitted ? &ttft : nullptr);
+    put("itl_device_out_ms", p.held_itl_s, mi.value_or(0), &itl_out);
+    put("ttft_device_out_ms", p.held_ttft_s, mt.value_or(0), &ttft_out);
+    points.push_back(j);
+    if (!p.run.excluded.empty()) continue;
+    t.rows.push_back({fmt::format("{}{}", p.run.label(), p.fitted ? "" : " *"), fmt::format("{:.0f}/{:.0f}", p.run.input_tokens, p.run.output_tokens),
+                      mi ? fmt::format("{:.4g}", *mi * 1e3) : "-", cell(mi.value_or(0), p.predicted_itl_s),
+                      cell(mi.value_or(0), p.held_itl_s), mt ? fmt::format("{:.4g}", *mt * 1e3) : "-",
+                      cell(mt.value_or(0), p.predicted_ttft_s), cell(mt.value_or(0), p.held_ttft_s)});
+  }
+  const StepCalibration& c = fit.calibration;
+  if (!a.out.empty()) {
+    std::ofstream out(a.out);
+    if (!out) throw InputError(fmt::format("--out {}: cannot write the file", a.out));
+    out << serving_fit_to_json(fit).dump(2) << "\n";
+    if (!out) throw InputError(fmt::format("--out {}: write failed", a.out));
+  }
+  if (a.output.json()) {
+    print_json(Json{{"engine", c.engine}, {"calibration", step_calibration_to_json(c)}, {"points", points},
+                    {"itl_median_abs_error", median_abs(itl)}, {"ttft_median_abs_error", median_abs(ttft)},
+                    {"itl_device_out_median_abs_error", median_abs(itl_out)},
+                    {"ttft_device_out_median_abs_error", median_abs(ttft_out)}});
+    return;
+  }
+  fmt::print("calibrate --loo device: {}'s published serving runs (hwprofiles/serving/{}.json), each run's mean "
+             "inter-token latency and TTFT from the serving simulation with the pooled fit, and with the fit of the "
+             "other devices' runs\n", c.engine, c.engine);
+  auto moe = [](const std::optional<double>& e) { return e ? fmt::format(" ({:.0f}% for MoE)", *e * 100) : std::string(); };
+  fmt::print("  step: {:.3f} ms + {:.4f} ms per sequence + reads at {:.0f}%{} of the datasheet; prefill {:.2f} ms + compute "
+             "at {:.0f}%{}; front end {:.1f} ms per request\n",
+             c.decode.fixed_s * 1e3, c.decode.per_sequence_s * 1e3, c.decode.read_efficiency * 100,
+             moe(c.decode.moe_read_efficiency), c.prefill->fixed_s * 1e3, c.prefill->compute_efficiency * 100,
+             moe(c.prefill->moe_compute_efficiency), c.first_token_s * 1e3);
+  fmt::print("{}", t.render("  "));
+  fmt::print("  ITL: fit {:.1f}% ({} runs), device out {:.1f}% ({}); TTFT: fit {:.1f}%, device out {:.1f}% "
+             "(median |measured / predicted - 1|)\n",
+             median_abs(itl) * 100, itl.size(), median_abs(itl_out) * 100, itl_out.size(), median_abs(ttft) * 100,
+             median_abs(ttft_out) * 100);
+  size_t predicted = 0, excluded = 0;
+  for (const ServedFitPoint& p : fit.points) {
+    predicted += !p.fitted && p.run.excluded.empty() ? 1 : 0;
+    excluded += p.run.excluded.empty() ? 0 : 1;
+  }
+  if (predicted) fmt::print("  * {} runs predicted, not fitted (all at once; --json says why)\n", predicted);
+  if (excluded) fmt::print("  {} runs excluded by the data file (--json says why)\n", excluded);
+}
+
 // Leave-one-device-out over the engine's built-in data: each device's points predicted from the
 // other devices' pooled terms (its architecture's, else all), beside its own fit's leave-one-out.
 void run_device_out(const CalibrateArgs& a) {
   const std::string engine = a.engine.empty() ? "llama.cpp" : a.engine;
+  if (const ServingFit* served = builtin_serving_fit(engine)) return run_served_out(a, *served);
   const std::vector<DeviceCalibration>& devices = builtin_device_calibrations(engine);
   if (devices.empty())
     throw InputError(fmt::format("--engine {}: no built-in data files of that engine (hwprofiles/calibrations/: {})",
@@ -281,12 +352,16 @@ void add_calibrate_command(CLI::App& app) {
                   "The model every row ran (a built-in name or a config.json); default: the built-in with the "
                   "row's architecture and parameter count")
       ->type_name("NAME|PATH");
-  cmd->add_option("--out", args->out, "Write the profile with its calibration block here")->type_name("OUT.json");
+  cmd->add_option("--out", args->out,
+                  "Write the profile with its calibration block here; with --loo device and a datacenter engine "
+                  "(vllm, sglang), the fit of its published serving runs (hwprofiles/serving/fits/ENGINE.json)")
+      ->type_name("OUT.json");
   args->output.add_to(*cmd, false);
   cmd->footer("Examples (published RTX 3090 runs, shipped with infer-plan; then your own llama-bench output, any of its -o formats):\n"
               "  infer-plan calibrate hwprofiles/calibrations/rtx-3090.json --hw rtx-3090 --out rtx-3090-llama.json\n"
               "  infer-plan calibrate my-llama-bench.jsonl --hw rtx-4090 -o md\n"
               "  infer-plan calibrate --loo device          # how well a device without data is predicted\n"
+              "  infer-plan calibrate --loo device --engine vllm   # vLLM's published serving runs, simulated (seconds)\n"
               "and predict with the profile it wrote:\n"
               "  infer-plan roofline --hw rtx-3090-llama.json --model llama-3.1-8b --weights Q4_K_M --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });

@@ -205,7 +205,7 @@ void run(const PdArgs& a) {
     if (!a.decode_given)
       in.times.decode_step_ms =
           rp.roofline->decode_step(a.decode_batch, in.workload.prompt_tokens + in.workload.output_tokens / 2).time_s * 1e3;
-    args.times_source = fmt::format("roofline of {} ({}) on {}", rp.spec.name, rp.weights.label, rp.hw.name);
+    args.times_source = fmt::format("{} of {} ({}) on {}", step_model_name(rp), rp.spec.name, rp.weights.label, rp.hw.name);
   }
   in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
   in.deployment.same_machine = a.same_machine;

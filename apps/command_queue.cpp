@@ -19,6 +19,7 @@
 #include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
+#include "planner/serving/engine_policy.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "planner/core/units.hpp"
 
@@ -33,7 +34,7 @@ struct QueueArgs {
   std::string prompt = "512", output = "256", arrivals = "poisson", kv_tokens, deadline_rule = "persists";
   std::optional<double> iteration_ms;
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
-  uint64_t max_batch = 256;
+  std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
   std::optional<double> deadline_s;
   uint64_t seed = 1;
   bool max_rate = false;
@@ -97,7 +98,7 @@ Simulation build_simulation(const QueueArgs& a) {
     throw InputError("--iteration-ms and --hw both given: the times come from one or the other");
   if (a.tp && a.hw.empty()) throw InputError("--tp: tensor parallel needs --hw (the roofline splits the model across its devices)");
   // The times, rates and fractions are range-checked by their flags' validators.
-  if (a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
+  if (a.max_batch && *a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
   if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
     throw InputError(fmt::format("--num-prompts: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
 
@@ -120,8 +121,8 @@ Simulation build_simulation(const QueueArgs& a) {
                                    s.plan->weights.label));
     s.server = s.plan->server;
     s.server.kv_capacity_tokens = fit.kv_tokens_in(fit.kv_room_bytes);
-    s.server_text = fmt::format("roofline of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
-                                "from bytes and FLOPs ({}); KV capacity from fit ({})", s.plan->spec.name,
+    s.server_text = fmt::format("{} of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
+                                "from bytes and FLOPs ({}); KV capacity from fit ({})", step_model_name(*s.plan), s.plan->spec.name,
                                 s.plan->weights.label, ggml_type_info(plan.kv.k).name,
                                 plan.tp > 1 ? fmt::format("{} x {} (tensor parallel)", plan.tp, s.plan->hw.name) : s.plan->hw.name,
                                 s.plan->roofline->rates().step_source, fit.engine_assumption);
@@ -136,7 +137,8 @@ Simulation build_simulation(const QueueArgs& a) {
                                 "{:g} ms + {:g} ms per 1K prompt tokens", *a.iteration_ms, a.per_seq_ms,
                                 a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
   }
-  s.server.max_batch = a.max_batch;
+  s.server.max_batch = a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw).max_batch
+                                                            : EnginePolicy{}.max_batch;
   if (!a.kv_tokens.empty()) {  // overrides the roofline mode's fit
     const uint64_t kv = parse_tokens(a.kv_tokens, "--kv-tokens");
     if (kv == 0) throw InputError("--kv-tokens: must be at least 1 token (leave it out for no limit)");
@@ -149,6 +151,7 @@ Simulation build_simulation(const QueueArgs& a) {
     s.load.rate_per_s = *a.rate_per_s;
   }
   s.load.requests = a.requests;
+  s.load.finite_run = true;  // a benchmark's N requests: their latencies even when the queue grows
   s.load.arrivals = a.arrivals == "fixed" ? ArrivalProcess::fixed : ArrivalProcess::poisson;
   s.load.prompt_tokens = parse_token_lengths(a.prompt, "--input-len");
   s.load.output_tokens = parse_token_lengths(a.output, "--output-len");
@@ -185,7 +188,7 @@ std::string lengths_text(TokenLengths t) {
 
 Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t.max_tokens}}; }
 
-// Latency keys are null when the run has none (unstable, or nothing completed).
+// Latency keys are null when nothing completed; an unstable run's are its N requests' (stable: false).
 Json simulation_json(const Simulation& s, const ServingResult& r) {
   Json j{{"num_prompts", r.requests},
          {"basis", s.basis},
@@ -198,6 +201,8 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"deadline_s", s.load.deadline_s ? Json(*s.load.deadline_s) : Json(nullptr)},
          {"deadline_rule", s.load.deadline_prediction == DeadlinePrediction::load_persists ? "persists" : "lower-bound"},
          {"max_batch", s.server.max_batch},
+         {"step_token_budget", s.server.step_token_budget ? Json(*s.server.step_token_budget) : Json(nullptr)},
+         {"front_end_ms", s.server.first_token_s * 1e3},
          {"kv_capacity_tokens", s.server.kv_capacity_tokens ? Json(*s.server.kv_capacity_tokens) : Json(nullptr)},
          {"completed", r.completed},
          {"completed_late", r.completed_late},
@@ -230,8 +235,15 @@ void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const Serving
              s.load.rate_per_s, s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
              s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
   fmt::print("server: {}\n", s.server_text);
-  fmt::print("        max batch {}, KV {}; FCFS, no chunked prefill (a prefill stalls the batch)\n", s.server.max_batch,
-             s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited");
+  fmt::print("        max batch {}, KV {}; FCFS, {}{}\n", s.server.max_batch,
+             s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited",
+             s.server.step_token_budget
+                 ? fmt::format("chunked prefill: a step decodes the batch and prefills the queue's heads within {} tokens",
+                               *s.server.step_token_budget)
+                 : "no chunked prefill (a prefill stalls the batch)",
+             s.server.first_token_s > 0
+                 ? fmt::format("; the engine's front end {:.1f} ms per request (in TTFT and E2E)", s.server.first_token_s * 1e3)
+                 : "");
   fmt::print("outcome: {} completed{}, {} rejected (deadline {}, larger than the KV {}); rejection rate {:.1f}%\n",
              r.completed, s.load.deadline_s ? fmt::format(" ({} after the deadline)", r.completed_late) : "",
              r.rejected.total(), r.rejected.deadline, r.rejected.exceeds_kv_capacity, 100 * r.rejection_rate);
@@ -239,8 +251,9 @@ void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const Serving
                                            r.in_system_q2, r.in_system_q3, r.in_system_q4);
   if (!r.stable) {
     fmt::print("stability: UNSTABLE: {}\n", r.unstable_reason);
-    fmt::print("latency: none: an unstable queue has no steady-state latency (this run's would only grow "
-               "with its length); lower the rate, add a deadline, or add capacity\n");
+    fmt::print("latency: of these {} requests only, as `vllm bench serve --num-prompts {}` would measure them: an "
+               "unstable queue has no steady-state latency (a longer run's grows with its length); lower the rate, add a "
+               "deadline, or add capacity\n", r.requests, r.requests);
   } else {
     fmt::print("stability: stable ({}{})\n",
                s.load.deadline_s ? "admission by deadline bounds the queue"
@@ -465,7 +478,9 @@ void add_queue_command(CLI::App& app) {
                       "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output "
                       "(default unlimited)")
           ->type_name("TOKENS"));
-  sim(cmd->add_option("--max-batch", a->max_batch, "Most running requests (default 256)")
+  sim(cmd->add_option("--max-batch", a->max_batch,
+                      "Most running requests (vLLM's --max-num-seqs; default: the engine's, vLLM 1024 on a device of 70 GiB "
+                      "or more that is not an A100, else 256; 256 without an engine)")
       ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_option("--deadline", a->deadline_s,
                       "Deadline from arrival to last token in seconds; reject at arrival when the predicted "

@@ -68,8 +68,10 @@ void run(const RooflineArgs& a) {
   print_step("decode iteration", e.decode);
   print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);
   print_step(fmt::format("prefill ({} tokens)", plan.context), e.prefill);
-  fmt::print("\n  TTFT {:.3f} s (prefill only, no queueing), TPOT {:.3f} ms, {:.1f} tokens/s for the batch "
-             "({:.1f} per sequence)\n", e.ttft_s, e.tpot_ms, e.tokens_per_s, e.tokens_per_s / static_cast<double>(plan.requests));
+  const double front_s = rp.hw.calibration ? rp.hw.calibration->first_token_s : 0;
+  fmt::print("\n  TTFT {:.3f} s ({}, no queueing), TPOT {:.3f} ms, {:.1f} tokens/s for the batch "
+             "({:.1f} per sequence)\n", e.ttft_s,
+             front_s > 0 ? fmt::format("prefill + {:.1f} ms the engine's front end", front_s * 1e3) : "prefill only", e.tpot_ms, e.tokens_per_s, e.tokens_per_s / static_cast<double>(plan.requests));
   if (!e.decode.calibrated)
     fmt::print("  these are ceilings: a real engine adds a fixed time per step and reaches a fraction of the bandwidth "
                "(--engine llama.cpp on {}; `calibrate` your own measurements; `probe` this machine)\n",

@@ -213,8 +213,8 @@ void run(SpecArgs a) {
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
     a.verify_ms = in.verify_ms(0);
     a.draft_ms = in.draft_ms;
-    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft its first {} layer{} and head, batch {}, "
-                                    "context {}; verify grows with m once compute-bound", target.hw.name,
+    a.derived_from = fmt::format("{} on {}: target {} ({}), draft its first {} layer{} and head, batch {}, "
+                                    "context {}; verify grows with m once compute-bound", step_model_name(target), target.hw.name,
                                     target.spec.name, target.weights.label, *a.draft_layers,
                                     *a.draft_layers == 1 ? "" : "s", a.batch, plan.context);
   } else if (!a.draft.empty()) {
@@ -237,8 +237,8 @@ void run(SpecArgs a) {
     in.plain_ms_per_token = a.decode_ms.value_or(in.verify_ms(0));
     a.verify_ms = in.verify_ms(0);
     a.draft_ms = in.draft_ms;
-    a.derived_from = fmt::format("roofline on {}: target {} ({}), draft {} ({}), batch {}, context {}; verify "
-                                    "grows with m once compute-bound", target.hw.name, target.spec.name,
+    a.derived_from = fmt::format("{} on {}: target {} ({}), draft {} ({}), batch {}, context {}; verify "
+                                    "grows with m once compute-bound", step_model_name(target), target.hw.name, target.spec.name,
                                     target.weights.label, draft.spec.name, draft.weights.label, a.batch, plan.context);
   }
   // A per-position list sets the table's length unless --max-block says otherwise.

@@ -196,6 +196,14 @@ void use_profile(Plan& plan, const HwChoice& hw) {
   plan.hw_inline = hw.calibrated;
 }
 
+// What a candidate's latencies rest on: its resolved plan's step model (the profile's, the
+// engine's, or the one its weights are served with when no engine is given).
+void take_basis(AdviseCandidate& c, const HwChoice& hw, const ResolvedPlan& rp) {
+  const RooflineRates& r = rp.roofline->rates();
+  c.basis = r.basis;
+  c.basis_note = r.basis == hw.basis && !hw.basis_note.empty() && hw.basis != "ceiling" ? hw.basis_note : r.step_source;
+}
+
 std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
   std::vector<HwChoice> out;
   for (const std::string& h : q.hw) {
@@ -220,7 +228,7 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
       c.basis_note = fmt::format("{}, {}", c.profile.calibration->engine, c.profile.calibration->source);
     }
     if (c.basis == "ceiling")
-      c.basis_note = q.engine.empty() ? "the datasheet roofline: no --engine given"
+      c.basis_note = q.engine.empty() ? "each plan's engine chosen from its weights (resolve_plan's default_engine)"
                                       : fmt::format("the datasheet roofline: no {} measurements to transfer", q.engine);
     out.push_back(std::move(c));
   }
@@ -467,8 +475,7 @@ struct ServingSearch {
     const double rate = *q.rate_per_s;
     AdviseCandidate c;
     c.hw = g.hw->profile.name;
-    c.basis = g.hw->basis;
-    c.basis_note = g.hw->basis_note;
+    take_basis(c, *g.hw, *g.rp);
     c.weights = g.weights;
     c.kv = g.kv;
     c.tp = g.tp;
@@ -879,8 +886,7 @@ AdviseCandidate capacity_candidate(const AdviseQuery& q, const HwChoice& hw, con
                                    uint64_t context, const ResolvedPlan& rp, bool last_resort) {
   AdviseCandidate c;
   c.hw = hw.profile.name;
-  c.basis = hw.basis;
-  c.basis_note = hw.basis_note;
+  take_basis(c, hw, rp);
   c.weights = w;
   c.kv = kv;
   c.tp = tp;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "planner/calibration/serving_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/catalog/embedded_data.hpp"
 #include "planner/core/input_error.hpp"
@@ -207,6 +208,7 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
 
 std::optional<StepCalibration> engine_step_calibration(const HwProfile& hw, const std::string& engine) {
   if (std::optional<StepCalibration> own = builtin_calibration(hw, engine)) return own;
+  if (std::optional<StepCalibration> served = served_step_calibration(hw, engine)) return served;
   return transferred_calibration(engine, hw);
 }
 

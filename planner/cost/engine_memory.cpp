@@ -17,6 +17,7 @@ namespace {
 constexpr uint64_t kLlamaCppUbatch = 512;            // llama.cpp's default n_ubatch
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
 constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
+constexpr double kSglangStaticFraction = 0.88;       // SGLang 0.3-0.4's mem_fraction_static at TP 1
 constexpr uint64_t kVllmMaxBatchedTokens = 8192;     // vLLM V1's default max_num_batched_tokens
 constexpr uint64_t kVllmMaxSeqs = 256;               // its default max_num_seqs
 constexpr uint64_t kF32 = 4, kBf16 = 2;
@@ -26,7 +27,7 @@ bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != st
 }  // namespace
 
 const std::vector<std::string>& known_engines() {
-  static const std::vector<std::string> engines{"llama.cpp", "vllm"};
+  static const std::vector<std::string> engines{"llama.cpp", "vllm", "sglang", "trtllm"};
   return engines;
 }
 
@@ -42,14 +43,14 @@ ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine) {
 EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const HwProfile& hw,
                            uint64_t context_tokens, uint64_t requests) {
   EngineMemory m;
-  if (engine.empty()) {
+  if (engine.empty() || engine == kNoEngine) {
     m.assumption = "no engine: weights, KV and the reserves given only (--engine llama.cpp|vllm counts what the "
                    "engine allocates beside them)";
     return m;
   }
   if (std::find(known_engines().begin(), known_engines().end(), engine) == known_engines().end())
-    throw InputError(fmt::format("--engine: '{}' is not an engine infer-plan knows; expected {}", engine,
-                                 fmt::join(known_engines(), " or ")));
+    throw InputError(fmt::format("--engine: '{}' is not an engine infer-plan knows; expected {}, or none (the bare "
+                                 "ceiling)", engine, fmt::join(known_engines(), ", ")));
   const uint64_t cuda = is_nvidia(hw) ? kCudaContextBytes : 0;
   if (engine == "llama.cpp") {
     const uint64_t n_ctx = context_tokens * requests;  // one unified cache over every slot
@@ -63,6 +64,21 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
         "B = {} (n_ubatch {}, n_ctx {}, flash attention off){}",
         n_ub, s.hidden, n_ctx, s.heads, n_ub, s.hidden, s.vocab, format_bytes(std::max(attention, output)), n_ub,
         n_ctx, cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
+    return m;
+  }
+  if (engine == "sglang") {
+    // --mem-fraction-static: weights and the KV pool together, the rest left to activations and
+    // CUDA graphs; SGLang 0.3-0.4 picked it by TP size (recent versions size it from the GPU's memory).
+    m.usable_fraction = kSglangStaticFraction;
+    m.assumption = fmt::format("SGLang: weights and KV get mem_fraction_static {} of the capacity (its default at TP 1 "
+                               "in 0.3-0.4; give another with --reserve); activations and CUDA graphs use the rest",
+                               kSglangStaticFraction);
+    return m;
+  }
+  if (engine == "trtllm") {
+    if (cuda) m.reserves.push_back({"CUDA context", cuda});
+    m.assumption = "TensorRT-LLM: KV gets kv_cache_free_gpu_mem_fraction (0.9) of what weights and activations leave; "
+                   "that pool is not modelled yet: weights, KV, the CUDA context and the reserves given only";
     return m;
   }
   // vllm

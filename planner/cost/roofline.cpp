@@ -88,7 +88,8 @@ RooflineRates roofline_rates(const HwProfile& hw) {
     r.step_source = c.basis == "transferred"
                         ? fmt::format("transferred: {}, no measurements of {}: {} ({})", c.engine, hw.name,
                                       c.basis_note, c.source)
-                        : fmt::format("calibrated: {}{}", c.engine, c.source.empty() ? "" : " (" + c.source + ")");
+                        : fmt::format("calibrated: {}{}{}", c.engine, c.source.empty() ? "" : " (" + c.source + ")",
+                                      c.basis_note.empty() ? "" : "; " + c.basis_note);
   }
   else
     r.step_source = fmt::format("{}{}", hw.measured ? "probe ceiling, uncalibrated" : "datasheet ceiling, uncalibrated",
@@ -232,19 +233,24 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
 void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const {
   if (!calibration_) return;
   const StepCalibration& cal = *calibration_;
-  double read_s = c.memory_s / cal.decode.read_efficiency;
+  // a mixture of experts' own fractions, where the calibration has them, for the whole step
+  const double read_eff = spec_.is_moe() && cal.decode.moe_read_efficiency ? *cal.decode.moe_read_efficiency
+                                                                           : cal.decode.read_efficiency;
+  double read_s = c.memory_s / read_eff;
   for (const auto& [type, e] : cal.decode.read_efficiency_by_type)  // a type's own rate replaces the shared one
     read_s += weight_read_s_of_type(type, tokens) * (1.0 / e - 1.0 / cal.decode.read_efficiency);
   if (cal.decode.kv_read_efficiency)  // the KV cache's own rate replaces the shared one
     read_s += c.kv_bytes / rates_.memory_bytes_per_s * (1.0 / *cal.decode.kv_read_efficiency - 1.0 / cal.decode.read_efficiency);
   const ErrorBand* band = &cal.decode.error;
-  if (!prefill) {
-    c.fixed_s = cal.decode.fixed_s;
+  if (!prefill) {  // a batched server's cost per sequence (per token of a verify pass) counts as fixed
+    c.fixed_s = cal.decode.fixed_s + cal.decode.per_sequence_s * tokens;
     c.read_s = read_s;
     c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else if (cal.prefill) {
     c.fixed_s = cal.prefill->fixed_s;
-    double compute_s = c.compute_s / cal.prefill->compute_efficiency;
+    const double compute_eff = spec_.is_moe() && cal.prefill->moe_compute_efficiency ? *cal.prefill->moe_compute_efficiency
+                                                                                     : cal.prefill->compute_efficiency;
+    double compute_s = c.compute_s / compute_eff;
     if (!cal.prefill->compute_efficiency_by_type.empty()) {  // a type's own rate replaces the shared one
       const std::map<std::string, double> share = matmul_share_by_type();
       for (const auto& [type, e] : cal.prefill->compute_efficiency_by_type)
@@ -390,7 +396,8 @@ LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t co
   e.prefill = rl.prefill(context);
   e.decode_iteration_ms = e.decode.time_s * 1e3;
   e.prefill_ms = e.prefill.time_s * 1e3;
-  e.ttft_s = e.prefill.time_s;
+  const double front_s = rl.calibration() ? rl.calibration()->first_token_s : 0;
+  e.ttft_s = e.prefill.time_s + front_s;
   e.tpot_ms = e.generation.time_s * 1e3;
   e.tokens_per_s = static_cast<double>(batch) / e.generation.time_s;
   const RooflineRates& r = rl.rates();
@@ -400,6 +407,9 @@ LatencyEstimate estimate_latency(const Roofline& rl, uint64_t batch, uint64_t co
   e.derivation.push_back(step_line(fmt::format("TPOT    (batch {}, mean context {})", batch, context + output / 2),
                                    e.generation, r));
   e.derivation.push_back(step_line(fmt::format("prefill ({} tokens)", context), e.prefill, r));
+  if (front_s > 0)
+    e.derivation.push_back(fmt::format("TTFT = prefill {:.3f} ms + the engine's front end {:.3f} ms per request (HTTP, "
+                                       "tokenization, scheduling) = {:.3f} ms", e.prefill_ms, front_s * 1e3, e.ttft_s * 1e3));
   e.derivation.push_back(fmt::format("tokens/s = {} / {:.3f} ms = {:.1f}", batch, e.tpot_ms, e.tokens_per_s));
   return e;
 }

@@ -68,7 +68,7 @@ double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens) {
 
 StepCalibration step_calibration_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object", where));
-  refuse_unknown(j, {"engine", "source", "basis", "basis_note", "decode", "prefill"}, where);
+  refuse_unknown(j, {"engine", "source", "basis", "basis_note", "first_token_ms", "decode", "prefill"}, where);
   StepCalibration c;
   c.engine = optional_string(j, "engine", where).value_or("unnamed engine");
   c.source = optional_string(j, "source", where).value_or("");
@@ -76,14 +76,19 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
   if (c.basis != "calibrated" && c.basis != "transferred")
     throw InputError(fmt::format("{}: field 'basis' is \"{}\"; expected \"calibrated\" or \"transferred\"", where, c.basis));
   c.basis_note = optional_string(j, "basis_note", where).value_or("");
+  c.first_token_s = bounded(j, "first_token_ms", where, 0, 1e5, 0, "milliseconds") / 1e3;
   const std::string dw = where + ": decode";
   const Json& d = require_object(j, "decode", where);
-  refuse_unknown(d, {"fixed_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
+  refuse_unknown(d, {"fixed_ms", "per_sequence_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
+                     "moe_read_efficiency",
                      "extra_token_ms_per_gb", "error", "points", "loo_median_abs_error"}, dw);
   c.decode.fixed_s = bounded(d, "fixed_ms", dw, 0, 1e5, 0, "milliseconds") / 1e3;
+  c.decode.per_sequence_s = bounded(d, "per_sequence_ms", dw, 0, 1e3, 0, "milliseconds") / 1e3;
   c.decode.read_efficiency = bounded(d, "read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("kv_read_efficiency"))
     c.decode.kv_read_efficiency = bounded(d, "kv_read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
+  if (d.contains("moe_read_efficiency"))
+    c.decode.moe_read_efficiency = bounded(d, "moe_read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("read_efficiency_by_type")) {
     const std::string ew = fmt::format("{}: read_efficiency_by_type", dw);
     for (const auto& [type, value] : require_object(d, "read_efficiency_by_type", dw).items()) {
@@ -117,11 +122,13 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
   if (j.contains("prefill")) {
     const std::string pw = where + ": prefill";
     const Json& p = require_object(j, "prefill", where);
-    refuse_unknown(p, {"fixed_ms", "compute_efficiency", "compute_efficiency_by_type", "error", "points",
+    refuse_unknown(p, {"fixed_ms", "compute_efficiency", "compute_efficiency_by_type", "moe_compute_efficiency", "error", "points",
                        "loo_median_abs_error"}, pw);
     PrefillTerms t;
     t.fixed_s = bounded(p, "fixed_ms", pw, 0, 1e6, 0, "milliseconds") / 1e3;
     t.compute_efficiency = bounded(p, "compute_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
+    if (p.contains("moe_compute_efficiency"))
+      t.moe_compute_efficiency = bounded(p, "moe_compute_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
     if (p.contains("compute_efficiency_by_type")) {
       const std::string ew = fmt::format("{}: compute_efficiency_by_type", pw);
       for (const auto& [type, value] : require_object(p, "compute_efficiency_by_type", pw).items()) {
@@ -138,8 +145,10 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
 
 Json step_calibration_to_json(const StepCalibration& c) {
   Json d{{"fixed_ms", c.decode.fixed_s * 1e3}, {"read_efficiency", c.decode.read_efficiency}};
+  if (c.decode.per_sequence_s > 0) d["per_sequence_ms"] = c.decode.per_sequence_s * 1e3;
   if (!c.decode.read_efficiency_by_type.empty()) d["read_efficiency_by_type"] = c.decode.read_efficiency_by_type;
   if (c.decode.kv_read_efficiency) d["kv_read_efficiency"] = *c.decode.kv_read_efficiency;
+  if (c.decode.moe_read_efficiency) d["moe_read_efficiency"] = *c.decode.moe_read_efficiency;
   if (!c.decode.extra_token_s_per_byte.empty()) {
     Json x = Json::object();
     for (const auto& [type, curve] : c.decode.extra_token_s_per_byte) {
@@ -152,9 +161,11 @@ Json step_calibration_to_json(const StepCalibration& c) {
   d.update(band_to_json(c.decode.error));
   Json j{{"engine", c.engine}, {"source", c.source}, {"basis", c.basis}, {"decode", d}};
   if (!c.basis_note.empty()) j["basis_note"] = c.basis_note;
+  if (c.first_token_s > 0) j["first_token_ms"] = c.first_token_s * 1e3;
   if (c.prefill) {
     Json p{{"fixed_ms", c.prefill->fixed_s * 1e3}, {"compute_efficiency", c.prefill->compute_efficiency}};
     if (!c.prefill->compute_efficiency_by_type.empty()) p["compute_efficiency_by_type"] = c.prefill->compute_efficiency_by_type;
+    if (c.prefill->moe_compute_efficiency) p["moe_compute_efficiency"] = *c.prefill->moe_compute_efficiency;
     p.update(band_to_json(c.prefill->error));
     j["prefill"] = p;
   }

@@ -32,6 +32,9 @@ double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens);
 
 struct DecodeTerms {
   double fixed_s = 0;              // per step, whatever the model's size
+  // per running sequence per step (a batched server's sampling, attention launches and
+  // bookkeeping; 0 for llama-bench's single sequence)
+  double per_sequence_s = 0;
   double read_efficiency = 1;      // achieved fraction of the profile's read rate (weights and KV)
   // GGML type name -> that type's own achieved fraction, for its weights (dequantization costs
   // differ: a K-quant may read slower than Q4_0 on the same device); absent types use the above.
@@ -39,6 +42,9 @@ struct DecodeTerms {
   // The KV cache's own achieved fraction (attention reads it at long contexts slower than a
   // matrix-vector product reads weights); absent: read_efficiency.
   std::optional<double> kv_read_efficiency;
+  // A mixture-of-experts model's own fraction, for all of its weights (a batched server's fused
+  // expert kernels reach less of the bandwidth than its dense ones); absent: read_efficiency.
+  std::optional<double> moe_read_efficiency;
   // GGML type name ("Q8_0") -> what a product of T tokens costs beyond a product of one, in
   // seconds per weight byte, measured at a few T (the CPU probe: 2, 4, 8, 32) or one figure per
   // extra token (a point at T = 2). Between points linear in T, past the last at the last
@@ -53,6 +59,7 @@ struct PrefillTerms {
   // GGML type name -> that type's own fraction, for its share of the products (K-quants and
   // i-quants dequantize before the product; absent types use the above).
   std::map<std::string, double> compute_efficiency_by_type;
+  std::optional<double> moe_compute_efficiency;  // a mixture-of-experts model's; absent: the above
   ErrorBand error;
 };
 
@@ -65,9 +72,12 @@ struct StepCalibration {
   std::string basis_note;
   DecodeTerms decode;
   std::optional<PrefillTerms> prefill;  // absent: prefill stays the roofline ceiling
+  // A server's time on each request's first token beyond its prefill (HTTP, tokenization,
+  // scheduling): added to TTFT and end-to-end latency, not to the device's steps.
+  double first_token_s = 0;
 };
 
-// The profile's "calibration" block: {"engine", "source", "decode": {"fixed_ms",
+// The profile's "calibration" block: {"engine", "source", "first_token_ms", "decode": {"fixed_ms", "per_sequence_ms",
 // "read_efficiency", "read_efficiency_by_type": {"Q4_K": 0.7}, "extra_token_ms_per_gb": {"Q8_0":
 // 0.6 (per extra token) or {"2": 0.6, "4": 1.5, "8": 3.1}}, "error": [lo, hi], "points",
 // "loo_median_abs_error"}, "prefill": {"fixed_ms", "compute_efficiency", "error", ...}}.

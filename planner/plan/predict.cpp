@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
+#include <tuple>
 
 #include "planner/calibration/calibration.hpp"
 #include "planner/calibration/step_prior.hpp"
+#include "planner/model/device_arch.hpp"
+#include "planner/weights/gguf_reader.hpp"
 #include "planner/cost/engine_memory.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/core/input_error.hpp"
@@ -14,6 +17,7 @@
 #include "planner/plan/plan.hpp"
 #include "planner/cost/offload.hpp"
 #include "planner/serving/littles_law.hpp"
+#include "planner/serving/engine_policy.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "planner/cost/speculative.hpp"
 #include "planner/model/model_scale.hpp"
@@ -21,7 +25,15 @@
 
 namespace infer_plan {
 
-ResolvedPlan resolve_plan(const Plan& plan) {
+namespace {
+ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps);
+}  // namespace
+
+ResolvedPlan resolve_plan(const Plan& plan) { return resolve(plan, nullptr); }
+ResolvedPlan resolve_plan(const Plan& plan, const StepCalibration& steps) { return resolve(plan, &steps); }
+
+namespace {
+ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   ResolvedPlan rp;
   rp.plan = plan;
   rp.spec = plan_model_spec(plan);
@@ -41,15 +53,25 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   rp.hw = plan.hw_inline ? hw_profile_from_json(*plan.hw_inline, "inline", "plan: field 'hw'",
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
-  if (!plan.engine.empty() && !(rp.hw.calibration && rp.hw.calibration->engine == plan.engine)) {
+  rp.engine = plan.engine;
+  if (steps) {
+    (void)engine_memory(plan.engine, rp.spec, rp.hw, plan.context, plan.requests);  // a known engine
+    rp.hw.calibration = *steps;
+  } else if (plan.engine == kNoEngine) {
+    rp.engine.clear();
+    rp.hw.calibration.reset();
+    rp.hw.uncalibrated_note = "--engine none: the bare ceiling";
+  } else if (!plan.engine.empty() && !(rp.hw.calibration && rp.hw.calibration->engine == plan.engine)) {
     // The engine's step model where published runs were fitted; else the ceiling, saying why
     // (fit still counts the engine's memory).
     (void)engine_memory(plan.engine, rp.spec, rp.hw, plan.context, plan.requests);  // a known engine
     rp.hw.calibration = engine_step_calibration(rp.hw, plan.engine);
     if (!rp.hw.calibration)
-      rp.hw.uncalibrated_note = fmt::format("no {} calibration for {}; built-in ones (llama.cpp): {}; fit one from your "
-                                            "own llama-bench output with `infer-plan calibrate`",
-                                            plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", "));
+      rp.hw.uncalibrated_note = fmt::format("no {} calibration for {}: no published runs of it that can be fitted; built-in "
+                                            "step models: llama.cpp (runs of {}, transferred to other devices), {} (their "
+                                            "published serving runs); fit your own with `infer-plan calibrate`",
+                                            plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", "),
+                                            fmt::join(served_fit_engines(), ", "));
   }
   if (plan.host_memory_bytes || plan.host_bandwidth_bytes_per_s) {
     if (!rp.hw.host && !(plan.host_memory_bytes && plan.host_bandwidth_bytes_per_s))
@@ -66,6 +88,20 @@ ResolvedPlan resolve_plan(const Plan& plan) {
     }
   }
   rp.weights = plan_weights(rp.spec, plan.weights, plan.weights_bytes);
+  if (plan.engine.empty() && rp.hw.calibration) {
+    rp.engine = rp.hw.calibration->engine;  // the profile's own (probe, calibrate)
+  } else if (plan.engine.empty() && !steps) {
+    std::tie(rp.engine, rp.engine_choice) = default_engine(rp.spec, rp.weights, rp.hw);
+    rp.hw.calibration = engine_step_calibration(rp.hw, rp.engine);
+    if (rp.hw.calibration)
+      rp.hw.calibration->basis_note = fmt::format("{}{}engine {} chosen: {} (--engine NAME to choose, none for the ceiling)",
+                                                  rp.hw.calibration->basis_note,
+                                                  rp.hw.calibration->basis_note.empty() ? "" : "; ", rp.engine,
+                                                  rp.engine_choice);
+    else
+      rp.hw.uncalibrated_note = fmt::format("{} chosen: {}; no {} data to predict {} from", rp.engine,
+                                            rp.engine_choice, rp.engine, rp.hw.name);
+  }
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
   const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
   std::optional<uint64_t> gpu_layers = plan.gpu_layers;
@@ -94,7 +130,36 @@ ResolvedPlan resolve_plan(const Plan& plan) {
   }
   rp.server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_bytes);
   rp.server.max_batch = plan.load ? plan.load->max_batch : plan.requests;
+  if (rp.hw.calibration) rp.server.first_token_s = rp.hw.calibration->first_token_s;
+  rp.server.step_token_budget = engine_policy(rp.engine, rp.hw).step_token_budget;
   return rp;
+}
+}  // namespace
+
+std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const PlanWeights& weights,
+                                                   const HwProfile& hw) {
+  const DeviceArch* arch = find_device_arch(hw.arch);
+  const bool gpu = !arch || arch->vendor == "nvidia" || arch->vendor == "amd";
+  if (is_gguf_path(spec.source)) return {"llama.cpp", "the model is a .gguf file"};
+  if (weights.layout.file_type == "MXFP4_EXPERTS" && gpu) return {"vllm", "MXFP4_EXPERTS is a checkpoint format"};
+  bool quantized = false;
+  for (const TensorPlacement& t : weights.layout.tensors) {
+    const GgmlTypeInfo& info = ggml_type_info(t.type);
+    if (!info.gguf)
+      return {gpu ? "vllm" : "llama.cpp",
+              gpu ? fmt::format("{} is a checkpoint format", info.name)
+                  : fmt::format("{} is a checkpoint format, but vLLM does not serve {} devices", info.name, arch->vendor)};
+    quantized = quantized || info.quantized();
+  }
+  if (quantized) return {"llama.cpp", fmt::format("{} is a GGUF type", weights.label)};
+  if (!gpu) return {"llama.cpp", fmt::format("vLLM does not serve {} devices", arch->vendor)};
+  return {"vllm", fmt::format("{} weights of a Hugging Face model", weights.label)};
+}
+
+std::string step_model_name(const ResolvedPlan& rp) {
+  const RooflineRates& r = rp.roofline->rates();
+  if (r.basis == "ceiling" || !rp.hw.calibration) return "roofline";
+  return fmt::format("{} step model ({})", rp.hw.calibration->engine, r.basis);
 }
 
 ServingLoad plan_serving_load(const Plan& plan) {

@@ -24,6 +24,11 @@ struct ResolvedPlan {
   ModelSpec spec;
   HwProfile hw;
   PlanWeights weights;
+  // The engine whose step model the roofline uses: the plan's, else the profile's own
+  // calibration's, else the one the weights are served with (default_engine), which then counts
+  // no memory of its own; empty: none (engine "none": the bare ceiling).
+  std::string engine;
+  std::string engine_choice;  // why, when chosen from the weights: "Q4_K_M is a GGUF type"
   std::unique_ptr<Roofline> roofline;
   // llama.cpp's layer split, when the plan keeps fewer than every layer on the device (gpu_layers,
   // or auto: the most that fit); the fit and the server's steps count it.
@@ -36,9 +41,20 @@ struct ResolvedPlan {
   ServerModel server;
 };
 ResolvedPlan resolve_plan(const Plan& plan);
+// The engine a plan that names none is served with, and why: llama.cpp for GGUF weights (a
+// .gguf, a llama.cpp file type or a GGML quantization) and on devices vLLM does not serve (Apple,
+// CPUs); vLLM for a checkpoint format, or 16- and 32-bit weights of a Hugging Face model, on an
+// NVIDIA or AMD GPU (or a profile that does not say its architecture).
+std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const PlanWeights& weights, const HwProfile& hw);
+// ... with `steps` as the step model in place of the engine's built-in one (what a fit of an
+// engine's published runs predicts those runs with, before it is the engine's).
+ResolvedPlan resolve_plan(const Plan& plan, const StepCalibration& steps);
 // The load a plan's `load` section offers: each request holds `context` tokens of KV, a prompt of
 // context - output tokens and `output` generated tokens; arrivals at load.rate_per_s.
 ServingLoad plan_serving_load(const Plan& plan);
+// What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
+// "vllm step model (transferred)".
+std::string step_model_name(const ResolvedPlan& rp);
 // The plan's model at the plan's scale: the shape the planner predicts and the runtime executes.
 ModelSpec plan_model_spec(const Plan& plan);
 

@@ -1,5 +1,7 @@
 // A point's plan is the case's base plan with each axis value written at its path, read with
-// plan_from_json (so scenario files get the same field checks as plan files), then predicted.
+// plan_from_json (so scenario files get the same field checks as plan files), then predicted: on
+// the bare roofline ("engine": "none") where the case names no engine, as the sources' worked
+// examples are.
 #include "planner/plan/scenario.hpp"
 
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <set>
 
 #include "planner/core/input_error.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/core/units.hpp"
@@ -202,6 +205,8 @@ ScenarioRun run_scenario(const Scenario& s) {
         p.axes[c.axes[a].path] = c.axes[a].values[index[a]];
       }
       try {
+        // A source's worked example is the bare roofline unless the case names an engine.
+        if (!plan.contains("engine")) plan["engine"] = kNoEngine;
         p.figures = predicted_figures(plan_from_json(plan, fmt::format("{}: case '{}'", s.source, c.name)));
         for (const Expectation& e : c.expect)
           if (matches(e.where, p.axes)) p.checks.push_back(check(e, p.figures));

@@ -126,13 +126,64 @@ class Engine {
   // otherwise decode until a request finishes or an iteration ends at or after `stop_at_s`.
   void step(double stop_at_s) {
     departed.clear();
-    if (front_admissible())
+    if (front_admissible() && server_->step_token_budget)
+      mixed_step(*server_->step_token_budget);
+    else if (front_admissible())
       prefill();
     else
       decode(stop_at_s);
   }
 
  private:
+  // Chunked prefill: the heads that fit in what the running batch leaves of the budget (the
+  // first whatever its length) are prefilled in the step that decodes the batch once.
+  void mixed_step(uint64_t budget) {
+    const uint64_t room = budget > running.size() ? budget - running.size() : 1;
+    std::vector<uint32_t> admitted;
+    uint64_t tokens = 0;
+    while (front_admissible() && running.size() + admitted.size() < server_->max_batch &&
+           (admitted.empty() || tokens + request(waiting.front()).prompt_tokens <= room)) {
+      const uint32_t id = waiting.front();
+      waiting.pop_front();
+      const Request& r = request(id);
+      kv_reserved_tokens += r.kv_tokens();
+      tokens += r.prompt_tokens;
+      if (outcomes) (*outcomes)[id].start_s = now_s;
+      if (watched == id) watched_started = true;
+      admitted.push_back(id);
+    }
+    peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
+    const uint64_t batch = running.size();
+    double dt = checked_prefill_s(*server_, tokens);
+    if (batch) dt += checked_decode_s(*server_, batch, context_tokens_);
+    now_s += dt;
+    busy_s += dt;
+    if (batch) {
+      ++iteration_;
+      ++decode_iterations;
+      batch_sum += batch;
+      context_tokens_ += batch;
+      if (itl) {
+        record_gaps(true, dt, batch);
+        for (const Running& r : running) itl->last_token_s[r.id] = now_s;
+      }
+      remove_finished();
+    }
+    for (const uint32_t id : admitted) {  // their first tokens
+      const Request& r = request(id);
+      if (outcomes) (*outcomes)[id].first_token_s = now_s;
+      if (itl) itl->last_token_s[id] = now_s;
+      if (r.output_tokens == 1) {
+        depart(id);
+        continue;
+      }
+      running.push_back({id, iteration_ + r.output_tokens - 1});
+      std::push_heap(running.begin(), running.end(), finishes_later);
+      context_tokens_ += r.prompt_tokens + 1;
+    }
+    peak_batch = std::max<uint64_t>(peak_batch, running.size());
+  }
+
   void prefill() {
     const uint32_t id = waiting.front();
     waiting.pop_front();
@@ -313,6 +364,8 @@ void validate(const ServerModel& server, const ServingLoad& load) {
   if (!server.decode_iteration_s || !server.prefill_s)
     throw InputError("server: decode_iteration_s and prefill_s must both be set");
   if (server.max_batch == 0) throw InputError("max_batch: must be at least 1");
+  if (!(server.first_token_s >= 0 && server.first_token_s <= kMaxTimeS))
+    throw InputError(fmt::format("first_token_s: {} is not a time in [0, {:g}] s", server.first_token_s, kMaxTimeS));
   if (server.kv_capacity_tokens && *server.kv_capacity_tokens == 0)
     throw InputError("kv_capacity_tokens: must be at least 1 token (leave it out for no limit)");
   if (!std::isfinite(load.rate_per_s) || load.rate_per_s <= 0)
@@ -487,7 +540,8 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
       const double own_service_s =
           checked_prefill_s(server, r.prompt_tokens) +
           static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
-      if (predicted_finish_s(engine, id, due_s, own_service_s, load.deadline_prediction) > due_s) {
+      if (predicted_finish_s(engine, id, due_s - server.first_token_s, own_service_s, load.deadline_prediction) >
+          due_s - server.first_token_s) {
         outcomes[id].rejected = true;
         ++res.rejected.deadline;
         return;
@@ -525,13 +579,13 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     if (o.rejected) continue;
     assert(o.finish_s >= 0);
     ++res.completed;
-    const double a = requests[i].arrival_s;
-    sojourn.push_back(o.finish_s - a);
+    const double a = requests[i].arrival_s, front_s = server.first_token_s;
+    sojourn.push_back(o.finish_s + front_s - a);
     wait.push_back(o.start_s - a);
-    ttft.push_back(o.first_token_s - a);
+    ttft.push_back(o.first_token_s + front_s - a);
     if (requests[i].output_tokens >= 2)
       tpot.push_back((o.finish_s - o.first_token_s) / static_cast<double>(requests[i].output_tokens - 1));
-    if (load.deadline_s && o.finish_s - a > *load.deadline_s) ++res.completed_late;
+    if (load.deadline_s && sojourn.back() > *load.deadline_s) ++res.completed_late;
     const ServingLoad::Goodput& g = load.goodput;
     const double tpot_s = requests[i].output_tokens >= 2 ? tpot.back() : 0;
     if ((!g.ttft_s || ttft.back() <= *g.ttft_s) && (!g.tpot_s || tpot_s <= *g.tpot_s) &&
@@ -568,7 +622,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   }
   judge_stability(res, res.completed, load.deadline_s.has_value());
 
-  if (res.stable && res.completed > 0 && res.span_s > 0) {
+  if ((res.stable || load.finite_run) && res.completed > 0 && res.span_s > 0) {
     ServingLatency lat;
     lat.sojourn_s = summarize(std::move(sojourn));
     lat.queue_wait_s = summarize(std::move(wait));
@@ -577,7 +631,8 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     if (load.inter_token_latency) lat.itl_s = summarize_weighted(std::move(itl.gaps));
     lat.mean_in_system = occ.area / res.span_s;
     lat.rate_effective_per_s = static_cast<double>(res.completed) / res.span_s;
-    lat.littles_law_in_system = lat.rate_effective_per_s * lat.sojourn_s.mean;
+    // the server holds a request for its sojourn less the front end's delay
+    lat.littles_law_in_system = lat.rate_effective_per_s * (lat.sojourn_s.mean - server.first_token_s);
     res.latency = lat;
   }
   return res;

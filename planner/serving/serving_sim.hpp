@@ -10,7 +10,9 @@
 // - No chunked prefill: an admitted request's prefill runs as one step on its own and the decode
 //   batch stalls meanwhile. Prefill comes first: after every step the scheduler admits and
 //   prefills before it decodes again (vLLM's default without chunked prefill). The prefill
-//   emits the request's first token (TTFT = prefill end - arrival).
+//   emits the request's first token (TTFT = prefill end - arrival). With a step token budget
+//   (ServerModel::step_token_budget), admitted prefills share one step with a decode iteration
+//   of the running batch instead (the datacenter engines' chunked prefill).
 // - Every decode iteration emits one token for each running request; a request with `output`
 //   tokens needs output - 1 iterations after its prefill. Its context during an iteration is
 //   prompt + tokens emitted so far; the iteration time sees the batch size and the batch's sum.
@@ -61,6 +63,16 @@ struct ServerModel {
   std::function<double(uint64_t prompt_tokens)> prefill_s;
   std::optional<uint64_t> kv_capacity_tokens;  // absent: unlimited
   uint64_t max_batch = 64;                     // running requests at most
+  // The server's front end on each request (HTTP, tokenization, scheduling; a calibrated engine's
+  // first_token_s): every token reaches the client this much after the step that made it. Added
+  // to TTFT, end-to-end latency and the deadline's check; not time the device is busy.
+  double first_token_s = 0;
+  // Chunked prefill (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's
+  // max_num_tokens): a step decodes the running batch and prefills the heads of the queue whose
+  // prompts fit in what the batch leaves of this many tokens (the head always, whole, even when
+  // longer), one step time: decode_iteration_s + prefill_s(their tokens). Absent: each prefill is
+  // a step of its own that stalls the batch (llama-server, the runtime's scheduler).
+  std::optional<uint64_t> step_token_budget;
 };
 
 enum class ArrivalProcess {
@@ -86,6 +98,9 @@ struct ServingLoad {
   // false: no ITL distribution (ServingLatency::itl_s stays empty): recording every gap costs a
   // search that runs hundreds of simulations more than the rest of each run.
   bool inter_token_latency = true;
+  // A finite benchmark run (vLLM bench's --request-rate inf: every request at once): its latencies
+  // are reported even when the arrivals outpace the server (the stability verdict still says so).
+  bool finite_run = false;
   // Goodput (vLLM bench's --goodput): a completed request is good when it meets every limit given.
   struct Goodput {
     std::optional<double> ttft_s, tpot_s, e2el_s;
@@ -169,7 +184,7 @@ struct ServingResult {
   //     an unstable one grows in proportion to time. (b) catches what (a)'s best case misses
   //     (batches the KV or the arrivals never fill).
   // A short run close to rho = 1 can go either way; the verdict errs towards "unstable", and
-  // an unstable run reports no latency figures at all. With a deadline, rejections bound the
+  // an unstable run reports no latency figures (but a load.finite_run does). With a deadline, rejections bound the
   // queue: an overloaded server stays stable and its rejection rate carries the overload.
   bool stable = true;
   std::string unstable_reason;   // the figures behind the verdict

@@ -232,14 +232,17 @@ infer_plan_cli_case(sweep_check_fails EXIT 1 ARGS sweep --check tests/data/scena
 infer_plan_cli_case(sweep_csv EXIT 0 ARGS sweep --format csv scenarios/s23-j23.json MATCH "scenario,case,axes,path,expected,got,ok" "\"offload.round_ms\"")
 infer_plan_cli_case(bad_sweep_file EXIT 2 ARGS sweep tests/data/malformed_profile.json MATCH "malformed_profile.json: malformed JSON")
 infer_plan_cli_case(bad_sweep_plan_field EXIT 2 ARGS sweep tests/data/scenario_bad_plan.json MATCH "unknown field 'contex'")
+# SPEC 8's floor is the ceiling, printed beside the engine's prediction (F16 of a Hugging Face model: vLLM's)
 infer_plan_cli_case(roofline_seed002 EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --ctx 1 --json
-  MATCH "\"decode_bound\": \"memory\"" "\"decode_iteration_ms\": 6.4")
+  MATCH "\"decode_bound\": \"memory\"" "\"ceiling_ms\": 6.4" "\"basis\": \"calibrated\"")
+infer_plan_cli_case(roofline_seed002_ceiling EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --ctx 1
+  --engine none --json MATCH "\"decode_iteration_ms\": 6.4" "\"basis\": \"ceiling\"")
 infer_plan_cli_case(offload_seed EXIT 0 ARGS offload --model qwen3-8b --hw h200 --link pcie-gen5-x16 --decode-ms 26.26 --deadline 7 --json
   MATCH "\"layers_offloaded\": 9" "\"round_ms\": 42.4" "\"meets_deadline\": false" "\"extra_requests\": 1")
 infer_plan_cli_case(offload_explain EXIT 0 ARGS offload --model qwen3-8b --link nvlink-c2c --decode-ms 26.26 --explain
   MATCH "hidden under compute" "round += 2717908992 B / 450 GB/s")
 infer_plan_cli_case(spec_from_roofline EXIT 0 ARGS spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 64 --ctx 4K
-  MATCH "times from the roofline on h200" "optimum: block 1")
+  MATCH "times from the vllm step model \\(transferred\\) on h200" "computed optimum is block 1")
 infer_plan_cli_case(bad_offload_every EXIT 2 ARGS offload --every 0 MATCH "offload.every \\(--every\\): 0 is out of range")
 # offload --plan reads the plan's offload section; a flag overrides one field of it.
 infer_plan_cli_case(offload_plan_section EXIT 0 ARGS offload --plan tests/data/plan_offload_every2.json
@@ -256,10 +259,12 @@ infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --dra
 # 4 tokens x 589,824 B over 32 GB/s (0.074 ms) = 0.434 ms
 infer_plan_cli_case(roofline_tp_over_pcie EXIT 0 ARGS roofline --hw rtx-4090 --tp 2
   MATCH "all-reduce pcie-gen4-x16 \\(no device link: the host link\\), [0-9.]+ GB/s, 5 us per call \\(assumed\\)" "\\+ 0.434 ms all-reduce")
-# 10 req/s x 4.19 s per request = 41.9 in flight (Little's law): medium concurrency, so no row of the
+# 10 req/s x 6.11 s per request = 61.1 in flight (Little's law): medium concurrency, so no row of the
 # table matches. (Before issue 15 it took --decode-batch's 100 as the concurrency: "strongly yes".)
+# The times: vLLM's step model (BF16 weights), transferred to the H200 from its serving runs.
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10
-  MATCH "prefill +62.[0-9]+ ms +roofline of qwen3-8b" "concurrency +42 +requests in flight, Little's law" "verdict: MAYBE")
+  MATCH "prefill +142.[0-9]+ ms +vllm step model \\(transferred\\) of qwen3-8b" "concurrency +61 +requests in flight, Little's law"
+        "verdict: MAYBE")
 infer_plan_cli_case(bad_pd_hw EXIT 2 ARGS pd --hw h300 MATCH "unknown hardware profile 'h300'")
 # --- GGUF: sizes from llama.cpp's recipes (SPEC 1 seed file), inspect, .gguf as --model ---
 infer_plan_cli_case(gguf_size_seed EXIT 0 ARGS gguf size --model qwen3-235b-a22b --type Q2_K
@@ -343,14 +348,25 @@ infer_plan_cli_case(calibrate_3090_json EXIT 0 ARGS calibrate hwprofiles/calibra
   MATCH "\"measured_ms\": " "\"predicted_ms\": " "\"residual\": " "\"loo_median_abs_error\": " "\"terms\": {" "\"fixed_ms\": ")
 infer_plan_cli_case(roofline_engine EXIT 0 ARGS roofline --model llama-2-7b --weights Q4_0 --hw rtx-4090 --engine llama.cpp --batch 1 --ctx 512 --json
   MATCH "\"decode_iteration_ms_lo\": " "\"decode_iteration_ms_hi\": " "\"ceiling_ms\": " "\"calibrated\": true" "calibrated: llama.cpp")
-infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1 --json
-  MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated")
+infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1
+  --engine none --json MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated .--engine none: the bare ceiling")
 # A device without measurements of its own: its architecture's devices pooled, with their band
 infer_plan_cli_case(roofline_engine_transferred EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
   MATCH "transferred: llama.cpp, no measurements of h200: the 1 hopper device with measurements pooled .h100-pcie."
         "\"basis\": \"transferred\"" "\"calibrated\": true" "\"decode_iteration_ms_lo\": " "\"ceiling_ms\": ")
-infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine vllm --json
-  MATCH "datasheet ceiling, uncalibrated .no vllm calibration for h200" "\"basis\": \"ceiling\"" "\"calibrated\": false")
+# TensorRT-LLM's published tables are throughput only: nothing to fit, and it says so
+infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine trtllm --json
+  MATCH "datasheet ceiling, uncalibrated .no trtllm calibration for h200" "\"basis\": \"ceiling\"" "\"calibrated\": false")
+# No engine named: the one the weights are served with, named; vLLM's fit has no H200 runs: transferred
+infer_plan_cli_case(roofline_default_engine EXIT 0 ARGS roofline --hw h200 -m llama-3.1-8b --json
+  MATCH "\"basis\": \"transferred\"" "engine vllm chosen: BF16 weights of a Hugging Face model" "\"decode_iteration_ms_lo\": ")
+infer_plan_cli_case(roofline_default_engine_gguf EXIT 0 ARGS roofline --hw rtx-4090 -m llama-2-7b -w Q4_0
+  MATCH "calibrated: llama.cpp" "engine llama.cpp chosen: Q4_0 is a GGUF type")
+# vLLM's serving runs, simulated as vLLM schedules them: TTFT and ITL distributions, the basis named
+infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-8b --input-len 1024
+  --output-len 128 --num-prompts 200 --engine vllm --json
+  MATCH "\"basis\": \"calibrated\"" "\"ttft_ms\": {[^}]*\"mean\": " "\"itl_ms\": {[^}]*\"median\": " "\"step_token_budget\": 8192"
+        "\"max_batch\": 1024")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
   MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all ")
 infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/calibrations/m1-max-64gb.json --hw m1-max-64gb --loo device
@@ -361,7 +377,7 @@ infer_plan_cli_case(bad_calibrate_no_files EXIT 2 ARGS calibrate --hw rtx-4090
 infer_plan_cli_case(bad_calibrate_loo EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw rtx-4090 --loo model
   MATCH "--loo model: expected file or device")
 infer_plan_cli_case(hw_arch EXIT 0 ARGS hw rtx-a6000 MATCH "arch +ampere .nvidia.: the step model transfers")
-infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp or vllm")
+infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp, vllm, sglang, trtllm, or none")
 # engine memory (planner/cost/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
 # "CUDA0 compute buffer size = 164.00 MiB" (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)
 infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp --json

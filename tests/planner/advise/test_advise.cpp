@@ -7,6 +7,7 @@
 #include <string>
 
 #include "planner/advise/advise.hpp"
+#include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/cost/roofline.hpp"
@@ -197,7 +198,10 @@ TEST_CASE("speculative decoding: a plan's decode speed is E_m tokens per round o
   CHECK(*spec->spec_block == 4);
   // One request alone at the mean context (640 + 256 / 2 = 768 tokens): T_4 = verify of 5 tokens
   // + 4 draft steps, E_4 = (1 - 0.75^5) / (1 - 0.75) = 3.05 tokens a round.
-  const HwProfile hw = load_hw_profile("h200");
+  // Both on the step model advise predicts with: no --engine, so BF16 weights on a GPU are vLLM's.
+  HwProfile hw = load_hw_profile("h200");
+  hw.calibration = engine_step_calibration(hw, "vllm");
+  REQUIRE(hw.calibration);
   const ModelSpec target = load_model("qwen3-8b"), draft = load_model("qwen3-0.6b");
   const KvTypes bf16{GgmlType::BF16, GgmlType::BF16};
   const Roofline rt(target, plan_weights(target, "BF16", std::nullopt).layout, bf16, hw);

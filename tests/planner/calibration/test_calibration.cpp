@@ -229,8 +229,15 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   c.decode.read_efficiency_by_type["Q4_K"] = 0.7;
   c.decode.extra_token_s_per_byte["Q8_0"] = {{2, 2e-12}, {8, 9e-12}};
   c.decode.error = {-0.05, 0.08, 7, 0.03};
-  c.prefill = PrefillTerms{0.01, 0.6, {}, {-0.2, 0.1, 5, 0.1}};
+  c.prefill = PrefillTerms{0.01, 0.6, {}, 0.3, {-0.2, 0.1, 5, 0.1}};
+  c.decode.per_sequence_s = 4e-5;         // a batched server's terms
+  c.decode.moe_read_efficiency = 0.55;
+  c.first_token_s = 0.025;
   const StepCalibration back = step_calibration_from_json(step_calibration_to_json(c), "t");
+  CHECK(back.decode.per_sequence_s == doctest::Approx(4e-5));
+  CHECK(back.decode.moe_read_efficiency == 0.55);
+  CHECK(back.prefill->moe_compute_efficiency == 0.3);
+  CHECK(back.first_token_s == doctest::Approx(0.025));
   CHECK(back.decode.fixed_s == doctest::Approx(0.0025));
   CHECK(back.decode.read_efficiency == 0.85);
   CHECK(back.decode.read_efficiency_by_type.at("Q4_K") == 0.7);

@@ -83,8 +83,10 @@ TEST_CASE("a device without data gets its architecture's devices pooled, else it
   CHECK(engine_step_calibration(m4, "llama.cpp")->basis_note.find("states no arch") != std::string::npos);
   // a device's own data wins
   CHECK(engine_step_calibration(load_hw_profile("rtx-3090"), "llama.cpp")->basis == "calibrated");
-  // an engine without data: nothing to transfer
-  CHECK_FALSE(engine_step_calibration(load_hw_profile("h200"), "vllm"));
+  // an engine without data: nothing to transfer (TensorRT-LLM's published tables are throughput only)
+  CHECK_FALSE(engine_step_calibration(load_hw_profile("h200"), "trtllm"));
+  // vLLM's published serving runs, pooled over their devices: the H200 has none of its own
+  CHECK(engine_step_calibration(load_hw_profile("h200"), "vllm")->basis == "transferred");
 }
 
 TEST_CASE("leave one device out: every device predicted from the others, at the level it would get") {

@@ -277,6 +277,7 @@ TEST_CASE("times from the roofline: verify grows with m only once compute-bound"
 TEST_CASE("a draft of the target's first layers: its tensors, bytes and roofline") {
   using namespace infer_plan;
   Plan plan;  // Qwen3-8B BF16: 36 layers; the draft keeps layers 0 and 1, the embedding and the head
+  plan.engine = "none";  // the bare roofline: bytes, not an engine's fixed time per step
   plan.speculative = SpeculativePlan{};
   plan.speculative->draft_layers = 2;
   const ResolvedPlan rp = resolve_plan(plan);

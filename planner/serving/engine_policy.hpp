@@ -1,0 +1,25 @@
+// How each engine schedules by default: the batch limit and the tokens one step may carry
+// (chunked prefill). One table, read by the serving simulation's server (resolve_plan), the fit of
+// the engines' published runs and `queue`'s defaults.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "planner/model/hw_profile.hpp"
+
+namespace infer_plan {
+
+struct EnginePolicy {
+  uint64_t max_batch = 256;                      // requests running at once
+  std::optional<uint64_t> step_token_budget;     // chunked prefill; absent: a prefill stalls the batch
+};
+
+// vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
+// max_num_batched_tokens 8192 on a device of 70 GiB or more that is not an A100, else 256 and
+// 2048. SGLang: chunked_prefill_size 8192, max_running_requests set by its KV pool (no cap here).
+// TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192. llama.cpp (llama-server)
+// and no engine: 256 running, each prefill a step of its own.
+EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw);
+
+}  // namespace infer_plan

@@ -1,0 +1,191 @@
+// The datacenter engines' step model: their published serving runs, the fit the commands read
+// (stored, and refitted here), the engines' scheduling defaults, chunked prefill in the
+// simulation, and the engine a plan without one is served with.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "planner/calibration/serving_prior.hpp"
+#include "planner/catalog/catalog.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/core/json_fields.hpp"
+#include "planner/plan/predict.hpp"
+#include "planner/serving/engine_policy.hpp"
+#include "planner/serving/serving_sim.hpp"
+
+using namespace infer_plan;
+
+TEST_CASE("the stored serving fits are what the built-in runs give") {
+  // The commands read hwprofiles/serving/fits/<engine>.json and never fit; this refits (without the
+  // held-out devices, whose bands are not compared) and compares every term. On a failure, after a
+  // change to the data or the fit: infer-plan calibrate --loo device --engine E --out hwprofiles/serving/fits/E.json
+  for (const std::string engine : {"vllm", "sglang"}) {
+    CAPTURE(engine);
+    const ServingFit* stored = stored_serving_fit(engine);
+    REQUIRE(stored != nullptr);
+    const std::optional<ServingFit> fresh = fit_served_runs(builtin_served_runs(engine), engine, false);
+    REQUIRE(fresh);
+    const StepCalibration& a = stored->calibration;
+    const StepCalibration& b = fresh->calibration;
+    auto same = [](double x, double y) { return doctest::Approx(x).epsilon(1e-6) == y; };
+    CHECK(same(a.decode.fixed_s, b.decode.fixed_s));
+    CHECK(same(a.decode.per_sequence_s, b.decode.per_sequence_s));
+    CHECK(same(a.decode.read_efficiency, b.decode.read_efficiency));
+    CHECK(a.decode.moe_read_efficiency.has_value() == b.decode.moe_read_efficiency.has_value());
+    if (a.decode.moe_read_efficiency && b.decode.moe_read_efficiency)
+      CHECK(same(*a.decode.moe_read_efficiency, *b.decode.moe_read_efficiency));
+    REQUIRE(a.prefill);
+    REQUIRE(b.prefill);
+    CHECK(same(a.prefill->fixed_s, b.prefill->fixed_s));
+    CHECK(same(a.prefill->compute_efficiency, b.prefill->compute_efficiency));
+    CHECK(same(a.first_token_s, b.first_token_s));
+    CHECK(stored->devices == fresh->devices);
+    // every device named has a built-in profile, and the efficiencies are fractions
+    for (const std::string& d : stored->devices) CHECK_NOTHROW((void)load_hw_profile(d));
+    CHECK(a.decode.read_efficiency > 0);
+    CHECK(a.decode.read_efficiency <= 1);
+    CHECK(a.prefill->compute_efficiency <= 1);
+    CHECK(a.decode.error.lo <= 0);
+    CHECK(a.decode.error.hi >= 0);
+  }
+}
+
+TEST_CASE("every built-in serving run names a built-in model and profile, a source and its lengths") {
+  for (const std::string& engine : served_engines()) {
+    CAPTURE(engine);
+    const std::vector<ServedRun>& runs = builtin_served_runs(engine);
+    CHECK(!runs.empty());
+    for (const ServedRun& r : runs) {
+      CAPTURE(r.label());
+      CHECK_NOTHROW((void)load_model(r.model));
+      CHECK_NOTHROW((void)load_hw_profile(r.hw));
+      CHECK(r.source.starts_with("https://"));
+      CHECK(r.tp >= 1);
+    }
+  }
+}
+
+TEST_CASE("a serving data file with a bad field is refused, naming it") {
+  const Json bad = Json::parse(R"({"engine": "vllm", "points": [{"source": "https://x", "hw": "h100-sxm",
+    "model": "llama-3.1-8b", "metrics": {"mean_itl_ms": -3}}]})");
+  CHECK_THROWS_WITH_AS(served_runs_from_json(bad, "f.json"), doctest::Contains("f.json: points[0]: metrics: field 'mean_itl_ms'"),
+                       InputError);
+  const Json no_source = Json::parse(R"({"engine": "vllm", "points": [{"hw": "h100-sxm", "model": "llama-3.1-8b"}]})");
+  CHECK_THROWS_AS(served_runs_from_json(no_source, "f.json"), InputError);
+}
+
+TEST_CASE("the engines' scheduling defaults") {
+  // vLLM V1 get_batch_defaults: >= 70 GiB and not an A100: 1024 sequences, 8192 tokens; else 256, 2048
+  const EnginePolicy h100 = engine_policy("vllm", load_hw_profile("h100-sxm"));
+  CHECK(h100.max_batch == 1024);
+  CHECK(h100.step_token_budget == 8192u);
+  const EnginePolicy a100 = engine_policy("vllm", load_hw_profile("a100-80gb"));
+  CHECK(a100.max_batch == 256);
+  CHECK(a100.step_token_budget == 2048u);
+  const EnginePolicy l40s = engine_policy("vllm", load_hw_profile("l40s"));  // 45 GiB
+  CHECK(l40s.max_batch == 256);
+  CHECK(!engine_policy("llama.cpp", load_hw_profile("rtx-4090")).step_token_budget);
+  CHECK(engine_policy("trtllm", load_hw_profile("h200")).max_batch == 2048);
+}
+
+TEST_CASE("chunked prefill: the queue's heads share a step with the batch's decode iteration") {
+  // decode 10 ms per iteration, prefill 1 ms per prompt token, a 100-token budget; two requests of
+  // 50 prompt tokens and 2 output tokens, arriving evenly at 1000/s: at 1 and 2 ms.
+  //   t = 1 ms: request 0 alone is waiting: a step of its prefill, 50 ms -> its first token at 51.
+  //   t = 51 ms: request 1 (waiting since 2 ms) is prefilled in the step that decodes request 0:
+  //     10 + 50 = 60 ms -> request 0's last token and request 1's first at 111 ms (TTFT 109 ms).
+  //   t = 111 ms: request 1 decodes once: 10 ms -> done at 121 ms (E2EL 119 ms).
+  // ITL gaps: request 0's 60 ms, request 1's 10 ms: mean 35 ms. TTFT mean (50 + 109) / 2 = 79.5 ms.
+  ServerModel server;
+  server.decode_iteration_s = [](uint64_t, uint64_t) { return 0.010; };
+  server.prefill_s = [](uint64_t prompt) { return 0.001 * static_cast<double>(prompt); };
+  server.max_batch = 8;
+  server.step_token_budget = 100;
+  ServingLoad load;
+  load.rate_per_s = 1000;
+  load.requests = 2;
+  load.arrivals = ArrivalProcess::fixed;
+  load.prompt_tokens = TokenLengths::fixed(50);
+  load.output_tokens = TokenLengths::fixed(2);
+  ServingResult r = simulate_serving(server, load);
+  REQUIRE(r.latency);
+  CHECK(r.latency->ttft_s.mean == doctest::Approx(0.0795));
+  CHECK(r.latency->itl_s.mean == doctest::Approx(0.035));
+  CHECK(r.latency->sojourn_s.max == doctest::Approx(0.119));
+  CHECK(r.span_s == doctest::Approx(0.121));
+  // Without the budget request 1's prefill is a step of its own, and prefill comes first: it runs
+  // at 51-101 ms (TTFT 99 ms), then one iteration decodes both at 101-111 ms (E2EL 110 and 109 ms).
+  server.step_token_budget.reset();
+  r = simulate_serving(server, load);
+  REQUIRE(r.latency);
+  CHECK(r.latency->ttft_s.mean == doctest::Approx((0.050 + 0.099) / 2));
+  CHECK(r.latency->sojourn_s.mean == doctest::Approx((0.110 + 0.109) / 2));
+  // The front end: 20 ms more on every TTFT and end-to-end latency, none between tokens.
+  server.step_token_budget = 100;
+  server.first_token_s = 0.020;
+  r = simulate_serving(server, load);
+  REQUIRE(r.latency);
+  CHECK(r.latency->ttft_s.mean == doctest::Approx(0.0995));
+  CHECK(r.latency->itl_s.mean == doctest::Approx(0.035));
+  CHECK(r.latency->sojourn_s.max == doctest::Approx(0.139));
+}
+
+TEST_CASE("a plan without an engine is served with the one its weights are made for") {
+  auto chosen = [](const std::string& model, const std::string& weights, const std::string& hw) {
+    const ModelSpec spec = load_model(model);
+    return default_engine(spec, plan_weights(spec, weights, std::nullopt), load_hw_profile(hw)).first;
+  };
+  CHECK(chosen("llama-2-7b", "Q4_0", "rtx-4090") == "llama.cpp");
+  CHECK(chosen("llama-3.1-8b", "Q4_K_M", "h100-sxm") == "llama.cpp");
+  CHECK(chosen("llama-3.1-8b", "BF16", "h100-sxm") == "vllm");
+  CHECK(chosen("llama-3.1-8b", "FP8", "h100-sxm") == "vllm");
+  CHECK(chosen("gpt-oss-20b", "MXFP4_EXPERTS", "h100-sxm") == "vllm");
+  CHECK(chosen("llama-3.1-8b", "BF16", "m2-max-96gb") == "llama.cpp");  // vLLM serves no Apple device
+
+  // What resolve_plan then predicts with: never the bare ceiling where data exist, and it says so.
+  Plan p;
+  p.model = "llama-2-7b";
+  p.weights = "Q4_0";
+  p.hw = "rtx-4090";
+  ResolvedPlan rp = resolve_plan(p);
+  CHECK(rp.engine == "llama.cpp");
+  CHECK(rp.roofline->rates().basis == "calibrated");
+  CHECK(rp.roofline->rates().step_source.find("chosen") != std::string::npos);
+  CHECK(rp.fit.engine_assumption.find("no engine") != std::string::npos);  // a chosen engine counts no memory
+  p.model = "llama-3.1-8b";
+  p.weights = "BF16";
+  p.hw = "h100-sxm";
+  rp = resolve_plan(p);
+  CHECK(rp.engine == "vllm");
+  CHECK(rp.roofline->rates().basis == "calibrated");  // the fit has h100-sxm's runs
+  CHECK(rp.server.step_token_budget == 8192u);
+  p.hw = "h200";
+  CHECK(resolve_plan(p).roofline->rates().basis == "transferred");
+  p.engine = "none";
+  rp = resolve_plan(p);
+  CHECK(rp.roofline->rates().basis == "ceiling");
+  CHECK(!rp.server.step_token_budget);
+  const StepCost c = rp.roofline->decode_step(1, 1024);
+  CHECK(c.time_s == doctest::Approx(c.ceiling_s));
+}
+
+TEST_CASE("a served step costs its fixed time, its sequences and its reads") {
+  // The vLLM fit on an H100: a decode step of b sequences = fixed + per_sequence x b + reads /
+  // read efficiency (8B dense, no all-reduce), by hand from the stored terms and the ceiling's reads.
+  Plan p;
+  p.model = "llama-3.1-8b";
+  p.hw = "h100-sxm";
+  p.engine = "vllm";
+  const ResolvedPlan rp = resolve_plan(p);
+  const StepCalibration& c = *rp.hw.calibration;
+  for (uint64_t b : {1, 16, 128}) {
+    CAPTURE(b);
+    const StepCost s = rp.roofline->decode_step(b, 1024);
+    const double by_hand = c.decode.fixed_s + c.decode.per_sequence_s * static_cast<double>(b) +
+                           s.memory_s / c.decode.read_efficiency;
+    CHECK(s.time_s == doctest::Approx(std::max(by_hand, s.ceiling_s)));
+  }
+  // TTFT carries the front end: prefill + first_token_s
+  const LatencyEstimate e = estimate_latency(*rp.roofline, 1, 1024, 128);
+  CHECK(e.ttft_s == doctest::Approx(e.prefill.time_s + c.first_token_s));
+}
