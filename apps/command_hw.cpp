@@ -8,12 +8,21 @@
 #include "apps/plan_options.hpp"
 #include "apps/text_table.hpp"
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/serving_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/device_arch.hpp"
 
 namespace infer_plan::apps {
 namespace {
+
+// What vLLM's steps on a profile rest on: its serving fit, with the device's runs or without;
+// "-" on a device vLLM does not serve (Apple, CPUs).
+std::string vllm_basis(const HwProfile& p, const ServingFit* fit) {
+  const DeviceArch* arch = find_device_arch(p.arch);
+  if (!fit || (arch && arch->vendor != "nvidia" && arch->vendor != "amd")) return "-";
+  return std::find(fit->devices.begin(), fit->devices.end(), p.name) != fit->devices.end() ? "calibrated" : "transferred";
+}
 
 struct HwArgs {
   std::string name;
@@ -58,9 +67,10 @@ void run(const HwArgs& a) {
       print_json(Json{{"devices", devices}, {"links", links}});
       return;
     }
-    TextTable t{{"profile", "arch", "capacity", "usable", "bandwidth", "bf16", "host link", "llama.cpp steps"},
-                {false, false, true, true, true, true, false, false}, {}};
+    TextTable t{{"profile", "arch", "capacity", "usable", "bandwidth", "bf16", "host link", "llama.cpp steps", "vllm steps"},
+                {false, false, true, true, true, true, false, false, false}, {}};
     const std::vector<std::string> measured = builtin_calibration_names();
+    const ServingFit* vllm = stored_serving_fit("vllm");
     for (const auto& n : builtin_hw_names()) {
       const HwProfile p = load_hw_profile(n);
       auto bf16 = p.compute_ops_per_s.find("bf16");
@@ -69,11 +79,12 @@ void run(const HwArgs& a) {
                         format_gib(static_cast<double>(p.usable_bytes())), format_rate(p.memory_bandwidth_bytes_per_s),
                         bf16 == p.compute_ops_per_s.end() ? "-" : format_flops(bf16->second),
                         p.host_links.empty() ? "-" : p.host_links.front().name,
-                        own ? "calibrated" : "transferred"});
+                        own ? "calibrated" : "transferred", vllm_basis(p, vllm)});
     }
     fmt::print("{}", t.render());
     fmt::print("  (llama.cpp steps: fitted to published runs of the device, or transferred from the devices of its arch;\n"
-               "   `calibrate --loo device` says how close each is)\n\nlinks (per direction):\n");
+               "   vllm steps: its published serving runs pooled, the device's among them or not; - where vLLM does not\n"
+               "   serve; `calibrate --loo device [--engine vllm]` says how close each is)\n\nlinks (per direction):\n");
     TextTable lt{{"link", "bandwidth", "description"}, {false, true, false}, {}};
     for (const auto& n : builtin_link_names()) {
       LinkProfile l = load_link(n);

@@ -28,6 +28,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/figures.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/interrupt.hpp"
@@ -352,6 +353,11 @@ class Prober {
         plan.hw_inline = probe_profile(options_, a_.quick_probe, copy_, "cuda-probed");
       }
     }
+    // infer-plan's runtime is no engine's: with no engine named, the profile's own calibration (a
+    // probe's, calibrate's), else the bare ceiling, not the engine the weights would be served with.
+    const bool own = plan.hw_inline ? plan.hw_inline->contains("calibration")
+                                    : load_hw_profile(plan.hw).calibration.has_value();
+    if (plan.engine.empty() && !own) plan.engine = std::string(kNoEngine);
     return resolve_plan(plan);
   }
   // On the CPU: the plan on the mean of the probes before and after the run.

@@ -24,6 +24,7 @@ constexpr double kBurstS = 0.1;               // "all at once": every request wi
 // The search (fit_runs): its start for the front end, the least times it tries, sweeps over the
 // terms, each term's span (x e^1.2 either way) and golden-section steps.
 constexpr double kStartFrontEndS = 0.03, kLeastTimeS = 1e-5, kLeastPerSequenceS = 1e-7;
+constexpr double kStartAllReduceCallS = 1e-5;  // per call: a custom all-reduce's order of magnitude
 constexpr int kSweeps = 2, kGoldenSteps = 10;
 constexpr double kSearchSpan = 1.2;
 constexpr double kServedTail = 0.05;           // the band: 5th to 95th percentile of held-out residuals
@@ -219,6 +220,10 @@ std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, cons
                                  {&c.prefill->fixed_s, kLeastTimeS, false},
                                  {&c.first_token_s, kLeastTimeS, false}};
   if (c.decode.moe_read_efficiency) coords.push_back({&*c.decode.moe_read_efficiency, 0, true});
+  if (std::any_of(targets.begin(), targets.end(), [&](size_t i) { return runs[i].tp > 1; })) {
+    c.decode.all_reduce_call_s = kStartAllReduceCallS;
+    coords.push_back({&*c.decode.all_reduce_call_s, kLeastTimeS / 10, false});
+  }
   if (c.prefill->moe_compute_efficiency) coords.push_back({&*c.prefill->moe_compute_efficiency, 0, true});
   const double phi = (std::sqrt(5.0) - 1) / 2;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {

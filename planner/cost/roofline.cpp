@@ -233,6 +233,9 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
 void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const {
   if (!calibration_) return;
   const StepCalibration& cal = *calibration_;
+  if (tp_ > 1 && cal.decode.all_reduce_call_s)  // the engine's own time per all-reduce call
+    c.comm_s += static_cast<double>(kAllReducesPerLayer * spec_.layers) *
+                (*cal.decode.all_reduce_call_s - rates_.all_reduce_latency_s);
   // a mixture of experts' own fractions, where the calibration has them, for the whole step
   const double read_eff = spec_.is_moe() && cal.decode.moe_read_efficiency ? *cal.decode.moe_read_efficiency
                                                                            : cal.decode.read_efficiency;

@@ -45,6 +45,9 @@ struct DecodeTerms {
   // A mixture-of-experts model's own fraction, for all of its weights (a batched server's fused
   // expert kernels reach less of the bandwidth than its dense ones); absent: read_efficiency.
   std::optional<double> moe_read_efficiency;
+  // Under tensor parallelism, the time of one all-reduce call (launch and synchronization, beside
+  // the bytes over the link), fitted; absent: the profile's link latency.
+  std::optional<double> all_reduce_call_s;
   // GGML type name ("Q8_0") -> what a product of T tokens costs beyond a product of one, in
   // seconds per weight byte, measured at a few T (the CPU probe: 2, 4, 8, 32) or one figure per
   // extra token (a point at T = 2). Between points linear in T, past the last at the last

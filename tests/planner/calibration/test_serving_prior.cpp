@@ -188,4 +188,16 @@ TEST_CASE("a served step costs its fixed time, its sequences and its reads") {
   // TTFT carries the front end: prefill + first_token_s
   const LatencyEstimate e = estimate_latency(*rp.roofline, 1, 1024, 128);
   CHECK(e.ttft_s == doctest::Approx(e.prefill.time_s + c.first_token_s));
+  // Under TP 4 each of the 2 x 80 all-reduce calls of Llama-3.1-70B takes the fitted time in place
+  // of the link's latency; the bytes over the link are the ceiling's.
+  p.model = "llama-3.1-70b";
+  p.tp = 4;
+  const ResolvedPlan tp = resolve_plan(p);
+  REQUIRE(tp.hw.calibration->decode.all_reduce_call_s);
+  p.engine = "none";
+  const ResolvedPlan bare = resolve_plan(p);
+  const double calls = 2.0 * 80;
+  CHECK(tp.roofline->decode_step(8, 1024).comm_s ==
+        doctest::Approx(bare.roofline->decode_step(8, 1024).comm_s +
+                        calls * (*tp.hw.calibration->decode.all_reduce_call_s - bare.roofline->rates().all_reduce_latency_s)));
 }
