@@ -71,7 +71,7 @@ case "$mode" in
     CXX=clang++ build build-asan -DCMAKE_BUILD_TYPE=Debug -DINFER_PLAN_SANITIZE=ON -DINFER_PLAN_FUZZ=ON \
       -DINFER_PLAN_CUDA=OFF -DINFER_PLAN_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics|battery|conformance"
+      ctest --test-dir build-asan --output-on-failure -j2 -LE "timing|statistics|battery|conformance|refit"
     tools/fuzz.sh 30 build-asan  # each target: the GGUF reader, then the JSON inputs
     ;;
   *)
