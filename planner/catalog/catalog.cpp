@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <mutex>
+#include <map>
 #include <optional>
 
 #include "planner/catalog/embedded_data.hpp"
@@ -72,8 +74,22 @@ std::vector<std::string> builtin_link_names() { return names_in(kLinkDir); }
 
 ModelSpec load_model(std::string_view arg) {
   if (is_gguf_path(arg)) return model_spec_from_gguf(read_gguf_model(std::string(arg)));  // header only
+  // A built-in model is parsed once per process: the step models' fits map every published run
+  // to its model, hundreds of times.
+  const bool builtin = !looks_like_path(arg);
+  static std::mutex m;
+  static std::map<std::string, ModelSpec, std::less<>> parsed;
+  if (builtin) {
+    std::lock_guard<std::mutex> lock(m);
+    if (const auto it = parsed.find(arg); it != parsed.end()) return it->second;
+  }
   Loaded l = load(arg, kModelDir, "model", builtin_model_names(), "a Hugging Face config.json");
-  return model_spec_from_hf_config(l.json, l.name, l.where);
+  ModelSpec spec = model_spec_from_hf_config(l.json, l.name, l.where);
+  if (builtin) {
+    std::lock_guard<std::mutex> lock(m);
+    parsed.emplace(std::string(arg), spec);
+  }
+  return spec;
 }
 
 LinkProfile load_link(std::string_view arg) {
