@@ -66,7 +66,8 @@ std::string llama_cpp_long_name(std::string_view flag) {
   return std::string(flag);
 }
 
-// No flag or argument of any command takes an empty value, a number that is not finite, or a
+// No flag or argument of any command takes an empty value, a number that is not finite (queue's
+// --rate inf is a word it reads itself), or a
 // whole number past 2^64 - 1; prints why and returns false.
 bool values_are_sane(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
@@ -97,6 +98,8 @@ bool values_are_sane(const std::vector<std::string>& args) {
       const std::string flag = eq != std::string_view::npos ? std::string(arg.substr(0, eq))
                                : after_flag                 ? args[i - 1]
                                                             : fmt::format("argument {}", i);
+      // vLLM bench's spelling of "every request at once": queue --rate checks it (a word, not a number)
+      if (flag == "--rate" && (eq == std::string_view::npos ? arg : arg.substr(eq + 1)) == "inf") continue;
       fmt::print(stderr, "infer-plan: error: {}: '{}' is {}\n", flag, eq == std::string_view::npos ? arg : arg.substr(eq + 1),
                  beyond ? "beyond 2^64 - 1" : "not a finite number");
       return false;

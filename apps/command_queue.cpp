@@ -26,9 +26,12 @@
 namespace infer_plan::apps {
 namespace {
 
+constexpr double kBurstS = 0.1;  // --rate inf: every request within this
+
 struct QueueArgs {
   OutputOptions out;
   std::optional<double> rate_per_s, sojourn_s, in_system;
+  bool all_at_once = false;  // --rate inf: vLLM bench's --request-rate inf, every request at t = 0
   bool simulate = false;
   uint64_t requests = 1000;
   std::string prompt = "512", output = "256", arrivals = "poisson", kv_tokens, deadline_rule = "persists";
@@ -148,7 +151,8 @@ Simulation build_simulation(const QueueArgs& a) {
     s.load.rate_per_s = 1;  // the search sets it
   } else {
     if (!a.rate_per_s) throw InputError("--rate is required with --simulate (arrivals per second), or give --max-rate");
-    s.load.rate_per_s = *a.rate_per_s;
+    // inf: every request within the first tenth of a second, as a benchmark's burst
+    s.load.rate_per_s = a.all_at_once ? static_cast<double>(a.requests) / kBurstS : *a.rate_per_s;
   }
   s.load.requests = a.requests;
   s.load.finite_run = true;  // a benchmark's N requests: their latencies even when the queue grows
@@ -229,10 +233,10 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
   return j;
 }
 
-void print_simulation(const QueueArgs& /*a*/, const Simulation& s, const ServingResult& r) {
-  fmt::print("serving simulation: {} {} arrivals at {:g} req/s (seed {}); input {} tokens, output {} tokens{}\n",
+void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResult& r) {
+  fmt::print("serving simulation: {} {} arrivals at {:g} req/s{} (seed {}); input {} tokens, output {} tokens{}\n",
              r.requests, s.load.arrivals == ArrivalProcess::poisson ? "Poisson" : "evenly spaced",
-             s.load.rate_per_s, s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
+             s.load.rate_per_s, a.all_at_once ? " (--rate inf: all within 0.1 s)" : "", s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
              s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
   fmt::print("server: {}\n", s.server_text);
   fmt::print("        max batch {}, KV {}; FCFS, {}{}\n", s.server.max_batch,
@@ -409,6 +413,8 @@ void run(const QueueArgs& a) {
   if (!simulate)
     for (const CLI::Option* o : a.simulation_options)
       if (o->count() > 0) throw InputError(fmt::format("{} needs --simulate", o->get_name()));
+  if (a.all_at_once && (!a.simulate || a.max_rate))
+    throw InputError("--rate inf: every request at once is a simulated benchmark run; give --simulate (and no --max-rate)");
   if (simulate)
     run_simulation(a);
   else
@@ -424,7 +430,18 @@ void add_queue_command(CLI::App& app) {
       "Little's law n = lambda x T from any two of the three; with --simulate, a continuous-batching server "
       "under Poisson arrivals (latency percentiles, rejections, stability); with --max-rate, the highest rate "
       "meeting an SLO");
-  cmd->add_option("--rate", a->rate_per_s, "Arrival rate lambda in requests per second")->check(kArrivalRate)->type_name("REQ/S");
+  cmd->add_option("--rate", a->rate_per_s,
+                  "Arrival rate lambda in requests per second; with --simulate, inf sends every request at once "
+                  "(within 0.1 s), as vLLM bench's --request-rate inf")
+      ->check(CLI::Validator(
+          [a](std::string& text) -> std::string {
+            if (text != "inf") return kArrivalRate(text);
+            a->all_at_once = true;
+            text = "1";  // a placeholder: the simulation sets the burst's rate
+            return {};
+          },
+          "", "rate or inf"))
+      ->type_name("REQ/S|inf");
   cmd->add_option("--sojourn", a->sojourn_s, "Little's law: mean time in the system T in seconds")->check(kPositiveSeconds)->type_name("S");
   cmd->add_option("--in-system", a->in_system, "Little's law: mean number of requests in the system n")
       ->check(number_in(0, static_cast<double>(kMaxConcurrentRequests)))->type_name("N");

@@ -90,3 +90,11 @@ infer_plan_cli_case(queue_simulate_tp EXIT 0 ARGS queue --simulate --rate 4 --hw
   MATCH "\"basis\": \"transferred\"" "4 x h100-sxm .tensor parallel." "\"ttft_ms\": " "\"itl_ms\": ")
 infer_plan_cli_case(bad_queue_tp_no_hw EXIT 2 ARGS queue --simulate --rate 4 --iteration-ms 20 --tp 2
   MATCH "--tp: tensor parallel needs --hw")
+# vLLM bench's --request-rate inf: 50 requests at once on a 10 ms-per-iteration server with 100 ms
+# prefills, one batch of 64: the 50 prefills run one after another (FCFS, prefill first), so the
+# last first token comes at 50 x 0.1 = 5 s: its TTFT is that less its arrival, within the burst's 0.1 s.
+infer_plan_cli_case(queue_sim_rate_inf EXIT 0 ARGS queue --simulate --rate inf --num-prompts 50 --iteration-ms 10
+  --prefill-ms 100 --output-len 2 --max-batch 64 --json
+  MATCH "\"ttft_ms\": {[^}]*\"max\": 4[89][0-9][0-9]\\." "\"rate_per_s\": 500")
+infer_plan_cli_case(bad_queue_rate_inf_little EXIT 2 ARGS queue --rate inf --sojourn 2
+  MATCH "--rate inf: every request at once is a simulated benchmark run")
