@@ -143,16 +143,9 @@ class Engine {
     uint64_t tokens = 0;
     while (front_admissible() && running.size() + admitted.size() < server_->max_batch &&
            (admitted.empty() || tokens + request(waiting.front()).prompt_tokens <= room)) {
-      const uint32_t id = waiting.front();
-      waiting.pop_front();
-      const Request& r = request(id);
-      kv_reserved_tokens += r.kv_tokens();
-      tokens += r.prompt_tokens;
-      if (outcomes) (*outcomes)[id].start_s = now_s;
-      if (watched == id) watched_started = true;
-      admitted.push_back(id);
+      admitted.push_back(admit_head());
+      tokens += request(admitted.back()).prompt_tokens;
     }
-    peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
     const uint64_t batch = running.size();
     double dt = checked_prefill_s(*server_, tokens);
     if (batch) dt += checked_decode_s(*server_, batch, context_tokens_);
@@ -169,32 +162,31 @@ class Engine {
       }
       remove_finished();
     }
-    for (const uint32_t id : admitted) {  // their first tokens
-      const Request& r = request(id);
-      if (outcomes) (*outcomes)[id].first_token_s = now_s;
-      if (itl) itl->last_token_s[id] = now_s;
-      if (r.output_tokens == 1) {
-        depart(id);
-        continue;
-      }
-      running.push_back({id, iteration_ + r.output_tokens - 1});
-      std::push_heap(running.begin(), running.end(), finishes_later);
-      context_tokens_ += r.prompt_tokens + 1;
-    }
-    peak_batch = std::max<uint64_t>(peak_batch, running.size());
+    for (const uint32_t id : admitted) emit_first_token(id);
   }
 
   void prefill() {
+    const uint32_t id = admit_head();
+    const double dt = checked_prefill_s(*server_, request(id).prompt_tokens);
+    now_s += dt;
+    busy_s += dt;
+    emit_first_token(id);
+  }
+
+  // The head of the queue starts: its whole KV reserved, its prefill begun now.
+  uint32_t admit_head() {
     const uint32_t id = waiting.front();
     waiting.pop_front();
-    const Request& r = request(id);
-    kv_reserved_tokens += r.kv_tokens();
+    kv_reserved_tokens += request(id).kv_tokens();
     peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
     if (outcomes) (*outcomes)[id].start_s = now_s;
     if (watched == id) watched_started = true;
-    const double dt = checked_prefill_s(*server_, r.prompt_tokens);
-    now_s += dt;
-    busy_s += dt;
+    return id;
+  }
+
+  // A prefill's end: the request's first token, then it leaves (one output token) or decodes.
+  void emit_first_token(uint32_t id) {
+    const Request& r = request(id);
     if (outcomes) (*outcomes)[id].first_token_s = now_s;
     if (itl) itl->last_token_s[id] = now_s;
     if (r.output_tokens == 1) {
