@@ -99,7 +99,9 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
   if (!a.out.empty()) {
     std::ofstream out(a.out);
     if (!out) throw InputError(fmt::format("--out {}: cannot write the file", a.out));
-    out << serving_fit_to_json(fit).dump(2) << "\n";
+    Json j = serving_fit_to_json(fit);
+    j["generated_by"] = fmt::format("infer-plan calibrate --loo device --engine {} --out {}", c.engine, a.out);
+    out << j.dump(2) << "\n";
     if (!out) throw InputError(fmt::format("--out {}: write failed", a.out));
   }
   if (a.output.json()) {
@@ -137,6 +139,10 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
 void run_device_out(const CalibrateArgs& a) {
   const std::string engine = a.engine.empty() ? "llama.cpp" : a.engine;
   if (const ServingFit* served = builtin_serving_fit(engine)) return run_served_out(a, *served);
+  const std::vector<std::string> served = served_engines();
+  if (std::find(served.begin(), served.end(), engine) != served.end())
+    throw InputError(fmt::format("--engine {}: its published runs (hwprofiles/serving/{}.json) give no inter-token "
+                                 "latency and TTFT at a known load to fit (at least 4 are needed)", engine, engine));
   const std::vector<DeviceCalibration>& devices = builtin_device_calibrations(engine);
   if (devices.empty())
     throw InputError(fmt::format("--engine {}: no built-in data files of that engine (hwprofiles/calibrations/: {})",

@@ -250,6 +250,39 @@ std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, cons
   return c;
 }
 
+// One value per engine, made once per process; made outside the lock, since making a fit
+// resolves plans, which may ask for another engine's.
+template <typename T>
+const T& per_engine(const std::string& engine, T (*make)(const std::string&)) {
+  static std::mutex m;
+  static std::map<std::string, T> cache;  // node-based: references stay valid
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (const auto it = cache.find(engine); it != cache.end()) return it->second;
+  }
+  T value = make(engine);
+  std::lock_guard<std::mutex> lock(m);
+  return cache.emplace(engine, std::move(value)).first->second;
+}
+
+std::vector<ServedRun> read_served_runs(const std::string& engine) {
+  const std::string path = fmt::format("{}{}.json", kServingDir, engine);
+  for (const EmbeddedFile& f : embedded_files())
+    if (f.path == path) return served_runs_from_json(parse_json_text(f.content, "built-in " + path), "built-in " + path);
+  return {};
+}
+
+std::optional<ServingFit> fit_builtin_runs(const std::string& engine) {
+  return fit_served_runs(builtin_served_runs(engine), engine, true);
+}
+
+std::optional<ServingFit> read_stored_fit(const std::string& engine) {
+  const std::string path = fmt::format("{}fits/{}.json", kServingDir, engine);
+  for (const EmbeddedFile& f : embedded_files())
+    if (f.path == path) return serving_fit_from_json(parse_json_text(f.content, "built-in " + path), "built-in " + path);
+  return std::nullopt;
+}
+
 std::string joined_versions(const std::vector<ServedRun>& runs, const std::vector<size_t>& targets) {
   std::set<std::string> v;
   for (const size_t i : targets) v.insert(runs[i].version);
@@ -356,15 +389,7 @@ std::vector<std::string> served_engines() {
 }
 
 const std::vector<ServedRun>& builtin_served_runs(const std::string& engine) {
-  static std::mutex m;
-  static std::map<std::string, std::vector<ServedRun>> cache;
-  std::lock_guard<std::mutex> lock(m);
-  if (const auto it = cache.find(engine); it != cache.end()) return it->second;
-  std::vector<ServedRun> runs;
-  const std::string path = fmt::format("{}{}.json", kServingDir, engine);
-  for (const EmbeddedFile& f : embedded_files())
-    if (f.path == path) runs = served_runs_from_json(parse_json_text(f.content, "built-in " + path), "built-in " + path);
-  return cache.emplace(engine, std::move(runs)).first->second;
+  return per_engine<std::vector<ServedRun>>(engine, read_served_runs);
 }
 
 std::optional<ServedPrediction> predict_served_run(const ServedRun& run, const StepCalibration& steps) {
@@ -467,24 +492,12 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
 }
 
 const ServingFit* builtin_serving_fit(const std::string& engine) {
-  static std::mutex m;
-  static std::map<std::string, std::optional<ServingFit>> cache;
-  {
-    std::lock_guard<std::mutex> lock(m);
-    if (const auto it = cache.find(engine); it != cache.end()) return it->second ? &*it->second : nullptr;
-  }
-  // Fitted outside the lock: the fit resolves plans, which may ask for other engines' fits.
-  std::optional<ServingFit> fit = fit_served_runs(builtin_served_runs(engine), engine, true);
-  std::lock_guard<std::mutex> lock(m);
-  const auto it = cache.emplace(engine, std::move(fit)).first;
-  return it->second ? &*it->second : nullptr;
+  const std::optional<ServingFit>& fit = per_engine<std::optional<ServingFit>>(engine, fit_builtin_runs);
+  return fit ? &*fit : nullptr;
 }
 
 Json serving_fit_to_json(const ServingFit& fit) {
   return Json{{"engine", fit.calibration.engine},
-              {"generated_by", fmt::format("infer-plan calibrate --loo device --engine {} --out "
-                                           "hwprofiles/serving/fits/{}.json", fit.calibration.engine,
-                                           fit.calibration.engine)},
               {"devices", fit.devices},
               {"calibration", step_calibration_to_json(fit.calibration)}};
 }
@@ -503,16 +516,8 @@ ServingFit serving_fit_from_json(const Json& j, const std::string& where) {
 }
 
 const ServingFit* stored_serving_fit(const std::string& engine) {
-  static std::mutex m;
-  static std::map<std::string, std::optional<ServingFit>> cache;
-  std::lock_guard<std::mutex> lock(m);
-  if (const auto it = cache.find(engine); it != cache.end()) return it->second ? &*it->second : nullptr;
-  std::optional<ServingFit> fit;
-  const std::string path = fmt::format("{}fits/{}.json", kServingDir, engine);
-  for (const EmbeddedFile& f : embedded_files())
-    if (f.path == path) fit = serving_fit_from_json(parse_json_text(f.content, "built-in " + path), "built-in " + path);
-  const auto it = cache.emplace(engine, std::move(fit)).first;
-  return it->second ? &*it->second : nullptr;
+  const std::optional<ServingFit>& fit = per_engine<std::optional<ServingFit>>(engine, read_stored_fit);
+  return fit ? &*fit : nullptr;
 }
 
 std::vector<std::string> served_fit_engines() {

@@ -81,8 +81,8 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
 // `calibrate --loo device --engine E` prints). Null without data.
 const ServingFit* builtin_serving_fit(const std::string& engine);
 
-// The fit as a data file, hwprofiles/serving/fits/<engine>.json: {"engine", "generated_by",
-// "devices", "calibration"}; what every command reads, so that none fits at run time (the test
+// The fit as a data file, hwprofiles/serving/fits/<engine>.json: {"engine", "devices",
+// "calibration"} (calibrate adds the command that wrote it); what every command reads, so that none fits at run time (the test
 // test_serving_prior refits and compares). InputError naming `where` for a malformed one.
 Json serving_fit_to_json(const ServingFit& fit);
 ServingFit serving_fit_from_json(const Json& j, const std::string& where);

@@ -71,7 +71,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     // CUDA graphs; SGLang 0.3-0.4 picked it by TP size (recent versions size it from the GPU's memory).
     m.usable_fraction = kSglangStaticFraction;
     m.assumption = fmt::format("SGLang: weights and KV get mem_fraction_static {} of the capacity (its default at TP 1 "
-                               "in 0.3-0.4; give another with --reserve); activations and CUDA graphs use the rest",
+                               "in 0.3-0.4); activations and CUDA graphs use the rest",
                                kSglangStaticFraction);
     return m;
   }

@@ -60,7 +60,7 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   } else if (plan.engine == kNoEngine) {
     rp.engine.clear();
     rp.hw.calibration.reset();
-    rp.hw.uncalibrated_note = "--engine none: the bare ceiling";
+    rp.hw.uncalibrated_note = "engine none: the bare ceiling";
   } else if (!plan.engine.empty() && !(rp.hw.calibration && rp.hw.calibration->engine == plan.engine)) {
     // The engine's step model where published runs were fitted; else the ceiling, saying why
     // (fit still counts the engine's memory).
@@ -94,7 +94,7 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     std::tie(rp.engine, rp.engine_choice) = default_engine(rp.spec, rp.weights, rp.hw);
     rp.hw.calibration = engine_step_calibration(rp.hw, rp.engine);
     if (rp.hw.calibration)
-      rp.hw.calibration->basis_note = fmt::format("{}{}engine {} chosen: {} (--engine NAME to choose, none for the ceiling)",
+      rp.hw.calibration->basis_note = fmt::format("{}{}engine {} chosen: {} (name an engine to choose one, none for the ceiling)",
                                                   rp.hw.calibration->basis_note,
                                                   rp.hw.calibration->basis_note.empty() ? "" : "; ", rp.engine,
                                                   rp.engine_choice);

@@ -349,7 +349,7 @@ infer_plan_cli_case(calibrate_3090_json EXIT 0 ARGS calibrate hwprofiles/calibra
 infer_plan_cli_case(roofline_engine EXIT 0 ARGS roofline --model llama-2-7b --weights Q4_0 --hw rtx-4090 --engine llama.cpp --batch 1 --ctx 512 --json
   MATCH "\"decode_iteration_ms_lo\": " "\"decode_iteration_ms_hi\": " "\"ceiling_ms\": " "\"calibrated\": true" "calibrated: llama.cpp")
 infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1
-  --engine none --json MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated .--engine none: the bare ceiling")
+  --engine none --json MATCH "\"calibrated\": false" "datasheet ceiling, uncalibrated .engine none: the bare ceiling")
 # A device without measurements of its own: its architecture's devices pooled, with their band
 infer_plan_cli_case(roofline_engine_transferred EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
   MATCH "transferred: llama.cpp, no measurements of h200: the 1 hopper device with measurements pooled .h100-pcie."
@@ -367,6 +367,8 @@ infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h1
   --output-len 128 --num-prompts 200 --engine vllm --json
   MATCH "\"basis\": \"calibrated\"" "\"ttft_ms\": {[^}]*\"mean\": " "\"itl_ms\": {[^}]*\"median\": " "\"step_token_budget\": 8192"
         "\"max_batch\": 1024")
+infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm
+  MATCH "--engine trtllm: its published runs .hwprofiles/serving/trtllm.json. give no inter-token latency")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
   MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all ")
 infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/calibrations/m1-max-64gb.json --hw m1-max-64gb --loo device
