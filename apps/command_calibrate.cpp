@@ -155,7 +155,7 @@ void run_device_out(const CalibrateArgs& a) {
   std::map<std::string, Row> by_device;
   std::vector<double> all_own, all_decode, all_prefill;
   for (const DeviceCalibration& d : devices)
-    for (const CalibrationPoint& p : d.fit.points)
+    for (const CalibrationPoint& p : d.own.points)
       if (p.decode && std::isfinite(p.loo_s)) by_device[d.device].own_decode.push_back(p.loo_residual()), all_own.push_back(p.loo_residual());
   Json points = Json::array();
   for (const DeviceOutPoint& p : out) {
@@ -211,7 +211,7 @@ void run_device_out(const CalibrateArgs& a) {
                     fmt::format("{:.1f}%", median_abs(all_decode) * 100), pct(worst(all_decode)),
                     std::to_string(all_prefill.size()), fmt::format("{:.1f}%", median_abs(all_prefill) * 100)});
   fmt::print("{}", t.render("  "));
-  fmt::print("  (median |measured / predicted - 1|; 'own LOO': the device's own fit without the file; 'device out': "
+  fmt::print("  (median |measured / predicted - 1|; 'own LOO': the device's own fit without the file, pulled toward the others' terms; 'device out': "
              "the device's points from the other devices' pooled terms, as a device with no data is predicted)\n");
 }
 
@@ -233,6 +233,8 @@ void run(const CalibrateArgs& a) {
   o.engine = a.engine;
   o.model = a.model;
   o.source = fmt::format("calibrate {}", fmt::join(a.files, " "));
+  // pulled toward what the engine's other devices give this one (a built-in of the same name left out)
+  o.prior = transferred_calibration(rows_engine(rows, o.engine), hw, hw.name);
   const CalibrationResult r = calibrate_step_model(rows, hw, o);
   const StepCalibration& cal = r.calibration;
   // --loo device: these points as a device without them would be predicted, from the built-in

@@ -33,17 +33,28 @@ constexpr double kSizeNoteTolerance = 0.03;   // file size vs recipe size worth 
 constexpr double kMinTermSpread = 1.15;       // largest / smallest term needed to fit two terms
 
 // time = fixed + slope x term + sum over types of delta_t x term_t, on relative residuals; the
-// deltas (a weight type's own read cost beyond the shared one) are pulled toward 0 by a ridge
-// penalty, so a type seen once moves only part of the way and a type never seen keeps the shared
-// rate. `fit_fixed` false: fixed = 0. One fixed time for all the engine builds in the data: a
-// fixed time per build was tried and lost on leave-one-out (a100-80gb-pcie 8.1% -> 16.0%,
-// h100-pcie 8.8% -> 17.6%, rtx-3090 13.3% -> 15.9%; only rtx-4090 gained, 3.1% -> 1.8%).
-// The penalty is in units of (a type's term / measured)^2, which is 0.01-0.8 per point; leave-one-out
-// medians over the published data (a100-80gb-pcie, h100-pcie, rtx-3090, rtx-4090) at 0.1: 8.1%,
-// 8.8%, 13.1%, 3.1%; at 0.03: 9.1%, 8.7%, 7.0%, 2.9%; at 0.01: 10.3%, 9.8%, 4.5%, 2.8%. A penalty
-// scaled by the type's own points (a fixed shrink fraction) was tried: 3.9% on the rtx-3090 but
-// 10.2% and 9.4% on the A100 and H100.
+// deltas (a weight type's own read cost beyond the shared one) are pulled by a ridge penalty
+// toward the prior's (FitPrior: the type's relative cost on the device's architecture), else
+// toward 0, so a type seen once moves only part of the way and a type never seen keeps the
+// prior's relative cost (or the shared rate). `fit_fixed` false: the prior's fixed time, else 0.
+// One fixed time for all the engine builds in the data: a fixed time per build was tried and lost
+// on leave-one-out (a100-80gb-pcie 8.1% -> 16.0%, h100-pcie 8.8% -> 17.6%, rtx-3090 13.3% -> 15.9%;
+// only rtx-4090 gained, 3.1% -> 1.8%).
+// The penalty is in units of (a type's term / measured)^2, which is 0.01-0.8 per point. Toward 0
+// (no prior), leave-one-file-out medians over 4 devices (a100-80gb-pcie, h100-pcie, rtx-3090,
+// rtx-4090) at 0.1: 8.1%, 8.8%, 13.1%, 3.1%; at 0.03: 9.1%, 8.7%, 7.0%, 2.9%. Toward the prior,
+// with kFixedPriorWeight, over the 162 built-in decode points of 15 devices (median, worst):
+// ridge 0.03 and fixed weight 0.03: 6.3%, 30.3%; 0.1 and 0.03: 4.6%, 30.1%; 0.1 and 0.1: 4.4%,
+// 30.4%; 0.3 and 0.1: 5.4%, 69.9% (the P40's Q2_K pulled to the other NVIDIA devices' cost);
+// 0.01 and 0.3: 4.3%, 32.3%; without a prior: 9.4%, 94.1%. (That sweep moved the pooled fits'
+// ridge too; with theirs kept at 0.03, 0.1 and 0.1 give 4.6%, 28.2%.)
+// (The pooled fits of step_prior keep 0.03 toward 0: at 0.1 leave-one-device-out went 10.9% -> 11.3%.)
 constexpr double kTypeRidge = 0.03;
+constexpr double kTypeRidgeToPrior = 0.1;
+// How hard a device's fixed time is pulled toward its prior's (CalibrationOptions::prior) where
+// its terms spread enough to fit one: in units of (fixed / the median step)^2, as the type ridge
+// (the sweep above).
+constexpr double kFixedPriorWeight = 0.1;
 
 struct Sample {
   double term = 0;                           // memory_s or compute_s
@@ -72,6 +83,20 @@ struct Line {
 constexpr double kMaxReadEfficiency = 1.1;
 constexpr double kMinSlope = 1.0 / kMaxReadEfficiency;
 
+// What the device's own data is pulled toward where it cannot tell (the terms a device of its
+// architecture without data gets, planner/calibration/step_prior): each weight type's read cost
+// relative to the shared one (`relative`: cost / shared - 1; the KV covariate too), which the ridge
+// pulls the type's own cost toward instead of toward the shared one, and which a type the device
+// has no point for takes as it is; and the fixed time, held where the terms do not spread (one
+// model size) and otherwise pulled toward with `fixed_weight`. Empty: every type toward the shared
+// rate, and fixed 0 where it cannot be told.
+struct FitPrior {
+  std::map<std::string, double> relative;
+  std::optional<double> fixed;
+  double fixed_weight = 0;  // in units of (1 / a typical measured step)^2, as the residuals
+  double type_ridge = kTypeRidge;
+};
+
 // The rates held at the bound: the shared one, and types read at exactly the bound.
 struct Pinned {
   bool shared = false;
@@ -82,7 +107,7 @@ struct Pinned {
 // terms) + kMinSlope x pinned types' terms + sum of the free types' deltas x their terms, on
 // relative residuals with Huber weights; `fit_fixed` false: fixed = 0 (also when it comes out < 0).
 Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& all_types,
-                     const Pinned& pinned) {
+                     const Pinned& pinned, const FitPrior& prior) {
   std::vector<std::string> types;
   for (const std::string& t : all_types)
     if (!pinned.types.contains(t)) types.push_back(t);
@@ -93,7 +118,18 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
   const Eigen::Index c_fixed = fit_fixed ? (pinned.shared ? 0 : 1) : -1;
   const Eigen::Index c_types = (pinned.shared ? 0 : 1) + (fit_fixed ? 1 : 0);
   const Eigen::Index cols = c_types + static_cast<Eigen::Index>(k);
-  std::vector<double> known(n, 0.0), free_term(n);
+  // the prior's fixed time: held when it is not fitted, else one more row pulling toward it
+  const double held_fixed = !fit_fixed && prior.fixed ? *prior.fixed : 0.0;
+  const bool fixed_row = fit_fixed && prior.fixed && prior.fixed_weight > 0;
+  std::vector<double> measured(n);
+  for (size_t i = 0; i < n; ++i) measured[i] = xs[i].measured;
+  const double typical = median_abs(measured);
+  const Eigen::Index rows = static_cast<Eigen::Index>(n + k) + (fixed_row ? 1 : 0);
+  auto relative = [&](const std::string& type) {
+    const auto it = prior.relative.find(type);
+    return it == prior.relative.end() ? 0.0 : it->second;
+  };
+  std::vector<double> known(n, held_fixed), free_term(n);
   for (size_t i = 0; i < n; ++i) {
     free_term[i] = xs[i].term;
     for (const auto& [type, v] : xs[i].type_terms)
@@ -104,8 +140,8 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
   line.weights.assign(n, 1.0);
   for (int it = 0; it < kIterations; ++it) {
     // data rows scaled by sqrt(w) / measured: row i's residual is sqrt(w) (measured - predicted) / measured
-    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n + k), cols);
-    Eigen::VectorXd b = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n + k));
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(rows, cols);
+    Eigen::VectorXd b = Eigen::VectorXd::Zero(rows);
     for (size_t i = 0; i < n; ++i) {
       const auto r = static_cast<Eigen::Index>(i);
       const double s = std::sqrt(line.weights[i]) / xs[i].measured;
@@ -117,15 +153,28 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
       }
       b(r) = (xs[i].measured - known[i]) * s;
     }
-    for (size_t t = 0; t < k; ++t)  // the ridge rows: each type's delta pulled toward 0
-      a(static_cast<Eigen::Index>(n + t), c_types + static_cast<Eigen::Index>(t)) = std::sqrt(kTypeRidge);
+    // the ridge rows: each type's delta pulled toward the prior's relative cost x the shared slope
+    // (0 without a prior), linear in both
+    for (size_t t = 0; t < k; ++t) {
+      const auto r = static_cast<Eigen::Index>(n + t);
+      const double rel = relative(types[t]);
+      const double w = std::sqrt(prior.type_ridge);
+      a(r, c_types + static_cast<Eigen::Index>(t)) = w;
+      if (c_slope >= 0) a(r, c_slope) = -w * rel;
+      else b(r) = w * rel * kMinSlope;
+    }
+    if (fixed_row) {
+      a(rows - 1, c_fixed) = std::sqrt(prior.fixed_weight) / typical;
+      b(rows - 1) = std::sqrt(prior.fixed_weight) * *prior.fixed / typical;
+    }
     const Eigen::VectorXd x = cols > 0 ? Eigen::VectorXd(a.colPivHouseholderQr().solve(b)) : Eigen::VectorXd();
     line.slope = c_slope >= 0 ? x(c_slope) : kMinSlope;
-    line.fixed = c_fixed >= 0 ? x(c_fixed) : 0.0;
+    line.fixed = c_fixed >= 0 ? x(c_fixed) : held_fixed;
     line.delta.clear();
     for (size_t t = 0; t < k; ++t) line.delta[types[t]] = x(c_types + static_cast<Eigen::Index>(t));
     for (const std::string& t : pinned.types) line.delta[t] = kMinSlope - line.slope;
-    if (fit_fixed && line.fixed < 0) return fit_line_pinned(xs, false, all_types, pinned);  // fixed >= 0
+    if (fit_fixed && line.fixed < 0)  // fixed >= 0
+      return fit_line_pinned(xs, false, all_types, pinned, FitPrior{prior.relative, std::nullopt, 0, prior.type_ridge});
     std::vector<double> r(n);
     for (size_t i = 0; i < n; ++i) r[i] = (xs[i].measured - line.predict(xs[i])) / xs[i].measured;
     if (n < 4) break;  // too few points to tell an outlier from the line
@@ -141,10 +190,11 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
 
 // The fit with every read rate physical: pin the shared rate if it crosses the bound, else the
 // type that crosses it most, and fit again, until none does (at most 1 + types rounds).
-Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types) {
+Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<std::string>& types,
+              const FitPrior& prior = {}) {
   Pinned pinned;
   for (;;) {
-    Line line = fit_line_pinned(xs, fit_fixed, types, pinned);
+    Line line = fit_line_pinned(xs, fit_fixed, types, pinned, prior);
     if (!pinned.shared && line.slope < kMinSlope) {
       pinned.shared = true;
       continue;
@@ -154,7 +204,13 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
     for (const auto& [type, d] : line.delta)  // ('~' names are covariates, not a type's rate)
       if (!type.starts_with('~') && !pinned.types.contains(type) && line.slope + d < worst_slope)
         worst = type, worst_slope = line.slope + d;
-    if (worst.empty()) return line;
+    if (worst.empty()) {
+      // a type the points do not read (or read too little of to fit) costs what the prior says
+      // relative to this device's shared rate
+      for (const auto& [type, rel] : prior.relative)
+        if (!line.delta.contains(type)) line.delta[type] = std::max(kMinSlope, line.slope * (1 + rel)) - line.slope;
+      return line;
+    }
     pinned.types.insert(worst);
   }
 }
@@ -182,10 +238,10 @@ std::vector<std::string> fitted_types(const std::vector<Sample>& xs) {
 }
 
 // Fits one kind (decode or prefill); the fixed time only when the terms spread.
-KindFit fit_kind(const std::vector<Sample>& xs) {
+KindFit fit_kind(const std::vector<Sample>& xs, const FitPrior& prior) {
   KindFit k;
   k.fixed_fitted = terms_spread(xs);
-  k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs));
+  k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs), prior);
   // Left out with every point of its group: a file's tg512 and tg4096 predict each other too well
   // for either to count as held out. One fit per group serves all its points.
   std::map<std::string, std::optional<Line>> without;  // group -> the fit on the others (none: too few)
@@ -196,7 +252,7 @@ KindFit fit_kind(const std::vector<Sample>& xs) {
       if (y.group != x.group) rest.push_back(y);
     without[x.group] = rest.size() < 2 ? std::nullopt  // one group only: nothing to predict it from
                                        : std::optional<Line>(fit_line(rest, k.fixed_fitted && terms_spread(rest),
-                                                                      fitted_types(rest)));
+                                                                      fitted_types(rest), prior));
   }
   for (const Sample& x : xs) {
     const std::optional<Line>& line = without.at(x.group);
@@ -355,6 +411,16 @@ ErrorBand error_band(const std::vector<double>& r, double tail) {
   return b;
 }
 
+std::string rows_engine(const std::vector<BenchRow>& rows, const std::string& given) {
+  if (!given.empty()) return given;
+  std::set<std::string> engines;  // llama-bench's rows are llama.cpp's
+  for (const BenchRow& row : rows) engines.insert(row.engine.empty() ? "llama.cpp" : row.engine);
+  if (engines.size() > 1)
+    throw InputError(fmt::format("calibrate: the files hold runs of {} engines ({}); a profile is one engine's: "
+                                 "calibrate them apart, or give --engine", engines.size(), fmt::join(engines, ", ")));
+  return engines.empty() ? "llama.cpp" : *engines.begin();
+}
+
 CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const HwProfile& hw,
                                        const CalibrationOptions& o) {
   HwProfile base = hw;
@@ -377,16 +443,16 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       res.skipped.push_back({row, reason});
     }
   }
+  res.calibration.engine = rows_engine(rows, o.engine);
+  return refit_step_model(std::move(res), hw.name, o);
+}
+
+CalibrationResult refit_step_model(CalibrationResult res, const std::string& device, const CalibrationOptions& o) {
   StepCalibration& cal = res.calibration;
-  cal.engine = o.engine;
-  if (cal.engine.empty()) {  // the rows': llama-bench's are llama.cpp's
-    std::set<std::string> engines;
-    for (const BenchRow& row : rows) engines.insert(row.engine.empty() ? "llama.cpp" : row.engine);
-    if (engines.size() > 1)
-      throw InputError(fmt::format("calibrate: the files hold runs of {} engines ({}); a profile is one engine's: "
-                                   "calibrate them apart, or give --engine", engines.size(), fmt::join(engines, ", ")));
-    cal.engine = engines.empty() ? "llama.cpp" : *engines.begin();
-  }
+  const std::string engine = cal.engine;
+  cal = StepCalibration{};
+  cal.engine = engine;
+  res.notes.clear();
   for (const bool decode : {true, false}) {
     std::vector<CalibrationPoint*> pts;
     for (CalibrationPoint& p : res.points)
@@ -408,7 +474,16 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       // The KV cache's own read cost: attention at long contexts reads it slower than weights
       if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
     }
-    const KindFit f = fit_kind(xs);
+    FitPrior prior;
+    if (decode && o.prior) {
+      const DecodeTerms& d = o.prior->decode;
+      for (const auto& [type, e] : d.read_efficiency_by_type) prior.relative[type] = d.read_efficiency / e - 1;
+      if (d.kv_read_efficiency) prior.relative[std::string(kKvCovariate)] = d.read_efficiency / *d.kv_read_efficiency - 1;
+      prior.fixed = d.fixed_s;
+      prior.fixed_weight = kFixedPriorWeight;
+      prior.type_ridge = kTypeRidgeToPrior;
+    }
+    const KindFit f = fit_kind(xs, prior);
     std::vector<double> loo_r;
     for (size_t i = 0; i < pts.size(); ++i) {
       pts[i]->fitted_s = pts[i]->known_s + f.line.predict(xs[i]);
@@ -418,7 +493,9 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
     }
     if (!f.fixed_fitted)
       res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs (one model size), so the "
-                                      "fixed time cannot be told from the rate: fixed time 0, efficiency only", kind));
+                                      "fixed time cannot be told from the rate: {}", kind,
+                                      prior.fixed ? fmt::format("the prior's {:.3f} ms held, efficiency fitted", *prior.fixed * 1e3)
+                                                  : "fixed time 0, efficiency only"));
     if (decode) {
       cal.decode.fixed_s = f.line.fixed;
       cal.decode.read_efficiency = 1.0 / f.line.slope;
@@ -435,12 +512,18 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
       cal.prefill = t;
     }
   }
-  cal.source = fmt::format("{}{} points on {}, {}", o.source.empty() ? "" : o.source + ": ", res.points.size(), hw.name,
+  if (o.prior)
+    res.notes.push_back(fmt::format("decode is pulled toward the terms a device without data would get ({}): each weight "
+                                    "type's read cost relative to the shared one, the KV cache's, and {:.3f} ms fixed, "
+                                    "where these points cannot tell them apart", o.prior->basis_note.empty() ? "a prior" : o.prior->basis_note,
+                                    o.prior->decode.fixed_s * 1e3));
+  cal.source = fmt::format("{}{} points on {}, {}", o.source.empty() ? "" : o.source + ": ", res.points.size(), device,
                            joined_builds(res.points));
   return res;
 }
 
-std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine) {
+std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine,
+                                                            const std::optional<StepCalibration>& prior) {
   const std::string path = fmt::format("hwprofiles/calibrations/{}.json", hw.name);
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path != path) continue;
@@ -450,6 +533,7 @@ std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw,
     CalibrationOptions o;
     o.engine = engine;
     o.source = path;
+    o.prior = prior;
     return calibrate_step_model(parse_bench_text(f.content, where), hw, o);
   }
   return std::nullopt;

@@ -53,6 +53,11 @@ struct CalibrationOptions {
   std::string engine;          // empty: the rows' engine (llama-bench: llama.cpp)
   std::string model;           // a model name or config.json for every row; empty: by the row
   std::string source;          // what the fitted profile says it came from
+  // The decode terms a device of this one's architecture would get without data (step_prior's
+  // transferred terms, the device itself left out): the fit borrows their weight types' and KV
+  // cache's read costs relative to the shared one, and their fixed time, where its own points
+  // cannot tell (a type it has no point for, one model size); absent: the shared rate, fixed 0.
+  std::optional<StepCalibration> prior;
 };
 
 struct CalibrationResult {
@@ -61,6 +66,13 @@ struct CalibrationResult {
   StepCalibration calibration;
   std::vector<std::string> notes;  // fallbacks taken (one model size, too few prefill points)
 };
+
+// The points of `mapped` (a calibrate_step_model result of `device`) fitted again under `o` (a
+// prior), without mapping the rows again; its engine kept.
+CalibrationResult refit_step_model(CalibrationResult mapped, const std::string& device, const CalibrationOptions& o);
+
+// The engine the rows ran on: `given`, else theirs (llama-bench's: llama.cpp); InputError when they mix.
+std::string rows_engine(const std::vector<BenchRow>& rows, const std::string& given);
 
 // InputError when fewer than two decode rows map to a model and weights.
 CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const HwProfile& hw,
@@ -95,7 +107,8 @@ ErrorBand error_band(const std::vector<double>& residuals, double tail = 0.1);
 // hwprofiles/calibrations/<hw.name>.json when it exists and names that engine.
 std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine);
 // ... with its points (residuals, leave-one-out).
-std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine);
+std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine,
+                                                            const std::optional<StepCalibration>& prior = std::nullopt);
 std::vector<std::string> builtin_calibration_names();  // devices with a data file
 
 }  // namespace infer_plan

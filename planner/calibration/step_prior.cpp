@@ -18,6 +18,9 @@ namespace {
 
 constexpr std::string_view kEngineLevel = "engine";
 
+std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
+                                            const std::string& arch, double bandwidth, const std::string& exclude);
+
 std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
   std::vector<DeviceCalibration> out;
   const std::vector<std::string> profiles = builtin_hw_names();
@@ -28,9 +31,17 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
     try {
       const HwProfile hw = load_hw_profile(device);
       if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine))
-        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r)});
+        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r), {}});
     } catch (const InputError&) {
     }
+  }
+  // each device's own fit again, pulled toward what the others would give it
+  for (DeviceCalibration& d : out) {
+    CalibrationOptions o;
+    o.engine = engine;
+    o.source = fmt::format("hwprofiles/calibrations/{}.json", d.device);
+    o.prior = pooled_terms(out, engine, d.arch, d.bandwidth_bytes_per_s, d.device);
+    d.own = refit_step_model(d.fit, d.device, o);
   }
   return out;
 }
@@ -67,10 +78,10 @@ double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kRefere
 
 // The pooled terms for a device of `arch` reading at `bandwidth` (datasheet), without error bands:
 // one fit over the pooled devices' points (decode; prefill where any has prefill points).
-std::optional<StepCalibration> pooled_terms(const std::string& engine, const std::string& arch, double bandwidth,
-                                            const std::string& exclude) {
+std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
+                                            const std::string& arch, double bandwidth, const std::string& exclude) {
   std::string level;
-  const std::vector<const DeviceCalibration*> devices = pooled(builtin_device_calibrations(engine), arch, exclude, level);
+  const std::vector<const DeviceCalibration*> devices = pooled(all, arch, exclude, level);
   if (devices.empty()) return std::nullopt;
   std::vector<StepSample> decode;
   std::vector<std::string> names;
@@ -186,11 +197,12 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
 std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
   std::vector<DeviceOutPoint> out;
   for (const DeviceCalibration& d : builtin_device_calibrations(engine)) {
-    const std::optional<StepCalibration> others = pooled_terms(engine, d.arch, d.bandwidth_bytes_per_s, d.device);
+    const std::optional<StepCalibration> others =
+        pooled_terms(builtin_device_calibrations(engine), engine, d.arch, d.bandwidth_bytes_per_s, d.device);
     if (!others) continue;  // the only device
     std::string level;
     (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
-    for (const CalibrationPoint& p : d.fit.points)
+    for (const CalibrationPoint& p : d.own.points)  // (its own leave-one-file-out beside)
       out.push_back({d.device, d.arch, level, p, predict_point(*others, p)});
   }
   return out;
@@ -198,7 +210,8 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
 
 std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
                                                        const std::string& exclude) {
-  std::optional<StepCalibration> c = pooled_terms(engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude);
+  std::optional<StepCalibration> c =
+      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude);
   if (!c) return c;
   const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
   c->decode.error = bands.decode;
@@ -206,8 +219,15 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
   return c;
 }
 
+std::optional<CalibrationResult> device_calibration_result(const HwProfile& hw, const std::string& engine) {
+  if (hw.source.starts_with("built-in "))  // the very profile fitted once per process
+    for (const DeviceCalibration& d : builtin_device_calibrations(engine))
+      if (d.device == hw.name) return d.own;
+  return builtin_calibration_result(hw, engine, transferred_calibration(engine, hw, hw.name));
+}
+
 std::optional<StepCalibration> engine_step_calibration(const HwProfile& hw, const std::string& engine) {
-  if (std::optional<StepCalibration> own = builtin_calibration(hw, engine)) return own;
+  if (std::optional<CalibrationResult> own = device_calibration_result(hw, engine)) return own->calibration;
   if (std::optional<StepCalibration> served = served_step_calibration(hw, engine)) return served;
   return transferred_calibration(engine, hw);
 }

@@ -20,7 +20,8 @@ struct DeviceCalibration {
   std::string device;   // the built-in profile the data file is named after
   std::string arch;     // its profile's, or empty
   double bandwidth_bytes_per_s = 0;  // its profile's datasheet memory bandwidth
-  CalibrationResult fit;
+  CalibrationResult fit;  // alone: the pool's input (its points, its prefill terms)
+  CalibrationResult own;  // pulled toward the other devices' pooled terms (the calibration it gets)
 };
 
 // Every built-in data file of `engine` whose device has a built-in profile, fitted alone; once per
@@ -48,6 +49,10 @@ struct DeviceOutPoint {
 
 // Each device's points predicted from the other devices (leave-one-device-out), decode and prefill.
 std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine);
+
+// The device's built-in data fitted with the pooled terms of the others as its prior
+// (CalibrationOptions::prior); nullopt when it has no data file for the engine.
+std::optional<CalibrationResult> device_calibration_result(const HwProfile& hw, const std::string& engine);
 
 // The calibration `resolve_plan` gives `hw` under `engine`: the device's own built-in data
 // (basis "calibrated"), else the transferred terms; nullopt when the engine has no data at all.

@@ -148,6 +148,49 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
   CHECK(dirty.points[0].weight == 1.0);
 }
 
+// Hierarchical calibration: a device with one model size (the fixed time cannot be told from the
+// rate) and no Q4_0 point of its own beside F16. Its prior (the terms its architecture's other
+// devices give it) says: 2 ms fixed, Q4_0 read at 0.375 where the shared rate is 0.5, i.e. a
+// third slower (0.5 / 0.375 - 1). The rows were made with 2 ms fixed, F16 and the rest at 0.8 and
+// Q4_0 a third slower (0.6), so the fit with the prior must give back 0.8 and borrow 0.6 for Q4_0;
+// the Q4_0 file left out is then predicted exactly, where the fit without a prior misses it.
+TEST_CASE("a device's fit borrows its prior's fixed time and a weight type's relative cost") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  std::vector<BenchRow> rows;
+  for (const char* weights : {"F16", "Q4_0"})
+    for (const uint64_t n_gen : {128, 1024}) {
+      const ModelSpec spec = load_model("llama-2-7b");
+      const PlanWeights w = plan_weights(spec, weights, std::nullopt);
+      const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+      double t = 0.002 + rl.decode_step(1, n_gen / 2).memory_s / 0.8;
+      if (rl.weight_read_s_of_type("Q4_0", 1) > 0) t += rl.weight_read_s_of_type("Q4_0", 1) * (1 / 0.6 - 1 / 0.8);
+      BenchRow r;
+      r.model_type = fmt::format("llama 7B {}", weights);
+      r.model = "llama-2-7b";
+      r.n_gen = n_gen;
+      r.tokens_per_s = 1 / t;
+      r.origin = fmt::format("{} tg{}", weights, n_gen);
+      rows.push_back(r);
+    }
+  std::vector<BenchRow> f16(rows.begin(), rows.begin() + 2);
+  CalibrationOptions o;
+  o.prior.emplace();
+  o.prior->decode.fixed_s = 0.002;
+  o.prior->decode.read_efficiency = 0.5;
+  o.prior->decode.read_efficiency_by_type["Q4_0"] = 0.375;
+  const DecodeTerms d = calibrate_step_model(f16, hw, o).calibration.decode;
+  CHECK(d.fixed_s == doctest::Approx(0.002));  // held: one model size
+  CHECK(d.read_efficiency == doctest::Approx(0.8).epsilon(1e-3));
+  CHECK(d.read_efficiency_by_type.at("Q4_0") == doctest::Approx(0.6).epsilon(1e-3));
+  const CalibrationResult with = calibrate_step_model(rows, hw, o);
+  const CalibrationResult without = calibrate_step_model(rows, hw, {});
+  for (size_t i = 2; i < rows.size(); ++i) {  // the Q4_0 file's points, fitted on the F16 file
+    CAPTURE(rows[i].origin);
+    CHECK(std::abs(with.points[i].loo_residual()) < 0.005);
+    CHECK(std::abs(without.points[i].loo_residual()) > 0.1);
+  }
+}
+
 // An old build's pattern (llama.cpp 2023 on an RTX 3090): Q4_0 read at the bound of what the
 // profile's rate allows, the K-quants at half the rate of F16. A free fit trades the K-quants'
 // slowness against the fixed time and lands Q4_0 faster than the bound; holding Q4_0 at the bound

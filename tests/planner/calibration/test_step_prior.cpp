@@ -106,3 +106,31 @@ TEST_CASE("leave one device out: every device predicted from the others, at the 
   MESSAGE(fmt::format("leave-one-device-out: {} decode points on {} devices, median |error| {:.1f}%", decode.size(),
                       devices.size(), median_abs(decode) * 100));
 }
+
+TEST_CASE("each device's own fit, pulled toward the others' terms, predicts its left-out files better") {
+  // Leave-one-file-out over the built-in decode points: the device's fit alone against the same
+  // fit with its prior (the other devices' pooled terms); issue 33's target is a 5% median.
+  std::vector<double> alone, with_prior;
+  for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp")) {
+    REQUIRE(d.fit.points.size() == d.own.points.size());
+    for (size_t i = 0; i < d.own.points.size(); ++i) {
+      const CalibrationPoint& p = d.own.points[i];
+      if (!p.decode || !std::isfinite(p.loo_s) || !std::isfinite(d.fit.points[i].loo_s)) continue;
+      alone.push_back(d.fit.points[i].loo_residual());
+      with_prior.push_back(p.loo_residual());
+    }
+  }
+  REQUIRE(with_prior.size() >= 150);
+  MESSAGE(fmt::format("leave-one-file-out: {} decode points, median |error| {:.1f}% alone, {:.1f}% with the prior",
+                      with_prior.size(), median_abs(alone) * 100, median_abs(with_prior) * 100));
+  CHECK(median_abs(with_prior) < median_abs(alone));
+  CHECK(median_abs(with_prior) <= 0.05);
+  // the calibration a built-in device gets is that fit
+  const HwProfile rtx3090 = load_hw_profile("rtx-3090");
+  const std::optional<StepCalibration> c = engine_step_calibration(rtx3090, "llama.cpp");
+  REQUIRE(c);
+  const auto own = std::find_if(builtin_device_calibrations("llama.cpp").begin(), builtin_device_calibrations("llama.cpp").end(),
+                                [](const DeviceCalibration& d) { return d.device == "rtx-3090"; });
+  CHECK(c->decode.read_efficiency == doctest::Approx(own->own.calibration.decode.read_efficiency));
+  CHECK(c->decode.fixed_s == doctest::Approx(own->own.calibration.decode.fixed_s));
+}
