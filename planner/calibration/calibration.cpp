@@ -101,6 +101,7 @@ struct FitPrior {
 struct Pinned {
   bool shared = false;
   std::set<std::string> types;
+  std::set<std::string> zero;  // covariates held at 0 (a time that cannot be negative)
 };
 
 // One robust least-squares fit with `pinned` held: time = fixed + slope x (term - pinned types'
@@ -110,7 +111,7 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
                      const Pinned& pinned, const FitPrior& prior) {
   std::vector<std::string> types;
   for (const std::string& t : all_types)
-    if (!pinned.types.contains(t)) types.push_back(t);
+    if (!pinned.types.contains(t) && !pinned.zero.contains(t)) types.push_back(t);
   const size_t n = xs.size();
   const size_t k = types.size();
   // columns: [slope unless pinned] [fixed if fitted] [one delta per free type]
@@ -173,6 +174,7 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
     line.delta.clear();
     for (size_t t = 0; t < k; ++t) line.delta[types[t]] = x(c_types + static_cast<Eigen::Index>(t));
     for (const std::string& t : pinned.types) line.delta[t] = kMinSlope - line.slope;
+    for (const std::string& t : pinned.zero) line.delta[t] = 0;
     if (fit_fixed && line.fixed < 0)  // fixed >= 0
       return fit_line_pinned(xs, false, all_types, pinned, FitPrior{prior.relative, std::nullopt, 0, prior.type_ridge});
     std::vector<double> r(n);
@@ -199,6 +201,11 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
       pinned.shared = true;
       continue;
     }
+    // the layers with experts' own time is a time: held at 0 rather than fitted below it
+    if (const auto moe = line.delta.find(std::string(kMoeCovariate)); moe != line.delta.end() && moe->second < 0) {
+      pinned.zero.insert(moe->first);
+      continue;
+    }
     std::string worst;
     double worst_slope = kMinSlope;
     for (const auto& [type, d] : line.delta)  // ('~' names are covariates, not a type's rate)
@@ -208,7 +215,9 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
       // a type the points do not read (or read too little of to fit) costs what the prior says
       // relative to this device's shared rate
       for (const auto& [type, rel] : prior.relative)
-        if (!line.delta.contains(type)) line.delta[type] = std::max(kMinSlope, line.slope * (1 + rel)) - line.slope;
+        if (!line.delta.contains(type))
+          line.delta[type] = type.starts_with('~') ? line.slope * rel  // a covariate: no rate to bound
+                                                   : std::max(kMinSlope, line.slope * (1 + rel)) - line.slope;
       return line;
     }
     pinned.types.insert(worst);
@@ -250,7 +259,8 @@ KindFit fit_kind(const std::vector<Sample>& xs, const FitPrior& prior) {
     std::vector<Sample> rest;
     for (const Sample& y : xs)
       if (y.group != x.group) rest.push_back(y);
-    without[x.group] = rest.size() < 2 ? std::nullopt  // one group only: nothing to predict it from
+    // too few to fit: fewer than two points, or none with a prior's fixed time to hold
+    without[x.group] = rest.size() < (prior.fixed ? 1u : 2u) ? std::nullopt
                                        : std::optional<Line>(fit_line(rest, k.fixed_fitted && terms_spread(rest),
                                                                       fitted_types(rest), prior));
   }
@@ -353,6 +363,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     const StepCost c = rl.decode_step(row.batch, context);
     p.term_s = c.memory_s;
     p.kv_term_s = c.kv_bytes / rl.rates().memory_bytes_per_s;
+    p.moe_layers = static_cast<double>(spec.moe_layer_count());
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
     for (const std::string& type : rl.weight_types())
@@ -473,12 +484,16 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group});
       // The KV cache's own read cost: attention at long contexts reads it slower than weights
       if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
+      // The layers with experts' own time (router, top-k, the expert products' launches)
+      if (decode && p->moe_layers > 0) xs.back().type_terms[std::string(kMoeCovariate)] = p->moe_layers * kMoeLayerUnit;
     }
     FitPrior prior;
     if (decode && o.prior) {
       const DecodeTerms& d = o.prior->decode;
       for (const auto& [type, e] : d.read_efficiency_by_type) prior.relative[type] = d.read_efficiency / e - 1;
       if (d.kv_read_efficiency) prior.relative[std::string(kKvCovariate)] = d.read_efficiency / *d.kv_read_efficiency - 1;
+      if (d.moe_layer_s > 0)  // relative to the shared read cost, as the ridge pulls it (delta = slope x relative)
+        prior.relative[std::string(kMoeCovariate)] = d.moe_layer_s / kMoeLayerUnit * d.read_efficiency;
       prior.fixed = d.fixed_s;
       prior.fixed_weight = kFixedPriorWeight;
       prior.type_ridge = kTypeRidgeToPrior;
@@ -501,6 +516,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       cal.decode.read_efficiency = 1.0 / f.line.slope;
       for (const auto& [type, delta] : f.line.delta)
         if (type == kKvCovariate) cal.decode.kv_read_efficiency = 1.0 / std::max(kMinSlope, f.line.slope + delta);
+        else if (type == kMoeCovariate) cal.decode.moe_layer_s = std::max(0.0, delta) * kMoeLayerUnit;
         else cal.decode.read_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
       cal.decode.error = error_band(loo_r);
     } else {

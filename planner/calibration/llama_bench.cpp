@@ -368,6 +368,12 @@ BenchModelType parse_bench_model_type(std::string_view model_type, std::string_v
   } else {
     m.file_type = rest;
   }
+  // "MXFP4 MoE" (llama.cpp's name of its MXFP4_MOE file type): the file type's own spelling
+  if (m.file_type.find(' ') != std::string::npos) {
+    std::replace(m.file_type.begin(), m.file_type.end(), ' ', '_');
+    std::transform(m.file_type.begin(), m.file_type.end(), m.file_type.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  }
   if (m.file_type.empty())
     throw InputError(fmt::format("{}: model '{}' names no weight type (e.g. \"llama 7B Q4_0\")", where, t));
   return m;

@@ -93,6 +93,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
       builds.insert(p.row.build.empty() ? "not stated" : p.row.build.substr(0, std::min<size_t>(p.row.build.size(), 16)));
       StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d->device + " " + p.group};
       x.type_terms_s[std::string(kKvCovariate)] = p.kv_term_s;
+      if (p.moe_layers > 0) x.type_terms_s[std::string(kMoeCovariate)] = p.moe_layers * kMoeLayerUnit;
       x.type_terms_s[std::string(kBandwidthCovariate)] = p.term_s * log_bandwidth(d->bandwidth_bytes_per_s);
       decode.push_back(std::move(x));
     }
@@ -112,6 +113,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   for (const auto& [type, d] : line.delta)
     if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(1.0 / 1.1, slope + d);
   c.decode.kv_read_efficiency = 1.0 / std::max(1.0 / 1.1, slope + delta(kKvCovariate));
+  c.decode.moe_layer_s = std::max(0.0, delta(kMoeCovariate)) * kMoeLayerUnit;
   // Prefill: each device's own terms averaged (the fixed time's mean, the compute efficiency's
   // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
   // (median 29.8% against 20.9%): the achieved fraction of the datasheet FLOPs differs by device
@@ -186,7 +188,7 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
         t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);
     return std::max(t, p.ceiling_s);
   }
-  double t = p.known_s + c.decode.fixed_s + p.term_s / c.decode.read_efficiency;
+  double t = p.known_s + c.decode.fixed_s + p.moe_layers * c.decode.moe_layer_s + p.term_s / c.decode.read_efficiency;
   if (c.decode.kv_read_efficiency) t += p.kv_term_s * (1.0 / *c.decode.kv_read_efficiency - 1.0 / c.decode.read_efficiency);
   for (const auto& [type, share_s] : p.type_terms_s)
     if (const auto it = c.decode.read_efficiency_by_type.find(type); it != c.decode.read_efficiency_by_type.end())

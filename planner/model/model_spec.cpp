@@ -233,6 +233,12 @@ uint64_t ModelSpec::window_layer_count() const {
   return static_cast<uint64_t>(std::count(window_layers.begin(), window_layers.end(), true));
 }
 
+uint64_t ModelSpec::moe_layer_count() const {
+  uint64_t n = 0;
+  for (uint64_t l = 0; l < layers; ++l) n += layer_is_moe(l) ? 1 : 0;
+  return n;
+}
+
 bool ModelSpec::layer_is_moe(uint64_t layer) const {
   if (!is_moe()) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())

@@ -92,6 +92,7 @@ struct ModelSpec {
   }
   uint64_t window_layer_count() const;
   bool layer_is_moe(uint64_t layer) const;
+  uint64_t moe_layer_count() const;  // the layers with experts
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V
   uint64_t attn_out_width() const { return heads * (is_mla() ? v_head_dim : head_dim); }  // attn_output's input

@@ -80,7 +80,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
   const std::string dw = where + ": decode";
   const Json& d = require_object(j, "decode", where);
   refuse_unknown(d, {"fixed_ms", "per_sequence_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
-                     "moe_read_efficiency", "all_reduce_call_ms",
+                     "moe_read_efficiency", "moe_layer_ms", "all_reduce_call_ms",
                      "extra_token_ms_per_gb", "error", "points", "loo_median_abs_error"}, dw);
   c.decode.fixed_s = bounded(d, "fixed_ms", dw, 0, 1e5, 0, "milliseconds") / 1e3;
   c.decode.per_sequence_s = bounded(d, "per_sequence_ms", dw, 0, 1e3, 0, "milliseconds") / 1e3;
@@ -89,6 +89,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
     c.decode.kv_read_efficiency = bounded(d, "kv_read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("all_reduce_call_ms"))
     c.decode.all_reduce_call_s = bounded(d, "all_reduce_call_ms", dw, 0, 100, 0, "milliseconds") / 1e3;
+  c.decode.moe_layer_s = bounded(d, "moe_layer_ms", dw, 0, 1e3, 0, "milliseconds") / 1e3;
   if (d.contains("moe_read_efficiency"))
     c.decode.moe_read_efficiency = bounded(d, "moe_read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("read_efficiency_by_type")) {
@@ -151,6 +152,7 @@ Json step_calibration_to_json(const StepCalibration& c) {
   if (!c.decode.read_efficiency_by_type.empty()) d["read_efficiency_by_type"] = c.decode.read_efficiency_by_type;
   if (c.decode.kv_read_efficiency) d["kv_read_efficiency"] = *c.decode.kv_read_efficiency;
   if (c.decode.moe_read_efficiency) d["moe_read_efficiency"] = *c.decode.moe_read_efficiency;
+  if (c.decode.moe_layer_s > 0) d["moe_layer_ms"] = c.decode.moe_layer_s * 1e3;
   if (c.decode.all_reduce_call_s) d["all_reduce_call_ms"] = *c.decode.all_reduce_call_s * 1e3;
   if (!c.decode.extra_token_s_per_byte.empty()) {
     Json x = Json::object();

@@ -45,6 +45,10 @@ struct DecodeTerms {
   // A mixture-of-experts model's own fraction, for all of its weights (a batched server's fused
   // expert kernels reach less of the bandwidth than its dense ones); absent: read_efficiency.
   std::optional<double> moe_read_efficiency;
+  // Per layer with experts, per step: the router, the top-k selection and the expert products'
+  // own launches (a llama.cpp mixture-of-experts layer runs several kernels more than a dense
+  // one), fitted; 0: none.
+  double moe_layer_s = 0;
   // Under tensor parallelism, the time of one all-reduce call (launch and synchronization, beside
   // the bytes over the link), fitted; absent: the profile's link latency.
   std::optional<double> all_reduce_call_s;
@@ -81,7 +85,7 @@ struct StepCalibration {
 };
 
 // The profile's "calibration" block: {"engine", "source", "first_token_ms", "decode": {"fixed_ms", "per_sequence_ms",
-// "read_efficiency", "read_efficiency_by_type": {"Q4_K": 0.7}, "extra_token_ms_per_gb": {"Q8_0":
+// "read_efficiency", "read_efficiency_by_type": {"Q4_K": 0.7}, "moe_layer_ms", "extra_token_ms_per_gb": {"Q8_0":
 // 0.6 (per extra token) or {"2": 0.6, "4": 1.5, "8": 3.1}}, "error": [lo, hi], "points",
 // "loo_median_abs_error"}, "prefill": {"fixed_ms", "compute_efficiency", "error", ...}}.
 StepCalibration step_calibration_from_json(const Json& j, const std::string& where);
