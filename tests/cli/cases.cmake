@@ -372,7 +372,7 @@ infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device 
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
   MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all ")
 infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/calibrations/m1-max-64gb.json --hw m1-max-64gb --loo device
-  MATCH "without these points, m1-max-64gb would be predicted from no apple-m1 device has measurements: the 3 apple devices pooled"
+  MATCH "without these points, m1-max-64gb would be predicted from the 3 apple-m1 devices with measurements pooled"
         "decode median .error. [0-9.]+% over 18 points")
 infer_plan_cli_case(bad_calibrate_no_files EXIT 2 ARGS calibrate --hw rtx-4090
   MATCH "give the measurement FILE.s. and --hw, or --loo device")

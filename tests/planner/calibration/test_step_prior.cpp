@@ -70,14 +70,15 @@ TEST_CASE("a device without data gets its architecture's devices pooled, else it
   REQUIRE(h200);
   CHECK(h200->basis == "transferred");
   CHECK(h200->basis_note.find("hopper") != std::string::npos);
-  // a chip of an architecture nobody measured: its vendor's devices
+  // a chip of an architecture nobody measured: its vendor's devices (an MI300X: the RX 7900 XTX)
   HwProfile m4 = load_hw_profile("m2-ultra");
-  m4.name = "m4-test";
-  m4.arch = "apple-m4";
-  const std::optional<StepCalibration> apple = engine_step_calibration(m4, "llama.cpp");
-  REQUIRE(apple);
-  CHECK(apple->basis_note.find("no apple-m4 device has measurements") != std::string::npos);
-  CHECK(apple->basis_note.find("rtx-") == std::string::npos);
+  m4.name = "cdna3-test";
+  m4.arch = "cdna3";
+  const std::optional<StepCalibration> amd = engine_step_calibration(m4, "llama.cpp");
+  REQUIRE(amd);
+  CHECK(amd->basis_note.find("no cdna3 device has measurements") != std::string::npos);
+  CHECK(amd->basis_note.find("rx-7900-xtx") != std::string::npos);
+  CHECK(amd->basis_note.find("rtx-") == std::string::npos);
   // no arch stated: every device
   m4.arch.clear();
   CHECK(engine_step_calibration(m4, "llama.cpp")->basis_note.find("states no arch") != std::string::npos);

@@ -23,9 +23,11 @@ TEST_CASE("built-in profiles and links") {
     CHECK(p.memory_bandwidth_bytes_per_s > 0);
   }
   // a100-40gb, a100-80gb, a100-80gb-pcie, a40, dgx-spark, gh200, h100-pcie, h100-sxm, h200, l40s,
-  // m1-max-64gb, m2-max-96gb, m2-ultra, m3-max-64gb, rtx-3090, rtx-4080, rtx-4090, rtx-6000-ada,
-  // rtx-a6000, tesla-p40 (hwprofiles/calibrations/ holds data, not profiles)
-  CHECK(builtin_hw_names().size() == 20);
+  // m1, m1-pro, m1-max-64gb, m1-ultra, m2, m2-pro, m2-max-96gb, m2-ultra, m3, m3-pro, m3-max-36gb,
+  // m3-max-64gb, m3-ultra, m4, m4-pro, m4-max-36gb, m4-max, rtx-3090, rtx-4080, rtx-4090,
+  // rtx-6000-ada, rtx-a6000, rtx-pro-6000-blackwell, rx-7900-xtx, tesla-p40
+  // (hwprofiles/calibrations/ holds data, not profiles)
+  CHECK(builtin_hw_names().size() == 35);
   // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
   // 936 GB/s, M2 Ultra 800 GB/s
   CHECK(load_hw_profile("a100-80gb-pcie").memory_bandwidth_bytes_per_s == 1.935e12);
