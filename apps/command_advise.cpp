@@ -267,9 +267,9 @@ std::string slo_line(const AdviseQuery& q) {
 
 std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
   const std::string cost = r.priced ? "$/M tok" : "dev-h/M tok";
-  TextTable t{{"#", "hardware", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99", cost,
-               r.priced ? "$/h" : "devices"},
-              {true, false, false, false, true, true, true, true, true, true, true, true, true},
+  TextTable t{{"#", "hardware", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99",
+               "basis", cost, r.priced ? "$/h" : "devices"},
+              {true, false, false, false, true, true, true, true, true, true, true, false, true, true},
               {}};
   uint64_t i = 0;
   for (const AdviseCandidate& c : rows) {
@@ -285,6 +285,7 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
                       lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.ttft_s.p99); }),
                       lat([](const ServingLatency& l) { return fmt::format("{:.1f} ms", l.tpot_s.p99 * 1e3); }),
                       lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.sojourn_s.p99); }),
+                      c.basis,  // what the latencies rest on (the lines after the table say more)
                       usd(c.cost_per_million_tokens),
                       r.priced ? fmt::format("{:.2f}", *c.price_per_hour) : fmt::format("{}", c.devices())});
   }

@@ -202,6 +202,7 @@ void take_basis(AdviseCandidate& c, const HwChoice& hw, const ResolvedPlan& rp) 
   const RooflineRates& r = rp.roofline->rates();
   c.basis = r.basis;
   c.basis_note = r.basis == hw.basis && !hw.basis_note.empty() && hw.basis != "ceiling" ? hw.basis_note : r.step_source;
+  if (c.basis_note.starts_with(c.basis + ": ")) c.basis_note.erase(0, c.basis.size() + 2);  // said beside it
 }
 
 std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
