@@ -155,7 +155,7 @@ void run_device_out(const CalibrateArgs& a) {
   std::map<std::string, Row> by_device;
   std::vector<double> all_own, all_decode, all_prefill;
   for (const DeviceCalibration& d : devices)
-    for (const CalibrationPoint& p : d.own.points)
+    for (const CalibrationPoint& p : own_calibration(engine, d.device).points)
       if (p.decode && std::isfinite(p.loo_s)) by_device[d.device].own_decode.push_back(p.loo_residual()), all_own.push_back(p.loo_residual());
   Json points = Json::array();
   for (const DeviceOutPoint& p : out) {
@@ -164,7 +164,7 @@ void run_device_out(const CalibrateArgs& a) {
     r.level = p.level;
     (p.point.decode ? r.out_decode : r.out_prefill).push_back(p.residual());
     (p.point.decode ? all_decode : all_prefill).push_back(p.residual());
-    Json j = point_json(p.point);
+    Json j = point_json(own_calibration(engine, p.device).points[p.index]);  // with its leave-one-file-out
     j["device"] = p.device;
     j["arch"] = p.arch;
     j["level"] = p.level;

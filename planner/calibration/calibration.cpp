@@ -247,10 +247,14 @@ std::vector<std::string> fitted_types(const std::vector<Sample>& xs) {
 }
 
 // Fits one kind (decode or prefill); the fixed time only when the terms spread.
-KindFit fit_kind(const std::vector<Sample>& xs, const FitPrior& prior) {
+KindFit fit_kind(const std::vector<Sample>& xs, const FitPrior& prior, bool leave_one_out) {
   KindFit k;
   k.fixed_fitted = terms_spread(xs);
   k.line = fit_line(xs, k.fixed_fitted, fitted_types(xs), prior);
+  if (!leave_one_out) {
+    k.loo.assign(xs.size(), std::nan(""));
+    return k;
+  }
   // Left out with every point of its group: a file's tg512 and tg4096 predict each other too well
   // for either to count as held out. One fit per group serves all its points.
   std::map<std::string, std::optional<Line>> without;  // group -> the fit on the others (none: too few)
@@ -498,7 +502,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       prior.fixed_weight = kFixedPriorWeight;
       prior.type_ridge = kTypeRidgeToPrior;
     }
-    const KindFit f = fit_kind(xs, prior);
+    const KindFit f = fit_kind(xs, prior, o.leave_one_out);
     std::vector<double> loo_r;
     for (size_t i = 0; i < pts.size(); ++i) {
       pts[i]->fitted_s = pts[i]->known_s + f.line.predict(xs[i]);
@@ -539,7 +543,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
 }
 
 std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine,
-                                                            const std::optional<StepCalibration>& prior) {
+                                                            const std::optional<StepCalibration>& prior, bool leave_one_out) {
   const std::string path = fmt::format("hwprofiles/calibrations/{}.json", hw.name);
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path != path) continue;
@@ -550,6 +554,7 @@ std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw,
     o.engine = engine;
     o.source = path;
     o.prior = prior;
+    o.leave_one_out = leave_one_out;
     return calibrate_step_model(parse_bench_text(f.content, where), hw, o);
   }
   return std::nullopt;

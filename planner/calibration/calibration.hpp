@@ -59,6 +59,7 @@ struct CalibrationOptions {
   // cache's read costs relative to the shared one, and their fixed time, where its own points
   // cannot tell (a type it has no point for, one model size); absent: the shared rate, fixed 0.
   std::optional<StepCalibration> prior;
+  bool leave_one_out = true;   // false: no point refitted without its file (loo_s NaN, no error band)
 };
 
 struct CalibrationResult {
@@ -113,7 +114,8 @@ ErrorBand error_band(const std::vector<double>& residuals, double tail = 0.1);
 std::optional<StepCalibration> builtin_calibration(const HwProfile& hw, const std::string& engine);
 // ... with its points (residuals, leave-one-out).
 std::optional<CalibrationResult> builtin_calibration_result(const HwProfile& hw, const std::string& engine,
-                                                            const std::optional<StepCalibration>& prior = std::nullopt);
+                                                            const std::optional<StepCalibration>& prior = std::nullopt,
+                                                            bool leave_one_out = true);
 std::vector<std::string> builtin_calibration_names();  // devices with a data file
 
 }  // namespace infer_plan

@@ -30,18 +30,10 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
     // than failing every plan of the engine.
     try {
       const HwProfile hw = load_hw_profile(device);
-      if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine))
-        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r), {}});
+      if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine, std::nullopt, false))
+        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r)});
     } catch (const InputError&) {
     }
-  }
-  // each device's own fit again, pulled toward what the others would give it
-  for (DeviceCalibration& d : out) {
-    CalibrationOptions o;
-    o.engine = engine;
-    o.source = fmt::format("hwprofiles/calibrations/{}.json", d.device);
-    o.prior = pooled_terms(out, engine, d.arch, d.bandwidth_bytes_per_s, d.device);
-    d.own = refit_step_model(d.fit, d.device, o);
   }
   return out;
 }
@@ -179,6 +171,22 @@ const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::str
   return once_per_engine<std::vector<DeviceCalibration>>(engine, fit_builtin_devices);
 }
 
+const CalibrationResult& own_calibration(const std::string& engine, const std::string& device) {
+  const std::vector<DeviceCalibration>& all = builtin_device_calibrations(engine);
+  static std::mutex m;
+  static std::map<std::pair<std::string, std::string>, CalibrationResult> cache;  // node-based: references stay valid
+  std::lock_guard<std::mutex> lock(m);
+  const auto key = std::make_pair(engine, device);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const auto d = std::find_if(all.begin(), all.end(), [&](const DeviceCalibration& x) { return x.device == device; });
+  if (d == all.end()) throw InputError(fmt::format("no built-in {} data of {}", engine, device));
+  CalibrationOptions o;
+  o.engine = engine;
+  o.source = fmt::format("hwprofiles/calibrations/{}.json", device);
+  o.prior = pooled_terms(all, engine, d->arch, d->bandwidth_bytes_per_s, device);
+  return cache.emplace(key, refit_step_model(d->fit, device, o)).first->second;
+}
+
 double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
   if (!p.decode) {
     if (!c.prefill) return std::nan("");
@@ -204,8 +212,8 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
     if (!others) continue;  // the only device
     std::string level;
     (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
-    for (const CalibrationPoint& p : d.own.points)  // (its own leave-one-file-out beside)
-      out.push_back({d.device, d.arch, level, p, predict_point(*others, p)});
+    for (size_t i = 0; i < d.fit.points.size(); ++i)
+      out.push_back({d.device, d.arch, i, level, d.fit.points[i], predict_point(*others, d.fit.points[i])});
   }
   return out;
 }
@@ -224,7 +232,7 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
 std::optional<CalibrationResult> device_calibration_result(const HwProfile& hw, const std::string& engine) {
   if (hw.source.starts_with("built-in "))  // the very profile fitted once per process
     for (const DeviceCalibration& d : builtin_device_calibrations(engine))
-      if (d.device == hw.name) return d.own;
+      if (d.device == hw.name) return own_calibration(engine, hw.name);
   return builtin_calibration_result(hw, engine, transferred_calibration(engine, hw, hw.name));
 }
 

@@ -20,13 +20,17 @@ struct DeviceCalibration {
   std::string device;   // the built-in profile the data file is named after
   std::string arch;     // its profile's, or empty
   double bandwidth_bytes_per_s = 0;  // its profile's datasheet memory bandwidth
-  CalibrationResult fit;  // alone: the pool's input (its points, its prefill terms)
-  CalibrationResult own;  // pulled toward the other devices' pooled terms (the calibration it gets)
+  CalibrationResult fit;  // alone, without leave-one-out: the pool's input (its points, its prefill terms)
 };
 
 // Every built-in data file of `engine` whose device has a built-in profile, fitted alone; once per
 // process (the fits are pure functions of the embedded data).
 const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::string& engine);
+
+// A built-in device's data fitted again with the other devices' pooled terms as its prior
+// (CalibrationOptions::prior), with leave-one-file-out: the calibration it gets. Once per process
+// and device; InputError when `device` has no data of `engine`.
+const CalibrationResult& own_calibration(const std::string& engine, const std::string& device);
 
 // What a calibration predicts for a point of a fit: decode fixed + the reads at each type's rate,
 // prefill fixed + compute / efficiency (the probe's known overhead added); NaN for a prefill point
@@ -41,6 +45,7 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
 
 struct DeviceOutPoint {
   std::string device, arch;
+  size_t index = 0;           // the point's in its device's fit (and own_calibration)
   std::string level;          // what predicted it: an architecture's name, or "engine"
   CalibrationPoint point;     // as its own device's fit mapped it
   double predicted_s = 0;     // by the others' pooled terms

@@ -113,11 +113,13 @@ TEST_CASE("each device's own fit, pulled toward the others' terms, predicts its 
   // fit with its prior (the other devices' pooled terms); issue 33's target is a 5% median.
   std::vector<double> alone, with_prior;
   for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp")) {
-    REQUIRE(d.fit.points.size() == d.own.points.size());
-    for (size_t i = 0; i < d.own.points.size(); ++i) {
-      const CalibrationPoint& p = d.own.points[i];
-      if (!p.decode || !std::isfinite(p.loo_s) || !std::isfinite(d.fit.points[i].loo_s)) continue;
-      alone.push_back(d.fit.points[i].loo_residual());
+    const CalibrationResult& own = own_calibration("llama.cpp", d.device);
+    const CalibrationResult fit = *builtin_calibration_result(load_hw_profile(d.device), "llama.cpp");
+    REQUIRE(fit.points.size() == own.points.size());
+    for (size_t i = 0; i < own.points.size(); ++i) {
+      const CalibrationPoint& p = own.points[i];
+      if (!p.decode || !std::isfinite(p.loo_s) || !std::isfinite(fit.points[i].loo_s)) continue;
+      alone.push_back(fit.points[i].loo_residual());
       with_prior.push_back(p.loo_residual());
     }
   }
@@ -130,8 +132,7 @@ TEST_CASE("each device's own fit, pulled toward the others' terms, predicts its 
   const HwProfile rtx3090 = load_hw_profile("rtx-3090");
   const std::optional<StepCalibration> c = engine_step_calibration(rtx3090, "llama.cpp");
   REQUIRE(c);
-  const auto own = std::find_if(builtin_device_calibrations("llama.cpp").begin(), builtin_device_calibrations("llama.cpp").end(),
-                                [](const DeviceCalibration& d) { return d.device == "rtx-3090"; });
-  CHECK(c->decode.read_efficiency == doctest::Approx(own->own.calibration.decode.read_efficiency));
-  CHECK(c->decode.fixed_s == doctest::Approx(own->own.calibration.decode.fixed_s));
+  const CalibrationResult& own = own_calibration("llama.cpp", "rtx-3090");
+  CHECK(c->decode.read_efficiency == doctest::Approx(own.calibration.decode.read_efficiency));
+  CHECK(c->decode.fixed_s == doctest::Approx(own.calibration.decode.fixed_s));
 }
