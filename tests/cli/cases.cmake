@@ -260,7 +260,7 @@ infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --dra
 infer_plan_cli_case(roofline_tp_over_pcie EXIT 0 ARGS roofline --hw rtx-4090 --tp 2 --engine none
   MATCH "all-reduce pcie-gen4-x16 \\(no device link: the host link\\), [0-9.]+ GB/s, 5 us per call \\(assumed\\)" "\\+ 0.434 ms all-reduce")
 # 10 req/s x about 6 s per request = about 60 in flight (Little's law): medium concurrency (16 to 63),
-# so no row of the table matches. (Before issue 15 it took --decode-batch's 100 as the concurrency.)
+# so no row of the table matches. (It once took --decode-batch's 100 as the concurrency.)
 # The times: vLLM's step model (BF16 weights), transferred to the H200 from its serving runs.
 infer_plan_cli_case(pd_from_roofline EXIT 0 ARGS pd --prompt 4K --hw h200 --link 400g-rdma --qps 10
   MATCH "prefill +1[0-9][0-9].[0-9]+ ms +vllm step model \\(transferred\\) of qwen3-8b"

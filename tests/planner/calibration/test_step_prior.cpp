@@ -110,7 +110,7 @@ TEST_CASE("leave one device out: every device predicted from the others, at the 
 
 TEST_CASE("each device's own fit, pulled toward the others' terms, predicts its left-out files better") {
   // Leave-one-file-out over the built-in decode points: the device's fit alone against the same
-  // fit with its prior (the other devices' pooled terms); issue 33's target is a 5% median.
+  // fit with its prior (the other devices' pooled terms), which should be within 5% at the median.
   std::vector<double> alone, with_prior;
   for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp")) {
     const CalibrationResult& own = own_calibration("llama.cpp", d.device);
