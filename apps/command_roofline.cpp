@@ -24,8 +24,9 @@ struct RooflineArgs {
 
 void print_step(std::string_view label, const StepCost& c) {
   if (c.calibrated) {  // the step model, then the ceiling it never undercuts
-    fmt::print("  {:<26} {:>9.3f} ms ({:.3f}-{:.3f})  = {:.3f} ms fixed + {:.3f} ms reads{}{}\n", label, c.time_s * 1e3,
-               c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.fixed_s * 1e3, c.read_s * 1e3,
+    // read_s is the bound's term at its achieved rate: the reads, or a compute-bound prefill's FLOPs
+    fmt::print("  {:<26} {:>9.3f} ms ({:.3f}-{:.3f})  = {:.3f} ms fixed + {:.3f} ms {}{}{}\n", label, c.time_s * 1e3,
+               c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.fixed_s * 1e3, c.read_s * 1e3, c.compute_bound ? "compute" : "reads",
                c.extra_tokens_s > 0 ? fmt::format(" + {:.3f} ms extra tokens", c.extra_tokens_s * 1e3) : "",
                c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "");
     fmt::print("  {:<26} {:>9.3f} ms ceiling = max({:.3f} ms memory, {:.3f} ms compute)  {}-bound\n", "",
