@@ -175,6 +175,12 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   else
     fmt::print("  verdict: DOES NOT FIT: {} short\n", gib(-r.headroom_bytes));
   fmt::print("  most requests at {} tokens: {}\n", r.context, r.max_requests);
+  if (r.kv_pool_tokens)  // as the engine logs it ("GPU KV cache size", "Maximum concurrency")
+    fmt::print("  KV pool: {} per device = {} tokens; {:.2f} requests of {} tokens at once\n", gib(r.kv_room_bytes),
+               *r.kv_pool_tokens, r.kv_bytes_per_request ? static_cast<double>(r.kv_room_bytes) /
+                                                                static_cast<double>(r.kv_bytes_per_request)
+                                                          : 0.0,
+               r.context);
   if (r.context_unbounded)
     fmt::print("  longest context for {} request{}: not bounded by memory (every layer keeps only its window)\n",
                r.requests, r.requests == 1 ? "" : "s");

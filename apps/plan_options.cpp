@@ -72,6 +72,10 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                              "written by `calibrate` carries its own (default: the profile's; without one, "
                              "the datasheet ceiling)", fmt::join(builtin_calibration_names(), ", ")))
       ->type_name("NAME");
+  cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                 "vLLM's share of the device's memory (the memory CUDA reports) for weights, activations and its "
+                 "KV pool (default 0.9, as vLLM's)")
+      ->type_name("F");
   cmd.add_option("--weights,-w", weights,
                  "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, IQ4_XS, MXFP4_MOE, "
                  "BF16, ...; add :imatrix for a file made with an importance matrix, as most published ones "
@@ -143,6 +147,7 @@ Plan PlanOptions::resolve() const {
   if (tp) p.tp = *tp;
   if (output) p.output = *output;
   if (decode_ms) p.decode_ms = *decode_ms;
+  if (gpu_memory_utilization) p.engine_settings.gpu_memory_utilization = *gpu_memory_utilization;
   if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
     auto eq = r.find('=');
@@ -173,6 +178,7 @@ Plan PlanOptions::resolve() const {
       {"output", {"--output-len", output.has_value()}}, {"scale", {"--scale", scale.has_value()}},
       {"tp", {"--tp", tp.has_value()}},           {"decode_ms", {"--decode-ms", decode_ms.has_value()}},
       {"deadline_s", {"--deadline", deadline_s.has_value()}},
+      {"gpu_memory_utilization", {"--gpu-memory-utilization", gpu_memory_utilization.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {

@@ -10,6 +10,7 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
+#include "planner/serving/engine_policy.hpp"
 
 namespace infer_plan {
 namespace {
@@ -18,8 +19,15 @@ constexpr uint64_t kLlamaCppUbatch = 512;            // llama.cpp's default n_ub
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
 constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
 constexpr double kSglangStaticFraction = 0.88;       // SGLang 0.3-0.4's mem_fraction_static at TP 1
-constexpr uint64_t kVllmMaxBatchedTokens = 8192;     // vLLM V1's default max_num_batched_tokens
-constexpr uint64_t kVllmMaxSeqs = 256;               // its default max_num_seqs
+constexpr uint64_t kVllmBlockTokens = 16;            // vLLM's KV block
+// Fitted to vLLM 0.19.0's start-up logs on an H100 (llm-d-incubation/llm-d-planner, accuracy/results/
+// v0.19.0/logs, commit d3121e05): non-torch memory 0.24-0.27 GiB alone, 2.06-2.11 at TP 2 and
+// 2.13-2.21 at TP 4; the activation peak over 11 dense models (0.75-3.99 GiB) gives 3.68-3.90 fp32
+// copies of each sampler row.
+constexpr double kVllmNonTorchGib = 0.25;
+constexpr double kVllmCollectiveGib = 2.0, kVllmCollectivePerRankGib = 0.04;
+constexpr double kVllmSamplerCopies = 3.73;
+constexpr uint64_t kVllmMaxBatchedTokensFallback = 8192;  // a policy without a budget (vLLM always has one)
 constexpr uint64_t kF32 = 4, kBf16 = 2;
 
 bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != std::string::npos; }
@@ -41,7 +49,7 @@ ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine) {
 }
 
 EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const HwProfile& hw,
-                           uint64_t context_tokens, uint64_t requests) {
+                           uint64_t context_tokens, uint64_t requests, uint64_t tp, const EngineSettings& settings) {
   EngineMemory m;
   if (engine.empty() || engine == kNoEngine) {
     m.assumption = "no engine: weights, KV and the reserves given only (--engine llama.cpp|vllm counts what the "
@@ -82,16 +90,34 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     return m;
   }
   // vllm
-  m.usable_fraction = kVllmGpuMemoryUtilization;
-  const uint64_t activations = kVllmMaxBatchedTokens * (3 * s.intermediate + 4 * s.hidden) * kBf16 +
-                               kVllmMaxSeqs * s.vocab * kF32;
+  const EnginePolicy policy = engine_policy(engine, hw);
+  const uint64_t seqs = policy.max_batch, tokens = policy.step_token_budget.value_or(kVllmMaxBatchedTokensFallback);
+  m.usable_fraction = settings.gpu_memory_utilization.value_or(kVllmGpuMemoryUtilization);
+  m.unseen_bytes = cuda;
+  m.pool_block_tokens = kVllmBlockTokens;
+  tp = std::max<uint64_t>(tp, 1);
+  const double non_torch_gib = tp > 1 ? kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp)
+                                      : kVllmNonTorchGib;
+  const auto non_torch = static_cast<uint64_t>(non_torch_gib * static_cast<double>(uint64_t{1} << 30));
+  const uint64_t forward = tokens * (3 * s.intermediate / tp + 4 * s.hidden) * kBf16;
+  const auto sampler = static_cast<uint64_t>(static_cast<double>(seqs * s.vocab * kF32) * kVllmSamplerCopies) +
+                       tokens * s.hidden * kBf16;
+  const uint64_t experts = s.is_moe() ? tokens * s.experts_active * (2 * s.moe_intermediate / tp + s.hidden) * kBf16 : 0;
+  const uint64_t activations = std::max(forward, sampler) + experts;
+  m.reserves.push_back({"vLLM non-torch memory", non_torch});
   m.reserves.push_back({"vLLM activation peak", activations});
-  if (cuda) m.reserves.push_back({"CUDA context", cuda});
   m.assumption = fmt::format(
-      "vLLM: KV gets gpu_memory_utilization {} of the capacity; activation peak = {} tokens x (3 x {} + 4 x {}) x 2 B "
-      "+ {} sequences x {} x 4 B = {} (max_num_batched_tokens, max_num_seqs: vLLM's defaults){}",
-      kVllmGpuMemoryUtilization, kVllmMaxBatchedTokens, s.intermediate, s.hidden, kVllmMaxSeqs, s.vocab,
-      format_bytes(activations), cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
+      "vLLM: KV gets gpu_memory_utilization {} of the memory CUDA reports{}; per device, non-torch memory {}{}; "
+      "activation peak = max(forward {} tokens x (3 x {} / {} + 4 x {}) x 2 B, sampler {} sequences x {} x 4 B x {} + "
+      "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}: vLLM's defaults on this device); the pool "
+      "in blocks of {} tokens",
+      m.usable_fraction, cuda ? fmt::format(" (the capacity less {} the driver keeps)", format_bytes(cuda)) : "",
+      format_bytes(non_torch), tp > 1 ? fmt::format(" (NCCL and all-reduce buffers at TP {})", tp) : "", tokens,
+      s.intermediate, tp, s.hidden, seqs, s.vocab, kVllmSamplerCopies, tokens, s.hidden,
+      experts ? fmt::format(" + experts {} x {} x (2 x {} / {} + {}) x 2 B", tokens, s.experts_active, s.moe_intermediate,
+                            tp, s.hidden)
+              : "",
+      format_bytes(activations), tokens, seqs, kVllmBlockTokens);
   return m;
 }
 

@@ -7,11 +7,15 @@
 //     (every token's logits). This is Ollama's GraphSize for llama models; it reproduces
 //     llama.cpp's "CUDA0 compute buffer size" lines to 0.01 MiB (Mistral 7B at n_ctx 2048:
 //     164.00 MiB; 32768: 2144.00 MiB). With -fa the attention term drops: pass --reserve.
-//   vllm: KV gets gpu_memory_utilization (0.9) x capacity less weights, the profiled activation
-//     peak and non-torch memory. The peak is estimated as max_num_batched_tokens (8192) x (3 n_ff
-//     + 4 n_embd) x 2 B of FFN and attention activations + max_num_seqs (256) x n_vocab x 4 B of
-//     logits: Qwen2.5-1.5B at 32768 tokens 2.02 GiB (vLLM logged 2.02), Llama-3-8B at 8192
-//     1.03 GiB (logged 1.26).
+//   vllm (V1, as 0.11-0.19 profile it): KV gets gpu_memory_utilization (0.9) of the memory CUDA
+//     reports (nvidia-smi's total less about 450 MiB: 79.19 GiB on an H100) less, per rank, the
+//     weights, non-torch memory (0.25 GiB; with TP the NCCL and custom all-reduce buffers: 2.0 GiB
+//     + 0.04 GiB per rank) and the activation peak of the profiling run. That peak is the larger
+//     of the forward pass of max_num_batched_tokens tokens, T (3 n_ff / tp + 4 n_embd) x 2 B, and
+//     the dummy sampler's max_num_seqs x n_vocab fp32 rows (3.73 x 4 B each, the logits and their
+//     softmax and sorting copies) beside the T hidden states; MoE adds the fused experts' cache,
+//     T k (2 n_ff_exp / tp + n_embd) x 2 B. T and max_num_seqs are the engine's defaults
+//     (serving/engine_policy). CUDA graphs are captured after the pool is sized, in the headroom.
 //   sglang: weights and KV get mem_fraction_static (0.88, its TP-1 default in 0.3-0.4) of the capacity.
 //   trtllm: the CUDA context only; its pool (0.9 of what weights and activations leave) is not
 //     modelled yet.
@@ -19,6 +23,7 @@
 //     (0.3-0.5 GiB reported with lazy module loading; llama.cpp's "unaccounted" 466 MiB).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +35,16 @@ namespace infer_plan {
 struct EngineMemory {
   std::vector<NamedBytes> reserves;  // per device, on top of the profile's and the plan's
   double usable_fraction = 1.0;      // of the capacity the engine lets KV use (vLLM: 0.9)
+  uint64_t unseen_bytes = 0;         // of the capacity the engine's fraction is not taken of (vLLM: the
+                                     // driver's share, which CUDA does not report)
+  std::optional<uint64_t> pool_block_tokens;  // the engine's KV pool is whole blocks of this many tokens (vLLM: 16)
   std::string assumption;            // one line: what was counted and how
+};
+
+// What a plan sets of the engine's own knobs; nullopt: the engine's default.
+struct EngineSettings {
+  std::optional<double> gpu_memory_utilization;  // vLLM: its share of the device's memory (0.9)
+  bool operator==(const EngineSettings&) const = default;
 };
 
 // `engine` empty or "none": nothing counted, and the assumption says so. InputError for an unknown engine.
@@ -43,8 +57,10 @@ ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine);
 // The engine name that asks for no engine at all: the bare datasheet (or probe) ceiling, no memory.
 inline constexpr std::string_view kNoEngine = "none";
 
+// `tp`: the devices each holding 1/tp of the weights (the reserves are per device).
 EngineMemory engine_memory(const std::string& engine, const ModelSpec& spec, const HwProfile& hw,
-                           uint64_t context_tokens, uint64_t requests);
+                           uint64_t context_tokens, uint64_t requests, uint64_t tp = 1,
+                           const EngineSettings& settings = {});
 
 const std::vector<std::string>& known_engines();  // "llama.cpp", "vllm", "sglang", "trtllm"
 

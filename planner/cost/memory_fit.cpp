@@ -114,11 +114,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
-  const EngineMemory engine = engine_memory(request.engine, s, hw, request.context, request.requests);
+  const EngineMemory engine =
+      engine_memory(request.engine, s, hw, request.context, request.requests, request.tp, request.engine_settings);
   r.engine_assumption = engine.assumption;
   r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
   if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
-    r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes) * engine.usable_fraction));
+    r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes - std::min(
+                                                                        engine.unseen_bytes, r.capacity_bytes)) *
+                                                                    engine.usable_fraction));
   for (const auto& n : r.reserves) {
     if (n.bytes > kMaxBytes - r.reserved_bytes)
       throw InputError(fmt::format("reserves: {} and those before it sum to more than 1024 PiB", n.name));
@@ -131,6 +134,8 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   r.headroom_bytes = for_kv - static_cast<int64_t>(r.kv_bytes);
   r.fits = r.headroom_bytes >= 0;
   r.kv_room_bytes = for_kv > 0 ? static_cast<uint64_t>(for_kv) : 0;
+  if (engine.pool_block_tokens && r.kv_bytes_per_token)
+    r.kv_pool_tokens = r.kv_room_bytes / r.kv_bytes_per_token / *engine.pool_block_tokens * *engine.pool_block_tokens;
   if (r.kv_room_bytes > 0) {
     // Whole pages only: a context that needs a page more than fits does not fit. A device that
     // keeps no layer (-ngl 0) holds no KV: the host bounds both.
@@ -187,8 +192,8 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   auto& d = r.derivation;
   d.push_back(fmt::format("engine   = {}", r.engine_assumption));
   if (engine.usable_fraction < 1.0)
-    d.push_back(fmt::format("usable   = min(capacity - reserved, {} x capacity) = {}", engine.usable_fraction,
-                            gib(r.usable_bytes)));
+    d.push_back(fmt::format("usable   = min(capacity - reserved, {} x (capacity - {})) = {}", engine.usable_fraction,
+                            gib(engine.unseen_bytes), gib(r.usable_bytes)));
   else
     d.push_back(fmt::format("usable   = capacity - reserved = {} B - {} B = {} - {} = {}",
                             r.capacity_bytes, r.system_reserved_bytes, gib(r.capacity_bytes),

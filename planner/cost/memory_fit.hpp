@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/model/hw_profile.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/cost/layer_split.hpp"
 #include "planner/model/model_spec.hpp"
@@ -49,6 +50,10 @@ struct FitResult {
   int64_t free_after_weights_bytes = 0;  // usable - device weights (negative: short before any KV)
   int64_t headroom_bytes = 0;            // usable - weights - reserves - KV (the margin)
   uint64_t kv_room_bytes = 0;  // usable - device weights - reserves (0 when negative): the most any KV pool can take
+  // The engine's KV pool in tokens, as it logs it (vLLM: "GPU KV cache size"): kv_room_bytes /
+  // kv_bytes_per_token (each device holds its share of every token's heads) in whole blocks;
+  // nullopt for an engine without blocks.
+  std::optional<uint64_t> kv_pool_tokens;
   bool fits = false;
   uint64_t max_requests = 0;   // at `context`
   uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only
@@ -70,6 +75,7 @@ struct FitRequest {
   KvTypes kv;                         // K and V cache types
   std::vector<NamedBytes> reserves;   // runtime reserves on top of the profile's
   std::string engine;                 // "llama.cpp", "vllm": what the engine allocates; empty: none
+  EngineSettings engine_settings;     // the engine's own knobs the plan sets
 };
 
 // `weights_bytes` is for the whole model (split evenly across request.tp devices), and so is

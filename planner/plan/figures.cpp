@@ -30,6 +30,8 @@ Json fit_figures(const FitResult& r) {
               {"max_context", r.max_context},
               {"warnings", r.warnings}};
   j["device_weights_bytes"] = r.device_weights_bytes;
+  j["kv_pool_bytes"] = r.kv_room_bytes;
+  if (r.kv_pool_tokens) j["kv_pool_tokens"] = *r.kv_pool_tokens;
   if (r.offload) {
     j["offload"] = {{"part", offload_part_name(r.offload->part)}, {"every", r.offload->every},
                     {"layers_offloaded", r.offload->layers_offloaded}, {"group_bytes", r.offload->group_bytes},

@@ -49,6 +49,8 @@ Json plan_to_json(const Plan& plan) {
     for (const NamedBytes& b : plan.reserves) r[b.name] = fmt::format("{} B", b.bytes);
     j["reserves"] = r;
   }
+  if (plan.engine_settings.gpu_memory_utilization)
+    j["gpu_memory_utilization"] = *plan.engine_settings.gpu_memory_utilization;
   if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
   if (plan.deadline_s) j["deadline_s"] = *plan.deadline_s;
   if (plan.offload)
@@ -81,7 +83,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
-                         "gpu_layers", "host_memory", "host_bandwidth"},
+                         "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -133,6 +135,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
       p.reserves.push_back({name, parse_bytes(value.get<std::string>(), where + ": reserves." + name)});
     }
   }
+  p.engine_settings.gpu_memory_utilization = optional_number(j, "gpu_memory_utilization", where);
   p.decode_ms = optional_number(j, "decode_ms", where);
   p.deadline_s = optional_number(j, "deadline_s", where);
   if (j.contains("offload") && !j.at("offload").is_null()) {
@@ -228,6 +231,7 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
       throw InputError(fmt::format("{}: {} is out of range; expected a positive {} up to {:g}", name(field), *v, unit, hi));
   };
   in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
+  in_range("gpu_memory_utilization", p.engine_settings.gpu_memory_utilization, 1.0, "fraction of the device's memory");
   in_range("host_bandwidth", p.host_bandwidth_bytes_per_s, kMaxRateBytesPerS, "rate in B/s");
   if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
@@ -257,7 +261,7 @@ void validate_plan(const Plan& plan, std::string_view where) {
 }
 
 FitRequest fit_request(const Plan& plan) {
-  return FitRequest{plan.tp, plan.context, plan.requests, plan.kv, plan.reserves, plan.engine};
+  return FitRequest{plan.tp, plan.context, plan.requests, plan.kv, plan.reserves, plan.engine, plan.engine_settings};
 }
 
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,

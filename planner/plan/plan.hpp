@@ -64,6 +64,7 @@ struct Plan {
   uint64_t output = 256;                   // generated tokens per request
   uint64_t requests = 4;                   // concurrent requests
   uint64_t tp = 1;                         // tensor-parallel devices
+  EngineSettings engine_settings;          // the engine's own knobs (JSON: gpu_memory_utilization)
   // llama.cpp's layer split (planner/cost/layer_split): layers on the device, counting the output
   // head as the last; nullopt: every layer. gpu_layers_auto: the most that fit (-ngl auto).
   std::optional<uint64_t> gpu_layers;

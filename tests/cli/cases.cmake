@@ -431,3 +431,12 @@ infer_plan_cli_case(fit_all_window_unbounded EXIT 0 ARGS fit --model mistral-7b-
   MATCH "longest context for 4 requests: not bounded by memory" "keeps only its last 4096 tokens")
 infer_plan_cli_case(bad_window_pattern EXIT 2 ARGS model tests/data/config_window_pattern_huge.json
   MATCH "config_window_pattern_huge.json: field 'sliding_window_pattern' is 9223372036854775808; expected 1 to")
+
+# vLLM's KV pool beside its own start-up log: Llama-3.1-8B BF16 on 2 x H100 at 0.95, vLLM 0.19.0
+# logged "GPU KV cache size: 1,044,688 tokens" and "Available KV cache memory: 63.76 GiB"
+# (llm-d-incubation/llm-d-planner, accuracy/results/v0.19.0/logs, commit d3121e05)
+infer_plan_cli_case(fit_vllm_pool_tp2 EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm --tp 2
+  --gpu-memory-utilization 0.95 -c 8192 --requests 1
+  MATCH "KV pool: 63.80 GiB per device = 104[0-9][0-9][0-9][0-9] tokens" "reserve vLLM non-torch memory +2.08 GiB")
+infer_plan_cli_case(bad_gpu_memory_utilization EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --gpu-memory-utilization 1.5
+  MATCH "--gpu-memory-utilization: 1.5 is out of range; expected a positive fraction")

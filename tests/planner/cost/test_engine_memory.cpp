@@ -6,6 +6,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
 
 using namespace infer_plan;
 
@@ -31,14 +32,59 @@ TEST_CASE("llama.cpp's compute buffer matches its own log lines (Mistral 7B, n_u
   CHECK(engine_memory("llama.cpp", mistral, load_hw_profile("m2-ultra"), 2048, 1).reserves.size() == 1);
 }
 
-TEST_CASE("vLLM: gpu_memory_utilization and the activation peak") {
+// vLLM 0.19.0's start-up logs on one to four H100 80GB (torch's total 79.19 GiB), from
+// https://github.com/llm-d-incubation/llm-d-planner/tree/d3121e05/accuracy/results/v0.19.0/logs:
+// "GPU KV cache size: N tokens" beside what the fit gives the same settings.
+struct VllmLog {
+  const char* model;
+  const char* weights;
+  uint64_t tp;
+  double utilization;
+  uint64_t logged_tokens;
+};
+
+TEST_CASE("vLLM's KV pool as its start-up logs report it") {
+  const VllmLog logs[] = {
+      {"llama-3.1-8b", "BF16", 1, 0.95, 476016},      {"llama-3.1-8b", "BF16", 2, 0.95, 1044688},
+      {"llama-3.1-8b", "BF16", 4, 0.95, 2209792},     {"qwen2.5-7b", "BF16", 4, 0.95, 5043280},
+      {"qwen3-8b", "BF16", 1, 0.95, 418688},          {"gemma-2-9b", "BF16", 1, 0.95, 168880},
+      {"phi-4", "BF16", 1, 0.95, 241568},             {"qwen3-30b-a3b", "BF16", 1, 0.95, 168288},
+      {"mixtral-8x7b", "BF16", 2, 0.95, 465936},      {"deepseek-v2-lite", "BF16", 1, 0.95, 1505552},
+      {"llama-3.3-70b", "FP8_CHANNEL", 4, 0.95, 708992}, {"gpt-oss-20b", "MXFP4_EXPERTS", 2, 0.9, 2591776},
+  };
+  for (const VllmLog& log : logs) {
+    Plan plan;
+    plan.model = log.model;
+    plan.hw = "h100-sxm";
+    plan.engine = "vllm";
+    plan.weights = log.weights;
+    plan.tp = log.tp;
+    plan.context = 8192;
+    plan.requests = 1;
+    plan.engine_settings.gpu_memory_utilization = log.utilization;
+    const FitResult r = resolve_plan(plan).fit;
+    CAPTURE(log.model);
+    CAPTURE(log.tp);
+    REQUIRE(r.kv_pool_tokens);
+    CHECK(*r.kv_pool_tokens % 16 == 0);  // whole blocks
+    CHECK(static_cast<double>(*r.kv_pool_tokens) == doctest::Approx(static_cast<double>(log.logged_tokens)).epsilon(0.01));
+  }
+}
+
+TEST_CASE("vLLM's reserves: non-torch memory grows with TP, the sampler's rows with the vocabulary") {
   const ModelSpec llama = load_model("llama-3.1-8b");  // n_ff 14336, n_embd 4096, vocab 128256
-  const EngineMemory m = engine_memory("vllm", llama, load_hw_profile("h100-sxm"), 8192, 16);
-  CHECK(m.usable_fraction == 0.9);
-  REQUIRE(m.reserves.size() == 2);
-  // 8192 x (3 x 14336 + 4 x 4096) x 2 + 256 x 128256 x 4 = 1,104,412,672 B = 1.03 GiB (vLLM
-  // logged a 1.26 GiB peak for Llama-3-8B on an H100, vllm PR #10511: the estimate is 18% low)
-  CHECK(m.reserves[0].bytes == uint64_t{1104412672});
+  const HwProfile h100 = load_hw_profile("h100-sxm");  // >= 70 GiB, not an A100: 1024 sequences, 8192 tokens
+  const EngineMemory one = engine_memory("vllm", llama, h100, 8192, 1);
+  CHECK(one.usable_fraction == 0.9);
+  CHECK(one.pool_block_tokens == uint64_t{16});
+  REQUIRE(one.reserves.size() == 2);
+  CHECK(one.reserves[0].bytes == static_cast<uint64_t>(0.25 * (1 << 30)));
+  // the sampler: 1024 x 128256 x 4 B x 3.73 + 8192 x 4096 x 2 B = 2,026,614,292 B (1.887 GiB; logged
+  // 1.89), above the forward pass's 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B
+  CHECK(one.reserves[1].bytes == uint64_t{2026614292});
+  const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, {0.95});
+  CHECK(four.usable_fraction == 0.95);
+  CHECK(four.reserves[0].bytes == static_cast<uint64_t>(2.16 * (1 << 30)));  // 2.0 + 4 x 0.04 GiB (logged 2.13)
 }
 
 TEST_CASE("fit counts the engine and says what it assumed") {
@@ -53,8 +99,9 @@ TEST_CASE("fit counts the engine and says what it assumed") {
   CHECK(bare.engine_assumption.find("no engine") == 0);
   plan.engine = "vllm";
   const FitResult vllm = fit_memory(spec, hw, plan, 16'000'000'000, "given", false);
-  CHECK(vllm.usable_bytes == static_cast<uint64_t>(static_cast<double>(hw.memory_capacity_bytes) * 0.9));
-  CHECK(vllm.reserved_bytes == bare.reserved_bytes + 1104412672 + (uint64_t{450} << 20));
+  // 0.9 of what CUDA reports, the capacity less the driver's 450 MiB
+  CHECK(vllm.usable_bytes == static_cast<uint64_t>(static_cast<double>(hw.memory_capacity_bytes - (uint64_t{450} << 20)) * 0.9));
+  CHECK(vllm.reserved_bytes == bare.reserved_bytes + 2026614292 + static_cast<uint64_t>(0.25 * (1 << 30)));
   CHECK(vllm.headroom_bytes < bare.headroom_bytes);
   plan.engine = "tgi";
   CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, 1, "given", false), doctest::Contains("'tgi'"), InputError);
