@@ -140,7 +140,7 @@ Simulation build_simulation(const QueueArgs& a) {
                                 "{:g} ms + {:g} ms per 1K prompt tokens", *a.iteration_ms, a.per_seq_ms,
                                 a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
   }
-  s.server.max_batch = a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw).max_batch
+  s.server.max_batch = a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw, s.plan->plan.engine_settings).max_batch
                                                             : EnginePolicy{}.max_batch;
   if (!a.kv_tokens.empty()) {  // overrides the roofline mode's fit
     const uint64_t kv = parse_tokens(a.kv_tokens, "--kv-tokens");

@@ -26,14 +26,14 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "Shrink the model by this factor (layers, widths, heads, vocab) for a CPU run; "
                  "figures are for the shrunk shape (default 1)")
       ->type_name("FACTOR");
-  cmd.add_option("--kv", kv,
+  cmd.add_option("--kv,--kv-cache-dtype", kv,
                  "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
                  "q5_0, q5_1 (default bf16, vLLM's auto for BF16 models; f16, llama.cpp's, for a .gguf or "
                  "--engine llama.cpp)")
       ->type_name("TYPE");
   cmd.add_option("--cache-type-k,--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
   cmd.add_option("--cache-type-v,--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
-  cmd.add_option("--ctx-size,-c,--ctx", ctx,
+  cmd.add_option("--ctx-size,-c,--ctx,--max-model-len", ctx,
                  fmt::format("Context per request in tokens: 8192, 8K or 32K (default {})", d.context))
       ->type_name("TOKENS");
   cmd.add_option("--parallel,--requests", requests,
@@ -41,7 +41,7 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                              "of KV (default {}; --requests: the old name, kept for this release)", d.requests))
       ->check(kNonNegativeCount)
       ->type_name("N");
-  cmd.add_option("--tp", tp,
+  cmd.add_option("--tp,--tensor-parallel-size", tp,
                  "Tensor-parallel devices: weights and KV heads split across N devices; figures "
                  "are per device (default 1)")
       ->check(kNonNegativeCount)
@@ -76,6 +76,16 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "vLLM's share of the device's memory (the memory CUDA reports) for weights, activations and its "
                  "KV pool (default 0.9, as vLLM's)")
       ->type_name("F");
+  cmd.add_option("--max-num-seqs", max_num_seqs,
+                 "The most requests the engine runs at once (vLLM's; SGLang's --max-running-requests, TensorRT-LLM's "
+                 "--max_batch_size; default: the engine's on this device, vLLM 1024 on 70 GiB or more except A100, "
+                 "else 256); sizes vLLM's sampler reserve and bounds the serving simulation's batch")
+      ->type_name("N");
+  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens,
+                 "Tokens one engine step carries, decodes and prefill chunks together (vLLM's; SGLang's "
+                 "--chunked-prefill-size, TensorRT-LLM's --max_num_tokens; default vLLM 8192 on 70 GiB or more "
+                 "except A100, else 2048); sizes vLLM's profiling run")
+      ->type_name("TOKENS");
   cmd.add_option("--weights,-w", weights,
                  "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, IQ4_XS, MXFP4_MOE, "
                  "BF16, ...; add :imatrix for a file made with an importance matrix, as most published ones "
@@ -148,6 +158,8 @@ Plan PlanOptions::resolve() const {
   if (output) p.output = *output;
   if (decode_ms) p.decode_ms = *decode_ms;
   if (gpu_memory_utilization) p.engine_settings.gpu_memory_utilization = *gpu_memory_utilization;
+  if (max_num_seqs) p.engine_settings.max_num_seqs = *max_num_seqs;
+  if (max_num_batched_tokens) p.engine_settings.max_num_batched_tokens = *max_num_batched_tokens;
   if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
     auto eq = r.find('=');
@@ -179,6 +191,8 @@ Plan PlanOptions::resolve() const {
       {"tp", {"--tp", tp.has_value()}},           {"decode_ms", {"--decode-ms", decode_ms.has_value()}},
       {"deadline_s", {"--deadline", deadline_s.has_value()}},
       {"gpu_memory_utilization", {"--gpu-memory-utilization", gpu_memory_utilization.has_value()}},
+      {"max_num_seqs", {"--max-num-seqs", max_num_seqs.has_value()}},
+      {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {

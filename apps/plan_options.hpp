@@ -60,6 +60,7 @@ struct PlanOptions {
   std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers, host_memory, host_bandwidth;
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization;
+  std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).

@@ -90,7 +90,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     return m;
   }
   // vllm
-  const EnginePolicy policy = engine_policy(engine, hw);
+  const EnginePolicy policy = engine_policy(engine, hw, settings);
   const uint64_t seqs = policy.max_batch, tokens = policy.step_token_budget.value_or(kVllmMaxBatchedTokensFallback);
   m.usable_fraction = settings.gpu_memory_utilization.value_or(kVllmGpuMemoryUtilization);
   m.unseen_bytes = cuda;
@@ -109,7 +109,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   m.assumption = fmt::format(
       "vLLM: KV gets gpu_memory_utilization {} of the memory CUDA reports{}; per device, non-torch memory {}{}; "
       "activation peak = max(forward {} tokens x (3 x {} / {} + 4 x {}) x 2 B, sampler {} sequences x {} x 4 B x {} + "
-      "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}: vLLM's defaults on this device); the pool "
+      "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}{}); the pool "
       "in blocks of {} tokens",
       m.usable_fraction, cuda ? fmt::format(" (the capacity less {} the driver keeps)", format_bytes(cuda)) : "",
       format_bytes(non_torch), tp > 1 ? fmt::format(" (NCCL and all-reduce buffers at TP {})", tp) : "", tokens,
@@ -117,7 +117,9 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
       experts ? fmt::format(" + experts {} x {} x (2 x {} / {} + {}) x 2 B", tokens, s.experts_active, s.moe_intermediate,
                             tp, s.hidden)
               : "",
-      format_bytes(activations), tokens, seqs, kVllmBlockTokens);
+      format_bytes(activations), tokens, seqs,
+      settings.max_num_seqs || settings.max_num_batched_tokens ? ": the plan's" : ": vLLM's defaults on this device",
+      kVllmBlockTokens);
   return m;
 }
 

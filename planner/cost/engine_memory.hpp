@@ -44,6 +44,10 @@ struct EngineMemory {
 // What a plan sets of the engine's own knobs; nullopt: the engine's default.
 struct EngineSettings {
   std::optional<double> gpu_memory_utilization;  // vLLM: its share of the device's memory (0.9)
+  // The scheduler's limits, vLLM's names (SGLang: max_running_requests and chunked_prefill_size;
+  // TensorRT-LLM: max_batch_size and max_num_tokens): requests running at once, tokens one step carries.
+  std::optional<uint64_t> max_num_seqs;
+  std::optional<uint64_t> max_num_batched_tokens;
   bool operator==(const EngineSettings&) const = default;
 };
 

@@ -16,6 +16,8 @@ const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what) 
   constexpr std::array allowed{GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::IQ4_NL, GgmlType::FP8};
+  // vLLM's fp8_e4m3 and fp8_e5m2: one byte per value either way
+  if (name == "fp8_e4m3" || name == "fp8_e5m2") name = "fp8";
   const GgmlTypeInfo* found = nullptr;
   try {
     found = &ggml_type_by_name(name, what);
@@ -24,7 +26,7 @@ const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what) 
   for (GgmlType t : allowed)
     if (found && found->type == t) return *found;
   throw InputError(fmt::format("{}: '{}' is not a KV cache type; expected one of: f32, f16, bf16, "
-                               "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, fp8", what, name));
+                               "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, fp8 (fp8_e4m3, fp8_e5m2)", what, name));
 }
 
 void check_tensor_parallel(const ModelSpec& s, uint64_t tp, std::string_view what) {

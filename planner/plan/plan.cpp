@@ -51,6 +51,8 @@ Json plan_to_json(const Plan& plan) {
   }
   if (plan.engine_settings.gpu_memory_utilization)
     j["gpu_memory_utilization"] = *plan.engine_settings.gpu_memory_utilization;
+  if (plan.engine_settings.max_num_seqs) j["max_num_seqs"] = *plan.engine_settings.max_num_seqs;
+  if (plan.engine_settings.max_num_batched_tokens) j["max_num_batched_tokens"] = *plan.engine_settings.max_num_batched_tokens;
   if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
   if (plan.deadline_s) j["deadline_s"] = *plan.deadline_s;
   if (plan.offload)
@@ -83,7 +85,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
-                         "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization"},
+                         "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
+                         "max_num_batched_tokens"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -136,6 +139,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     }
   }
   p.engine_settings.gpu_memory_utilization = optional_number(j, "gpu_memory_utilization", where);
+  p.engine_settings.max_num_seqs = optional_uint(j, "max_num_seqs", where);
+  p.engine_settings.max_num_batched_tokens = optional_uint(j, "max_num_batched_tokens", where);
   p.decode_ms = optional_number(j, "decode_ms", where);
   p.deadline_s = optional_number(j, "deadline_s", where);
   if (j.contains("offload") && !j.at("offload").is_null()) {
@@ -232,6 +237,12 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   };
   in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
   in_range("gpu_memory_utilization", p.engine_settings.gpu_memory_utilization, 1.0, "fraction of the device's memory");
+  if (const auto& n = p.engine_settings.max_num_seqs; n && (*n == 0 || *n > kMaxConcurrentRequests))
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("max_num_seqs"), *n,
+                                 kMaxConcurrentRequests));
+  if (const auto& n = p.engine_settings.max_num_batched_tokens; n && (*n == 0 || *n > kMaxContextTokens))
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens per step", name("max_num_batched_tokens"),
+                                 *n, kMaxContextTokens));
   in_range("host_bandwidth", p.host_bandwidth_bytes_per_s, kMaxRateBytesPerS, "rate in B/s");
   if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",

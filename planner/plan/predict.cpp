@@ -131,7 +131,10 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   rp.server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_bytes);
   rp.server.max_batch = plan.load ? plan.load->max_batch : plan.requests;
   if (rp.hw.calibration) rp.server.first_token_s = rp.hw.calibration->first_token_s;
-  rp.server.step_token_budget = engine_policy(rp.engine, rp.hw).step_token_budget;
+  if (plan.engine_settings.gpu_memory_utilization && plan.engine != "vllm")
+    throw InputError(fmt::format("plan: field 'gpu_memory_utilization' is vLLM's share of the device's memory; the plan's "
+                                 "engine is {} (field 'engine': vllm)", plan.engine.empty() ? "not named" : plan.engine));
+  rp.server.step_token_budget = engine_policy(rp.engine, rp.hw, plan.engine_settings).step_token_budget;
   return rp;
 }
 }  // namespace

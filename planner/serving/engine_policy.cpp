@@ -1,5 +1,8 @@
 #include "planner/serving/engine_policy.hpp"
 
+#include <fmt/format.h>
+
+#include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 
 namespace infer_plan {
@@ -7,9 +10,7 @@ namespace {
 
 constexpr uint64_t kLargeDeviceBytes = uint64_t{70} << 30;  // vLLM's threshold for its larger defaults
 
-}  // namespace
-
-EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw) {
+EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw) {
   if (engine == "vllm") {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
     return large ? EnginePolicy{1024, 8192} : EnginePolicy{256, 2048};
@@ -17,6 +18,22 @@ EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw) {
   if (engine == "sglang") return {kMaxConcurrentRequests, 8192};
   if (engine == "trtllm") return {2048, 8192};
   return {};
+}
+
+}  // namespace
+
+EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
+  EnginePolicy p = engine_defaults(engine, hw);
+  if (!settings.max_num_seqs && !settings.max_num_batched_tokens) return p;
+  if (!p.step_token_budget)
+    throw InputError(fmt::format("fields 'max_num_seqs' and 'max_num_batched_tokens' are the limits of vLLM's "
+                                 "scheduler (SGLang's and TensorRT-LLM's too); {}",
+                                 engine.empty() ? std::string("a plan without an engine has none (field 'engine')")
+                                                : fmt::format("{} has none: its running requests are its slots (field "
+                                                              "'requests')", engine)));
+  if (settings.max_num_seqs) p.max_batch = *settings.max_num_seqs;
+  if (settings.max_num_batched_tokens) p.step_token_budget = *settings.max_num_batched_tokens;
+  return p;
 }
 
 }  // namespace infer_plan

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "planner/cost/engine_memory.hpp"
 #include "planner/model/hw_profile.hpp"
 
 namespace infer_plan {
@@ -20,6 +21,8 @@ struct EnginePolicy {
 // 2048. SGLang: chunked_prefill_size 8192, max_running_requests set by its KV pool (no cap here).
 // TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192. llama.cpp (llama-server)
 // and no engine: 256 running, each prefill a step of its own.
-EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw);
+// A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
+// them (vLLM, SGLang, TensorRT-LLM); InputError for llama.cpp or no engine, naming what they have.
+EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings = {});
 
 }  // namespace infer_plan

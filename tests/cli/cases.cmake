@@ -440,3 +440,10 @@ infer_plan_cli_case(fit_vllm_pool_tp2 EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --
   MATCH "KV pool: 63.80 GiB per device = 104[0-9][0-9][0-9][0-9] tokens" "reserve vLLM non-torch memory +2.08 GiB")
 infer_plan_cli_case(bad_gpu_memory_utilization EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --gpu-memory-utilization 1.5
   MATCH "--gpu-memory-utilization: 1.5 is out of range; expected a positive fraction")
+# vLLM's own flag names; its sampler reserve follows --max-num-seqs (256 x 128256 x 4 B x 3.73 +
+# 8192 x 4096 x 2 B = 592 MiB); llama.cpp has no such limit and says so
+infer_plan_cli_case(fit_vllm_flag_names EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm
+  --tensor-parallel-size 2 --max-model-len 8192 --kv-cache-dtype fp8_e4m3 --max-num-seqs 256 --requests 1
+  MATCH "reserve vLLM activation peak +0.58 GiB" "max_num_seqs 256: the plan's" "KV FP8")
+infer_plan_cli_case(bad_max_num_seqs_llama_cpp EXIT 2 ARGS fit -m llama-3.1-8b -w Q4_K_M --engine llama.cpp --max-num-seqs 8
+  MATCH "llama.cpp has none: its running requests are its slots")

@@ -86,6 +86,13 @@ TEST_CASE("the engines' scheduling defaults") {
   CHECK(l40s.max_batch == 256);
   CHECK(!engine_policy("llama.cpp", load_hw_profile("rtx-4090")).step_token_budget);
   CHECK(engine_policy("trtllm", load_hw_profile("h200")).max_batch == 2048);
+  // a plan's limits replace the defaults of the engines that have them, and only theirs
+  const EnginePolicy set = engine_policy("vllm", load_hw_profile("h100-sxm"), {std::nullopt, 64, 512});
+  CHECK(set.max_batch == 64);
+  CHECK(set.step_token_budget == 512u);
+  CHECK(engine_policy("sglang", load_hw_profile("h200"), {std::nullopt, 32, std::nullopt}).max_batch == 32);
+  CHECK_THROWS_WITH_AS(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), {std::nullopt, 8, std::nullopt}),
+                       doctest::Contains("llama.cpp has none"), InputError);
 }
 
 TEST_CASE("chunked prefill: the queue's heads share a step with the batch's decode iteration") {

@@ -82,7 +82,7 @@ TEST_CASE("vLLM's reserves: non-torch memory grows with TP, the sampler's rows w
   // the sampler: 1024 x 128256 x 4 B x 3.73 + 8192 x 4096 x 2 B = 2,026,614,292 B (1.887 GiB; logged
   // 1.89), above the forward pass's 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B
   CHECK(one.reserves[1].bytes == uint64_t{2026614292});
-  const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, {0.95});
+  const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, {0.95, std::nullopt, std::nullopt});
   CHECK(four.usable_fraction == 0.95);
   CHECK(four.reserves[0].bytes == static_cast<uint64_t>(2.16 * (1 << 30)));  // 2.0 + 4 x 0.04 GiB (logged 2.13)
 }

@@ -86,6 +86,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   p.load->requests = 400;
   p.load->seed = 3;
   p.load->max_batch = 64;
+  p.engine_settings = {0.95, 128, 4096};
   const Json j = plan_to_json(p);
   const Plan back = plan_from_json(j, "round trip");
   CHECK(back.model == p.model);
@@ -106,5 +107,6 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   CHECK(back.load->requests == 400);
   CHECK(back.load->seed == 3);
   CHECK(back.load->max_batch == 64);
+  CHECK(back.engine_settings == p.engine_settings);
   CHECK(plan_to_json(back) == j);  // and writes it the same way again
 }
