@@ -76,6 +76,11 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "vLLM's share of the device's memory (the memory CUDA reports) for weights, activations and its "
                  "KV pool (default 0.9, as vLLM's)")
       ->type_name("F");
+  cmd.add_option("--gpu-wired-limit", gpu_wired_limit,
+                 "Apple silicon: the GPU memory macOS lets Metal wire, raised with `sudo sysctl "
+                 "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
+                 "recommendedMaxWorkingSetSize (about 75% of memory; 2/3 on 32 GB and less), as the profile keeps it")
+      ->type_name("SIZE");
   cmd.add_option("--max-num-seqs", max_num_seqs,
                  "The most requests the engine runs at once (vLLM's; SGLang's --max-running-requests, TensorRT-LLM's "
                  "--max_batch_size; default: the engine's on this device, vLLM 1024 on 70 GiB or more except A100, "
@@ -183,6 +188,7 @@ Plan PlanOptions::resolve() const {
     p.gpu_layers = n;
   }
   if (!host_memory.empty()) p.host_memory_bytes = parse_bytes(host_memory, "--host-memory");
+  if (!gpu_wired_limit.empty()) p.gpu_wired_limit_bytes = parse_bytes(gpu_wired_limit, "--gpu-wired-limit");
   if (!host_bandwidth.empty()) p.host_bandwidth_bytes_per_s = parse_rate(host_bandwidth, "--host-bandwidth");
   // A field set by a flag is named by its flag; one from the plan file by the file and field.
   const std::map<std::string_view, std::pair<const char*, bool>> flags{
@@ -194,6 +200,7 @@ Plan PlanOptions::resolve() const {
       {"max_num_seqs", {"--max-num-seqs", max_num_seqs.has_value()}},
       {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
+      {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);

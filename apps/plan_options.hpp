@@ -61,6 +61,7 @@ struct PlanOptions {
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
+  std::string gpu_wired_limit;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).

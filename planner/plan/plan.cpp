@@ -43,6 +43,7 @@ Json plan_to_json(const Plan& plan) {
   if (plan.gpu_layers_auto) j["gpu_layers"] = "auto";
   else if (plan.gpu_layers) j["gpu_layers"] = *plan.gpu_layers;
   if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
+  if (plan.gpu_wired_limit_bytes) j["gpu_wired_limit"] = fmt::format("{} B", *plan.gpu_wired_limit_bytes);
   if (plan.host_bandwidth_bytes_per_s) j["host_bandwidth"] = fmt::format("{:.0f} B/s", *plan.host_bandwidth_bytes_per_s);
   if (!plan.reserves.empty()) {
     Json r = Json::object();
@@ -86,7 +87,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
-                         "max_num_batched_tokens"},
+                         "max_num_batched_tokens", "gpu_wired_limit"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -128,6 +129,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   }
   if (auto size = optional_string(j, "host_memory", where))
     p.host_memory_bytes = parse_bytes(*size, where + ": field 'host_memory'");
+  if (auto size = optional_string(j, "gpu_wired_limit", where))
+    p.gpu_wired_limit_bytes = parse_bytes(*size, where + ": field 'gpu_wired_limit'");
   if (auto rate = optional_string(j, "host_bandwidth", where))
     p.host_bandwidth_bytes_per_s = parse_rate(*rate, where + ": field 'host_bandwidth'");
   if (j.contains("reserves")) {
@@ -247,6 +250,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
                                  name("host_memory"), *p.host_memory_bytes));
+  if (p.gpu_wired_limit_bytes && (*p.gpu_wired_limit_bytes == 0 || *p.gpu_wired_limit_bytes > kMaxBytes))
+    throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
+                                 name("gpu_wired_limit"), *p.gpu_wired_limit_bytes));
   in_range("deadline_s", p.deadline_s, kMaxTimeS, "time in s");
   if (p.load) {
     in_range("load.rate_per_s", p.load->rate_per_s, kMaxArrivalRate, "rate in requests/s");

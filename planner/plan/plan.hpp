@@ -70,6 +70,9 @@ struct Plan {
   std::optional<uint64_t> gpu_layers;
   bool gpu_layers_auto = false;
   std::optional<uint64_t> host_memory_bytes;          // override or supply the profile's host memory
+  // Apple silicon: the GPU's working-set limit raised with `sysctl iogpu.wired_limit_mb` (the
+  // profile's reserve keeps Metal's default, recommendedMaxWorkingSetSize)
+  std::optional<uint64_t> gpu_wired_limit_bytes;
   std::optional<double> host_bandwidth_bytes_per_s;   // ... and its bandwidth (as achieved by a CPU decode)
   std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
   std::optional<Json> hw_inline;           // a profile object given inside the plan

@@ -73,6 +73,16 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
                                             plan.engine, rp.hw.name, fmt::join(builtin_calibration_names(), ", "),
                                             fmt::join(served_fit_engines(), ", "));
   }
+  if (plan.gpu_wired_limit_bytes) {  // what `sysctl iogpu.wired_limit_mb` lets Metal wire, in place of its default
+    if (!rp.hw.arch.starts_with("apple-"))
+      throw InputError(fmt::format("plan: field 'gpu_wired_limit' is macOS's limit on what Apple silicon's GPU may wire; "
+                                   "profile {} is {}", rp.hw.name,
+                                   rp.hw.arch.empty() ? "of no stated arch" : "of arch " + rp.hw.arch));
+    if (*plan.gpu_wired_limit_bytes > rp.hw.memory_capacity_bytes)
+      throw InputError(fmt::format("plan: field 'gpu_wired_limit' is {}, more than {}'s {} of memory", format_bytes(
+                                       *plan.gpu_wired_limit_bytes), rp.hw.name, format_bytes(rp.hw.memory_capacity_bytes)));
+    rp.hw.memory_reserved_bytes = rp.hw.memory_capacity_bytes - *plan.gpu_wired_limit_bytes;
+  }
   if (plan.host_memory_bytes || plan.host_bandwidth_bytes_per_s) {
     if (!rp.hw.host && !(plan.host_memory_bytes && plan.host_bandwidth_bytes_per_s))
       throw InputError(fmt::format("--host-memory and --host-bandwidth: profile {} has no 'host' section, so give both",

@@ -447,3 +447,12 @@ infer_plan_cli_case(fit_vllm_flag_names EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 
   MATCH "reserve vLLM activation peak +0.58 GiB" "max_num_seqs 256: the plan's" "KV FP8")
 infer_plan_cli_case(bad_max_num_seqs_llama_cpp EXIT 2 ARGS fit -m llama-3.1-8b -w Q4_K_M --engine llama.cpp --max-num-seqs 8
   MATCH "llama.cpp has none: its running requests are its slots")
+# Apple silicon keeps Metal's default working set: 144 GiB of a 192 GB M2 Ultra (75%), so
+# Qwen3-235B Q4_K_M at 32K fits with 1.65 GiB to spare (144 - 132.39 weights - 5.88 KV - 4.09 compute
+# buffer); iogpu.wired_limit_mb raised to 180000 MiB gives 175.78 GiB
+infer_plan_cli_case(fit_m2_ultra_working_set EXIT 0 ARGS fit -m qwen3-235b-a22b -w Q4_K_M --hw m2-ultra -c 32K
+  --requests 1 --engine llama.cpp MATCH "usable +144.00 GiB" "FITS with 1.65 GiB to spare")
+infer_plan_cli_case(fit_m2_ultra_wired_limit EXIT 0 ARGS fit -m qwen3-235b-a22b -w Q4_K_M --hw m2-ultra -c 32K
+  --requests 1 --engine llama.cpp --gpu-wired-limit 180000MiB MATCH "usable +175.78 GiB")
+infer_plan_cli_case(bad_wired_limit_nvidia EXIT 2 ARGS fit -m qwen3-8b --hw h100-sxm --gpu-wired-limit 70GiB
+  MATCH "'gpu_wired_limit' is macOS's limit on what Apple silicon's GPU may wire; profile h100-sxm is of arch hopper")

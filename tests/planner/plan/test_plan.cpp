@@ -87,6 +87,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   p.load->seed = 3;
   p.load->max_batch = 64;
   p.engine_settings = {0.95, 128, 4096};
+  p.gpu_wired_limit_bytes = uint64_t{180} << 30;
   const Json j = plan_to_json(p);
   const Plan back = plan_from_json(j, "round trip");
   CHECK(back.model == p.model);
@@ -108,5 +109,6 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   CHECK(back.load->seed == 3);
   CHECK(back.load->max_batch == 64);
   CHECK(back.engine_settings == p.engine_settings);
+  CHECK(back.gpu_wired_limit_bytes == p.gpu_wired_limit_bytes);
   CHECK(plan_to_json(back) == j);  // and writes it the same way again
 }
