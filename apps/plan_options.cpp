@@ -115,19 +115,15 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "The rate the host's CPU reads its layers at, e.g. 60GB/s (default: the profile's host bandwidth x "
                  "its efficiency)")
       ->type_name("RATE");
-  // llama.cpp's batch and attention flags change only its compute buffer, which --engine llama.cpp
-  // sizes for n_ubatch 512 without flash attention: refused, saying so, rather than ignored.
-  for (const char* name : {"--flash-attn", "--ubatch-size", "--batch-size,-b"})
-    cmd.add_option_function<std::string>(
-           name,
-           [name](const std::string&) {
-             throw InputError(fmt::format(
-                 "{}: llama.cpp's flag is not an input here yet: --engine llama.cpp sizes its compute buffer for "
-                 "n_ubatch 512 and flash attention off; give another size with --reserve NAME=SIZE",
-                 std::string_view(name).substr(0, std::string_view(name).find(','))));
-           },
-           "llama.cpp's flag (-fa, -ub, -b): refused with the reason; not modelled yet")
-        ->type_name("VALUE");
+  cmd.add_option("--flash-attn", flash_attn,
+                 "llama.cpp's -fa: on, off or auto (default auto: on, as llama.cpp turns it on wherever the backend "
+                 "has the kernel); off keeps every head's KQ scores in the compute buffer and refuses a quantized V "
+                 "cache, as llama.cpp does")
+      ->type_name("on|off|auto");
+  cmd.add_option("--ubatch-size", ubatch, "llama.cpp's -ub, tokens per micro-batch (default 512): sizes its compute buffer")
+      ->type_name("N");
+  cmd.add_option("--batch-size,-b", batch, "llama.cpp's -b, tokens per batch (default 2048); -ub is at most this")
+      ->type_name("N");
   cmd.add_option("--reserve", reserves,
                  "A named runtime reserve subtracted before KV, e.g. --reserve cuda_context=512MiB "
                  "(repeatable; default: the profile's reserves, none for the built-ins)")
@@ -164,6 +160,9 @@ Plan PlanOptions::resolve() const {
   if (decode_ms) p.decode_ms = *decode_ms;
   if (gpu_memory_utilization) p.engine_settings.gpu_memory_utilization = *gpu_memory_utilization;
   if (max_num_seqs) p.engine_settings.max_num_seqs = *max_num_seqs;
+  if (!flash_attn.empty()) p.engine_settings.flash_attention = flash_attention_setting(flash_attn, "--flash-attn");
+  if (ubatch) p.engine_settings.ubatch = *ubatch;
+  if (batch) p.engine_settings.batch = *batch;
   if (max_num_batched_tokens) p.engine_settings.max_num_batched_tokens = *max_num_batched_tokens;
   if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
@@ -198,6 +197,8 @@ Plan PlanOptions::resolve() const {
       {"deadline_s", {"--deadline", deadline_s.has_value()}},
       {"gpu_memory_utilization", {"--gpu-memory-utilization", gpu_memory_utilization.has_value()}},
       {"max_num_seqs", {"--max-num-seqs", max_num_seqs.has_value()}},
+      {"ubatch", {"--ubatch-size", ubatch.has_value()}},
+      {"batch", {"--batch-size", batch.has_value()}},
       {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},

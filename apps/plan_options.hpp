@@ -61,7 +61,8 @@ struct PlanOptions {
   std::optional<uint64_t> requests, tp, output;
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
-  std::string gpu_wired_limit;
+  std::string gpu_wired_limit, flash_attn;
+  std::optional<uint64_t> ubatch, batch;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).

@@ -16,6 +16,8 @@ namespace infer_plan {
 namespace {
 
 constexpr uint64_t kLlamaCppUbatch = 512;            // llama.cpp's default n_ubatch
+constexpr uint64_t kLlamaCppBatch = 2048;            // ... and n_batch
+constexpr uint64_t kF16 = 2;
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
 constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
 constexpr double kSglangStaticFraction = 0.88;       // SGLang 0.3-0.4's mem_fraction_static at TP 1
@@ -62,16 +64,23 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   const uint64_t cuda = is_nvidia(hw) ? kCudaContextBytes : 0;
   if (engine == "llama.cpp") {
     const uint64_t n_ctx = context_tokens * requests;  // one unified cache over every slot
-    const uint64_t n_ub = std::min(n_ctx, kLlamaCppUbatch);
-    const uint64_t attention = kF32 * n_ub * (1 + 4 * s.hidden + n_ctx * (1 + s.heads));
+    const uint64_t n_ub = std::min({n_ctx, settings.batch.value_or(kLlamaCppBatch), settings.ubatch.value_or(kLlamaCppUbatch)});
+    const bool flash = settings.flash_attention.value_or(true);
+    // Without flash attention: the F32 mask and the KQ scores of every head; with it: the F16 mask.
+    const uint64_t attention = flash ? kF32 * n_ub * (1 + 4 * s.hidden) + kF16 * n_ub * n_ctx
+                                     : kF32 * n_ub * (1 + 4 * s.hidden + n_ctx * (1 + s.heads));
     const uint64_t output = kF32 * n_ub * (s.hidden + s.vocab);
     m.reserves.push_back({"llama.cpp compute buffer", std::max(attention, output)});
     if (cuda) m.reserves.push_back({"CUDA context", cuda});
+    const std::string attention_rule =
+        flash ? fmt::format("4 x {} x (1 + 4 x {}) + 2 x {} x {}", n_ub, s.hidden, n_ub, n_ctx)
+              : fmt::format("4 x {} x (1 + 4 x {} + {} x (1 + {}))", n_ub, s.hidden, n_ctx, s.heads);
     m.assumption = fmt::format(
-        "llama.cpp: compute buffer = max(attention 4 x {} x (1 + 4 x {} + {} x (1 + {})), output 4 x {} x ({} + {})) "
-        "B = {} (n_ubatch {}, n_ctx {}, flash attention off){}",
-        n_ub, s.hidden, n_ctx, s.heads, n_ub, s.hidden, s.vocab, format_bytes(std::max(attention, output)), n_ub,
-        n_ctx, cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
+        "llama.cpp: compute buffer = max(attention {}, output 4 x {} x ({} + {})) B = {} (n_ubatch {}, n_ctx {}, flash "
+        "attention {}){}",
+        attention_rule, n_ub, s.hidden, s.vocab, format_bytes(std::max(attention, output)), n_ub, n_ctx,
+        flash ? (settings.flash_attention ? "on" : "on: llama.cpp's auto") : "off",
+        cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
     return m;
   }
   if (engine == "sglang") {

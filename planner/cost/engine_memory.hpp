@@ -6,7 +6,9 @@
 //     and mask, flash attention off), and the output phase, 4 n_ub (n_embd + n_vocab) bytes
 //     (every token's logits). This is Ollama's GraphSize for llama models; it reproduces
 //     llama.cpp's "CUDA0 compute buffer size" lines to 0.01 MiB (Mistral 7B at n_ctx 2048:
-//     164.00 MiB; 32768: 2144.00 MiB). With -fa the attention term drops: pass --reserve.
+//     164.00 MiB; 32768: 2144.00 MiB). With flash attention (-fa, on by default) no KQ matrix is
+//     kept: the attention phase is 4 n_ub (1 + 4 n_embd) + 2 n_ub n_ctx (the F16 mask) bytes.
+//     n_ub = min(n_ctx, -b 2048, -ub 512).
 //   vllm (V1, as 0.11-0.19 profile it): KV gets gpu_memory_utilization (0.9) of the memory CUDA
 //     reports (nvidia-smi's total less about 450 MiB: 79.19 GiB on an H100) less, per rank, the
 //     weights, non-torch memory (0.25 GiB; with TP the NCCL and custom all-reduce buffers: 2.0 GiB
@@ -48,6 +50,10 @@ struct EngineSettings {
   // TensorRT-LLM: max_batch_size and max_num_tokens): requests running at once, tokens one step carries.
   std::optional<uint64_t> max_num_seqs;
   std::optional<uint64_t> max_num_batched_tokens;
+  // llama.cpp's -fa (nullopt: auto, which turns it on wherever the backend has the kernel: CUDA,
+  // Metal, Vulkan, ROCm and the CPU since 2025), -ub and -b.
+  std::optional<bool> flash_attention;
+  std::optional<uint64_t> ubatch, batch;
   bool operator==(const EngineSettings&) const = default;
 };
 

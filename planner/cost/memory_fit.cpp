@@ -114,6 +114,10 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
+  if (request.engine == "llama.cpp" && request.engine_settings.flash_attention == false &&
+      ggml_type_info(request.kv.v).block_values > 1)
+    throw InputError(fmt::format("llama.cpp refuses a quantized V cache ({}) without flash attention: set field "
+                                 "'flash_attn' on (or auto), or keep V at f16", ggml_type_info(request.kv.v).name));
   const EngineMemory engine =
       engine_memory(request.engine, s, hw, request.context, request.requests, request.tp, request.engine_settings);
   r.engine_assumption = engine.assumption;

@@ -52,6 +52,9 @@ Json plan_to_json(const Plan& plan) {
   }
   if (plan.engine_settings.gpu_memory_utilization)
     j["gpu_memory_utilization"] = *plan.engine_settings.gpu_memory_utilization;
+  if (plan.engine_settings.flash_attention) j["flash_attn"] = *plan.engine_settings.flash_attention ? "on" : "off";
+  if (plan.engine_settings.ubatch) j["ubatch"] = *plan.engine_settings.ubatch;
+  if (plan.engine_settings.batch) j["batch"] = *plan.engine_settings.batch;
   if (plan.engine_settings.max_num_seqs) j["max_num_seqs"] = *plan.engine_settings.max_num_seqs;
   if (plan.engine_settings.max_num_batched_tokens) j["max_num_batched_tokens"] = *plan.engine_settings.max_num_batched_tokens;
   if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
@@ -82,12 +85,19 @@ Json plan_to_json(const Plan& plan) {
   return j;
 }
 
+std::optional<bool> flash_attention_setting(std::string_view value, std::string_view what) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  if (value == "auto") return std::nullopt;
+  throw InputError(fmt::format("{}: '{}' is not a flash attention setting; expected on, off or auto", what, value));
+}
+
 Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
-                         "max_num_batched_tokens", "gpu_wired_limit"},
+                         "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -143,6 +153,10 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   }
   p.engine_settings.gpu_memory_utilization = optional_number(j, "gpu_memory_utilization", where);
   p.engine_settings.max_num_seqs = optional_uint(j, "max_num_seqs", where);
+  if (const auto fa = optional_string(j, "flash_attn", where))
+    p.engine_settings.flash_attention = flash_attention_setting(*fa, where + ": field 'flash_attn'");
+  p.engine_settings.ubatch = optional_uint(j, "ubatch", where);
+  p.engine_settings.batch = optional_uint(j, "batch", where);
   p.engine_settings.max_num_batched_tokens = optional_uint(j, "max_num_batched_tokens", where);
   p.decode_ms = optional_number(j, "decode_ms", where);
   p.deadline_s = optional_number(j, "deadline_s", where);
@@ -243,6 +257,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (const auto& n = p.engine_settings.max_num_seqs; n && (*n == 0 || *n > kMaxConcurrentRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("max_num_seqs"), *n,
                                  kMaxConcurrentRequests));
+  for (const auto& [field, n] : {std::pair{"ubatch", p.engine_settings.ubatch}, std::pair{"batch", p.engine_settings.batch}})
+    if (n && (*n == 0 || *n > kMaxContextTokens))
+      throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens", name(field), *n, kMaxContextTokens));
   if (const auto& n = p.engine_settings.max_num_batched_tokens; n && (*n == 0 || *n > kMaxContextTokens))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens per step", name("max_num_batched_tokens"),
                                  *n, kMaxContextTokens));

@@ -83,6 +83,9 @@ struct Plan {
   std::optional<LoadPlan> load;
 };
 
+// llama.cpp's -fa value: on, off, or auto (nullopt: the engine decides); InputError naming `what`.
+std::optional<bool> flash_attention_setting(std::string_view value, std::string_view what);
+
 // Reads a plan.json object; unknown keys are refused. `where` names the file for errors.
 Plan plan_from_json(const Json& j, const std::string& where);
 // The plan as plan_from_json reads it back (plan_from_json(plan_to_json(p)) == p): the fields

@@ -144,6 +144,11 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   if (plan.engine_settings.gpu_memory_utilization && plan.engine != "vllm")
     throw InputError(fmt::format("plan: field 'gpu_memory_utilization' is vLLM's share of the device's memory; the plan's "
                                  "engine is {} (field 'engine': vllm)", plan.engine.empty() ? "not named" : plan.engine));
+  const EngineSettings& es = plan.engine_settings;
+  if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")
+    throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
+                                 "buffer); the plan's engine is {} (field 'engine': llama.cpp)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
   rp.server.step_token_budget = engine_policy(rp.engine, rp.hw, plan.engine_settings).step_token_budget;
   return rp;
 }

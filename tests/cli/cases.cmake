@@ -381,8 +381,8 @@ infer_plan_cli_case(bad_calibrate_loo EXIT 2 ARGS calibrate hwprofiles/calibrati
 infer_plan_cli_case(hw_arch EXIT 0 ARGS hw rtx-a6000 MATCH "arch +ampere .nvidia.: the step model transfers")
 infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp, vllm, sglang, trtllm, or none")
 # engine memory (planner/cost/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed
-# "CUDA0 compute buffer size = 164.00 MiB" (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)
-infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp --json
+# "CUDA0 compute buffer size = 164.00 MiB" without flash attention (4 x 512 x (1 + 4 x 4096 + 2048 x 33) B)
+infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp -fa off --json
   MATCH "\"name\": \"llama.cpp compute buffer\"" "\"bytes\": 171968512" "\"name\": \"CUDA context\"" "\"bytes\": 471859200")
 infer_plan_cli_case(fit_engine_none EXIT 0 ARGS fit MATCH "engine: no engine: weights, KV")
 infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
@@ -448,11 +448,21 @@ infer_plan_cli_case(fit_vllm_flag_names EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 
 infer_plan_cli_case(bad_max_num_seqs_llama_cpp EXIT 2 ARGS fit -m llama-3.1-8b -w Q4_K_M --engine llama.cpp --max-num-seqs 8
   MATCH "llama.cpp has none: its running requests are its slots")
 # Apple silicon keeps Metal's default working set: 144 GiB of a 192 GB M2 Ultra (75%), so
-# Qwen3-235B Q4_K_M at 32K fits with 1.65 GiB to spare (144 - 132.39 weights - 5.88 KV - 4.09 compute
+# Qwen3-235B Q4_K_M at 32K fits with 1.65 GiB to spare without flash attention (144 - 132.39 weights - 5.88 KV - 4.09 compute
 # buffer); iogpu.wired_limit_mb raised to 180000 MiB gives 175.78 GiB
 infer_plan_cli_case(fit_m2_ultra_working_set EXIT 0 ARGS fit -m qwen3-235b-a22b -w Q4_K_M --hw m2-ultra -c 32K
-  --requests 1 --engine llama.cpp MATCH "usable +144.00 GiB" "FITS with 1.65 GiB to spare")
+  --requests 1 --engine llama.cpp -fa off MATCH "usable +144.00 GiB" "FITS with 1.65 GiB to spare")
 infer_plan_cli_case(fit_m2_ultra_wired_limit EXIT 0 ARGS fit -m qwen3-235b-a22b -w Q4_K_M --hw m2-ultra -c 32K
   --requests 1 --engine llama.cpp --gpu-wired-limit 180000MiB MATCH "usable +175.78 GiB")
 infer_plan_cli_case(bad_wired_limit_nvidia EXIT 2 ARGS fit -m qwen3-8b --hw h100-sxm --gpu-wired-limit 70GiB
   MATCH "'gpu_wired_limit' is macOS's limit on what Apple silicon's GPU may wire; profile h100-sxm is of arch hopper")
+# llama.cpp's flash attention, on by default (-fa auto): the common recipe, Llama-3.1-70B Q4_K_M at
+# 32K with a q8_0 cache on two RTX 4090s, fits; the compute buffer is then the output phase,
+# 4 x 512 x (8192 + 128256) B = 266.50 MiB, where without flash attention the KQ scores of 64 heads
+# at 32K made it 4.13 GiB. Without flash attention llama.cpp refuses a quantized V cache.
+infer_plan_cli_case(fit_70b_two_4090_fa EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M -c 32K -ctk q8_0 -ctv q8_0 --hw rtx-4090
+  --tp 2 --engine llama.cpp --requests 1 MATCH "flash attention on: llama.cpp's auto" "= 266.50 MiB" "FITS with")
+infer_plan_cli_case(bad_fa_off_quantized_v EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K_M -c 32K -ctk q8_0 -ctv q8_0 --hw rtx-4090
+  --tp 2 --engine llama.cpp --requests 1 -fa off MATCH "llama.cpp refuses a quantized V cache .Q8_0. without flash attention")
+infer_plan_cli_case(bad_fa_vllm EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm -ub 1024
+  MATCH "fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's")

@@ -53,8 +53,8 @@ infer_plan_cli_case(fit_ngl_auto EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw
 # GiB) need 13.65 GiB: 12 GiB of host memory is 1.65 GiB short
 infer_plan_cli_case(fit_ngl_host_given EXIT 1 ARGS fit -m llama-3.1-8b --hw h100-sxm -ngl 10 --host-memory 12GiB --host-bandwidth 50GB/s
   MATCH "verdict: DOES NOT FIT: the device holds its layers, but host memory is 1.65 GiB short" "its layers read at 50.0 GB/s")
-infer_plan_cli_case(bad_fa EXIT 2 ARGS fit -fa on MATCH "--flash-attn: llama.cpp's flag is not an input here yet")
-infer_plan_cli_case(bad_ub EXIT 2 ARGS roofline -ub 256 MATCH "--ubatch-size: llama.cpp's flag is not an input here yet")
+infer_plan_cli_case(bad_fa EXIT 2 ARGS fit --engine llama.cpp -fa maybe MATCH "--flash-attn: .maybe. is not a flash attention setting; expected on, off or auto")
+infer_plan_cli_case(bad_ub EXIT 2 ARGS fit --engine llama.cpp -ub 0 MATCH "--ubatch-size: 0 is out of range; expected 1 to")
 infer_plan_cli_case(roofline_n_is_output EXIT 0 ARGS roofline -m qwen3-8b -n 100 -np 2 --json
   MATCH "\"output\": 100" "\"batch\": 2")
 infer_plan_cli_case(version EXIT 0 ARGS -V MATCH "^infer-plan [0-9]+\\.[0-9]+\\.[0-9]+\n$")

@@ -87,11 +87,15 @@ TEST_CASE("the engines' scheduling defaults") {
   CHECK(!engine_policy("llama.cpp", load_hw_profile("rtx-4090")).step_token_budget);
   CHECK(engine_policy("trtllm", load_hw_profile("h200")).max_batch == 2048);
   // a plan's limits replace the defaults of the engines that have them, and only theirs
-  const EnginePolicy set = engine_policy("vllm", load_hw_profile("h100-sxm"), {std::nullopt, 64, 512});
+  EngineSettings limits;
+  limits.max_num_seqs = 64;
+  limits.max_num_batched_tokens = 512;
+  const EnginePolicy set = engine_policy("vllm", load_hw_profile("h100-sxm"), limits);
   CHECK(set.max_batch == 64);
   CHECK(set.step_token_budget == 512u);
-  CHECK(engine_policy("sglang", load_hw_profile("h200"), {std::nullopt, 32, std::nullopt}).max_batch == 32);
-  CHECK_THROWS_WITH_AS(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), {std::nullopt, 8, std::nullopt}),
+  limits.max_num_batched_tokens.reset();
+  CHECK(engine_policy("sglang", load_hw_profile("h200"), limits).max_batch == 64);
+  CHECK_THROWS_WITH_AS(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), limits),
                        doctest::Contains("llama.cpp has none"), InputError);
 }
 

@@ -15,19 +15,21 @@ TEST_CASE("llama.cpp's compute buffer matches its own log lines (Mistral 7B, n_u
   const HwProfile gpu = load_hw_profile("rtx-4090");
   // "CUDA0 compute buffer size = 164.00 MiB" at n_ctx 2048 and "2144.00 MiB" at 32768
   // (github.com/fedora-copr/logdetective/pull/106): the attention phase, 4 x 512 x (1 + 4 x 4096 +
-  // n_ctx x 33) B
-  const EngineMemory at2k = engine_memory("llama.cpp", mistral, gpu, 2048, 1);
+  // n_ctx x 33) B; that log's build ran without flash attention
+  EngineSettings no_fa;
+  no_fa.flash_attention = false;
+  const EngineMemory at2k = engine_memory("llama.cpp", mistral, gpu, 2048, 1, 1, no_fa);
   REQUIRE(at2k.reserves.size() == 2);
   CHECK(at2k.reserves[0].name == "llama.cpp compute buffer");
   CHECK(at2k.reserves[0].bytes == uint64_t{171968512});  // 164.00 MiB
-  CHECK(engine_memory("llama.cpp", mistral, gpu, 32768, 1).reserves[0].bytes == uint64_t{2248148992});  // 2144.00 MiB
+  CHECK(engine_memory("llama.cpp", mistral, gpu, 32768, 1, 1, no_fa).reserves[0].bytes == uint64_t{2248148992});  // 2144.00 MiB
   // n_ctx is every slot's context: 4 slots of 512 size like one of 2048
-  CHECK(engine_memory("llama.cpp", mistral, gpu, 512, 4).reserves[0].bytes == uint64_t{171968512});
+  CHECK(engine_memory("llama.cpp", mistral, gpu, 512, 4, 1, no_fa).reserves[0].bytes == uint64_t{171968512});
   CHECK(at2k.reserves[1].name == "CUDA context");
   CHECK(at2k.reserves[1].bytes == uint64_t{450} << 20);
   CHECK(at2k.usable_fraction == 1.0);
   // A short context: the output phase (every token's logits) is the larger, 4 x 64 x (4096 + 32000)
-  CHECK(engine_memory("llama.cpp", mistral, gpu, 64, 1).reserves[0].bytes == uint64_t{4 * 64 * (4096 + 32000)});
+  CHECK(engine_memory("llama.cpp", mistral, gpu, 64, 1, 1, no_fa).reserves[0].bytes == uint64_t{4 * 64 * (4096 + 32000)});
   // Apple's GPUs have no CUDA context
   CHECK(engine_memory("llama.cpp", mistral, load_hw_profile("m2-ultra"), 2048, 1).reserves.size() == 1);
 }
@@ -42,6 +44,30 @@ struct VllmLog {
   double utilization;
   uint64_t logged_tokens;
 };
+
+TEST_CASE("llama.cpp with flash attention (its default): no KQ scores, the output phase is the peak") {
+  // Qwen3-235B-A22B at n_ctx 16384, -fa, llama.cpp build 5269 (1d36b3): "CPU compute buffer size =
+  // 304.75 MiB" for the graph's output part (github.com/ikawrakow/ik_llama.cpp/discussions/357,
+  // 2025-05-03, a mainline log): 4 x 512 x (4096 + 151936) B = 319,553,536 B
+  const ModelSpec qwen = load_model("qwen3-235b-a22b");
+  const EngineMemory fa = engine_memory("llama.cpp", qwen, load_hw_profile("h100-sxm"), 16384, 1);
+  CHECK(fa.reserves[0].bytes == uint64_t{319553536});
+  CHECK(fa.assumption.find("flash attention on: llama.cpp's auto") != std::string::npos);
+  // without it, the KQ scores of 64 heads: 4 x 512 x (1 + 4 x 4096 + 16384 x 65) B
+  EngineSettings off;
+  off.flash_attention = false;
+  CHECK(engine_memory("llama.cpp", qwen, load_hw_profile("h100-sxm"), 16384, 1, 1, off).reserves[0].bytes ==
+        uint64_t{4} * 512 * (1 + 4 * 4096 + 16384 * 65));
+  // -ub 256 halves the output phase; -b below -ub bounds it
+  EngineSettings small;
+  small.ubatch = 256;
+  CHECK(engine_memory("llama.cpp", qwen, load_hw_profile("h100-sxm"), 16384, 1, 1, small).reserves[0].bytes ==
+        uint64_t{319553536} / 2);
+  small.ubatch = 1024;
+  small.batch = 256;
+  CHECK(engine_memory("llama.cpp", qwen, load_hw_profile("h100-sxm"), 16384, 1, 1, small).reserves[0].bytes ==
+        uint64_t{319553536} / 2);
+}
 
 TEST_CASE("vLLM's KV pool as its start-up logs report it") {
   const VllmLog logs[] = {
@@ -82,7 +108,9 @@ TEST_CASE("vLLM's reserves: non-torch memory grows with TP, the sampler's rows w
   // the sampler: 1024 x 128256 x 4 B x 3.73 + 8192 x 4096 x 2 B = 2,026,614,292 B (1.887 GiB; logged
   // 1.89), above the forward pass's 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B
   CHECK(one.reserves[1].bytes == uint64_t{2026614292});
-  const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, {0.95, std::nullopt, std::nullopt});
+  EngineSettings at95;
+  at95.gpu_memory_utilization = 0.95;
+  const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, at95);
   CHECK(four.usable_fraction == 0.95);
   CHECK(four.reserves[0].bytes == static_cast<uint64_t>(2.16 * (1 << 30)));  // 2.0 + 4 x 0.04 GiB (logged 2.13)
 }

@@ -86,7 +86,12 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   p.load->requests = 400;
   p.load->seed = 3;
   p.load->max_batch = 64;
-  p.engine_settings = {0.95, 128, 4096};
+  p.engine_settings.gpu_memory_utilization = 0.95;
+  p.engine_settings.max_num_seqs = 128;
+  p.engine_settings.max_num_batched_tokens = 4096;
+  p.engine_settings.flash_attention = false;
+  p.engine_settings.ubatch = 256;
+  p.engine_settings.batch = 1024;
   p.gpu_wired_limit_bytes = uint64_t{180} << 30;
   const Json j = plan_to_json(p);
   const Plan back = plan_from_json(j, "round trip");
