@@ -6,6 +6,7 @@
 #include "planner/cost/engine_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "planner/core/input_error.hpp"
@@ -20,7 +21,6 @@ constexpr uint64_t kLlamaCppBatch = 2048;            // ... and n_batch
 constexpr uint64_t kF16 = 2;
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
 constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
-constexpr double kSglangStaticFraction = 0.88;       // SGLang 0.3-0.4's mem_fraction_static at TP 1
 constexpr uint64_t kVllmBlockTokens = 16;            // vLLM's KV block
 // Fitted to vLLM 0.19.0's start-up logs on an H100 (llm-d-incubation/llm-d-planner, accuracy/results/
 // v0.19.0/logs, commit d3121e05): non-torch memory 0.24-0.27 GiB alone, 2.06-2.11 at TP 2 and
@@ -30,11 +30,28 @@ constexpr double kVllmNonTorchGib = 0.25;
 constexpr double kVllmCollectiveGib = 2.0, kVllmCollectivePerRankGib = 0.04;
 constexpr double kVllmSamplerCopies = 3.73;
 constexpr uint64_t kVllmMaxBatchedTokensFallback = 8192;  // a policy without a budget (vLLM always has one)
+constexpr uint64_t kSglangChunkFallback = 4096;          // SGLang's chunked_prefill_size on an unknown device
 constexpr uint64_t kF32 = 4, kBf16 = 2;
 
 bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != std::string::npos; }
 
+// NCCL and the custom all-reduce buffers of a TP group, per device (vLLM 0.19's non-torch memory at TP 2-4).
+uint64_t collective_bytes(uint64_t tp) {
+  return static_cast<uint64_t>((kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp)) *
+                               static_cast<double>(uint64_t{1} << 30));
+}
+
 }  // namespace
+
+uint64_t sglang_cuda_graph_max_bs(uint64_t capacity_bytes, uint64_t tp) {
+  const uint64_t mib = capacity_bytes >> 20;
+  const bool wide = tp >= 4;
+  if (mib < 20 * 1024) return 8;
+  if (mib < 35 * 1024) return wide ? 80 : 24;
+  if (mib < 60 * 1024) return wide ? 160 : 32;
+  if (mib < 160 * 1024) return wide ? 512 : 256;
+  return 512;
+}
 
 const std::vector<std::string>& known_engines() {
   static const std::vector<std::string> engines{"llama.cpp", "vllm", "sglang", "trtllm"};
@@ -84,12 +101,27 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     return m;
   }
   if (engine == "sglang") {
-    // --mem-fraction-static: weights and the KV pool together, the rest left to activations and
-    // CUDA graphs; SGLang 0.3-0.4 picked it by TP size (recent versions size it from the GPU's memory).
-    m.usable_fraction = kSglangStaticFraction;
-    m.assumption = fmt::format("SGLang: weights and KV get mem_fraction_static {} of the capacity (its default at TP 1 "
-                               "in 0.3-0.4); activations and CUDA graphs use the rest",
-                               kSglangStaticFraction);
+    tp = std::max<uint64_t>(tp, 1);
+    const uint64_t mib = hw.memory_capacity_bytes >> 20;
+    const uint64_t prefill = engine_policy(engine, hw, settings).step_token_budget.value_or(kSglangChunkFallback);
+    const uint64_t graphs = sglang_cuda_graph_max_bs(hw.memory_capacity_bytes, tp);
+    double reserved_mib = 512 + 1.5 * static_cast<double>(std::max<uint64_t>(prefill, 2048)) +
+                          2 * static_cast<double>(graphs) + 128 * static_cast<double>(tp);
+    if (mib > 60 * 1024) reserved_mib = std::max(reserved_mib, 10.0 * 1024);
+    const double fraction =
+        settings.mem_fraction_static.value_or(std::round((static_cast<double>(mib) - reserved_mib) / static_cast<double>(mib) * 1000) / 1000);
+    m.usable_fraction = fraction;
+    m.unseen_bytes = cuda + (tp > 1 ? collective_bytes(tp) : 0);
+    m.pool_block_tokens = 1;
+    m.assumption = fmt::format(
+        "SGLang: weights and KV get mem_fraction_static {} of the memory free after CUDA{} ({}){}; activations and "
+        "CUDA graphs use the rest",
+        fraction, tp > 1 ? fmt::format(" and NCCL at TP {}", tp) : "", format_bytes(hw.memory_capacity_bytes - m.unseen_bytes),
+        settings.mem_fraction_static
+            ? ": the plan's"
+            : fmt::format(": its default, ({} MiB - {:.0f} MiB reserved) / {} MiB, reserved = 512 + 1.5 x max({}, 2048) + 2 x "
+                          "{} + 128 x {}{} MiB (chunked_prefill_size {}, cuda_graph_max_bs {})",
+                          mib, reserved_mib, mib, prefill, graphs, tp, mib > 60 * 1024 ? ", at least 10240" : "", prefill, graphs));
     return m;
   }
   if (engine == "trtllm") {
@@ -105,9 +137,8 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   m.unseen_bytes = cuda;
   m.pool_block_tokens = kVllmBlockTokens;
   tp = std::max<uint64_t>(tp, 1);
-  const double non_torch_gib = tp > 1 ? kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp)
-                                      : kVllmNonTorchGib;
-  const auto non_torch = static_cast<uint64_t>(non_torch_gib * static_cast<double>(uint64_t{1} << 30));
+  const uint64_t non_torch =
+      tp > 1 ? collective_bytes(tp) : static_cast<uint64_t>(kVllmNonTorchGib * static_cast<double>(uint64_t{1} << 30));
   const uint64_t forward = tokens * (3 * s.intermediate / tp + 4 * s.hidden) * kBf16;
   const auto sampler = static_cast<uint64_t>(static_cast<double>(seqs * s.vocab * kF32) * kVllmSamplerCopies) +
                        tokens * s.hidden * kBf16;

@@ -18,7 +18,11 @@
 //     softmax and sorting copies) beside the T hidden states; MoE adds the fused experts' cache,
 //     T k (2 n_ff_exp / tp + n_embd) x 2 B. T and max_num_seqs are the engine's defaults
 //     (serving/engine_policy). CUDA graphs are captured after the pool is sized, in the headroom.
-//   sglang: weights and KV get mem_fraction_static (0.88, its TP-1 default in 0.3-0.4) of the capacity.
+//   sglang (0.5.4 and later): weights and the KV pool get mem_fraction_static of the memory free
+//     once CUDA and (with TP) NCCL are up; by default (capacity - reserved) / capacity, rounded to
+//     0.001, reserved = 512 MiB + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs +
+//     128 MiB x TP, at least 10 GiB on a device of more than 60 GiB; both sizes by the device's
+//     memory (engine_policy, sglang_cuda_graph_max_bs). Activations and CUDA graphs use the rest.
 //   trtllm: the CUDA context only; its pool (0.9 of what weights and activations leave) is not
 //     modelled yet.
 //   llama.cpp and vllm, on an NVIDIA device (the profile's description says so): the CUDA context, 450 MiB
@@ -46,6 +50,7 @@ struct EngineMemory {
 // What a plan sets of the engine's own knobs; nullopt: the engine's default.
 struct EngineSettings {
   std::optional<double> gpu_memory_utilization;  // vLLM: its share of the device's memory (0.9)
+  std::optional<double> mem_fraction_static;     // SGLang: weights' and KV's share (by the device's memory)
   // The scheduler's limits, vLLM's names (SGLang: max_running_requests and chunked_prefill_size;
   // TensorRT-LLM: max_batch_size and max_num_tokens): requests running at once, tokens one step carries.
   std::optional<uint64_t> max_num_seqs;
@@ -72,6 +77,9 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& spec, con
                            uint64_t context_tokens, uint64_t requests, uint64_t tp = 1,
                            const EngineSettings& settings = {});
 
-const std::vector<std::string>& known_engines();  // "llama.cpp", "vllm", "sglang", "trtllm"
+const std::vector<std::string>& known_engines();
+
+// SGLang's cuda_graph_max_bs default for a device of `capacity_bytes` at `tp` (0.5.4 and later).
+uint64_t sglang_cuda_graph_max_bs(uint64_t capacity_bytes, uint64_t tp);  // "llama.cpp", "vllm", "sglang", "trtllm"
 
 }  // namespace infer_plan

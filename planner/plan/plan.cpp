@@ -52,6 +52,7 @@ Json plan_to_json(const Plan& plan) {
   }
   if (plan.engine_settings.gpu_memory_utilization)
     j["gpu_memory_utilization"] = *plan.engine_settings.gpu_memory_utilization;
+  if (plan.engine_settings.mem_fraction_static) j["mem_fraction_static"] = *plan.engine_settings.mem_fraction_static;
   if (plan.engine_settings.flash_attention) j["flash_attn"] = *plan.engine_settings.flash_attention ? "on" : "off";
   if (plan.engine_settings.ubatch) j["ubatch"] = *plan.engine_settings.ubatch;
   if (plan.engine_settings.batch) j["batch"] = *plan.engine_settings.batch;
@@ -97,7 +98,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
-                         "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch"},
+                         "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch",
+                         "mem_fraction_static"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -153,6 +155,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   }
   p.engine_settings.gpu_memory_utilization = optional_number(j, "gpu_memory_utilization", where);
   p.engine_settings.max_num_seqs = optional_uint(j, "max_num_seqs", where);
+  p.engine_settings.mem_fraction_static = optional_number(j, "mem_fraction_static", where);
   if (const auto fa = optional_string(j, "flash_attn", where))
     p.engine_settings.flash_attention = flash_attention_setting(*fa, where + ": field 'flash_attn'");
   p.engine_settings.ubatch = optional_uint(j, "ubatch", where);
@@ -254,6 +257,7 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   };
   in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
   in_range("gpu_memory_utilization", p.engine_settings.gpu_memory_utilization, 1.0, "fraction of the device's memory");
+  in_range("mem_fraction_static", p.engine_settings.mem_fraction_static, 1.0, "fraction of the device's free memory");
   if (const auto& n = p.engine_settings.max_num_seqs; n && (*n == 0 || *n > kMaxConcurrentRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("max_num_seqs"), *n,
                                  kMaxConcurrentRequests));

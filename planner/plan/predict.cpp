@@ -145,6 +145,10 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'gpu_memory_utilization' is vLLM's share of the device's memory; the plan's "
                                  "engine is {} (field 'engine': vllm)", plan.engine.empty() ? "not named" : plan.engine));
   const EngineSettings& es = plan.engine_settings;
+  if (es.mem_fraction_static && plan.engine != "sglang")
+    throw InputError(fmt::format("plan: field 'mem_fraction_static' is SGLang's share of the device's memory for weights "
+                                 "and KV; the plan's engine is {} (field 'engine': sglang)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
   if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")
     throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
                                  "buffer); the plan's engine is {} (field 'engine': llama.cpp)",

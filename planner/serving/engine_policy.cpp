@@ -15,7 +15,12 @@ EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw) {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
     return large ? EnginePolicy{1024, 8192} : EnginePolicy{256, 2048};
   }
-  if (engine == "sglang") return {kMaxConcurrentRequests, 8192};
+  if (engine == "sglang") {  // chunked_prefill_size by the device's memory (server_args, 0.5.4 and later)
+    const uint64_t mib = hw.memory_capacity_bytes >> 20;
+    return {kMaxConcurrentRequests, mib < 20 * 1024 ? 2048 : mib < 35 * 1024 ? 2048 : mib < 60 * 1024 ? 4096
+                                    : mib < 160 * 1024                      ? 8192
+                                                                            : 16384};
+  }
   if (engine == "trtllm") return {2048, 8192};
   return {};
 }

@@ -18,7 +18,8 @@ struct EnginePolicy {
 
 // vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
 // max_num_batched_tokens 8192 on a device of 70 GiB or more that is not an A100, else 256 and
-// 2048. SGLang: chunked_prefill_size 8192, max_running_requests set by its KV pool (no cap here).
+// 2048. SGLang (server_args, 0.5.4 and later): chunked_prefill_size 2048 below 35 GiB of device
+// memory, 4096 below 60, 8192 below 160, else 16384; max_running_requests set by its KV pool (no cap here).
 // TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192. llama.cpp (llama-server)
 // and no engine: 256 running, each prefill a step of its own.
 // A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have

@@ -466,3 +466,9 @@ infer_plan_cli_case(bad_fa_off_quantized_v EXIT 2 ARGS fit -m llama-3.1-70b -w Q
   --tp 2 --engine llama.cpp --requests 1 -fa off MATCH "llama.cpp refuses a quantized V cache .Q8_0. without flash attention")
 infer_plan_cli_case(bad_fa_vllm EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm -ub 1024
   MATCH "fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's")
+# SGLang's pool: mem_fraction_static of what is free once CUDA is up, weights taken from it; its
+# default from the device (0.835 on an H100 at TP 1), or the run's --mem-fraction-static
+infer_plan_cli_case(fit_sglang_fraction EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine sglang
+  --mem-fraction-static 0.93 --requests 1 MATCH "mem_fraction_static 0.93 of the memory free after CUDA .79.21 GiB.: the plan's" "KV pool: ")
+infer_plan_cli_case(bad_fraction_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --mem-fraction-static 0.9
+  MATCH "field 'mem_fraction_static' is SGLang's")

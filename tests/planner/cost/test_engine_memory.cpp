@@ -134,3 +134,21 @@ TEST_CASE("fit counts the engine and says what it assumed") {
   plan.engine = "tgi";
   CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, 1, "given", false), doctest::Contains("'tgi'"), InputError);
 }
+
+TEST_CASE("SGLang's mem_fraction_static as its server_args sets it by device and TP") {
+  // reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 128 x TP MiB, at
+  // least 10 GiB above 60 GiB; fraction = round((MiB - reserved) / MiB, 3). By hand: H100 (81559 MiB) TP 1:
+  // 512 + 12288 + 512 + 128 = 13440 -> 0.835; TP 8: 512 + 12288 + 1024 + 1024 = 14848 -> 0.818; H200
+  // (143771 MiB): 0.907; RTX 4090 (24564 MiB, 2048 and 24): 512 + 3072 + 48 + 128 = 3760 -> 0.847
+  const ModelSpec llama = load_model("llama-3.1-8b");
+  CHECK(engine_memory("sglang", llama, load_hw_profile("h100-sxm"), 8192, 1).usable_fraction == doctest::Approx(0.835));
+  CHECK(engine_memory("sglang", llama, load_hw_profile("h100-sxm"), 8192, 1, 8).usable_fraction == doctest::Approx(0.818));
+  CHECK(engine_memory("sglang", llama, load_hw_profile("h200"), 8192, 1).usable_fraction == doctest::Approx(0.907));
+  CHECK(engine_memory("sglang", llama, load_hw_profile("rtx-4090"), 8192, 1).usable_fraction == doctest::Approx(0.847));
+  EngineSettings given;
+  given.mem_fraction_static = 0.93;
+  const EngineMemory m = engine_memory("sglang", llama, load_hw_profile("h100-sxm"), 8192, 1, 1, given);
+  CHECK(m.usable_fraction == 0.93);
+  CHECK(m.pool_block_tokens == uint64_t{1});  // page size 1: the pool is whole tokens
+  CHECK(m.reserves.empty());                   // activations and graphs come out of the rest
+}
