@@ -40,6 +40,7 @@ struct SplitRow {
 std::vector<SplitRow> split_table(const ResolvedPlan& rp) {
   const uint64_t total = split_layer_count(rp.spec);
   const uint64_t at = rp.split ? rp.split->gpu_layers : total;
+  const uint64_t cpu_moe = rp.split ? rp.split->cpu_moe_layers : 0;  // held at every N
   std::vector<uint64_t> ns{0, total};
   const uint64_t step = std::max<uint64_t>(1, (total + 7) / 8);
   for (uint64_t n = step; n < total; n += step) ns.push_back(n);
@@ -49,10 +50,10 @@ std::vector<SplitRow> split_table(const ResolvedPlan& rp) {
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
   std::vector<SplitRow> rows;
   for (uint64_t n : ns) {
-    if (n == total) {
+    if (n == total && cpu_moe == 0) {
       rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false)});
     } else {
-      const LayerSplit split = layer_split(rp.spec, rp.weights, n);
+      const LayerSplit split = layer_split(rp.spec, rp.weights, n, cpu_moe);
       rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false, nullptr, &split)});
     }
   }
@@ -107,8 +108,15 @@ void print_split(const ResolvedPlan& rp) {
     fmt::print("\n  host memory{}, its layers read at {:.1f} GB/s\n",
                h.description.empty() ? "" : " (" + h.description + ")", h.achieved_bandwidth() * 1e-9);
     fmt::print("  {:<22}{:>12}\n", "usable", gib(r.host->usable_bytes));
-    fmt::print("  {:<22}{:>12}   token_embd, {} of {} blocks{}\n", "- weights", gib(r.host->weights_bytes),
-               rp.spec.layers - r.split->device_blocks, rp.spec.layers, r.split->head_on_device ? "" : ", the head");
+    const LayerSplit& sp = *r.split;
+    std::vector<std::string> held;
+    if (!sp.head_on_device) held.push_back("token_embd");
+    if (sp.device_blocks < rp.spec.layers) held.push_back(fmt::format("{} of {} blocks", rp.spec.layers - sp.device_blocks, rp.spec.layers));
+    if (!sp.head_on_device) held.push_back("the head");
+    if (sp.host_expert_bytes)
+      held.push_back(sp.cpu_moe_layers >= rp.spec.layers ? std::string("every layer's routed experts")
+                                                         : fmt::format("the routed experts of layers 0-{}", sp.cpu_moe_layers - 1));
+    fmt::print("  {:<22}{:>12}   {}\n", "- weights", gib(r.host->weights_bytes), fmt::join(held, ", "));
     fmt::print("  {:<22}{:>12}   {} layers' KV\n", "- KV cache", gib(r.host->kv_bytes), r.split->host_part.layers);
     fmt::print("  {:<22}{:>12}\n", "= headroom", gib(r.host->headroom_bytes));
   }
@@ -121,7 +129,7 @@ void print_split(const ResolvedPlan& rp) {
   const SplitDecode d = split_decode(rp);
   fmt::print("\n  decode at {} layers, batch 1, {} tokens: {:.1f} ms per token ({:.1f} tokens/s){}\n",
              rp.split ? rp.split->gpu_layers : total, rp.plan.context, d.step_s * 1e3, 1.0 / d.step_s,
-             rp.split ? fmt::format("; the host's layers {:.1f} ms of it", d.host_s * 1e3) : "");
+             rp.split ? fmt::format("; the host's part {:.1f} ms of it", d.host_s * 1e3) : "");
 }
 
 void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
@@ -198,7 +206,7 @@ void run(const FitArgs& a) {
   const HwProfile& hw = rp.hw;
   const FitResult& r = rp.fit;
   // The table per N needs the host's memory (a profile without one refuses any split, in resolve_plan).
-  const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto) && hw.host;
+  const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto || plan.cpu_moe_layers) && hw.host;
   // A single plan that does not fit ends with its own exit code, so that scripts can tell; a
   // sweep's table marks each row instead.
   const bool verdict_exits = !r.fits && !output_state().documents_wanted;

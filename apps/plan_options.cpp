@@ -112,6 +112,21 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "has 33); the first layers, the token embeddings and their KV stay in host memory and run on "
                  "the CPU at the host's bandwidth. all (default), auto (the most that fit; all without a host), or N")
       ->type_name("N|all|auto");
+  cmd.add_option("--n-cpu-moe", n_cpu_moe,
+                 "llama.cpp's --n-cpu-moe: keep the routed experts of the first N layers in host memory, where the "
+                 "CPU multiplies the ones each token is routed to at the host's bandwidth (the way a large MoE "
+                 "such as GPT-OSS-120B runs on one consumer card); the rest stays on the device")
+      ->type_name("N");
+  cmd.add_flag("--cpu-moe", cpu_moe, "llama.cpp's --cpu-moe: every layer's routed experts in host memory");
+  cmd.add_option_function<std::string>(
+         "--override-tensor",
+         [](const std::string& value) {
+           throw InputError(fmt::format("--override-tensor (-ot) {}: tensors placed by name are not modelled; the "
+                                        "common use, routed experts on the host (-ot ffn_.*_exps=CPU), is --cpu-moe "
+                                        "(every layer) or --n-cpu-moe N (the first N layers)", value));
+         },
+         "llama.cpp's -ot REGEX=BUFFER: refused with the reason; --cpu-moe and --n-cpu-moe model its common use")
+      ->type_name("REGEX=BUFFER");
   cmd.add_option("--host-memory", host_memory,
                  "The host's memory for a layer split, e.g. 64GiB (default: the profile's 'host' section)")
       ->type_name("SIZE");
@@ -191,6 +206,9 @@ Plan PlanOptions::resolve() const {
     p.gpu_layers_auto = false;
     p.gpu_layers = n;
   }
+  if (n_cpu_moe && cpu_moe) throw InputError("--n-cpu-moe and --cpu-moe: give one (--cpu-moe is every layer)");
+  if (n_cpu_moe) p.cpu_moe_layers = *n_cpu_moe;
+  if (cpu_moe) p.cpu_moe_layers = Plan::kAllLayers;
   if (!host_memory.empty()) p.host_memory_bytes = parse_bytes(host_memory, "--host-memory");
   if (!gpu_wired_limit.empty()) p.gpu_wired_limit_bytes = parse_bytes(gpu_wired_limit, "--gpu-wired-limit");
   if (!host_bandwidth.empty()) p.host_bandwidth_bytes_per_s = parse_rate(host_bandwidth, "--host-bandwidth");

@@ -62,7 +62,8 @@ struct PlanOptions {
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization, mem_fraction_static;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
   std::string gpu_wired_limit, flash_attn;
-  std::optional<uint64_t> ubatch, batch;
+  std::optional<uint64_t> ubatch, batch, n_cpu_moe;
+  bool cpu_moe = false;
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).

@@ -23,8 +23,16 @@ ModelSpec layer_range(const ModelSpec& spec, uint64_t begin, uint64_t end) {
 
 uint64_t split_layer_count(const ModelSpec& spec) { return spec.layers + 1; }
 
-LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers) {
+namespace {
+bool routed_expert(TensorRole r) {
+  return r == TensorRole::ffn_gate_exps || r == TensorRole::ffn_up_exps || r == TensorRole::ffn_down_exps ||
+         r == TensorRole::ffn_gate_exps_bias || r == TensorRole::ffn_up_exps_bias || r == TensorRole::ffn_down_exps_bias;
+}
+}  // namespace
+
+LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers, uint64_t cpu_moe_layers) {
   LayerSplit s;
+  s.cpu_moe_layers = std::min(cpu_moe_layers, spec.layers);
   s.gpu_layers = std::min(gpu_layers, split_layer_count(spec));
   s.device_blocks = std::min(s.gpu_layers, spec.layers);
   s.head_on_device = s.gpu_layers > spec.layers;
@@ -34,8 +42,15 @@ LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64
     const double bytes = static_cast<double>(t.bytes) * weights.scale;
     // The global tensors (token_embd, output norm and head) go with the head: all on the device is
     // the plan without a split, as the fit counts it.
-    const bool on_device = t.tensor.layer >= 0 ? static_cast<uint64_t>(t.tensor.layer) >= first_device_block
-                                               : s.head_on_device;
+    bool on_device = t.tensor.layer >= 0 ? static_cast<uint64_t>(t.tensor.layer) >= first_device_block
+                                         : s.head_on_device;
+    if (routed_expert(t.tensor.role)) {
+      s.expert_bytes += static_cast<uint64_t>(std::llround(bytes));
+      if (on_device && static_cast<uint64_t>(t.tensor.layer) < s.cpu_moe_layers) {
+        on_device = false;
+        s.host_expert_bytes += static_cast<uint64_t>(std::llround(bytes));
+      }
+    }
     (on_device ? device : host) += bytes;
     if (t.tensor.role == TensorRole::token_embd) s.embd_bytes += static_cast<uint64_t>(std::llround(bytes));
   }
@@ -49,9 +64,14 @@ LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64
 
 double split_host_weight_share(const LayerSplit& s) {
   const double embd_on_host = s.head_on_device ? 0.0 : static_cast<double>(s.embd_bytes);
-  const double host = std::max(0.0, static_cast<double>(s.host_weights_bytes) - embd_on_host);
+  const double host = std::max(0.0, static_cast<double>(s.host_weights_bytes) - embd_on_host -
+                                        static_cast<double>(s.host_expert_bytes));
   const double all = static_cast<double>(s.host_weights_bytes + s.device_weights_bytes) - static_cast<double>(s.embd_bytes);
   return all > 0 ? std::clamp(host / all, 0.0, 1.0) : 0.0;
+}
+
+double split_host_expert_share(const LayerSplit& s) {
+  return s.expert_bytes ? static_cast<double>(s.host_expert_bytes) / static_cast<double>(s.expert_bytes) : 0.0;
 }
 
 double split_host_kv_share(const LayerSplit& s, const ModelSpec& spec) {
@@ -60,7 +80,8 @@ double split_host_kv_share(const LayerSplit& s, const ModelSpec& spec) {
 
 namespace {
 double host_bytes_read(const StepCost& whole, const LayerSplit& s, const ModelSpec& spec) {
-  return whole.weight_bytes * split_host_weight_share(s) + whole.kv_bytes * split_host_kv_share(s, spec);
+  return whole.weight_bytes * split_host_weight_share(s) + whole.expert_bytes * split_host_expert_share(s) +
+         whole.kv_bytes * split_host_kv_share(s, spec);
 }
 }  // namespace
 
@@ -74,7 +95,8 @@ double split_step_s(const StepCost& whole, const LayerSplit& s, const ModelSpec&
   return whole.time_s * device_share + split_host_s(whole, s, spec, host);
 }
 
-std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {
+namespace {
+std::string layer_placement_label(const LayerSplit& s, const ModelSpec& spec) {
   const uint64_t total = split_layer_count(spec);
   if (s.gpu_layers >= total) return fmt::format("{}/{} layers on the device (all)", s.gpu_layers, total);
   const uint64_t host_blocks = spec.layers - s.device_blocks;
@@ -83,5 +105,16 @@ std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {
   return fmt::format("{}/{} layers on the device (the last {} block{}); in host memory: token_embd{} and the head",
                      s.gpu_layers, total, s.device_blocks, s.device_blocks == 1 ? "" : "s", host_blocks_text);
 }
+}  // namespace
+
+std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {
+  const std::string experts =
+      s.cpu_moe_layers == 0 ? ""
+      : s.cpu_moe_layers >= spec.layers
+          ? "; every layer's routed experts in host memory"
+          : fmt::format("; the routed experts of layers 0-{} in host memory", s.cpu_moe_layers - 1);
+  return layer_placement_label(s, spec) + experts;
+}
+
 
 }  // namespace infer_plan

@@ -3,6 +3,8 @@
 // embeddings, the first layers and their KV cache stay in host memory, where the CPU runs them at
 // the host's bandwidth (llama.cpp's layout: the host's layers are not copied to the device per
 // step). N = layers + 1 (or more) is every layer on the device: the plan without a split.
+// --n-cpu-moe M (--cpu-moe: every layer) keeps the routed experts of the first M layers in host
+// memory too, whose CPU multiplies the ones a step routes to (llama.cpp's -ot ffn_.*_exps=CPU).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +24,9 @@ struct LayerSplit {
   uint64_t device_weights_bytes = 0;
   uint64_t host_weights_bytes = 0;  // token_embd, the first layers, and the head unless on the device
   uint64_t embd_bytes = 0;          // token_embd's (a step reads one row of it per token)
+  uint64_t cpu_moe_layers = 0;      // --n-cpu-moe: the first layers whose routed experts stay on the host
+  uint64_t host_expert_bytes = 0;   // ... those of the device's layers (in host_weights_bytes)
+  uint64_t expert_bytes = 0;        // every routed expert's
   ModelSpec device_part;          // the spec with only the device's layers (their windows): its KV
   ModelSpec host_part;            // ... and the host's
 };
@@ -30,7 +35,8 @@ struct LayerSplit {
 uint64_t split_layer_count(const ModelSpec& spec);
 
 // The split at `gpu_layers` (clamped to split_layer_count) of the plan's weights.
-LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers);
+LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers,
+                       uint64_t cpu_moe_layers = 0);
 
 // A decode step (or prefill) with the split: `whole` is the roofline's step for every layer on the
 // device. The host's share of what the step reads (its layers' part of the weights read per step,
@@ -39,8 +45,10 @@ LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64
 double split_step_s(const StepCost& whole, const LayerSplit& split, const ModelSpec& spec, const HostProfile& host);
 // Of that, the seconds the host's layers take: their share of the reads at the host's bandwidth.
 double split_host_s(const StepCost& whole, const LayerSplit& split, const ModelSpec& spec, const HostProfile& host);
-// The host's share of a step's weight reads and of its KV reads.
+// The host's share of a step's weight reads (its layers'), of its expert reads (the experts kept
+// on the host of the device's layers) and of its KV reads.
 double split_host_weight_share(const LayerSplit& split);
+double split_host_expert_share(const LayerSplit& split);
 double split_host_kv_share(const LayerSplit& split, const ModelSpec& spec);
 
 // "40/81 layers on the device (the last 40 blocks; token_embd, blocks 0-39 and the head in host memory)"

@@ -261,12 +261,12 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
 }
 
 uint64_t auto_gpu_layers(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
-                         const PlanWeights& weights) {
+                         const PlanWeights& weights, uint64_t cpu_moe_layers) {
   // The device's need only grows with N: the largest N that fits, from the top.
   for (uint64_t n = split_layer_count(spec);; --n) {
-    const LayerSplit split = layer_split(spec, weights, n);
+    const LayerSplit split = layer_split(spec, weights, n, cpu_moe_layers);
     FitResult device_only;
-    if (n == split_layer_count(spec)) {
+    if (n == split_layer_count(spec) && cpu_moe_layers == 0) {
       device_only = fit_memory(spec, hw, request, weights.bytes, weights.label, false);
     } else {
       HwProfile with_host = hw;  // the device's side alone: any host holds the rest

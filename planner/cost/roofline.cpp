@@ -332,10 +332,12 @@ double Roofline::matmul_s(double tokens, double head_tokens) const {
   return (matmul_s_per_token_ - head_matmul_s_) * tokens + head_matmul_s_ * head_tokens;
 }
 
+double Roofline::expert_bytes_read(double tokens) const {
+  return spec_.is_moe() ? expert_bytes_ * distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
+}
+
 double Roofline::weight_bytes_read(double tokens) const {
-  const double expert_fraction =
-      spec_.is_moe() ? distinct_experts(tokens) / static_cast<double>(spec_.experts) : 0.0;
-  return dense_bytes_ + expert_bytes_ * expert_fraction + embd_row_bytes_ * tokens;
+  return dense_bytes_ + expert_bytes_read(tokens) + embd_row_bytes_ * tokens;
 }
 
 StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence) const {
@@ -343,6 +345,7 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   const double tokens = b * static_cast<double>(tokens_per_sequence);
   StepCost c;
   c.weight_bytes = weight_bytes_read(tokens);
+  c.expert_bytes = expert_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
   // Read the cache (a window layer only its window), write the new tokens.
   const double attended = kv_attended_positions(layer_windows_, context);  // layer-rows per query
@@ -358,6 +361,7 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   const double tokens = p * static_cast<double>(sequences);
   StepCost c;
   c.weight_bytes = weight_bytes_read(tokens);
+  c.expert_bytes = expert_bytes_read(tokens);
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
   // causal attention: token i attends to i + 1 positions (at most a window layer's window), summed
   // over the layers: P (P + 1) / 2 per layer and sequence without windows

@@ -36,6 +36,7 @@ RooflineRates roofline_rates(const HwProfile& hw);
 
 struct StepCost {
   double weight_bytes = 0;  // weights read
+  double expert_bytes = 0;  // ... of them, the routed experts' (the distinct experts the step's tokens touch)
   double kv_bytes = 0;      // KV read and written
   double flops = 0;
   double comm_bytes = 0;    // all-reduce traffic per device
@@ -98,6 +99,7 @@ class Roofline {
   double extra_token_s(double tokens, double head_tokens) const;
   // Weights read by a step over `tokens` tokens: dense once, the distinct experts, embedding rows.
   double weight_bytes_read(double tokens) const;
+  double expert_bytes_read(double tokens) const;  // the routed experts' part of it
   // Seconds to read them, each tensor at its type's measured matrix-vector rate (probe) or the
   // memory rate; and seconds to multiply them, at each type's measured product rate or the
   // compute rate.

@@ -42,6 +42,8 @@ Json plan_to_json(const Plan& plan) {
   if (plan.tp != d.tp) j["tp"] = plan.tp;
   if (plan.gpu_layers_auto) j["gpu_layers"] = "auto";
   else if (plan.gpu_layers) j["gpu_layers"] = *plan.gpu_layers;
+  if (plan.cpu_moe_layers)
+    j["cpu_moe_layers"] = *plan.cpu_moe_layers == Plan::kAllLayers ? Json("all") : Json(*plan.cpu_moe_layers);
   if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
   if (plan.gpu_wired_limit_bytes) j["gpu_wired_limit"] = fmt::format("{} B", *plan.gpu_wired_limit_bytes);
   if (plan.host_bandwidth_bytes_per_s) j["host_bandwidth"] = fmt::format("{:.0f} B/s", *plan.host_bandwidth_bytes_per_s);
@@ -97,7 +99,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
-                         "gpu_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
+                         "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static"},
                      where);
@@ -138,6 +140,15 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     } else {
       p.gpu_layers = it->get<uint64_t>();
     }
+  }
+  if (auto it = j.find("cpu_moe_layers"); it != j.end() && !it->is_null()) {
+    if (it->is_string() && it->get<std::string>() == "all")
+      p.cpu_moe_layers = Plan::kAllLayers;
+    else if (it->is_number_unsigned())
+      p.cpu_moe_layers = it->get<uint64_t>();
+    else
+      throw InputError(fmt::format("{}: field 'cpu_moe_layers' is {}; expected a layer count >= 0 or \"all\"", where,
+                                   it->dump()));
   }
   if (auto size = optional_string(j, "host_memory", where))
     p.host_memory_bytes = parse_bytes(*size, where + ": field 'host_memory'");

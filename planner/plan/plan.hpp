@@ -69,6 +69,10 @@ struct Plan {
   // head as the last; nullopt: every layer. gpu_layers_auto: the most that fit (-ngl auto).
   std::optional<uint64_t> gpu_layers;
   bool gpu_layers_auto = false;
+  // llama.cpp's --n-cpu-moe: the first layers whose routed experts stay in host memory;
+  // kAllLayers: every layer's (--cpu-moe)
+  std::optional<uint64_t> cpu_moe_layers;
+  static constexpr uint64_t kAllLayers = ~uint64_t{0};
   std::optional<uint64_t> host_memory_bytes;          // override or supply the profile's host memory
   // Apple silicon: the GPU's working-set limit raised with `sysctl iogpu.wired_limit_mb` (the
   // profile's reserve keeps Metal's default, recommendedMaxWorkingSetSize)

@@ -117,8 +117,14 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   std::optional<uint64_t> gpu_layers = plan.gpu_layers;
   // auto: the most layers that fit; with no host to hold the rest, every layer (the plain fit says
   // whether that fits, and its suggestions what would).
-  if (plan.gpu_layers_auto && rp.hw.host) gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights);
-  if (gpu_layers && *gpu_layers < split_layer_count(rp.spec)) rp.split = layer_split(rp.spec, rp.weights, *gpu_layers);
+  const uint64_t cpu_moe = std::min(plan.cpu_moe_layers.value_or(0), rp.spec.layers);
+  if (cpu_moe && !rp.spec.is_moe())
+    throw InputError(fmt::format("plan: field 'cpu_moe_layers' keeps the routed experts of the first layers in host "
+                                 "memory; {} has no experts", rp.spec.name));
+  if (plan.gpu_layers_auto && rp.hw.host)
+    gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights, cpu_moe);
+  if ((gpu_layers && *gpu_layers < split_layer_count(rp.spec)) || cpu_moe)
+    rp.split = layer_split(rp.spec, rp.weights, gpu_layers.value_or(split_layer_count(rp.spec)), cpu_moe);
   rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
                       rp.split ? &*rp.split : nullptr);
   const Roofline* rl = rp.roofline.get();

@@ -472,3 +472,10 @@ infer_plan_cli_case(fit_sglang_fraction EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 
   --mem-fraction-static 0.93 --requests 1 MATCH "mem_fraction_static 0.93 of the memory free after CUDA .79.21 GiB.: the plan's" "KV pool: ")
 infer_plan_cli_case(bad_fraction_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --mem-fraction-static 0.9
   MATCH "field 'mem_fraction_static' is SGLang's")
+# GPT-OSS-120B on one 24 GB card, every routed expert in the desktop's DDR5 (--cpu-moe): 4.10 GiB on
+# the device, 56.88 GiB in host memory, decode with the routed reads at the host's bandwidth
+infer_plan_cli_case(fit_gpt_oss_120b_cpu_moe EXIT 0 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
+  -c 32K -np 1 --cpu-moe MATCH "every layer's routed experts in host memory" "weights +56.88 GiB +every layer's routed experts"
+  "decode at 37 layers, batch 1, 32768 tokens: [0-9.]+ ms per token .[0-9.]+ tokens/s.; the host's part")
+infer_plan_cli_case(bad_cpu_moe_dense EXIT 2 ARGS fit -m qwen3-8b --cpu-moe MATCH "qwen3-8b has no experts")
+infer_plan_cli_case(bad_override_tensor EXIT 2 ARGS fit -m gpt-oss-120b -ot "ffn_.*_exps=CPU" MATCH "--override-tensor .-ot. ffn_.._exps=CPU: tensors placed by name are not modelled")

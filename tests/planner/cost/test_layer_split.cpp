@@ -175,3 +175,37 @@ TEST_CASE("plan files and profiles: gpu_layers, host memory and bandwidth") {
   CHECK_THROWS_WITH_AS(hw_profile_from_json(bad, "x", "x.json", [](const std::string&) { return LinkProfile{}; }),
                        doctest::Contains("x.json: host: unknown field 'speed'"), InputError);
 }
+
+TEST_CASE("--n-cpu-moe: the first layers' routed experts in host memory, the routed reads there at its bandwidth") {
+  const ModelSpec spec = load_model("qwen3-30b-a3b");  // 48 alike MoE layers, 128 experts, 8 per token
+  const PlanWeights w = plan_weights(spec, "Q8_0:pure", std::nullopt);
+  REQUIRE(spec.layers == 48);
+  const LayerSplit all = layer_split(spec, w, 99, 48);  // --cpu-moe: every layer's experts
+  REQUIRE(all.expert_bytes > 0);
+  CHECK(all.host_expert_bytes == all.expert_bytes);
+  CHECK(all.host_weights_bytes == all.expert_bytes);  // nothing else leaves the device
+  CHECK(all.device_weights_bytes + all.host_weights_bytes == w.bytes);
+  CHECK(all.device_part.layers == 48);  // the KV stays on the device
+  CHECK(split_host_expert_share(all) == 1.0);
+  CHECK(split_host_weight_share(all) == 0.0);  // no layer is the host's
+
+  const LayerSplit twelve = layer_split(spec, w, 99, 12);  // alike layers: a quarter of the experts
+  CHECK(twelve.host_expert_bytes * 4 == twelve.expert_bytes);
+  CHECK(split_host_expert_share(twelve) == doctest::Approx(0.25));
+  CHECK(layer_split_label(twelve, spec) ==
+        "49/49 layers on the device (all); the routed experts of layers 0-11 in host memory");
+  // the step: a quarter of the routed reads at the host's 50 GB/s, the rest of the device's time
+  StepCost whole;
+  whole.weight_bytes = 1e9;
+  whole.expert_bytes = 6e8;
+  whole.kv_bytes = 2e8;
+  whole.time_s = 0.004;
+  const HostProfile host{"", 64 * GiB, 0, 100e9, 0.5};
+  const double host_bytes = 6e8 * 0.25;
+  CHECK(split_step_s(whole, twelve, spec, host) == doctest::Approx(0.004 * (1 - host_bytes / 1.2e9) + host_bytes / 50e9));
+  // a dense model has no experts to keep
+  Plan plan;
+  plan.model = "qwen3-8b";
+  plan.cpu_moe_layers = 4;
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("qwen3-8b has no experts"), InputError);
+}

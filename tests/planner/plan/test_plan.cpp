@@ -93,6 +93,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   p.engine_settings.ubatch = 256;
   p.engine_settings.batch = 1024;
   p.gpu_wired_limit_bytes = uint64_t{180} << 30;
+  p.cpu_moe_layers = Plan::kAllLayers;
   const Json j = plan_to_json(p);
   const Plan back = plan_from_json(j, "round trip");
   CHECK(back.model == p.model);
@@ -115,5 +116,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   CHECK(back.load->max_batch == 64);
   CHECK(back.engine_settings == p.engine_settings);
   CHECK(back.gpu_wired_limit_bytes == p.gpu_wired_limit_bytes);
+  CHECK(back.cpu_moe_layers == Plan::kAllLayers);
+  CHECK(j.at("cpu_moe_layers") == "all");
   CHECK(plan_to_json(back) == j);  // and writes it the same way again
 }
