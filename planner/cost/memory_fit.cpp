@@ -63,16 +63,23 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                      const OffloadMemory* offload, const LayerSplit* split) {
   check_tensor_parallel(s, request.tp, "--tp");
   if (split) {
+    // what put weights on the host: the layers (-ngl) or, with every layer on the device, the experts
+    const bool experts_only = split->gpu_layers >= split_layer_count(s) && split->cpu_moe_layers > 0;
+    const std::string what = experts_only ? "--n-cpu-moe" : "--n-gpu-layers";
+    const std::string held =
+        experts_only ? fmt::format("the routed experts of {} of {} layers in host memory", split->cpu_moe_layers, s.layers)
+                     : fmt::format("{} of {} layers on the device leaves the rest in host memory", split->gpu_layers,
+                                   split_layer_count(s));
     if (request.tp > 1)
-      throw InputError("--n-gpu-layers: a layer split with tensor parallel (--tp) is not modelled; split the layers "
-                       "on one device, or put every layer on the devices");
+      throw InputError(fmt::format("{}: keeping weights in host memory with tensor parallel (--tp) is not modelled; keep them "
+                                   "on one device's host, or every weight on the devices", what));
     if (offload)
-      throw InputError("--n-gpu-layers: a layer split beside an 'offload' section is not modelled; use one of the two");
+      throw InputError(fmt::format("{}: keeping weights in host memory beside an 'offload' section is not modelled; use one of "
+                                   "the two", what));
     if (!hw.host)
-      throw InputError(fmt::format("--n-gpu-layers: {} of {} layers on the device leaves the rest in host memory, and "
-                                   "profile {} has no 'host' section; give the host's --host-memory and "
+      throw InputError(fmt::format("{}: {}, and profile {} has no 'host' section; give the host's --host-memory and "
                                    "--host-bandwidth",
-                                   split->gpu_layers, split_layer_count(s), hw.name));
+                                   what, held, hw.name));
   }
   // Every term below 2^60 bytes (planner/core/limits): their sums and differences cannot wrap
   // the signed margins, so a verdict is never flipped by overflow.

@@ -479,3 +479,5 @@ infer_plan_cli_case(fit_gpt_oss_120b_cpu_moe EXIT 0 ARGS fit -m gpt-oss-120b -w 
   "decode at 37 layers, batch 1, 32768 tokens: [0-9.]+ ms per token .[0-9.]+ tokens/s.; the host's part")
 infer_plan_cli_case(bad_cpu_moe_dense EXIT 2 ARGS fit -m qwen3-8b --cpu-moe MATCH "qwen3-8b has no experts")
 infer_plan_cli_case(bad_override_tensor EXIT 2 ARGS fit -m gpt-oss-120b -ot "ffn_.*_exps=CPU" MATCH "--override-tensor .-ot. ffn_.._exps=CPU: tensors placed by name are not modelled")
+infer_plan_cli_case(bad_cpu_moe_no_host EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw h200 --cpu-moe
+  MATCH "--n-cpu-moe: the routed experts of 36 of 36 layers in host memory, and profile h200 has no 'host' section")
