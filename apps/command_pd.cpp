@@ -43,6 +43,8 @@ struct PdArgs {
   bool same_machine = false;
   std::string hw, weights;      // with --hw: prefill and decode times from the roofline
   std::string times_source = "given (--prefill-ms)";
+  // with --hw: whether the decode side holds its batch at the whole context (the fit's answer)
+  std::optional<FitResult> decode_fit;
   bool prefill_given = false, decode_given = false;
 };
 
@@ -199,8 +201,12 @@ void run(const PdArgs& a) {
     plan.hw = a.hw;
     plan.weights = a.weights.empty() ? plan.weights : a.weights;
     plan.kv = in.kv;
-    const ResolvedPlan rp = resolve_plan(plan);
     if (a.decode_batch == 0) throw InputError("--decode-batch: expected at least 1");
+    // the decode side holds every request of its batch at prompt + output tokens
+    plan.context = in.workload.prompt_tokens + in.workload.output_tokens;
+    plan.requests = a.decode_batch;
+    const ResolvedPlan rp = resolve_plan(plan);
+    args.decode_fit = rp.fit;
     if (!a.prefill_given) in.times.prefill_ms = rp.roofline->prefill(in.workload.prompt_tokens).time_s * 1e3;
     if (!a.decode_given)
       in.times.decode_step_ms =
@@ -215,6 +221,9 @@ void run(const PdArgs& a) {
   const PdResult r = plan_pd(in);
   if (a.out.json()) {
     Json j = pd_json(r, in);
+    if (a.decode_fit)
+      j["decode_fit"] = {{"fits", a.decode_fit->fits}, {"max_requests", a.decode_fit->max_requests},
+                         {"headroom_bytes", a.decode_fit->headroom_bytes}};
     if (a.out.explain) {
       const PdSeedReference& s = kSeed002PdReference;
       j["derivation"] = r.derivation;
@@ -229,6 +238,14 @@ void run(const PdArgs& a) {
              a.prefill_given ? "given (--prefill-ms)"
              : a.hw.empty()  ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
                              : a.times_source);
+  if (a.decode_fit) {
+    const FitResult& f = *a.decode_fit;
+    fmt::print("\n  decode batch on {}: {} requests x {} tokens {} (at most {} at that context; `fit` for the "
+               "breakdown)\n", a.hw, a.decode_batch, f.context,
+               f.fits ? fmt::format("fit with {} to spare", gib(f.headroom_bytes))
+                      : fmt::format("DO NOT FIT: {} short", gib(-f.headroom_bytes)),
+               f.max_requests);
+  }
   if (a.out.explain) print_explain(r);
 }
 
