@@ -89,11 +89,13 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "The most requests the engine runs at once (vLLM's; SGLang's --max-running-requests, TensorRT-LLM's "
                  "--max_batch_size; default: the engine's on this device, vLLM 1024 on 70 GiB or more except A100, "
                  "else 256); sizes vLLM's sampler reserve and bounds the serving simulation's batch")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens,
                  "Tokens one engine step carries, decodes and prefill chunks together (vLLM's; SGLang's "
                  "--chunked-prefill-size, TensorRT-LLM's --max_num_tokens; default vLLM 8192 on 70 GiB or more "
                  "except A100, else 2048); sizes vLLM's profiling run")
+      ->check(kNonNegativeCount)
       ->type_name("TOKENS");
   cmd.add_option("--weights,-w", weights,
                  "Weights: a llama.cpp file type with its per-tensor recipe (Q4_K_M, Q8_0, IQ4_XS, MXFP4_MOE, "
@@ -116,6 +118,7 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "llama.cpp's --n-cpu-moe: keep the routed experts of the first N layers in host memory, where the "
                  "CPU multiplies the ones each token is routed to at the host's bandwidth (the way a large MoE "
                  "such as GPT-OSS-120B runs on one consumer card); the rest stays on the device")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_flag("--cpu-moe", cpu_moe, "llama.cpp's --cpu-moe: every layer's routed experts in host memory");
   cmd.add_option_function<std::string>(
@@ -140,8 +143,10 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "cache, as llama.cpp does")
       ->type_name("on|off|auto");
   cmd.add_option("--ubatch-size", ubatch, "llama.cpp's -ub, tokens per micro-batch (default 512): sizes its compute buffer")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--batch-size,-b", batch, "llama.cpp's -b, tokens per batch (default 2048); -ub is at most this")
+      ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--reserve", reserves,
                  "A named runtime reserve subtracted before KV, e.g. --reserve cuda_context=512MiB "

@@ -484,3 +484,4 @@ infer_plan_cli_case(bad_cpu_moe_no_host EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")
+infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")
