@@ -161,10 +161,11 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   row("= free after weights", gib(r.free_after_weights_bytes));
   if (r.reserves.empty()) row("- runtime reserves", gib(uint64_t{0}), "none (add with --reserve NAME=SIZE)");
   for (const auto& n : r.reserves) row(fmt::format("- reserve {}", n.name), gib(n.bytes));
-  if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.sliding_window)
+  if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.cached_window())
     row("- KV cache", gib(r.kv_bytes),
-        fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}, x {} request{}",
-                    format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.sliding_window,
+        fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}{}, x {} request{}",
+                    format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.cached_window(),
+                    spec.window_cache_tokens ? fmt::format(" (window {} + a micro-batch)", spec.sliding_window) : "",
                     r.requests, r.requests == 1 ? "" : "s"));
   else
     row("- KV cache", gib(r.kv_bytes),

@@ -66,7 +66,7 @@ void run(const KvArgs& a) {
     Json j{{"model", spec.name}, {"layers", spec.layers}, {"kv_heads", spec.kv_heads},
            {"head_dim", spec.head_dim}, {"context", plan.context}, {"requests", plan.requests},
            {"tp", plan.tp}, {"sliding_window_layers", spec.window_layer_count()},
-           {"kv_window_tokens", spec.window_layer_count() ? Json(spec.sliding_window) : Json(nullptr)},
+           {"kv_window_tokens", spec.window_layer_count() ? Json(spec.cached_window()) : Json(nullptr)},
            {"per_type", per_type}};
     print_json(j);
     return;
@@ -81,10 +81,13 @@ void run(const KvArgs& a) {
                spec.layers, spec.kv_heads, spec.head_dim, spec.heads,
                spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
                plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
-  if (const uint64_t w = spec.window_layer_count(); w && plan.context > spec.sliding_window)
-    fmt::print("  {} of the {} layers attend within a {}-token window and cache only that: per request = per token / "
-               "layer x ({} x {} + {} x {})\n", w, spec.layers, spec.sliding_window, spec.layers - w, plan.context, w,
-               spec.sliding_window);
+  if (const uint64_t w = spec.window_layer_count(); w && plan.context > spec.cached_window())
+    fmt::print("  {} of the {} layers attend within a {}-token window and cache only {}: per request = per token / "
+               "layer x ({} x {} + {} x {})\n", w, spec.layers, spec.sliding_window,
+               spec.window_cache_tokens ? fmt::format("{} (the window and a micro-batch, as llama.cpp keeps it)",
+                                                      spec.window_cache_tokens)
+                                        : std::string("that"),
+               spec.layers - w, plan.context, w, spec.cached_window());
   // Values cached per token on one device: K and V rows, or MLA's one latent row.
   const uint64_t values = spec.is_mla() ? spec.layers * spec.kv_k_values()
                                         : 2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim;

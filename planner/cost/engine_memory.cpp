@@ -18,6 +18,7 @@ namespace {
 
 constexpr uint64_t kLlamaCppUbatch = 512;            // llama.cpp's default n_ubatch
 constexpr uint64_t kLlamaCppBatch = 2048;            // ... and n_batch
+constexpr uint64_t kLlamaCppSwaPad = 256;            // its sliding-window cache's cells, padded to this
 constexpr uint64_t kF16 = 2;
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
 constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
@@ -58,12 +59,16 @@ const std::vector<std::string>& known_engines() {
   return engines;
 }
 
-ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine) {
-  if (engine == "llama.cpp" && spec.sliding_window && !llama_cpp_applies_windows(spec.gguf_arch)) {
+ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine, const EngineSettings& settings) {
+  if (engine != "llama.cpp" || !spec.sliding_window) return spec;
+  if (!llama_cpp_applies_windows(spec.gguf_arch)) {
     spec.ignored_window = spec.sliding_window;
     spec.sliding_window = 0;
     spec.window_layers.clear();
+    return spec;
   }
+  const uint64_t n_ub = std::min(settings.batch.value_or(kLlamaCppBatch), settings.ubatch.value_or(kLlamaCppUbatch));
+  spec.window_cache_tokens = (spec.sliding_window + n_ub + kLlamaCppSwaPad - 1) / kLlamaCppSwaPad * kLlamaCppSwaPad;
   return spec;
 }
 

@@ -66,8 +66,11 @@ struct EngineSettings {
 // The model as the engine runs it. llama.cpp applies a declared sliding window only in the
 // architectures it implements one for (gemma2, gemma3, gpt-oss); in the others (llama, which
 // Mistral converts to; qwen2; phi3, where it is disabled) every layer caches the whole context, and the window is kept in
-// ignored_window for fit's warning. Other engines run the model as declared.
-ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine);
+// ignored_window for fit's warning. Where it applies one, each window layer's cache holds
+// n_swa + n_ubatch cells per sequence, padded to 256 (llama-kv-cache-iswa.cpp; one stream per slot,
+// as llama-server keeps them with -np N), and attention reads them all: window_cache_tokens. Other
+// engines run the model as declared.
+ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine, const EngineSettings& settings = {});
 
 // The engine name that asks for no engine at all: the bare datasheet (or probe) ceiling, no memory.
 inline constexpr std::string_view kNoEngine = "none";

@@ -88,7 +88,7 @@ KvLayerWindows kv_layer_windows(const ModelSpec& s) {
     return w;
   }
   for (uint64_t l = 0; l < s.layers; ++l) {
-    const uint64_t window = s.layer_window(l);
+    const uint64_t window = s.layer_window(l) ? s.cached_window() : 0;
     if (window == 0) {
       ++w.full;
       continue;

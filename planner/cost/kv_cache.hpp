@@ -48,7 +48,8 @@ uint64_t kv_bytes_for_context(const ModelSpec& spec, KvTypes types, uint64_t con
 // fits. Past every window only the full layers grow; with no full layer at all the answer is
 // kMaxContextTokens (memory does not bound the context).
 uint64_t kv_context_for_bytes(const ModelSpec& spec, KvTypes types, uint64_t bytes, uint64_t tp = 1);
-// The layers grouped by window: `full` see the whole context, `windows` lists (window, layers).
+// The layers grouped by window: `full` see the whole context, `windows` lists (window, layers),
+// each window what the engine caches and reads of it (ModelSpec::cached_window).
 // Built once per shape (a roofline keeps one) for the per-step sums below.
 struct KvLayerWindows {
   uint64_t full = 0;

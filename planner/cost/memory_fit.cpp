@@ -187,7 +187,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                                      s.name, s.max_context));
   if (r.context_unbounded)  // every layer keeps only its window: past it, a request costs no more memory
     r.warnings.push_back(fmt::format("every layer of {} keeps only its last {} tokens, so memory does not bound "
-                                     "the context{}", s.name, s.sliding_window,
+                                     "the context{}", s.name, s.cached_window(),
                                      s.max_context ? fmt::format("; it was trained for {}", s.max_context) : ""));
   else if (s.max_context && r.max_context > s.max_context)
     r.warnings.push_back(fmt::format("memory allows {} tokens per request, but {} was trained for {}",
@@ -235,7 +235,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     d.push_back(fmt::format("KV       = {} B/token/layer x ({} full layer{} x {} tokens + {} window layer{} x min({}, {})) "
                             "x {} request{} = {} B = {}",
                             r.kv_bytes_per_token / s.layers, full, full == 1 ? "" : "s", tokens, s.window_layer_count(),
-                            s.window_layer_count() == 1 ? "" : "s", tokens, kv_cache_tokens(s.sliding_window),
+                            s.window_layer_count() == 1 ? "" : "s", tokens, kv_cache_tokens(s.cached_window()),
                             request.requests, request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
   }
   d.push_back(fmt::format("free     = usable - {} = {} - {} = {}", r.offload ? "device weights" : "weights",

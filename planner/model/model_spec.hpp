@@ -81,6 +81,10 @@ struct ModelSpec {
   // A window the model declares but the plan's engine does not apply (llama.cpp's llama
   // architecture, which Mistral converts to, has no sliding window): kept for the warning only.
   uint64_t ignored_window = 0;
+  // What the engine's cache keeps of a window layer per sequence, when more than the window: llama.cpp
+  // keeps n_swa + n_ubatch cells (the window and a micro-batch being written), padded to 256, and reads
+  // them all. 0: the window itself (vLLM, SGLang).
+  uint64_t window_cache_tokens = 0;
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
 
@@ -91,6 +95,8 @@ struct ModelSpec {
     return sliding_window && (window_layers.empty() || window_layers[layer]) ? sliding_window : 0;
   }
   uint64_t window_layer_count() const;
+  // The tokens a window layer of one sequence caches (and an engine reads) at most.
+  uint64_t cached_window() const { return window_cache_tokens ? window_cache_tokens : sliding_window; }
   bool layer_is_moe(uint64_t layer) const;
   uint64_t moe_layer_count() const;  // the layers with experts
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)

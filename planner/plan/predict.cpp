@@ -206,7 +206,8 @@ ServingLoad plan_serving_load(const Plan& plan) {
 }
 
 ModelSpec plan_model_spec(const Plan& plan) {
-  return engine_model_spec(scale_model_spec(load_model(plan.model), plan.scale, "scale"), plan.engine);
+  return engine_model_spec(scale_model_spec(load_model(plan.model), plan.scale, "scale"), plan.engine,
+                           plan.engine_settings);
 }
 
 double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {

@@ -481,6 +481,12 @@ infer_plan_cli_case(bad_cpu_moe_dense EXIT 2 ARGS fit -m qwen3-8b --cpu-moe MATC
 infer_plan_cli_case(bad_override_tensor EXIT 2 ARGS fit -m gpt-oss-120b -ot "ffn_.*_exps=CPU" MATCH "--override-tensor .-ot. ffn_.._exps=CPU: tensors placed by name are not modelled")
 infer_plan_cli_case(bad_cpu_moe_no_host EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw h200 --cpu-moe
   MATCH "--n-cpu-moe: the routed experts of 36 of 36 layers in host memory, and profile h200 has no 'host' section")
+# llama.cpp's window layers keep the window and a micro-batch, padded to 256: GPT-OSS-20B at 128K holds
+# 3072 + 18 MiB of f16 KV, as a published log shows (768 cells); -ub 1024 makes it 1280
+infer_plan_cli_case(fit_llama_cpp_swa_cells EXIT 0 ARGS fit -m gpt-oss-20b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
+  -c 131072 -np 1 MATCH "KV cache +3.02 GiB +48 KiB/token x 131072 tokens, 12 of 24 layers .window. only the last 768 .window 128 \\+ a micro-batch.")
+infer_plan_cli_case(fit_llama_cpp_swa_ubatch EXIT 0 ARGS fit -m gpt-oss-20b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
+  -c 131072 -np 1 -ub 1024 MATCH "only the last 1280 .window 128")
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")

@@ -200,6 +200,31 @@ TEST_CASE("GPT-OSS-120B at 128K: its 18 window layers count 128 tokens each (iss
   CHECK(explained);
 }
 
+TEST_CASE("llama.cpp's window layers keep the window and a micro-batch, padded to 256 cells") {
+  // Published log (llama.cpp on 8 Ascend NPUs, GPT-OSS-20B, -c 131072, f16 KV): "creating non-SWA KV cache,
+  // size = 131072 cells ... size = 3072.00 MiB (131072 cells, 12 layers)", "creating SWA KV cache, size =
+  // 768 cells ... size = 18.00 MiB (768 cells, 12 layers)": 128 + 512 = 640, padded to 768.
+  const ModelSpec gpt_oss = engine_model_spec(load_model("gpt-oss-20b"), "llama.cpp");
+  CHECK(gpt_oss.sliding_window == 128);  // attention still sees 128 tokens
+  CHECK(gpt_oss.cached_window() == 768);
+  const KvTypes f16{GgmlType::F16, GgmlType::F16};
+  CHECK(kv_bytes_for_context(gpt_oss, f16, 131072) == (3072ull + 18) << 20);
+  EngineSettings ub;
+  ub.ubatch = 1024;  // 128 + 1024 = 1152 -> 1280
+  CHECK(engine_model_spec(load_model("gpt-oss-20b"), "llama.cpp", ub).cached_window() == 1280);
+  ub.batch = 256;  // n_ubatch is at most n_batch: 128 + 256 -> 512
+  CHECK(engine_model_spec(load_model("gpt-oss-20b"), "llama.cpp", ub).cached_window() == 512);
+  // vLLM frees the pages that slide out: the window alone.
+  CHECK(engine_model_spec(load_model("gpt-oss-20b"), "vllm").cached_window() == 128);
+  // Gemma 3's 1024-token window: 1024 + 512 = 1536 cells, a context shorter than that holds its context.
+  const ModelSpec gemma = engine_model_spec(load_model("gemma-3-27b"), "llama.cpp");
+  CHECK(gemma.cached_window() == 1536);
+  const uint64_t row = kv_bytes_per_token(gemma, f16) / gemma.layers;  // 16 heads x 128 x 2 x 2 B
+  CHECK(row == 8192);
+  CHECK(kv_bytes_for_context(gemma, f16, 8192) == row * (10 * 8192 + 52 * 1536));
+  CHECK(kv_bytes_for_context(gemma, f16, 1024) == row * 62 * 1024);
+}
+
 TEST_CASE("llama.cpp runs Mistral as llama, without its window: the fit sizes every layer in full and says so") {
   const ModelSpec declared = load_model("mistral-7b-v0.1");
   const ModelSpec llama_cpp = engine_model_spec(declared, "llama.cpp");
