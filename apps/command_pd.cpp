@@ -42,6 +42,8 @@ struct PdArgs {
   std::optional<uint64_t> concurrency, prefill_concurrency, decode_concurrency, gpus;
   bool same_machine = false;
   std::string hw, weights;      // with --hw: prefill and decode times from the roofline
+  std::string engine;           // ... and the engine's step model and memory (default: the profile's)
+  uint64_t tp = 1;              // ... on this many devices per instance
   std::string times_source = "given (--prefill-ms)";
   // with --hw: whether the decode side holds its batch at the whole context (the fit's answer)
   std::optional<FitResult> decode_fit;
@@ -193,6 +195,10 @@ void run(const PdArgs& a) {
   in.workload.concurrency = a.concurrency;
   in.times = {a.prefill_ms, a.decode_ms, a.decode_batch};
   PdArgs& args = const_cast<PdArgs&>(a);
+  if (a.hw.empty() && (!a.engine.empty() || a.tp != 1))
+    throw InputError(fmt::format("{}: needs --hw (the engine and the devices size the roofline's times and the "
+                                 "decode fit; without --hw the times are --prefill-ms and --decode-ms)",
+                                 a.engine.empty() ? "--tp" : "--engine"));
   if (!a.hw.empty()) {
     // The roofline of the model on --hw: one prefill of the prompt, and one decode step of the
     // batch at the mean context while generating. Explicit --prefill-ms / --decode-ms still win.
@@ -201,6 +207,8 @@ void run(const PdArgs& a) {
     plan.hw = a.hw;
     plan.weights = a.weights.empty() ? plan.weights : a.weights;
     plan.kv = in.kv;
+    plan.engine = a.engine;
+    plan.tp = a.tp;
     if (a.decode_batch == 0) throw InputError("--decode-batch: expected at least 1");
     // the decode side holds every request of its batch at prompt + output tokens
     plan.context = in.workload.prompt_tokens + in.workload.output_tokens;
@@ -240,8 +248,8 @@ void run(const PdArgs& a) {
                              : a.times_source);
   if (a.decode_fit) {
     const FitResult& f = *a.decode_fit;
-    fmt::print("\n  decode batch on {}: {} requests x {} tokens {} (at most {} at that context; `fit` for the "
-               "breakdown)\n", a.hw, a.decode_batch, f.context,
+    fmt::print("\n  decode batch on {}{}: {} requests x {} tokens {} (at most {} at that context; `fit` for the "
+               "breakdown)\n", a.tp > 1 ? fmt::format("{} x ", a.tp) : "", a.hw, a.decode_batch, f.context,
                f.fits ? fmt::format("fit with {} to spare", gib(f.headroom_bytes))
                       : fmt::format("DO NOT FIT: {} short", gib(-f.headroom_bytes)),
                f.max_requests);
@@ -281,6 +289,14 @@ void add_pd_command(CLI::App& app) {
                   "(explicit --prefill-ms / --decode-ms still win)")
       ->type_name("NAME|PATH");
   cmd->add_option("--weights,-w", args->weights, "Weight type for the roofline with --hw (default BF16)")->type_name("TYPE");
+  cmd->add_option("--engine", args->engine,
+                  "With --hw: the engine serving each side (llama.cpp, vllm, sglang, trtllm): its step model for the "
+                  "times and its memory for the decode fit (default: the profile's step model, no engine memory)")
+      ->type_name("NAME");
+  cmd->add_option("--tp,--tensor-parallel-size", args->tp,
+                  "With --hw: devices per instance, tensor-parallel (default 1); the decode fit is per device")
+      ->check(kNonNegativeCount)
+      ->type_name("N");
   cmd->add_option("--prefill-ms", args->prefill_ms,
                   fmt::format("Time of one prefill of --input-len tokens, in milliseconds (default {}, the "
                               "example below)", kDefaultPrefillMs))
@@ -327,7 +343,8 @@ void add_pd_command(CLI::App& app) {
       "over the step alone.\n"
       "Examples (a 40 ms prefill in a batch of 100 decodes at 5 ms; then the times from Qwen3-8B's roofline on an H200):\n"
       "  infer-plan pd --model qwen3-8b --input-len 2000 --link 400g-rdma --prefill-ms 40 --decode-ms 5 --decode-batch 100\n"
-      "  infer-plan pd --model qwen3-8b --hw h200 -p 2K --link 25gbe --qps 1");
+      "  infer-plan pd --model qwen3-8b --hw h200 -p 2K --link 25gbe --qps 1\n"
+      "  infer-plan pd --model llama-3.1-70b --hw h100-sxm --engine vllm --tp 4 -p 8K --decode-batch 64");
   cmd->callback([args, cmd] {
     args->prefill_given = cmd->count("--prefill-ms") > 0;
     args->decode_given = cmd->count("--decode-ms") > 0;

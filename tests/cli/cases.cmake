@@ -490,4 +490,9 @@ infer_plan_cli_case(fit_llama_cpp_swa_ubatch EXIT 0 ARGS fit -m gpt-oss-20b -w M
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")
+# ... and with an engine on TP devices the same fit as `fit --engine vllm --tp 4 -c 8448 --requests 64`:
+# vLLM's pool of 449,872 tokens per model holds 53 requests of 8448 tokens (449872 / 8448 = 53.3)
+infer_plan_cli_case(pd_decode_fit_engine EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm --engine vllm --tp 4 -p 8K
+  --decode-batch 64 MATCH "decode batch on 4 x h100-sxm: 64 requests x 8448 tokens DO NOT FIT: 6.93 GiB short .at most 53 at")
+infer_plan_cli_case(bad_pd_engine_no_hw EXIT 2 ARGS pd --model llama-3.1-70b --engine vllm MATCH "--engine: needs --hw")
 infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")
