@@ -161,6 +161,8 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   row("= free after weights", gib(r.free_after_weights_bytes));
   if (r.reserves.empty()) row("- runtime reserves", gib(uint64_t{0}), "none (add with --reserve NAME=SIZE)");
   for (const auto& n : r.reserves) row(fmt::format("- reserve {}", n.name), gib(n.bytes));
+  if (r.kv_share < 1.0)
+    row(fmt::format("x {} for the KV pool", r.kv_share), gib(r.kv_room_bytes), "the engine's share of what is left");
   if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.cached_window())
     row("- KV cache", gib(r.kv_bytes),
         fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}{}, x {} request{}",

@@ -80,6 +80,10 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "SGLang's share of the device's free memory for weights and its KV pool (default: SGLang's own, "
                  "from the device's memory and TP: 0.835 on an H100 at TP 1, 0.907 on an H200)")
       ->type_name("F");
+  cmd.add_option("--kv-cache-free-gpu-memory-fraction,--free-gpu-memory-fraction", free_gpu_memory_fraction,
+                 "TensorRT-LLM's share for its KV pool of the memory weights, activations and the CUDA context leave "
+                 "(default 0.9, as trtllm-serve's)")
+      ->type_name("F");
   cmd.add_option("--gpu-wired-limit", gpu_wired_limit,
                  "Apple silicon: the GPU memory macOS lets Metal wire, raised with `sudo sysctl "
                  "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
@@ -185,6 +189,7 @@ Plan PlanOptions::resolve() const {
   if (gpu_memory_utilization) p.engine_settings.gpu_memory_utilization = *gpu_memory_utilization;
   if (max_num_seqs) p.engine_settings.max_num_seqs = *max_num_seqs;
   if (mem_fraction_static) p.engine_settings.mem_fraction_static = *mem_fraction_static;
+  if (free_gpu_memory_fraction) p.engine_settings.free_gpu_memory_fraction = *free_gpu_memory_fraction;
   if (!flash_attn.empty()) p.engine_settings.flash_attention = flash_attention_setting(flash_attn, "--flash-attn");
   if (ubatch) p.engine_settings.ubatch = *ubatch;
   if (batch) p.engine_settings.batch = *batch;
@@ -226,6 +231,7 @@ Plan PlanOptions::resolve() const {
       {"gpu_memory_utilization", {"--gpu-memory-utilization", gpu_memory_utilization.has_value()}},
       {"max_num_seqs", {"--max-num-seqs", max_num_seqs.has_value()}},
       {"mem_fraction_static", {"--mem-fraction-static", mem_fraction_static.has_value()}},
+      {"free_gpu_memory_fraction", {"--kv-cache-free-gpu-memory-fraction", free_gpu_memory_fraction.has_value()}},
       {"ubatch", {"--ubatch-size", ubatch.has_value()}},
       {"batch", {"--batch-size", batch.has_value()}},
       {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},

@@ -59,7 +59,8 @@ struct PlanOptions {
   std::string plan_file;
   std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers, host_memory, host_bandwidth;
   std::optional<uint64_t> requests, tp, output;
-  std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization, mem_fraction_static;
+  std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization, mem_fraction_static,
+      free_gpu_memory_fraction;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
   std::string gpu_wired_limit, flash_attn;
   std::optional<uint64_t> ubatch, batch, n_cpu_moe;

@@ -31,6 +31,13 @@ constexpr double kVllmNonTorchGib = 0.25;
 constexpr double kVllmCollectiveGib = 2.0, kVllmCollectivePerRankGib = 0.04;
 constexpr double kVllmSamplerCopies = 3.73;
 constexpr uint64_t kVllmMaxBatchedTokensFallback = 8192;  // a policy without a budget (vLLM always has one)
+// TensorRT-LLM (PyTorch backend, 1.x): its pool takes free_gpu_memory_fraction of what the profiling
+// run leaves, in blocks of 32 tokens (KvCacheConfig's defaults). Its non-torch memory (CUDA context,
+// cuBLAS and attention workspaces, the CUDA graphs captured while profiling) fitted to one published
+// log: Qwen3-0.6B BF16 on an H100, 1.2.1, 68.69 GiB / 643,136 tokens (staging: trtllm points).
+constexpr double kTrtllmFreeFraction = 0.9;
+constexpr uint64_t kTrtllmBlockTokens = 32;
+constexpr double kTrtllmNonTorchGib = 1.57;
 constexpr uint64_t kSglangChunkFallback = 4096;          // SGLang's chunked_prefill_size on an unknown device
 constexpr uint64_t kF32 = 4, kBf16 = 2;
 
@@ -40,6 +47,16 @@ bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != st
 uint64_t collective_bytes(uint64_t tp) {
   return static_cast<uint64_t>((kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp)) *
                                static_cast<double>(uint64_t{1} << 30));
+}
+
+// A profiling pass of `tokens` tokens at its widest (vLLM's and TensorRT-LLM's dummy forward): the
+// FFN's gate, up and product and four hidden-wide tensors in BF16, per device; MoE adds the fused
+// experts' cache of every routed token.
+uint64_t forward_activation_bytes(const ModelSpec& s, uint64_t tokens, uint64_t tp) {
+  return tokens * (3 * s.intermediate / tp + 4 * s.hidden) * kBf16;
+}
+uint64_t expert_activation_bytes(const ModelSpec& s, uint64_t tokens, uint64_t tp) {
+  return s.is_moe() ? tokens * s.experts_active * (2 * s.moe_intermediate / tp + s.hidden) * kBf16 : 0;
 }
 
 }  // namespace
@@ -130,9 +147,27 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     return m;
   }
   if (engine == "trtllm") {
-    if (cuda) m.reserves.push_back({"CUDA context", cuda});
-    m.assumption = "TensorRT-LLM: KV gets kv_cache_free_gpu_mem_fraction (0.9) of what weights and activations leave; "
-                   "that pool is not modelled yet: weights, KV, the CUDA context and the reserves given only";
+    tp = std::max<uint64_t>(tp, 1);
+    const uint64_t tokens = engine_policy(engine, hw, settings).step_token_budget.value_or(kVllmMaxBatchedTokensFallback);
+    const uint64_t non_torch = static_cast<uint64_t>(kTrtllmNonTorchGib * static_cast<double>(uint64_t{1} << 30)) +
+                               (tp > 1 ? collective_bytes(tp) : 0);
+    const uint64_t activations = forward_activation_bytes(s, tokens, tp) + expert_activation_bytes(s, tokens, tp);
+    if (cuda) m.reserves.push_back({"CUDA driver", cuda});
+    m.reserves.push_back({"TensorRT-LLM non-torch memory", non_torch});
+    m.reserves.push_back({"TensorRT-LLM activation peak", activations});
+    m.kv_share = settings.free_gpu_memory_fraction.value_or(kTrtllmFreeFraction);
+    m.pool_block_tokens = kTrtllmBlockTokens;
+    m.assumption = fmt::format(
+        "TensorRT-LLM (PyTorch backend): KV gets free_gpu_memory_fraction {}{} of what is left after weights, "
+        "non-torch memory {}{} and the activation peak of its profiling run, {} tokens x (3 x {} / {} + 4 x {}) x 2 B{} "
+        "= {} (max_num_tokens {}); the pool in blocks of {} tokens",
+        m.kv_share, settings.free_gpu_memory_fraction ? " (the plan's)" : "", format_bytes(non_torch),
+        tp > 1 ? fmt::format(" (with NCCL and all-reduce buffers at TP {})", tp) : "", tokens, s.intermediate, tp,
+        s.hidden,
+        s.is_moe() ? fmt::format(" + experts {} x {} x (2 x {} / {} + {}) x 2 B", tokens, s.experts_active,
+                                 s.moe_intermediate, tp, s.hidden)
+                   : "",
+        format_bytes(activations), tokens, kTrtllmBlockTokens);
     return m;
   }
   // vllm
@@ -144,10 +179,10 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   tp = std::max<uint64_t>(tp, 1);
   const uint64_t non_torch =
       tp > 1 ? collective_bytes(tp) : static_cast<uint64_t>(kVllmNonTorchGib * static_cast<double>(uint64_t{1} << 30));
-  const uint64_t forward = tokens * (3 * s.intermediate / tp + 4 * s.hidden) * kBf16;
+  const uint64_t forward = forward_activation_bytes(s, tokens, tp);
   const auto sampler = static_cast<uint64_t>(static_cast<double>(seqs * s.vocab * kF32) * kVllmSamplerCopies) +
                        tokens * s.hidden * kBf16;
-  const uint64_t experts = s.is_moe() ? tokens * s.experts_active * (2 * s.moe_intermediate / tp + s.hidden) * kBf16 : 0;
+  const uint64_t experts = expert_activation_bytes(s, tokens, tp);
   const uint64_t activations = std::max(forward, sampler) + experts;
   m.reserves.push_back({"vLLM non-torch memory", non_torch});
   m.reserves.push_back({"vLLM activation peak", activations});

@@ -23,8 +23,9 @@
 //     0.001, reserved = 512 MiB + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs +
 //     128 MiB x TP, at least 10 GiB on a device of more than 60 GiB; both sizes by the device's
 //     memory (engine_policy, sglang_cuda_graph_max_bs). Activations and CUDA graphs use the rest.
-//   trtllm: the CUDA context only; its pool (0.9 of what weights and activations leave) is not
-//     modelled yet.
+//   trtllm (PyTorch backend, 1.x): KV gets free_gpu_memory_fraction (0.9) of what is left after the
+//     weights, non-torch memory (1.57 GiB, with TP the NCCL buffers as vLLM's) and the activation peak
+//     of a profiling run of max_num_tokens (8192) tokens, the forward pass as vLLM's; blocks of 32.
 //   llama.cpp and vllm, on an NVIDIA device (the profile's description says so): the CUDA context, 450 MiB
 //     (0.3-0.5 GiB reported with lazy module loading; llama.cpp's "unaccounted" 466 MiB).
 #pragma once
@@ -41,6 +42,7 @@ namespace infer_plan {
 struct EngineMemory {
   std::vector<NamedBytes> reserves;  // per device, on top of the profile's and the plan's
   double usable_fraction = 1.0;      // of the capacity the engine lets KV use (vLLM: 0.9)
+  double kv_share = 1.0;             // of what weights and reserves leave, the share its pool takes (TensorRT-LLM: 0.9)
   uint64_t unseen_bytes = 0;         // of the capacity the engine's fraction is not taken of (vLLM: the
                                      // driver's share, which CUDA does not report)
   std::optional<uint64_t> pool_block_tokens;  // the engine's KV pool is whole blocks of this many tokens (vLLM: 16)
@@ -51,6 +53,7 @@ struct EngineMemory {
 struct EngineSettings {
   std::optional<double> gpu_memory_utilization;  // vLLM: its share of the device's memory (0.9)
   std::optional<double> mem_fraction_static;     // SGLang: weights' and KV's share (by the device's memory)
+  std::optional<double> free_gpu_memory_fraction;  // TensorRT-LLM: the pool's share of what the rest leave (0.9)
   // The scheduler's limits, vLLM's names (SGLang: max_running_requests and chunked_prefill_size;
   // TensorRT-LLM: max_batch_size and max_num_tokens): requests running at once, tokens one step carries.
   std::optional<uint64_t> max_num_seqs;

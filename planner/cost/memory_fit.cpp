@@ -128,6 +128,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   const EngineMemory engine =
       engine_memory(request.engine, s, hw, request.context, request.requests, request.tp, request.engine_settings);
   r.engine_assumption = engine.assumption;
+  r.kv_share = engine.kv_share;
   r.reserves.insert(r.reserves.end(), engine.reserves.begin(), engine.reserves.end());
   if (engine.usable_fraction < 1.0)  // vLLM hands KV only its gpu_memory_utilization of the capacity
     r.usable_bytes = std::min(r.usable_bytes, static_cast<uint64_t>(static_cast<double>(r.capacity_bytes - std::min(
@@ -141,7 +142,9 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
 
   const int64_t usable = static_cast<int64_t>(r.usable_bytes);
   r.free_after_weights_bytes = usable - static_cast<int64_t>(r.device_weights_bytes);
-  const int64_t for_kv = r.free_after_weights_bytes - static_cast<int64_t>(r.reserved_bytes);
+  int64_t for_kv = r.free_after_weights_bytes - static_cast<int64_t>(r.reserved_bytes);
+  if (engine.kv_share < 1.0 && for_kv > 0)  // TensorRT-LLM's pool takes its fraction of what is left
+    for_kv = static_cast<int64_t>(static_cast<double>(for_kv) * engine.kv_share);
   r.headroom_bytes = for_kv - static_cast<int64_t>(r.kv_bytes);
   r.fits = r.headroom_bytes >= 0;
   r.kv_room_bytes = for_kv > 0 ? static_cast<uint64_t>(for_kv) : 0;
@@ -242,9 +245,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                           gib(r.usable_bytes), gib(r.device_weights_bytes), gib(r.free_after_weights_bytes)));
   std::string reserve_terms;
   for (const auto& n : r.reserves) reserve_terms += fmt::format(" - {} ({})", gib(n.bytes), n.name);
-  d.push_back(fmt::format("headroom = free{} - KV = {}{} - {} = {} -> {}", r.reserves.empty() ? "" : " - reserves",
-                          gib(r.free_after_weights_bytes), reserve_terms, gib(r.kv_bytes),
-                          gib(r.headroom_bytes), r.fits ? "fits" : "does not fit"));
+  if (engine.kv_share < 1.0)
+    d.push_back(fmt::format("headroom = {} x (free{}) - KV = {} x ({}{}) - {} = {} -> {}", engine.kv_share,
+                            r.reserves.empty() ? "" : " - reserves", engine.kv_share, gib(r.free_after_weights_bytes),
+                            reserve_terms, gib(r.kv_bytes), gib(r.headroom_bytes), r.fits ? "fits" : "does not fit"));
+  else
+    d.push_back(fmt::format("headroom = free{} - KV = {}{} - {} = {} -> {}", r.reserves.empty() ? "" : " - reserves",
+                            gib(r.free_after_weights_bytes), reserve_terms, gib(r.kv_bytes),
+                            gib(r.headroom_bytes), r.fits ? "fits" : "does not fit"));
   if (for_kv > 0) {
     d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", request.context,
                             for_kv, r.kv_bytes_per_request, r.max_requests));

@@ -59,6 +59,7 @@ struct FitResult {
   uint64_t max_context = 0;    // tokens per request at `requests`, limited by memory only
   bool context_unbounded = false;  // every layer keeps only its window: max_context is the limit, not memory's
   std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
+  double kv_share = 1.0;               // of what weights and reserves leave, the engine's pool's share (TensorRT-LLM)
   std::vector<std::string> warnings;
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
 

@@ -55,6 +55,8 @@ Json plan_to_json(const Plan& plan) {
   if (plan.engine_settings.gpu_memory_utilization)
     j["gpu_memory_utilization"] = *plan.engine_settings.gpu_memory_utilization;
   if (plan.engine_settings.mem_fraction_static) j["mem_fraction_static"] = *plan.engine_settings.mem_fraction_static;
+  if (plan.engine_settings.free_gpu_memory_fraction)
+    j["free_gpu_memory_fraction"] = *plan.engine_settings.free_gpu_memory_fraction;
   if (plan.engine_settings.flash_attention) j["flash_attn"] = *plan.engine_settings.flash_attention ? "on" : "off";
   if (plan.engine_settings.ubatch) j["ubatch"] = *plan.engine_settings.ubatch;
   if (plan.engine_settings.batch) j["batch"] = *plan.engine_settings.batch;
@@ -101,7 +103,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch",
-                         "mem_fraction_static"},
+                         "mem_fraction_static", "free_gpu_memory_fraction"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -167,6 +169,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   p.engine_settings.gpu_memory_utilization = optional_number(j, "gpu_memory_utilization", where);
   p.engine_settings.max_num_seqs = optional_uint(j, "max_num_seqs", where);
   p.engine_settings.mem_fraction_static = optional_number(j, "mem_fraction_static", where);
+  p.engine_settings.free_gpu_memory_fraction = optional_number(j, "free_gpu_memory_fraction", where);
   if (const auto fa = optional_string(j, "flash_attn", where))
     p.engine_settings.flash_attention = flash_attention_setting(*fa, where + ": field 'flash_attn'");
   p.engine_settings.ubatch = optional_uint(j, "ubatch", where);
@@ -269,6 +272,8 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   in_range("decode_ms", p.decode_ms, kMaxTimeS * 1e3, "time in ms");
   in_range("gpu_memory_utilization", p.engine_settings.gpu_memory_utilization, 1.0, "fraction of the device's memory");
   in_range("mem_fraction_static", p.engine_settings.mem_fraction_static, 1.0, "fraction of the device's free memory");
+  in_range("free_gpu_memory_fraction", p.engine_settings.free_gpu_memory_fraction, 1.0,
+           "fraction of what weights and activations leave");
   if (const auto& n = p.engine_settings.max_num_seqs; n && (*n == 0 || *n > kMaxConcurrentRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("max_num_seqs"), *n,
                                  kMaxConcurrentRequests));

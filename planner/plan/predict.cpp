@@ -155,6 +155,10 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'mem_fraction_static' is SGLang's share of the device's memory for weights "
                                  "and KV; the plan's engine is {} (field 'engine': sglang)",
                                  plan.engine.empty() ? "not named" : plan.engine));
+  if (es.free_gpu_memory_fraction && plan.engine != "trtllm")
+    throw InputError(fmt::format("plan: field 'free_gpu_memory_fraction' is TensorRT-LLM's share for its KV pool of what "
+                                 "weights and activations leave; the plan's engine is {} (field 'engine': trtllm)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
   if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")
     throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
                                  "buffer); the plan's engine is {} (field 'engine': llama.cpp)",

@@ -472,6 +472,14 @@ infer_plan_cli_case(fit_sglang_fraction EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 
   --mem-fraction-static 0.93 --requests 1 MATCH "mem_fraction_static 0.93 of the memory free after CUDA .79.21 GiB.: the plan's" "KV pool: ")
 infer_plan_cli_case(bad_fraction_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --mem-fraction-static 0.9
   MATCH "field 'mem_fraction_static' is SGLang's")
+# TensorRT-LLM's pool: 0.9 of what weights, non-torch memory and the profiling run leave; Qwen3-0.6B on
+# an H100 logs "Allocated 68.69 GiB for max tokens in paged KV cache (643136)" (1.2.1)
+infer_plan_cli_case(fit_trtllm_pool EXIT 0 ARGS fit -m qwen3-0.6b -w BF16 --hw h100-sxm --engine trtllm --requests 1
+  MATCH "x 0.9 for the KV pool +68.69 GiB" "KV pool: 68.69 GiB per device = 643104 tokens")
+infer_plan_cli_case(fit_trtllm_fraction EXIT 0 ARGS fit -m qwen3-0.6b -w BF16 --hw h100-sxm --engine trtllm --requests 1
+  --kv-cache-free-gpu-memory-fraction 0.45 MATCH "x 0.45 for the KV pool +34.35 GiB" "free_gpu_memory_fraction 0.45 .the plan's.")
+infer_plan_cli_case(bad_trtllm_fraction_engine EXIT 2 ARGS fit -m qwen3-0.6b --engine sglang --free-gpu-memory-fraction 0.5
+  MATCH "field 'free_gpu_memory_fraction' is TensorRT-LLM's")
 # GPT-OSS-120B on one 24 GB card, every routed expert in the desktop's DDR5 (--cpu-moe): 4.10 GiB on
 # the device, 56.88 GiB in host memory, decode with the routed reads at the host's bandwidth
 infer_plan_cli_case(fit_gpt_oss_120b_cpu_moe EXIT 0 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp

@@ -152,3 +152,36 @@ TEST_CASE("SGLang's mem_fraction_static as its server_args sets it by device and
   CHECK(m.pool_block_tokens == uint64_t{1});  // page size 1: the pool is whole tokens
   CHECK(m.reserves.empty());                   // activations and graphs come out of the rest
 }
+
+TEST_CASE("TensorRT-LLM's pool: its fraction of what weights, non-torch memory and the profiling run leave") {
+  // TensorRT-LLM 1.2.1 (PyTorch backend, LLM API), Qwen3-0.6B BF16 on one H100, defaults (fraction 0.9,
+  // max_num_tokens 8192): "[MemUsageChange] Allocated 68.69 GiB for max tokens in paged KV cache (643136)".
+  // The non-torch constant (1.57 GiB) was fitted to this log; the rest is the rule, by hand:
+  // activations 8192 x (3 x 3072 + 4 x 1024) x 2 B = 218,103,808 B; KV = 0.9 x (capacity - 450 MiB -
+  // weights - 1.57 GiB - activations), in 114,688 B tokens, whole 32-token blocks.
+  Plan plan;
+  plan.model = "qwen3-0.6b";
+  plan.hw = "h100-sxm";
+  plan.weights = "BF16";
+  plan.engine = "trtllm";
+  plan.context = 8192;
+  plan.requests = 1;
+  const ResolvedPlan rp = resolve_plan(plan);
+  const EngineMemory m = engine_memory("trtllm", rp.spec, rp.hw, 8192, 1);
+  REQUIRE(m.reserves.size() == 3);
+  CHECK(m.reserves[2].bytes == uint64_t{218103808});
+  CHECK(m.kv_share == 0.9);
+  CHECK(m.pool_block_tokens == uint64_t{32});
+  const double left = static_cast<double>(rp.hw.memory_capacity_bytes - (uint64_t{450} << 20) - rp.fit.weights_bytes -
+                                          static_cast<uint64_t>(1.57 * (1 << 30)) - 218103808);
+  const uint64_t by_hand = static_cast<uint64_t>(0.9 * left) / 114688 / 32 * 32;
+  CHECK(rp.fit.kv_bytes_per_token == 114688);
+  CHECK(rp.fit.kv_pool_tokens == by_hand);
+  CHECK(static_cast<double>(*rp.fit.kv_pool_tokens) == doctest::Approx(643136).epsilon(0.001));
+  // Its fraction is the plan's to set, and only TensorRT-LLM's.
+  plan.engine_settings.free_gpu_memory_fraction = 0.45;
+  CHECK(static_cast<double>(*resolve_plan(plan).fit.kv_pool_tokens) == doctest::Approx(0.5 * static_cast<double>(by_hand)).epsilon(0.001));
+  plan.engine = "vllm";
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("field 'free_gpu_memory_fraction' is TensorRT-LLM's"),
+                       InputError);
+}
