@@ -39,14 +39,25 @@ constexpr double kTrtllmFreeFraction = 0.9;
 constexpr uint64_t kTrtllmBlockTokens = 32;
 constexpr double kTrtllmNonTorchGib = 1.57;
 constexpr uint64_t kSglangChunkFallback = 4096;          // SGLang's chunked_prefill_size on an unknown device
+// SGLang's memory taken before its free-memory probe beside the CUDA context (torch's and NCCL's
+// start-up): "Load weight begin. avail mem=78.81 GB" on an H100 (79.65 GiB, less the 0.44 the context
+// holds), v0.4.1's documentation run.
+constexpr double kSglangStartGib = 0.40;
 constexpr uint64_t kF32 = 4, kBf16 = 2;
 
 bool is_nvidia(const HwProfile& hw) { return hw.description.find("NVIDIA") != std::string::npos; }
 
-// NCCL and the custom all-reduce buffers of a TP group, per device (vLLM 0.19's non-torch memory at TP 2-4).
-uint64_t collective_bytes(uint64_t tp) {
-  return static_cast<uint64_t>((kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp)) *
-                               static_cast<double>(uint64_t{1} << 30));
+uint64_t gib_bytes(double gib) { return static_cast<uint64_t>(gib * static_cast<double>(uint64_t{1} << 30)); }
+
+// What a worker holds beside the CUDA context before its weights: `alone` (torch's and NCCL's start-up,
+// the engine's own), or in a TP group over NVLink NCCL's and the custom all-reduce's buffers (vLLM
+// 0.19's non-torch memory at TP 2-4 on H100s: 2.0 + 0.04 TP GiB). Over PCIe the engines keep no custom
+// all-reduce and NCCL's buffers are small: SGLang 0.4.3 on 4 x L4 logs 0.13 GB for its distributed
+// start-up and 0.86 GB in all before weights, as one H100 alone (0.84 GB, v0.4.1).
+uint64_t worker_start_bytes(const HwProfile& hw, uint64_t tp, double alone_gib) {
+  if (tp > 1 && hw.device_link)
+    return gib_bytes(kVllmCollectiveGib + kVllmCollectivePerRankGib * static_cast<double>(tp));
+  return gib_bytes(alone_gib);
 }
 
 // A profiling pass of `tokens` tokens at its widest (vLLM's and TensorRT-LLM's dummy forward): the
@@ -133,12 +144,12 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     const double fraction =
         settings.mem_fraction_static.value_or(std::round((static_cast<double>(mib) - reserved_mib) / static_cast<double>(mib) * 1000) / 1000);
     m.usable_fraction = fraction;
-    m.unseen_bytes = cuda + (tp > 1 ? collective_bytes(tp) : 0);
+    m.unseen_bytes = cuda + worker_start_bytes(hw, tp, kSglangStartGib);
     m.pool_block_tokens = 1;
     m.assumption = fmt::format(
         "SGLang: weights and KV get mem_fraction_static {} of the memory free after CUDA{} ({}){}; activations and "
         "CUDA graphs use the rest",
-        fraction, tp > 1 ? fmt::format(" and NCCL at TP {}", tp) : "", format_bytes(hw.memory_capacity_bytes - m.unseen_bytes),
+        fraction, tp > 1 && hw.device_link ? fmt::format(" and NCCL over NVLink at TP {}", tp) : " and torch's start-up", format_bytes(hw.memory_capacity_bytes - m.unseen_bytes),
         settings.mem_fraction_static
             ? ": the plan's"
             : fmt::format(": its default, ({} MiB - {:.0f} MiB reserved) / {} MiB, reserved = 512 + 1.5 x max({}, 2048) + 2 x "
@@ -149,8 +160,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   if (engine == "trtllm") {
     tp = std::max<uint64_t>(tp, 1);
     const uint64_t tokens = engine_policy(engine, hw, settings).step_token_budget.value_or(kVllmMaxBatchedTokensFallback);
-    const uint64_t non_torch = static_cast<uint64_t>(kTrtllmNonTorchGib * static_cast<double>(uint64_t{1} << 30)) +
-                               (tp > 1 ? collective_bytes(tp) : 0);
+    const uint64_t non_torch = gib_bytes(kTrtllmNonTorchGib) + (tp > 1 ? worker_start_bytes(hw, tp, 0) : 0);
     const uint64_t activations = forward_activation_bytes(s, tokens, tp) + expert_activation_bytes(s, tokens, tp);
     if (cuda) m.reserves.push_back({"CUDA driver", cuda});
     m.reserves.push_back({"TensorRT-LLM non-torch memory", non_torch});
@@ -162,7 +172,8 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
         "non-torch memory {}{} and the activation peak of its profiling run, {} tokens x (3 x {} / {} + 4 x {}) x 2 B{} "
         "= {} (max_num_tokens {}); the pool in blocks of {} tokens",
         m.kv_share, settings.free_gpu_memory_fraction ? " (the plan's)" : "", format_bytes(non_torch),
-        tp > 1 ? fmt::format(" (with NCCL and all-reduce buffers at TP {})", tp) : "", tokens, s.intermediate, tp,
+        tp > 1 && hw.device_link ? fmt::format(" (with NCCL and all-reduce buffers over NVLink at TP {})", tp) : "", tokens,
+        s.intermediate, tp,
         s.hidden,
         s.is_moe() ? fmt::format(" + experts {} x {} x (2 x {} / {} + {}) x 2 B", tokens, s.experts_active,
                                  s.moe_intermediate, tp, s.hidden)
@@ -177,8 +188,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   m.unseen_bytes = cuda;
   m.pool_block_tokens = kVllmBlockTokens;
   tp = std::max<uint64_t>(tp, 1);
-  const uint64_t non_torch =
-      tp > 1 ? collective_bytes(tp) : static_cast<uint64_t>(kVllmNonTorchGib * static_cast<double>(uint64_t{1} << 30));
+  const uint64_t non_torch = worker_start_bytes(hw, tp, kVllmNonTorchGib);
   const uint64_t forward = forward_activation_bytes(s, tokens, tp);
   const auto sampler = static_cast<uint64_t>(static_cast<double>(seqs * s.vocab * kF32) * kVllmSamplerCopies) +
                        tokens * s.hidden * kBf16;
@@ -192,7 +202,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
       "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}{}); the pool "
       "in blocks of {} tokens",
       m.usable_fraction, cuda ? fmt::format(" (the capacity less {} the driver keeps)", format_bytes(cuda)) : "",
-      format_bytes(non_torch), tp > 1 ? fmt::format(" (NCCL and all-reduce buffers at TP {})", tp) : "", tokens,
+      format_bytes(non_torch), tp > 1 && hw.device_link ? fmt::format(" (NCCL and all-reduce buffers over NVLink at TP {})", tp) : "", tokens,
       s.intermediate, tp, s.hidden, seqs, s.vocab, kVllmSamplerCopies, tokens, s.hidden,
       experts ? fmt::format(" + experts {} x {} x (2 x {} / {} + {}) x 2 B", tokens, s.experts_active, s.moe_intermediate,
                             tp, s.hidden)

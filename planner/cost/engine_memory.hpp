@@ -11,20 +11,21 @@
 //     n_ub = min(n_ctx, -b 2048, -ub 512).
 //   vllm (V1, as 0.11-0.19 profile it): KV gets gpu_memory_utilization (0.9) of the memory CUDA
 //     reports (nvidia-smi's total less about 450 MiB: 79.19 GiB on an H100) less, per rank, the
-//     weights, non-torch memory (0.25 GiB; with TP the NCCL and custom all-reduce buffers: 2.0 GiB
-//     + 0.04 GiB per rank) and the activation peak of the profiling run. That peak is the larger
+//     weights, non-torch memory (0.25 GiB; with TP over NVLink the NCCL and custom all-reduce buffers:
+//     2.0 GiB + 0.04 GiB per rank; over PCIe as alone) and the activation peak of the profiling run. That peak is the larger
 //     of the forward pass of max_num_batched_tokens tokens, T (3 n_ff / tp + 4 n_embd) x 2 B, and
 //     the dummy sampler's max_num_seqs x n_vocab fp32 rows (3.73 x 4 B each, the logits and their
 //     softmax and sorting copies) beside the T hidden states; MoE adds the fused experts' cache,
 //     T k (2 n_ff_exp / tp + n_embd) x 2 B. T and max_num_seqs are the engine's defaults
 //     (serving/engine_policy). CUDA graphs are captured after the pool is sized, in the headroom.
 //   sglang (0.5.4 and later): weights and the KV pool get mem_fraction_static of the memory free
-//     once CUDA and (with TP) NCCL are up; by default (capacity - reserved) / capacity, rounded to
+//     once CUDA and torch are up (0.40 GiB beside the context; with TP over NVLink, NCCL's and the
+//     all-reduce's buffers as vLLM's); by default (capacity - reserved) / capacity, rounded to
 //     0.001, reserved = 512 MiB + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs +
 //     128 MiB x TP, at least 10 GiB on a device of more than 60 GiB; both sizes by the device's
 //     memory (engine_policy, sglang_cuda_graph_max_bs). Activations and CUDA graphs use the rest.
 //   trtllm (PyTorch backend, 1.x): KV gets free_gpu_memory_fraction (0.9) of what is left after the
-//     weights, non-torch memory (1.57 GiB, with TP the NCCL buffers as vLLM's) and the activation peak
+//     weights, non-torch memory (1.57 GiB, with TP over NVLink the NCCL buffers as vLLM's) and the activation peak
 //     of a profiling run of max_num_tokens (8192) tokens, the forward pass as vLLM's; blocks of 32.
 //   llama.cpp and vllm, on an NVIDIA device (the profile's description says so): the CUDA context, 450 MiB
 //     (0.3-0.5 GiB reported with lazy module loading; llama.cpp's "unaccounted" 466 MiB).

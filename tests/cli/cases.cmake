@@ -469,7 +469,7 @@ infer_plan_cli_case(bad_fa_vllm EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm -u
 # SGLang's pool: mem_fraction_static of what is free once CUDA is up, weights taken from it; its
 # default from the device (0.835 on an H100 at TP 1), or the run's --mem-fraction-static
 infer_plan_cli_case(fit_sglang_fraction EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine sglang
-  --mem-fraction-static 0.93 --requests 1 MATCH "mem_fraction_static 0.93 of the memory free after CUDA .79.21 GiB.: the plan's" "KV pool: ")
+  --mem-fraction-static 0.93 --requests 1 MATCH "mem_fraction_static 0.93 of the memory free after CUDA and torch's start-up .78.81 GiB.: the plan's" "KV pool: ")
 infer_plan_cli_case(bad_fraction_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --mem-fraction-static 0.9
   MATCH "field 'mem_fraction_static' is SGLang's")
 # TensorRT-LLM's pool: 0.9 of what weights, non-torch memory and the profiling run leave; Qwen3-0.6B on

@@ -185,3 +185,32 @@ TEST_CASE("TensorRT-LLM's pool: its fraction of what weights, non-torch memory a
   CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("field 'free_gpu_memory_fraction' is TensorRT-LLM's"),
                        InputError);
 }
+
+TEST_CASE("SGLang's pool against its start-up logs; over PCIe a TP group keeps no all-reduce buffers") {
+  // "KV Cache is allocated. #tokens: N" with mem_fraction_static as each run set it:
+  //   Llama-3.1-8B BF16, one H100, 0.88 (SGLang's documentation, 2025-01, v0.4.1): 444,500 tokens;
+  //   its "Load weight begin. avail mem=78.81 GB" is the memory free after CUDA and torch, 79.65 - 0.84 GiB.
+  //   Qwen3-235B-A22B-FP8, 4 x H100, 0.93 (vllm-project/vllm issue 21348): 367,404 tokens.
+  auto pool = [](const char* model, const char* weights, uint64_t tp, double fraction) {
+    Plan plan;
+    plan.model = model;
+    plan.weights = weights;
+    plan.hw = "h100-sxm";
+    plan.engine = "sglang";
+    plan.tp = tp;
+    plan.context = 4096;
+    plan.requests = 1;
+    plan.engine_settings.mem_fraction_static = fraction;
+    return static_cast<double>(*resolve_plan(plan).fit.kv_pool_tokens);
+  };
+  CHECK(pool("llama-3.1-8b", "BF16", 1, 0.88) == doctest::Approx(444500).epsilon(0.01));
+  CHECK(pool("qwen3-235b-a22b", "FP8_BLOCK128", 4, 0.93) == doctest::Approx(367404).epsilon(0.01));
+  // What is taken before the probe: the CUDA context and torch's start-up alone (0.44 + 0.40 GiB), the
+  // same over PCIe at TP 4 (4 x L4 log: 0.86 GB), and NCCL's and the all-reduce's buffers over NVLink.
+  const ModelSpec llama = load_model("llama-3.1-8b");
+  const uint64_t alone = engine_memory("sglang", llama, load_hw_profile("h100-sxm"), 4096, 1).unseen_bytes;
+  CHECK(alone == (uint64_t{450} << 20) + static_cast<uint64_t>(0.40 * (1 << 30)));
+  CHECK(engine_memory("sglang", llama, load_hw_profile("rtx-4090"), 4096, 1, 4).unseen_bytes == alone);
+  CHECK(engine_memory("sglang", llama, load_hw_profile("h100-sxm"), 4096, 1, 4).unseen_bytes ==
+        (uint64_t{450} << 20) + static_cast<uint64_t>((2.0 + 0.04 * 4) * (1 << 30)));
+}
