@@ -127,7 +127,9 @@ Simulation build_simulation(const QueueArgs& a) {
     s.server_text = fmt::format("{} of {} ({}, KV {}) on {}: decode iteration(batch, context) and prefill(prompt) "
                                 "from bytes and FLOPs ({}); KV capacity from fit ({})", step_model_name(*s.plan), s.plan->spec.name,
                                 s.plan->weights.label, ggml_type_info(plan.kv.k).name,
-                                plan.tp > 1 ? fmt::format("{} x {} (tensor parallel)", plan.tp, s.plan->hw.name) : s.plan->hw.name,
+                                plan.tp > 1 ? fmt::format("{} x {} ({})", plan.tp, s.plan->hw.name,
+                                                            s.plan->roofline->layer_split() > 1 ? "layer split" : "tensor parallel")
+                                            : s.plan->hw.name,
                                 s.plan->roofline->rates().step_source, fit.engine_assumption);
   } else {
     const double base_s = *a.iteration_ms / 1e3, per_seq_s = a.per_seq_ms / 1e3, per_token_s = a.per_ktoken_ms / 1e6;
@@ -484,7 +486,8 @@ void add_queue_command(CLI::App& app) {
                       "beside weights and KV (llama.cpp, vllm)")
           ->type_name("NAME"));
   sim(cmd->add_option("--tp", a->tp, "For --hw: devices one replica's model is split across (tensor parallel; times per step "
-                      "include the all-reduce over the profile's device link; default 1)")
+                      "include the all-reduce over the profile's device link; llama.cpp gives each device whole "
+                      "layers, which take turns; default 1)")
           ->check(CLI::Range(uint64_t{1}, kMaxTensorParallel))
           ->type_name("N"));
   sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->check(kNonNegativeMs)->type_name("MS"));

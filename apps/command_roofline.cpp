@@ -28,7 +28,7 @@ void print_step(std::string_view label, const StepCost& c) {
     fmt::print("  {:<26} {:>9.3f} ms ({:.3f}-{:.3f})  = {:.3f} ms fixed + {:.3f} ms {}{}{}\n", label, c.time_s * 1e3,
                c.time_lo_s * 1e3, c.time_hi_s * 1e3, c.fixed_s * 1e3, c.read_s * 1e3, c.compute_bound ? "compute" : "reads",
                c.extra_tokens_s > 0 ? fmt::format(" + {:.3f} ms extra tokens", c.extra_tokens_s * 1e3) : "",
-               c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "");
+               c.comm_s > 0 ? fmt::format(" + {:.3f} ms {}", c.comm_s * 1e3, c.comm_kind) : "");
     fmt::print("  {:<26} {:>9.3f} ms ceiling = max({:.3f} ms memory, {:.3f} ms compute)  {}-bound\n", "",
                c.ceiling_s * 1e3, c.memory_s * 1e3, c.compute_s * 1e3, c.compute_bound ? "compute" : "memory");
     fmt::print("  {:<26} {:>9.3f} GB weights + {:.3f} GB KV, {:.3f} TFLOP\n", "", c.weight_bytes / 1e9,
@@ -37,7 +37,7 @@ void print_step(std::string_view label, const StepCost& c) {
   }
   fmt::print("  {:<26} {:>9.3f} ms  = max({:.3f} ms memory, {:.3f} ms compute){}  {}-bound\n", label,
              c.time_s * 1e3, c.memory_s * 1e3, c.compute_s * 1e3,
-             c.comm_s > 0 ? fmt::format(" + {:.3f} ms all-reduce", c.comm_s * 1e3) : "",
+             c.comm_s > 0 ? fmt::format(" + {:.3f} ms {}", c.comm_s * 1e3, c.comm_kind) : "",
              c.compute_bound ? "compute" : "memory");
   fmt::print("  {:<26} {:>9.3f} GB weights + {:.3f} GB KV, {:.3f} TFLOP\n", "", c.weight_bytes / 1e9,
              c.kv_bytes / 1e9, c.flops / 1e12);
@@ -62,9 +62,9 @@ void run(const RooflineArgs& a) {
   const RooflineRates& r = rp.roofline->rates();
   fmt::print("roofline: {} on {}, weights {}, batch {}, context {}, output {}{}\n", rp.spec.name, rp.hw.name,
              rp.weights.label, plan.requests, plan.context, plan.output,
-             plan.tp > 1 ? fmt::format(", tensor parallel {} (per device)", plan.tp) : "");
+             plan.tp > 1 ? fmt::format(", {}{}", devices_label(rp), rp.roofline->tp() > 1 ? " (per device)" : "") : "");
   fmt::print("  rates: memory {}; compute {}{}\n", r.memory_source, r.compute_source,
-             plan.tp > 1 ? fmt::format("; all-reduce {}", r.all_reduce_source) : "");
+             rp.roofline->tp() > 1 ? fmt::format("; all-reduce {}", r.all_reduce_source) : "");
   fmt::print("  step model: {}\n\n", r.step_source);
   print_step("decode iteration", e.decode);
   print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);

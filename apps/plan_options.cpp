@@ -43,7 +43,8 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->type_name("N");
   cmd.add_option("--tp,--tensor-parallel-size", tp,
                  "Tensor-parallel devices: weights and KV heads split across N devices; figures "
-                 "are per device (default 1)")
+                 "are per device (default 1). With --engine llama.cpp, the devices of its -sm layer: each holds "
+                 "whole layers and their KV, and they take turns, so a step is not faster")
       ->check(kNonNegativeCount)
       ->type_name("N");
   if (groups & kGeneration) {

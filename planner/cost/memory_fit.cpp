@@ -11,6 +11,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/cost/kv_cache.hpp"
+#include "planner/cost/speculative.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan {
@@ -61,7 +62,14 @@ uint64_t FitResult::kv_tokens_in(uint64_t bytes) const {
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
                      const OffloadMemory* offload, const LayerSplit* split) {
-  check_tensor_parallel(s, request.tp, "--tp");
+  // llama.cpp splits a model across its devices by whole layers (-sm layer), each layer's KV with it:
+  // the first devices hold ceil(L / N) layers, and KV rows are whole per layer (no heads are split).
+  const bool layer_split = request.engine == "llama.cpp" && request.tp > 1;
+  if (layer_split && request.tp > s.layers)
+    throw InputError(fmt::format("--tp: llama.cpp splits {}'s {} layers across devices; {} devices leave some without a "
+                                 "layer", s.name, s.layers, request.tp));
+  if (!layer_split) check_tensor_parallel(s, request.tp, "--tp");
+  const uint64_t kv_tp = layer_split ? 1 : request.tp;
   if (split) {
     // what put weights on the host: the layers (-ngl) or, with every layer on the device, the experts
     const bool experts_only = split->gpu_layers >= split_layer_count(s) && split->cpu_moe_layers > 0;
@@ -87,7 +95,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     throw InputError(fmt::format("weights: {} bytes ({}) is more than 1024 PiB; no device holds it", weights_bytes_total,
                                  weights_label));
   uint64_t kv_total = 0;
-  if (__builtin_mul_overflow(kv_bytes_per_token(s, request.kv, request.tp), kv_cache_tokens(request.context), &kv_total) ||
+  if (__builtin_mul_overflow(kv_bytes_per_token(s, request.kv, kv_tp), kv_cache_tokens(request.context), &kv_total) ||
       __builtin_mul_overflow(kv_total, request.requests, &kv_total) || kv_total > kMaxBytes)
     throw InputError(fmt::format("KV cache: {} requests x {} tokens of {} is more than 1024 PiB; no device holds it",
                                  request.requests, request.context, s.name));
@@ -109,15 +117,17 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     r.device_weights_bytes = r.weights_bytes - std::min(o.freed_bytes, r.weights_bytes) + o.buffer_bytes;
   }
   // With a split, the device's figures are those of its layers (its part of the spec).
-  const ModelSpec& device_spec = split ? split->device_part : s;
+  const ModelSpec layer_split_part =
+      layer_split ? first_layers_spec(s, (s.layers + request.tp - 1) / request.tp) : ModelSpec{};
+  const ModelSpec& device_spec = split ? split->device_part : layer_split ? layer_split_part : s;
   if (split) {
     r.split = *split;
     r.device_weights_bytes = split->device_weights_bytes;
   }
   // (A part with no layers, -ngl 0's device or every layer's host, caches nothing.)
-  r.kv_bytes_per_token = device_spec.layers ? kv_bytes_per_token(device_spec, request.kv, request.tp) : 0;
+  r.kv_bytes_per_token = device_spec.layers ? kv_bytes_per_token(device_spec, request.kv, kv_tp) : 0;
   r.kv_bytes_per_request =
-      device_spec.layers ? kv_bytes_for_context(device_spec, request.kv, request.context, request.tp) : 0;
+      device_spec.layers ? kv_bytes_for_context(device_spec, request.kv, request.context, kv_tp) : 0;
   r.kv_bytes = r.kv_bytes_per_request * request.requests;
   r.reserves = hw.reserves;
   r.reserves.insert(r.reserves.end(), request.reserves.begin(), request.reserves.end());
@@ -155,7 +165,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
     // keeps no layer (-ngl 0) holds no KV: the host bounds both.
     r.max_requests = r.kv_bytes_per_request ? r.kv_room_bytes / r.kv_bytes_per_request : kMaxConcurrentRequests;
     r.max_context = device_spec.layers ? kv_context_for_bytes(device_spec, request.kv, r.kv_room_bytes / request.requests,
-                                                              request.tp)
+                                                              kv_tp)
                                        : kMaxContextTokens;
     r.context_unbounded = s.window_layer_count() == s.layers && r.max_context == kMaxContextTokens;
   }
@@ -225,7 +235,10 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                             gib(r.weights_bytes), gib(r.offload->freed_bytes), r.offload->layers_offloaded,
                             format_bytes(r.offload->group_bytes), gib(r.offload->buffer_bytes), r.offload->buffers,
                             format_bytes(r.offload->group_bytes), gib(r.device_weights_bytes)));
-  for (auto& line : kv_per_token_derivation(s, request.kv, request.tp)) d.push_back(line);
+  if (layer_split)
+    d.push_back(fmt::format("layers   = llama.cpp splits {} layers over {} devices: the first hold {} each, with their KV",
+                            s.layers, request.tp, device_spec.layers));
+  for (auto& line : kv_per_token_derivation(device_spec, request.kv, kv_tp)) d.push_back(line);
   if (kv_cache_tokens(request.context) != request.context)
     d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,
                             kKvPageTokens, kv_cache_tokens(request.context)));

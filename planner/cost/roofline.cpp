@@ -25,6 +25,12 @@ constexpr double kDefaultAllReduceLatencyS = 5e-6;
 // The same across machines (RDMA between nodes): NCCL's small-message all-reduce over InfiniBand
 // takes tens of microseconds.
 constexpr double kDefaultNodeAllReduceLatencyS = 20e-6;
+// A step's hand-over from one device to the next when devices hold whole layers (llama.cpp -sm
+// layer): Llama-3-8B Q4_K_M's tg512 slows by 0.12-0.37 ms per added device, median 0.20, on 1-6
+// RTX 3090s and 1-8 RTX 4090s (XiongjieDai/GPU-Benchmarks-on-LLM-Inference README, llama.cpp of
+// May 2024); the hidden states cross the link beside it.
+constexpr double kLayerHandOverS = 0.2e-3;
+constexpr double kHiddenStateBytes = 4.0;  // F32 between llama.cpp's devices
 // Launches per layer when a launch is a projection (the CPU runtime; its norms, RoPE and adds run
 // inline on the calling thread).
 constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
@@ -222,6 +228,13 @@ StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double 
                    static_cast<double>(spec_.hidden) * kActivationBytes * 2.0 * (n - 1) / n;
     c.comm_s = c.comm_bytes / rates_.device_link_bytes_per_s +
                static_cast<double>(kAllReducesPerLayer * spec_.layers) * rates_.all_reduce_latency_s;
+  }
+  if (layer_split_ > 1) {
+    const double hops = static_cast<double>(layer_split_ - 1);
+    c.comm_kind = "hand-over";
+    c.comm_bytes = hops * tokens * static_cast<double>(spec_.hidden) * kHiddenStateBytes;
+    c.comm_s = hops * kLayerHandOverS +
+               (rates_.device_link_bytes_per_s > 0 ? c.comm_bytes / rates_.device_link_bytes_per_s : 0.0);
   }
   c.compute_bound = c.compute_s > c.memory_s;
   c.overhead_s = launches_per_step_ * launch_overhead_s_;

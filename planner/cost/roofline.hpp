@@ -43,6 +43,7 @@ struct StepCost {
   double memory_s = 0;
   double compute_s = 0;
   double comm_s = 0;
+  const char* comm_kind = "all-reduce";  // or "hand-over" between devices holding whole layers
   double overhead_s = 0;    // kernel launches x the measured launch overhead
   double ceiling_s = 0;     // the roofline: max(memory_s, compute_s) + comm_s + overhead_s
   // The calibrated step model's terms (planner/model/step_model), all 0 without a calibration:
@@ -69,6 +70,11 @@ class Roofline {
   StepCost decode_step(uint64_t batch, uint64_t context, uint64_t tokens_per_sequence = 1) const;
   // Prefill of `sequences` prompts of `prompt_tokens` each, in one step.
   StepCost prefill(uint64_t prompt_tokens, uint64_t sequences = 1) const;
+
+  // The model's layers split across `devices` that run them one after another (llama.cpp's -sm
+  // layer): a step costs what one device holding every layer costs, plus a hand-over per boundary.
+  void split_layers(uint64_t devices) { layer_split_ = devices; }
+  uint64_t layer_split() const { return layer_split_; }
 
   const RooflineRates& rates() const { return rates_; }
   const std::optional<StepCalibration>& calibration() const { return calibration_; }
@@ -109,6 +115,7 @@ class Roofline {
   ModelSpec spec_;
   RooflineRates rates_;
   uint64_t tp_ = 1;
+  uint64_t layer_split_ = 1;
   double dense_bytes_ = 0;          // matrices read whole every step (attention, dense FFN, head)
   double embd_row_bytes_ = 0;       // one token_embd row (the lookup reads one per token)
   double expert_bytes_ = 0;         // all routed experts of all layers

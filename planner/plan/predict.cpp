@@ -112,7 +112,12 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
       rp.hw.uncalibrated_note = fmt::format("{} chosen: {}; no {} data to predict {} from", rp.engine,
                                             rp.engine_choice, rp.engine, rp.hw.name);
   }
-  rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, plan.tp, rp.weights.scale);
+  // llama.cpp's devices hold whole layers and run them one after another (-sm layer): a step takes
+  // what one device holding every layer takes, and a hand-over per boundary (the overlap of a long
+  // prompt's micro-batches across devices, llama.cpp's pipeline parallelism, is not counted).
+  const uint64_t step_tp = rp.engine == "llama.cpp" ? 1 : plan.tp;
+  rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, step_tp, rp.weights.scale);
+  if (rp.engine == "llama.cpp") rp.roofline->split_layers(plan.tp);
   const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
   std::optional<uint64_t> gpu_layers = plan.gpu_layers;
   // auto: the most layers that fit; with no host to hold the rest, every layer (the plain fit says
@@ -188,6 +193,12 @@ std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const 
   return {"vllm", fmt::format("{} weights of a Hugging Face model", weights.label)};
 }
 
+std::string devices_label(const ResolvedPlan& rp) {
+  return rp.engine == "llama.cpp"
+             ? fmt::format("layers split over {} devices (llama.cpp runs them one after another)", rp.plan.tp)
+             : fmt::format("tensor parallel over {} devices", rp.plan.tp);
+}
+
 std::string step_model_name(const ResolvedPlan& rp) {
   const RooflineRates& r = rp.roofline->rates();
   if (r.basis == "ceiling" || !rp.hw.calibration) return "roofline";
@@ -228,7 +239,7 @@ std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp) {
   if (sp.draft_layers) {  // at most the target's layers: resolve_plan checked
     return std::make_unique<Roofline>(first_layers_spec(rp.spec, *sp.draft_layers),
                                       first_layers_layout(rp.weights.layout, *sp.draft_layers), rp.plan.kv, rp.hw,
-                                      rp.plan.tp, rp.weights.scale);
+                                      rp.roofline->tp(), rp.weights.scale);
   }
   if (sp.draft.empty() || (sp.verify_ms && sp.draft_ms)) return nullptr;
   Plan draft_plan = rp.plan;

@@ -55,6 +55,9 @@ ServingLoad plan_serving_load(const Plan& plan);
 // What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);
+// How the plan's devices share the model, for a line of text: "tensor parallel over 4 devices", or
+// for llama.cpp, which gives each device whole layers, "layers split over 2 devices".
+std::string devices_label(const ResolvedPlan& rp);
 // The plan's model at the plan's scale: the shape the planner predicts and the runtime executes.
 ModelSpec plan_model_spec(const Plan& plan);
 

@@ -495,6 +495,10 @@ infer_plan_cli_case(fit_llama_cpp_swa_cells EXIT 0 ARGS fit -m gpt-oss-20b -w MX
   -c 131072 -np 1 MATCH "KV cache +3.02 GiB +48 KiB/token x 131072 tokens, 12 of 24 layers .window. only the last 768 .window 128 \\+ a micro-batch.")
 infer_plan_cli_case(fit_llama_cpp_swa_ubatch EXIT 0 ARGS fit -m gpt-oss-20b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
   -c 131072 -np 1 -ub 1024 MATCH "only the last 1280 .window 128")
+# llama.cpp's devices hold whole layers and take turns: two RTX 4090s decode Llama-3.1-70B Q4_K_M as
+# one would (19.2 t/s published for 2 x 4090), plus a hand-over, not twice as fast
+infer_plan_cli_case(roofline_llama_cpp_layer_split EXIT 0 ARGS roofline -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 --tp 2
+  --engine llama.cpp -np 1 -c 512 MATCH "layers split over 2 devices .llama.cpp runs them one after another." "ms hand-over")
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")

@@ -87,7 +87,7 @@ infer_plan_cli_case(bad_admit_kv EXIT 2 ARGS admit --ttft 0.2 --generation 6 --d
 # --tp on the roofline's server, and what its times rest on
 infer_plan_cli_case(queue_simulate_tp EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-70b --tp 4 --num-prompts 50
   --input-len 512 --output-len 64 --engine llama.cpp -w Q4_K_M --json
-  MATCH "\"basis\": \"transferred\"" "4 x h100-sxm .tensor parallel." "\"ttft_ms\": " "\"itl_ms\": ")
+  MATCH "\"basis\": \"transferred\"" "4 x h100-sxm .layer split." "\"ttft_ms\": " "\"itl_ms\": ")
 infer_plan_cli_case(bad_queue_tp_no_hw EXIT 2 ARGS queue --simulate --rate 4 --iteration-ms 20 --tp 2
   MATCH "--tp: tensor parallel needs --hw")
 # vLLM bench's --request-rate inf: 50 requests at once on a 10 ms-per-iteration server with 100 ms

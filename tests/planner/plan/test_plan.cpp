@@ -1,8 +1,12 @@
 // plan.json: defaults, overrides, and field errors.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "planner/core/input_error.hpp"
+#include "planner/cost/roofline.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
 #include "planner/core/units.hpp"
 
 using namespace infer_plan;
@@ -119,4 +123,48 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   CHECK(back.cpu_moe_layers == Plan::kAllLayers);
   CHECK(j.at("cpu_moe_layers") == "all");
   CHECK(plan_to_json(back) == j);  // and writes it the same way again
+}
+
+TEST_CASE("llama.cpp's devices hold whole layers and run them one after another") {
+  // XiongjieDai/GPU-Benchmarks-on-LLM-Inference (llama.cpp, May 2024), llama-bench tg512 of
+  // Llama-3-70B Q4_K_M: 19.22 t/s on 2 x RTX 4090 and 19.80 on 4: no faster than one device holding
+  // every layer would be, where tensor parallelism would halve the step. (Its 8B rows on 1-8 devices
+  // gave the hand-over constant, 0.2 ms per added device; the 70B rows are held out.)
+  Plan plan;
+  plan.model = "llama-3.1-70b";
+  plan.weights = "Q4_K_M";
+  plan.hw = "rtx-4090";
+  plan.engine = "llama.cpp";
+  plan.requests = 1;
+  plan.context = 512;
+  plan.output = 256;
+  plan.tp = 2;
+  const ResolvedPlan two = resolve_plan(plan);
+  CHECK(two.roofline->tp() == 1);
+  CHECK(two.roofline->layer_split() == 2);
+  plan.tp = 4;
+  const ResolvedPlan four = resolve_plan(plan);
+  const StepCost s2 = two.roofline->decode_step(1, 256), s4 = four.roofline->decode_step(1, 256);
+  // one more boundary per device: 0.2 ms and one token's hidden state (8192 x 4 B) over the link each
+  const double hop = 0.2e-3 + 8192 * 4.0 / two.roofline->rates().device_link_bytes_per_s;
+  CHECK(s4.time_s - s2.time_s == doctest::Approx(2 * hop));
+  CHECK(std::string(s2.comm_kind) == "hand-over");
+  CHECK(1.0 / s2.time_s == doctest::Approx(19.22).epsilon(0.05));
+  CHECK(1.0 / s4.time_s == doctest::Approx(19.80).epsilon(0.05));
+  // vLLM's tensor parallelism divides the step instead
+  plan.engine = "vllm";
+  plan.weights = "BF16";
+  plan.hw = "h100-sxm";
+  plan.tp = 2;
+  CHECK(resolve_plan(plan).roofline->tp() == 2);
+  // Memory: three devices split 80 layers 27/27/26 (llama.cpp needs no even split of the heads); the
+  // first holds 27 layers' KV: 27 x 8 KV heads x 128 x 2 x 2 B per token at f16
+  plan.engine = "llama.cpp";
+  plan.weights = "Q4_K_M";
+  plan.hw = "rtx-3090";
+  plan.tp = 3;
+  plan.context = 8192;
+  const ResolvedPlan three = resolve_plan(plan);
+  CHECK(three.fit.kv_bytes_per_token == uint64_t{27} * 8 * 128 * 2 * 2);
+  CHECK(three.fit.fits);
 }
