@@ -26,6 +26,8 @@ namespace {
 struct FitArgs {
   PlanOptions plan;
   OutputOptions out;
+  std::string llama_fit = "off";  // llama.cpp's --fit on|off
+  uint64_t fit_target_mib = 1024, fit_ctx = 4096;
 };
 
 
@@ -206,7 +208,17 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
 }
 
 void run(const FitArgs& a) {
-  const Plan plan = a.plan.resolve();
+  Plan plan = a.plan.resolve();
+  std::optional<LlamaCppFitChoice> chose;
+  if (a.llama_fit == "on") {
+    LlamaCppFit fit;
+    fit.target_free_bytes = a.fit_target_mib << 20;
+    fit.min_context = a.fit_ctx;
+    fit.context_given = !a.plan.ctx.empty() || !a.plan.plan_file.empty();
+    fit.layers_given = !a.plan.gpu_layers.empty() || a.plan.n_cpu_moe || a.plan.cpu_moe;
+    chose = llama_cpp_fit(plan, fit);
+    plan = chose->plan;
+  }
   const ResolvedPlan rp = resolve_plan(plan);
   const ModelSpec& spec = rp.spec;
   const HwProfile& hw = rp.hw;
@@ -220,6 +232,11 @@ void run(const FitArgs& a) {
                                                                                  : nearest_fits(rp);
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
+    if (chose)
+      j["llama_cpp_fit"] = {{"met", chose->met}, {"context", plan.context},
+                            {"gpu_layers", plan.gpu_layers ? Json(*plan.gpu_layers) : Json("all")},
+                            {"cpu_moe_layers", plan.cpu_moe_layers ? Json(std::min(*plan.cpu_moe_layers, spec.layers)) : Json(0)},
+                            {"steps", chose->steps}};
     if (split_asked) j["layer_split"] = split_json(rp);
     if (verdict_exits) {
       Json list = Json::array();
@@ -231,6 +248,16 @@ void run(const FitArgs& a) {
     print_json(j);
     if (verdict_exits) throw ExitCode{kDoesNotFitExitCode};
     return;
+  }
+  if (chose) {
+    fmt::print("llama.cpp's --fit (target {} MiB free, context at least {}): {}\n", a.fit_target_mib, a.fit_ctx,
+               chose->met ? "met" : "NOT met");
+    for (const std::string& s : chose->steps) fmt::print("  - {}\n", s);
+    fmt::print("  as flags: -c {}{}{}\n\n", plan.context * plan.requests,
+               plan.gpu_layers ? fmt::format(" -ngl {}", *plan.gpu_layers) : "",
+               plan.cpu_moe_layers ? (*plan.cpu_moe_layers >= spec.layers ? std::string(" --cpu-moe")
+                                                                           : fmt::format(" --n-cpu-moe {}", *plan.cpu_moe_layers))
+                                   : "");
   }
   print_text(r, spec, hw, plan);
   if (split_asked) print_split(rp);
@@ -256,6 +283,19 @@ void add_fit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "fit", "Does it fit? Weights + reserves + KV for N requests at a context vs usable memory");
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
+  cmd->add_option("--fit", args->llama_fit,
+                  "on: what llama.cpp's own --fit (on by default since late 2025) would choose: with -c not given, "
+                  "the longest context from the model's trained one that leaves --fit-target free; then for a "
+                  "mixture of experts the fewest layers' experts in host memory (--n-cpu-moe); then -ngl. One "
+                  "device, --engine llama.cpp (default off: the plan as given)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off");
+  cmd->add_option("--fit-target", args->fit_target_mib, "With --fit on: MiB to leave free on the device (default 1024, as llama.cpp's)")
+      ->check(kNonNegativeCount)
+      ->type_name("MiB");
+  cmd->add_option("--fit-ctx", args->fit_ctx, "With --fit on: the shortest context it may choose (default 4096, as llama.cpp's)")
+      ->check(kNonNegativeCount)
+      ->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer(
       "Example (an M2 Max with 96 GiB, of which Metal wires 72 GiB for the GPU by default):\n"
@@ -264,6 +304,8 @@ void add_fit_command(CLI::App& app) {
       "  infer-plan fit --plan scenarios/plans/h200-offload.json\n"
       "llama.cpp's layer split: the most layers a 24 GB card holds, the table per N and the decode speed:\n"
       "  infer-plan fit --model llama-3.1-70b --weights Q4_K_M --hw rtx-4090 -ngl auto -c 8192 -np 1\n"
+      "What llama.cpp's own --fit (its default) picks for -c, --n-cpu-moe and -ngl on one card:\n"
+      "  infer-plan fit --model gpt-oss-120b --weights MXFP4_MOE --hw rtx-4090 --engine llama.cpp -np 1 --fit on\n"
       "Exit status: 0 FITS, 1 DOES NOT FIT (one plan: it lists the nearest plans that fit, one change each:\n"
       "weights, KV type, context, requests, --tp, -ngl), 2 bad input. A sweep's table exits 0.");
   cmd->callback([args] { run(*args); });

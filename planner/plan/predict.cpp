@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <fmt/format.h>
 #include <tuple>
 
@@ -191,6 +192,94 @@ std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const 
   if (quantized) return {"llama.cpp", fmt::format("{} is a GGUF type", weights.label)};
   if (!gpu) return {"llama.cpp", fmt::format("vLLM does not serve {} devices", arch->vendor)};
   return {"vllm", fmt::format("{} weights of a Hugging Face model", weights.label)};
+}
+
+LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
+  if (plan.engine != "llama.cpp")
+    throw InputError(fmt::format("--fit: llama.cpp's automatic fit; the plan's engine is {} (field 'engine': llama.cpp)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
+  if (plan.tp > 1)
+    throw InputError("--fit: llama.cpp's fit over several devices (it writes -ts too) is not modelled; one device only");
+  LlamaCppFitChoice c{plan, false, false, false, {}};
+  const auto target = static_cast<int64_t>(fit.target_free_bytes);
+  auto spare = [&](const Plan& p) {  // what the device keeps free, and whether the host holds its part
+    const FitResult f = resolve_plan(p).fit;
+    return (!f.host || f.host->fits) ? f.headroom_bytes : std::numeric_limits<int64_t>::min();
+  };
+  auto meets = [&](const Plan& p) { return spare(p) >= target; };
+  const ModelSpec spec = plan_model_spec(plan);
+  const bool host = resolve_plan(plan).hw.host.has_value();  // where experts and layers could go
+  if (!fit.context_given && spec.max_context) {
+    c.plan.context = spec.max_context;
+    c.steps.push_back(fmt::format("-c not given: {}'s trained context, {} tokens per slot", spec.name, spec.max_context));
+  }
+  if (meets(c.plan)) {
+    c.met = true;
+    c.steps.push_back(fmt::format("every layer on the device with {} free: no change", format_bytes(fit.target_free_bytes)));
+    return c;
+  }
+  if (!fit.context_given && c.plan.context > fit.min_context) {
+    constexpr uint64_t kStep = 256;  // llama.cpp rounds the context it picks down to this
+    Plan p = c.plan;
+    uint64_t lo = fit.min_context / kStep, hi = c.plan.context / kStep;  // in steps; lo may not fit
+    p.context = lo * kStep;
+    if (meets(p)) {
+      while (lo + 1 < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        p.context = mid * kStep;
+        (meets(p) ? lo : hi) = mid;
+      }
+      c.plan.context = lo * kStep;
+      c.context_changed = c.met = true;
+      c.steps.push_back(fmt::format("context reduced to {} tokens, the longest that leaves {} free", c.plan.context,
+                                    format_bytes(fit.target_free_bytes)));
+      return c;
+    }
+    c.plan.context = fit.min_context;
+    c.context_changed = true;
+    c.steps.push_back(fmt::format("context reduced to its floor, {} tokens (--fit-ctx); not enough alone", fit.min_context));
+  }
+  if (fit.layers_given) {
+    c.steps.push_back("layers set by the plan (-ngl, --n-cpu-moe): llama.cpp's fit leaves them, and stops short");
+    return c;
+  }
+  if (!host) {
+    c.steps.push_back("no host memory in the profile for experts or layers (--host-memory, --host-bandwidth)");
+    return c;
+  }
+  const uint64_t layers = spec.layers;
+  if (spec.is_moe()) {  // the routed experts of the first layers to host memory, the fewest that meet it
+    Plan p = c.plan;
+    p.cpu_moe_layers = layers;
+    if (meets(p)) {
+      uint64_t lo = 0, hi = layers;  // hi meets, lo (0: none) does not
+      while (lo + 1 < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        p.cpu_moe_layers = mid;
+        (meets(p) ? hi : lo) = mid;
+      }
+      c.plan.cpu_moe_layers = hi;
+      c.layers_changed = c.met = true;
+      c.steps.push_back(fmt::format("the routed experts of the first {} of {} layers in host memory (--n-cpu-moe {})",
+                                    hi, layers, hi));
+      return c;
+    }
+    c.plan.cpu_moe_layers = Plan::kAllLayers;
+    c.steps.push_back("every layer's routed experts in host memory (--cpu-moe); not enough alone");
+  }
+  const uint64_t slots = split_layer_count(spec);  // the layers and the output head
+  Plan p = c.plan;
+  for (uint64_t n = slots; n-- > 0;) {  // the most layers on the device that meet it
+    p.gpu_layers = n;
+    if (meets(p)) {
+      c.plan.gpu_layers = n;
+      c.layers_changed = c.met = true;
+      c.steps.push_back(fmt::format("{} of {} layers on the device (-ngl {})", n, slots, n));
+      return c;
+    }
+  }
+  c.steps.push_back(fmt::format("not even -ngl 0 leaves {} free", format_bytes(fit.target_free_bytes)));
+  return c;
 }
 
 std::string devices_label(const ResolvedPlan& rp) {

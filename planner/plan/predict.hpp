@@ -55,6 +55,24 @@ ServingLoad plan_serving_load(const Plan& plan);
 // What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);
+// llama.cpp's --fit (on by default since late 2025; common/fit.cpp): it changes only what the user
+// left at its default so that every device keeps `target_free_bytes` free (--fit-target, 1 GiB):
+// first the context, when -c was not given (from the model's trained context down to min_context,
+// --fit-ctx 4096, in steps of 256), then for a mixture of experts the routed experts of the first
+// layers in host memory (--n-cpu-moe), then the layers on the device (-ngl). One device only.
+struct LlamaCppFit {
+  uint64_t target_free_bytes = uint64_t{1} << 30;
+  uint64_t min_context = 4096;
+  bool context_given = false;  // -c set: the context stays
+  bool layers_given = false;   // -ngl, --n-cpu-moe set: llama.cpp's fit leaves the layers as they are
+};
+struct LlamaCppFitChoice {
+  Plan plan;                       // the plan with what the fit chose
+  bool context_changed = false, layers_changed = false;
+  bool met = false;                // every device keeps the target free
+  std::vector<std::string> steps;  // what it did, one line each
+};
+LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit);
 // How the plan's devices share the model, for a line of text: "tensor parallel over 4 devices", or
 // for llama.cpp, which gives each device whole layers, "layers split over 2 devices".
 std::string devices_label(const ResolvedPlan& rp);

@@ -499,6 +499,15 @@ infer_plan_cli_case(fit_llama_cpp_swa_ubatch EXIT 0 ARGS fit -m gpt-oss-20b -w M
 # one would (19.2 t/s published for 2 x 4090), plus a hand-over, not twice as fast
 infer_plan_cli_case(roofline_llama_cpp_layer_split EXIT 0 ARGS roofline -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 --tp 2
   --engine llama.cpp -np 1 -c 512 MATCH "layers split over 2 devices .llama.cpp runs them one after another." "ms hand-over")
+# llama.cpp's --fit (its default): GPT-OSS-120B on one 24 GB card, -c not given: the context to its
+# 4096 floor, then the routed experts of the fewest first layers in host memory, 1 GiB kept free
+infer_plan_cli_case(fit_llama_cpp_auto_fit EXIT 0 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
+  -np 1 -fit on MATCH "llama.cpp's --fit .target 1024 MiB free, context at least 4096.: met"
+  "context reduced to its floor, 4096 tokens" "as flags: -c 4096 --n-cpu-moe [0-9]+")
+infer_plan_cli_case(bad_llama_cpp_fit_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --fit on
+  MATCH "--fit: llama.cpp's automatic fit; the plan's engine is vllm")
+infer_plan_cli_case(bad_llama_cpp_fit_value EXIT 2 ARGS fit -m llama-3.1-8b --engine llama.cpp --fit yes
+  MATCH "--fit")
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")

@@ -582,6 +582,7 @@ TEST_CASE("every key a command prints is in docs/json.md, byte figures are integ
       {"fit", "--json"},
       {"fit", "--plan", "scenarios/plans/h200-offload.json", "--json"},
       {"fit", "--engine", "llama.cpp", "--hw", "rtx-4090", "--json"},
+      {"fit", "-m", "gpt-oss-120b", "-w", "MXFP4_MOE", "--engine", "llama.cpp", "--hw", "rtx-4090", "-np", "1", "--fit", "on", "--json"},
       {"kv", "--json"},
       {"roofline", "--json"},
       {"roofline", "--hw", "rtx-4090", "--engine", "llama.cpp", "-m", "llama-2-7b", "-w", "Q4_0", "--batch", "1", "--json"},

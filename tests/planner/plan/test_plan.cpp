@@ -168,3 +168,58 @@ TEST_CASE("llama.cpp's devices hold whole layers and run them one after another"
   CHECK(three.fit.kv_bytes_per_token == uint64_t{27} * 8 * 128 * 2 * 2);
   CHECK(three.fit.fits);
 }
+
+TEST_CASE("llama.cpp's --fit: the context first, then experts in host memory, then layers, 1 GiB kept free") {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  auto spare = [](const Plan& p) { return resolve_plan(p).fit.headroom_bytes; };
+  Plan plan;
+  plan.engine = "llama.cpp";
+  plan.hw = "rtx-4090";
+  plan.requests = 1;
+  // Llama-3.1-8B Q8_0 at its trained 131072 tokens does not fit a 24 GB card: the longest context in
+  // steps of 256 that leaves 1 GiB, and 256 more would not
+  plan.model = "llama-3.1-8b";
+  plan.weights = "Q8_0";
+  const LlamaCppFitChoice ctx = llama_cpp_fit(plan, {});
+  CHECK(ctx.met);
+  CHECK(ctx.context_changed);
+  CHECK_FALSE(ctx.layers_changed);
+  CHECK(ctx.plan.context % 256 == 0);
+  CHECK(ctx.plan.context < 131072);
+  CHECK(spare(ctx.plan) >= kGiB);
+  Plan longer = ctx.plan;
+  longer.context += 256;
+  CHECK(spare(longer) < kGiB);
+  // -c given: the context stays, and so does the plan when it leaves 1 GiB
+  LlamaCppFit given;
+  given.context_given = true;
+  plan.context = 8192;
+  const LlamaCppFitChoice kept = llama_cpp_fit(plan, given);
+  CHECK(kept.met);
+  CHECK(kept.plan.context == 8192);
+  CHECK_FALSE(kept.context_changed);
+  // GPT-OSS-120B (61 GiB): 4096 tokens, then the fewest layers' experts in host memory
+  plan.model = "gpt-oss-120b";
+  plan.weights = "MXFP4_MOE";
+  const LlamaCppFitChoice moe = llama_cpp_fit(plan, {});
+  CHECK(moe.met);
+  CHECK(moe.plan.context == 4096);
+  REQUIRE(moe.plan.cpu_moe_layers);
+  CHECK(spare(moe.plan) >= kGiB);
+  Plan fewer = moe.plan;
+  *fewer.cpu_moe_layers -= 1;
+  CHECK(spare(fewer) < kGiB);
+  // A dense 70B: -ngl, the most layers that leave 1 GiB
+  plan.model = "llama-3.1-70b";
+  plan.weights = "Q4_K_M";
+  const LlamaCppFitChoice dense = llama_cpp_fit(plan, {});
+  CHECK(dense.met);
+  REQUIRE(dense.plan.gpu_layers);
+  CHECK(spare(dense.plan) >= kGiB);
+  Plan more = dense.plan;
+  *more.gpu_layers += 1;
+  CHECK(spare(more) < kGiB);
+  // Not llama.cpp's: refused by name
+  plan.engine = "vllm";
+  CHECK_THROWS_WITH_AS(llama_cpp_fit(plan, {}), doctest::Contains("--fit: llama.cpp's automatic fit"), InputError);
+}
