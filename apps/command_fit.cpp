@@ -138,9 +138,9 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   fmt::print("fit: {} on {}{}\n", spec.name, hw.name, hw.description.empty() ? "" : " (" + hw.description + ")");
   fmt::print("     weights {}, KV {}, {} request{} x {} tokens{}\n\n", r.weights_label, kv_types_label(plan.kv),
              r.requests, r.requests == 1 ? "" : "s", r.context,
-             r.tp > 1 ? fmt::format(", {} over {} devices (figures per device{})",
+             r.tp > 1 ? fmt::format(", {} over {} devices (figures {})",
                                     plan.engine == "llama.cpp" ? "layers split" : "tensor parallel", r.tp,
-                                    plan.engine == "llama.cpp" ? ": the one with the most layers" : "")
+                                    r.device_note.empty() ? "per device" : "for " + r.device_note)
                       : "");
   auto row = [](std::string_view label, std::string value, std::string note = "") {
     std::string line = fmt::format("  {:<22}{:>12}   {}", label, value, note);

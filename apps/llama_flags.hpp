@@ -9,6 +9,6 @@ namespace infer_plan::apps {
 inline constexpr std::pair<std::string_view, std::string_view> kLlamaCppShortFlags[] = {
     {"-ngl", "--n-gpu-layers"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
     {"-np", "--parallel"},      {"-fa", "--flash-attn"},    {"-ub", "--ubatch-size"}, {"-ot", "--override-tensor"},
-    {"-fit", "--fit"},          {"-fitt", "--fit-target"},  {"-fitc", "--fit-ctx"}};
+    {"-ts", "--tensor-split"},  {"-fit", "--fit"},          {"-fitt", "--fit-target"},  {"-fitc", "--fit-ctx"}};
 
 }  // namespace infer_plan::apps

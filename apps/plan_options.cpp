@@ -85,6 +85,11 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "TensorRT-LLM's share for its KV pool of the memory weights, activations and the CUDA context leave "
                  "(default 0.9, as trtllm-serve's)")
       ->type_name("F");
+  cmd.add_option("--tensor-split", tensor_split,
+                 "llama.cpp's -ts: each device's share of the layers, e.g. 3,1 (one per --tp device; default equal, "
+                 "as llama.cpp's split by free memory gives identical cards); the fit shows the device with the most "
+                 "to hold")
+      ->type_name("SHARE[,SHARE...]");
   cmd.add_option("--gpu-wired-limit", gpu_wired_limit,
                  "Apple silicon: the GPU memory macOS lets Metal wire, raised with `sudo sysctl "
                  "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
@@ -190,6 +195,7 @@ Plan PlanOptions::resolve() const {
   if (gpu_memory_utilization) p.engine_settings.gpu_memory_utilization = *gpu_memory_utilization;
   if (max_num_seqs) p.engine_settings.max_num_seqs = *max_num_seqs;
   if (mem_fraction_static) p.engine_settings.mem_fraction_static = *mem_fraction_static;
+  if (!tensor_split.empty()) p.tensor_split = parse_tensor_split(tensor_split, "--tensor-split");
   if (free_gpu_memory_fraction) p.engine_settings.free_gpu_memory_fraction = *free_gpu_memory_fraction;
   if (!flash_attn.empty()) p.engine_settings.flash_attention = flash_attention_setting(flash_attn, "--flash-attn");
   if (ubatch) p.engine_settings.ubatch = *ubatch;
@@ -238,6 +244,7 @@ Plan PlanOptions::resolve() const {
       {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
+      {"tensor_split", {"--tensor-split", !tensor_split.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);

@@ -62,6 +62,55 @@ LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64
   return s;
 }
 
+std::vector<DeviceLayers> device_layers(const ModelSpec& spec, const PlanWeights& weights,
+                                        const std::vector<double>& shares) {
+  double total = 0;
+  for (double s : shares) total += s;
+  std::vector<double> cumulative;
+  for (double s : shares) cumulative.push_back((cumulative.empty() ? 0.0 : cumulative.back()) + s / total);
+  const uint64_t slots = split_layer_count(spec);
+  std::vector<DeviceLayers> devices(shares.size());
+  std::vector<uint64_t> device_of(slots);
+  for (uint64_t i = 0; i < slots; ++i) {
+    const double at = static_cast<double>(i) / static_cast<double>(slots);
+    const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), at);
+    device_of[i] = std::min<uint64_t>(static_cast<uint64_t>(it - cumulative.begin()), shares.size() - 1);
+  }
+  for (size_t d = 0; d < devices.size(); ++d) {
+    DeviceLayers& dev = devices[d];
+    const auto first = std::find(device_of.begin(), device_of.end(), d);
+    dev.first = std::min<uint64_t>(static_cast<uint64_t>(first - device_of.begin()), spec.layers);
+    dev.end = dev.first;
+    while (dev.end < spec.layers && device_of[dev.end] == d) ++dev.end;
+    dev.head = device_of[spec.layers] == d;
+    dev.part = layer_range(spec, dev.first, dev.end);
+  }
+  bool own_head = false;
+  double embd = 0;
+  for (const TensorPlacement& t : weights.layout.tensors) {
+    const double bytes = static_cast<double>(t.bytes) * weights.scale;
+    own_head |= t.tensor.role == TensorRole::output;
+    if (t.tensor.role == TensorRole::token_embd) {  // in host memory
+      embd += bytes;
+      continue;
+    }
+    for (DeviceLayers& dev : devices)
+      if (t.tensor.layer >= 0 ? static_cast<uint64_t>(t.tensor.layer) >= dev.first &&
+                                    static_cast<uint64_t>(t.tensor.layer) < dev.end
+                              : dev.head)
+        dev.weights_bytes += static_cast<uint64_t>(std::llround(bytes));
+  }
+  if (!own_head)  // tied embeddings: llama.cpp loads a copy of token_embd as the head
+    for (DeviceLayers& dev : devices)
+      if (dev.head) dev.weights_bytes += static_cast<uint64_t>(std::llround(embd));
+  return devices;
+}
+
+std::string device_layers_label(const DeviceLayers& d) {
+  const std::string layers = d.end > d.first ? fmt::format("layers {}-{}", d.first, d.end - 1) : "no layer";
+  return d.head ? layers + " and the output head" : layers;
+}
+
 double split_host_weight_share(const LayerSplit& s) {
   const double embd_on_host = s.head_on_device ? 0.0 : static_cast<double>(s.embd_bytes);
   const double host = std::max(0.0, static_cast<double>(s.host_weights_bytes) - embd_on_host -

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "planner/cost/kv_cache.hpp"
 #include "planner/cost/roofline.hpp"
@@ -37,6 +38,21 @@ uint64_t split_layer_count(const ModelSpec& spec);
 // The split at `gpu_layers` (clamped to split_layer_count) of the plan's weights.
 LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers,
                        uint64_t cpu_moe_layers = 0);
+
+// llama.cpp's devices under -sm layer with every layer offloaded: the L + 1 slots (the layers, then
+// the output head) dealt in order by the devices' cumulative shares (-ts; default equal): slot i
+// goes to the first device whose cumulative share exceeds i / (L + 1) (src/llama-model.cpp). The
+// token embeddings stay in host memory. Two equal devices of an 80-layer model: 41 and 39 + head.
+struct DeviceLayers {
+  uint64_t first = 0, end = 0;     // its repeating layers [first, end)
+  bool head = false;               // the output norm and head (the last device)
+  uint64_t weights_bytes = 0;
+  ModelSpec part;                  // the spec with only its layers: its KV
+};
+std::vector<DeviceLayers> device_layers(const ModelSpec& spec, const PlanWeights& weights,
+                                        const std::vector<double>& shares);
+// "layers 0-40" or "layers 41-79 and the output head"
+std::string device_layers_label(const DeviceLayers& d);
 
 // A decode step (or prefill) with the split: `whole` is the roofline's step for every layer on the
 // device. The host's share of what the step reads (its layers' part of the weights read per step,

@@ -61,9 +61,10 @@ uint64_t FitResult::kv_tokens_in(uint64_t bytes) const {
 
 FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes_total, const std::string& weights_label, bool with_derivation,
-                     const OffloadMemory* offload, const LayerSplit* split) {
-  // llama.cpp splits a model across its devices by whole layers (-sm layer), each layer's KV with it:
-  // the first devices hold ceil(L / N) layers, and KV rows are whole per layer (no heads are split).
+                     const OffloadMemory* offload, const LayerSplit* split, const DeviceLayers* device) {
+  // llama.cpp splits a model across its devices by whole layers (-sm layer), each layer's KV with it, and
+  // KV rows whole per layer (no heads are split): `device`, the one dealt the most to hold, or without it
+  // (the nearest-plan searches) one of ceil(L / N) layers and W / N of the weights.
   const bool layer_split = request.engine == "llama.cpp" && request.tp > 1;
   if (layer_split && request.tp > s.layers)
     throw InputError(fmt::format("--tp: llama.cpp splits {}'s {} layers across devices; {} devices leave some without a "
@@ -118,8 +119,12 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   }
   // With a split, the device's figures are those of its layers (its part of the spec).
   const ModelSpec layer_split_part =
-      layer_split ? first_layers_spec(s, (s.layers + request.tp - 1) / request.tp) : ModelSpec{};
+      !layer_split ? ModelSpec{} : device ? device->part : first_layers_spec(s, (s.layers + request.tp - 1) / request.tp);
   const ModelSpec& device_spec = split ? split->device_part : layer_split ? layer_split_part : s;
+  if (layer_split && device) {
+    r.device_weights_bytes = r.weights_bytes = device->weights_bytes;
+    r.device_note = fmt::format("{}, the device with the least to spare", device_layers_label(*device));
+  }
   if (split) {
     r.split = *split;
     r.device_weights_bytes = split->device_weights_bytes;
@@ -224,6 +229,9 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                             gib(r.system_reserved_bytes), gib(r.usable_bytes)));
   if (request.tp == 1)
     d.push_back(fmt::format("weights  = {} = {} B = {}", weights_label, r.weights_bytes, gib(r.weights_bytes)));
+  else if (layer_split && device)
+    d.push_back(fmt::format("weights  = {}, the tensors of {} = {} B = {} (token_embd in host memory)", weights_label,
+                            device_layers_label(*device), r.weights_bytes, gib(r.weights_bytes)));
   else
     d.push_back(fmt::format("weights  = {} / {} devices = {} B = {} per device", weights_label,
                             request.tp, r.weights_bytes, gib(r.weights_bytes)));
@@ -236,8 +244,9 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                             format_bytes(r.offload->group_bytes), gib(r.offload->buffer_bytes), r.offload->buffers,
                             format_bytes(r.offload->group_bytes), gib(r.device_weights_bytes)));
   if (layer_split)
-    d.push_back(fmt::format("layers   = llama.cpp splits {} layers over {} devices: the first hold {} each, with their KV",
-                            s.layers, request.tp, device_spec.layers));
+    d.push_back(fmt::format("layers   = llama.cpp splits {} layers over {} devices; {}{}, with their KV", s.layers,
+                            request.tp, device ? "figures of " : "the first hold ",
+                            device ? device_layers_label(*device) : fmt::format("{} each", device_spec.layers)));
   for (auto& line : kv_per_token_derivation(device_spec, request.kv, kv_tp)) d.push_back(line);
   if (kv_cache_tokens(request.context) != request.context)
     d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,

@@ -60,6 +60,7 @@ struct FitResult {
   bool context_unbounded = false;  // every layer keeps only its window: max_context is the limit, not memory's
   std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
   double kv_share = 1.0;               // of what weights and reserves leave, the engine's pool's share (TensorRT-LLM)
+  std::string device_note;             // llama.cpp over several devices: which one the figures are, and what it holds
   std::vector<std::string> warnings;
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
 
@@ -86,7 +87,8 @@ struct FitRequest {
 // `with_derivation` = false skips the --explain lines and the warnings (sweeps evaluate millions).
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
                      uint64_t weights_bytes, const std::string& weights_label, bool with_derivation = true,
-                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr);
+                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr,
+                     const DeviceLayers* device = nullptr);
 
 // llama.cpp's -ngl auto: the most layers (split_layer_count when all fit) whose split fits the
 // device's memory; 0 when not even the device's reserves and one request's nothing fit. The

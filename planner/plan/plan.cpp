@@ -46,6 +46,7 @@ Json plan_to_json(const Plan& plan) {
     j["cpu_moe_layers"] = *plan.cpu_moe_layers == Plan::kAllLayers ? Json("all") : Json(*plan.cpu_moe_layers);
   if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
   if (plan.gpu_wired_limit_bytes) j["gpu_wired_limit"] = fmt::format("{} B", *plan.gpu_wired_limit_bytes);
+  if (!plan.tensor_split.empty()) j["tensor_split"] = plan.tensor_split;
   if (plan.host_bandwidth_bytes_per_s) j["host_bandwidth"] = fmt::format("{:.0f} B/s", *plan.host_bandwidth_bytes_per_s);
   if (!plan.reserves.empty()) {
     Json r = Json::object();
@@ -102,7 +103,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
-                         "max_num_batched_tokens", "gpu_wired_limit", "flash_attn", "ubatch", "batch",
+                         "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction"},
                      where);
   Plan p;
@@ -154,6 +155,21 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   }
   if (auto size = optional_string(j, "host_memory", where))
     p.host_memory_bytes = parse_bytes(*size, where + ": field 'host_memory'");
+  if (const auto it = j.find("tensor_split"); it != j.end()) {
+    if (it->is_string()) {
+      p.tensor_split = parse_tensor_split(it->get<std::string>(), where + ": field 'tensor_split'");
+    } else if (it->is_array()) {
+      for (const Json& v : *it) {
+        if (!v.is_number())
+          throw InputError(fmt::format("{}: field 'tensor_split' holds {}; expected numbers, each device's share",
+                                       where, v.dump()));
+        p.tensor_split.push_back(v.get<double>());
+      }
+    } else {
+      throw InputError(fmt::format("{}: field 'tensor_split' is {}; expected a list of shares or \"3,1\"", where,
+                                   it->dump()));
+    }
+  }
   if (auto size = optional_string(j, "gpu_wired_limit", where))
     p.gpu_wired_limit_bytes = parse_bytes(*size, where + ": field 'gpu_wired_limit'");
   if (auto rate = optional_string(j, "host_bandwidth", where))
@@ -287,6 +303,17 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
                                  name("host_memory"), *p.host_memory_bytes));
+  for (double share : p.tensor_split)
+    if (!(share >= 0 && share <= 1e6))
+      throw InputError(fmt::format("{}: share {} is out of range; expected 0 to 1e6", name("tensor_split"), share));
+  if (!p.tensor_split.empty()) {
+    double total = 0;
+    for (double share : p.tensor_split) total += share;
+    if (!(total > 0)) throw InputError(fmt::format("{}: every share is 0; expected one above 0", name("tensor_split")));
+    if (p.tensor_split.size() != p.tp)
+      throw InputError(fmt::format("{}: {} shares for {} devices (field 'tp'); expected one per device",
+                                   name("tensor_split"), p.tensor_split.size(), p.tp));
+  }
   if (p.gpu_wired_limit_bytes && (*p.gpu_wired_limit_bytes == 0 || *p.gpu_wired_limit_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
                                  name("gpu_wired_limit"), *p.gpu_wired_limit_bytes));
@@ -314,15 +341,36 @@ void validate_plan(const Plan& plan, std::string_view where) {
   validate_plan(plan, [where](std::string_view field) { return fmt::format("{}: field '{}'", where, field); });
 }
 
+std::vector<double> parse_tensor_split(const std::string& text, const std::string& what) {
+  std::vector<double> shares;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw InputError(fmt::format("{}: '{}' is not a share; expected numbers separated by commas, e.g. 3,1", what, item));
+    shares.push_back(v);
+    at = comma + 1;
+  }
+  return shares;
+}
+
 FitRequest fit_request(const Plan& plan) {
   return FitRequest{plan.tp, plan.context, plan.requests, plan.kv, plan.reserves, plan.engine, plan.engine_settings};
 }
 
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
                      const std::string& weights_label, bool with_derivation, const OffloadMemory* offload,
-                     const LayerSplit* split) {
+                     const LayerSplit* split, const DeviceLayers* device) {
   validate_plan(plan, "plan");
-  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload, split);
+  return fit_memory(spec, hw, fit_request(plan), weights_bytes, weights_label, with_derivation, offload, split, device);
 }
 
 }  // namespace infer_plan

@@ -77,6 +77,8 @@ struct Plan {
   // Apple silicon: the GPU's working-set limit raised with `sysctl iogpu.wired_limit_mb` (the
   // profile's reserve keeps Metal's default, recommendedMaxWorkingSetSize)
   std::optional<uint64_t> gpu_wired_limit_bytes;
+  // llama.cpp's -ts: each device's share of the layers (over `tp` devices; empty: equal shares)
+  std::vector<double> tensor_split;
   std::optional<double> host_bandwidth_bytes_per_s;   // ... and its bandwidth (as achieved by a CPU decode)
   std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
   std::optional<Json> hw_inline;           // a profile object given inside the plan
@@ -103,9 +105,12 @@ void validate_plan(const Plan& plan, std::string_view where);
 
 // What the memory fit reads of the plan.
 FitRequest fit_request(const Plan& plan);
+// llama.cpp's -ts text, "3,1": positive shares; InputError naming `what` otherwise.
+std::vector<double> parse_tensor_split(const std::string& text, const std::string& what);
 // The plan's ranges checked (validate_plan), then fit_memory of what it asks.
 FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const Plan& plan, uint64_t weights_bytes,
                      const std::string& weights_label, bool with_derivation = true,
-                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr);
+                     const OffloadMemory* offload = nullptr, const LayerSplit* split = nullptr,
+                     const DeviceLayers* device = nullptr);
 
 }  // namespace infer_plan

@@ -131,8 +131,25 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights, cpu_moe);
   if ((gpu_layers && *gpu_layers < split_layer_count(rp.spec)) || cpu_moe)
     rp.split = layer_split(rp.spec, rp.weights, gpu_layers.value_or(split_layer_count(rp.spec)), cpu_moe);
+  if (!plan.tensor_split.empty() && plan.engine != "llama.cpp")
+    throw InputError(fmt::format("plan: field 'tensor_split' is llama.cpp's share of the layers per device; the plan's "
+                                 "engine is {} (field 'engine': llama.cpp)", plan.engine.empty() ? "not named" : plan.engine));
+  // llama.cpp over several devices: each its layers, as llama.cpp deals them; the figures are the
+  // device's with the most to hold (weights and its layers' KV at the plan's context).
+  std::optional<DeviceLayers> device;
+  if (plan.engine == "llama.cpp" && plan.tp > 1 && !rp.split && !offloaded) {
+    const std::vector<double> shares = plan.tensor_split.empty() ? std::vector<double>(plan.tp, 1.0) : plan.tensor_split;
+    uint64_t most = 0;
+    for (const DeviceLayers& d : device_layers(rp.spec, rp.weights, shares)) {
+      const uint64_t holds = d.weights_bytes + kv_bytes_for_context(d.part, plan.kv, plan.context) * plan.requests;
+      if (!device || holds > most) {
+        most = holds;
+        device = d;
+      }
+    }
+  }
   rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
-                      rp.split ? &*rp.split : nullptr);
+                      rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
   const Roofline* rl = rp.roofline.get();
   if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)
     const LayerSplit split = *rp.split;

@@ -2,6 +2,8 @@
 // sides, -ngl auto, and the step time with the host's layers at the host's bandwidth.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
@@ -208,4 +210,58 @@ TEST_CASE("--n-cpu-moe: the first layers' routed experts in host memory, the rou
   plan.model = "qwen3-8b";
   plan.cpu_moe_layers = 4;
   CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("qwen3-8b has no experts"), InputError);
+}
+
+TEST_CASE("llama.cpp deals layers to its devices by their cumulative shares, the head to the last") {
+  // Qwen3-8B F16: 37 slots (36 blocks, then the head). Two equal devices: slot i goes to device 0 while
+  // i / 37 < 0.5, so blocks 0-18 (19) there and blocks 19-35 (17) and the head on device 1.
+  const ModelSpec spec = load_model("qwen3-8b");
+  const PlanWeights w = plan_weights(spec, "F16:pure", std::nullopt);
+  const uint64_t block = (w.bytes - 2 * kEmbd - kOutputNorm) / 36;
+  const std::vector<DeviceLayers> two = device_layers(spec, w, {1, 1});
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].first == 0);
+  CHECK(two[0].end == 19);
+  CHECK_FALSE(two[0].head);
+  CHECK(two[1].first == 19);
+  CHECK(two[1].end == 36);
+  CHECK(two[1].head);
+  CHECK(two[0].weights_bytes == 19 * block);
+  CHECK(two[1].weights_bytes == 17 * block + kEmbd + kOutputNorm);  // the head; token_embd stays on the host
+  CHECK(two[0].part.layers == 19);
+  CHECK(device_layers_label(two[1]) == "layers 19-35 and the output head");
+  // -ts 3,1: i / 37 < 0.75 -> slots 0-27 on device 0 (28 blocks), 8 blocks and the head on device 1
+  const std::vector<DeviceLayers> three_one = device_layers(spec, w, {3, 1});
+  CHECK(three_one[0].end == 28);
+  CHECK(three_one[1].end - three_one[1].first == 8);
+  // A device with a zero share gets nothing
+  const std::vector<DeviceLayers> zero = device_layers(spec, w, {1, 0, 1});
+  CHECK(zero[1].part.layers == 0);
+  CHECK(zero[1].weights_bytes == 0);
+  CHECK(device_layers_label(zero[1]) == "no layer");
+}
+
+TEST_CASE("a llama.cpp plan over several devices shows the one with the least to spare; -ts is its own") {
+  Plan plan;
+  plan.model = "llama-3.1-70b";
+  plan.weights = "Q4_K_M";
+  plan.hw = "rtx-3090";
+  plan.engine = "llama.cpp";
+  plan.context = 8192;
+  plan.requests = 1;
+  plan.tp = 2;
+  const FitResult even = resolve_plan(plan).fit;
+  // 81 slots: blocks 0-40 on the first device (41 of them), more than the second's 39 and the head
+  CHECK(even.device_note == "layers 0-40, the device with the least to spare");
+  CHECK(even.kv_bytes_per_token == uint64_t{41} * 8 * 128 * 2 * 2);
+  plan.tensor_split = {1, 3};  // i / 81 < 0.25: blocks 0-20 first, the rest and the head second
+  const FitResult skewed = resolve_plan(plan).fit;
+  CHECK(skewed.device_note == "layers 21-79 and the output head, the device with the least to spare");
+  CHECK(skewed.kv_bytes_per_token == uint64_t{59} * 8 * 128 * 2 * 2);
+  plan.tensor_split = {1, 1, 1};
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("3 shares for 2 devices"), InputError);
+  plan.tensor_split = {1, 1};
+  plan.engine = "vllm";
+  plan.weights = "BF16";
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("field 'tensor_split' is llama.cpp's"), InputError);
 }
