@@ -17,6 +17,7 @@
 #include "planner/plan/figures.hpp"
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
 #include "planner/weights/weights_size.hpp"
 
@@ -292,9 +293,11 @@ void add_fit_command(CLI::App& app) {
       ->type_name("on|off");
   cmd->add_option("--fit-target", args->fit_target_mib, "With --fit on: MiB to leave free on the device (default 1024, as llama.cpp's)")
       ->check(kNonNegativeCount)
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
       ->type_name("MiB");
   cmd->add_option("--fit-ctx", args->fit_ctx, "With --fit on: the shortest context it may choose (default 4096, as llama.cpp's)")
       ->check(kNonNegativeCount)
+      ->check(CLI::Range(uint64_t{1}, kMaxContextTokens))
       ->type_name("N");
   args->out.add_to(*cmd);
   cmd->footer(

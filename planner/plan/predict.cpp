@@ -238,7 +238,8 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
   if (!fit.context_given && c.plan.context > fit.min_context) {
     constexpr uint64_t kStep = 256;  // llama.cpp rounds the context it picks down to this
     Plan p = c.plan;
-    uint64_t lo = fit.min_context / kStep, hi = c.plan.context / kStep;  // in steps; lo may not fit
+    const uint64_t hi_step = c.plan.context / kStep;
+    uint64_t lo = std::min((fit.min_context + kStep - 1) / kStep, hi_step), hi = hi_step;  // in steps; lo may not fit
     p.context = lo * kStep;
     if (meets(p)) {
       while (lo + 1 < hi) {

@@ -513,6 +513,9 @@ infer_plan_cli_case(fit_llama_cpp_tensor_split EXIT 1 ARGS fit -m llama-3.1-70b 
   --engine llama.cpp -np 1 -ts 1,3 MATCH "layers split over 2 devices .figures for layers 21-79 and the output head, the device with the least to spare.")
 infer_plan_cli_case(bad_tensor_split_count EXIT 2 ARGS fit -m llama-3.1-70b --hw rtx-3090 --tp 2 --engine llama.cpp -ts 1,1,1
   MATCH "--tensor-split: 3 shares for 2 devices")
+infer_plan_cli_case(bad_fit_target_huge EXIT 2 ARGS fit -m gpt-oss-120b --engine llama.cpp --fit on --fit-target 99999999999999999
+  MATCH "--fit-target: Value 99999999999999999 not in range")
+infer_plan_cli_case(bad_fit_ctx_zero EXIT 2 ARGS fit -m llama-3.1-8b --engine llama.cpp --fit on --fit-ctx 0 MATCH "--fit-ctx: Value 0 not in range")
 # pd --hw checks the decode side with the same fit: Llama-3.1-70B BF16 (131 GiB) on one H100 holds no batch
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")
