@@ -140,7 +140,7 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
   fmt::print("     weights {}, KV {}, {} request{} x {} tokens{}\n\n", r.weights_label, kv_types_label(plan.kv),
              r.requests, r.requests == 1 ? "" : "s", r.context,
              r.tp > 1 ? fmt::format(", {} over {} devices (figures {})",
-                                    plan.engine == "llama.cpp" ? "layers split" : "tensor parallel", r.tp,
+                                    r.layer_split ? "layers split" : "tensor parallel", r.tp,
                                     r.device_note.empty() ? "per device" : "for " + r.device_note)
                       : "");
   auto row = [](std::string_view label, std::string value, std::string note = "") {

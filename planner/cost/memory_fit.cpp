@@ -65,7 +65,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   // llama.cpp splits a model across its devices by whole layers (-sm layer), each layer's KV with it, and
   // KV rows whole per layer (no heads are split): `device`, the one dealt the most to hold, or without it
   // (the nearest-plan searches) one of ceil(L / N) layers and W / N of the weights.
-  const bool layer_split = request.engine == "llama.cpp" && request.tp > 1;
+  const bool layer_split = (request.engine == "llama.cpp" || device) && request.tp > 1;
   if (layer_split && request.tp > s.layers)
     throw InputError(fmt::format("--tp: llama.cpp splits {}'s {} layers across devices; {} devices leave some without a "
                                  "layer", s.name, s.layers, request.tp));
@@ -102,6 +102,7 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
                                  request.requests, request.context, s.name));
   FitResult r;
   r.tp = request.tp;
+  r.layer_split = layer_split;
   r.context = request.context;
   r.requests = request.requests;
   r.capacity_bytes = hw.memory_capacity_bytes;

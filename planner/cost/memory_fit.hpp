@@ -60,6 +60,7 @@ struct FitResult {
   bool context_unbounded = false;  // every layer keeps only its window: max_context is the limit, not memory's
   std::string engine_assumption;       // what the engine (--engine) adds, or that none was counted
   double kv_share = 1.0;               // of what weights and reserves leave, the engine's pool's share (TensorRT-LLM)
+  bool layer_split = false;             // the devices hold whole layers (llama.cpp), not a share of each
   std::string device_note;             // llama.cpp over several devices: which one the figures are, and what it holds
   std::vector<std::string> warnings;
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted

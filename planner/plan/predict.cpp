@@ -131,13 +131,13 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights, cpu_moe);
   if ((gpu_layers && *gpu_layers < split_layer_count(rp.spec)) || cpu_moe)
     rp.split = layer_split(rp.spec, rp.weights, gpu_layers.value_or(split_layer_count(rp.spec)), cpu_moe);
-  if (!plan.tensor_split.empty() && plan.engine != "llama.cpp")
+  if (!plan.tensor_split.empty() && rp.engine != "llama.cpp")
     throw InputError(fmt::format("plan: field 'tensor_split' is llama.cpp's share of the layers per device; the plan's "
-                                 "engine is {} (field 'engine': llama.cpp)", plan.engine.empty() ? "not named" : plan.engine));
+                                 "engine is {} (field 'engine': llama.cpp)", rp.engine.empty() ? "not named" : rp.engine));
   // llama.cpp over several devices: each its layers, as llama.cpp deals them; the figures are the
   // device's with the most to hold (weights and its layers' KV at the plan's context).
   std::optional<DeviceLayers> device;
-  if (plan.engine == "llama.cpp" && plan.tp > 1 && !rp.split && !offloaded) {
+  if (rp.engine == "llama.cpp" && plan.tp > 1 && !rp.split && !offloaded) {
     const std::vector<double> shares = plan.tensor_split.empty() ? std::vector<double>(plan.tp, 1.0) : plan.tensor_split;
     uint64_t most = 0;
     for (const DeviceLayers& d : device_layers(rp.spec, rp.weights, shares)) {

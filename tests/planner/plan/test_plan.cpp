@@ -168,6 +168,13 @@ TEST_CASE("llama.cpp's devices hold whole layers and run them one after another"
   const ResolvedPlan three = resolve_plan(plan);
   CHECK(three.fit.kv_bytes_per_token == uint64_t{26} * 8 * 128 * 2 * 2);
   CHECK(three.fit.device_note == "layers 54-79 and the output head, the device with the least to spare");
+  // Without an engine named, GGUF weights are served by llama.cpp: the same split, in memory and in time
+  plan.engine.clear();
+  const ResolvedPlan chosen = resolve_plan(plan);
+  CHECK(chosen.engine == "llama.cpp");
+  CHECK(chosen.fit.layer_split);
+  CHECK(chosen.fit.kv_bytes_per_token == three.fit.kv_bytes_per_token);
+  CHECK(chosen.roofline->layer_split() == 3);
   CHECK(three.fit.fits);
 }
 
