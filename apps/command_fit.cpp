@@ -212,6 +212,11 @@ void run(const FitArgs& a) {
   Plan plan = a.plan.resolve();
   std::optional<LlamaCppFitChoice> chose;
   if (a.llama_fit == "on") {
+    if (plan.engine != "llama.cpp")
+      throw InputError(fmt::format("--fit: llama.cpp's automatic fit; the plan's engine is {} (--engine llama.cpp)",
+                                   plan.engine.empty() ? "not named" : plan.engine));
+    if (plan.tp > 1)
+      throw InputError("--fit: llama.cpp's fit over several devices (it writes -ts too) is not modelled; one device only");
     LlamaCppFit fit;
     fit.target_free_bytes = a.fit_target_mib << 20;
     fit.min_context = a.fit_ctx;

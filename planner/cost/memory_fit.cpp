@@ -67,8 +67,8 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   // (the nearest-plan searches) one of ceil(L / N) layers and W / N of the weights.
   const bool layer_split = (request.engine == "llama.cpp" || device) && request.tp > 1;
   if (layer_split && request.tp > s.layers)
-    throw InputError(fmt::format("--tp: llama.cpp splits {}'s {} layers across devices; {} devices leave some without a "
-                                 "layer", s.name, s.layers, request.tp));
+    throw InputError(fmt::format("field 'tp': llama.cpp splits {}'s {} layers across devices; {} devices leave some "
+                                 "without a layer", s.name, s.layers, request.tp));
   if (!layer_split) check_tensor_parallel(s, request.tp, "--tp");
   const uint64_t kv_tp = layer_split ? 1 : request.tp;
   if (split) {

@@ -213,10 +213,11 @@ std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const 
 
 LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
   if (plan.engine != "llama.cpp")
-    throw InputError(fmt::format("--fit: llama.cpp's automatic fit; the plan's engine is {} (field 'engine': llama.cpp)",
+    throw InputError(fmt::format("llama.cpp's automatic fit: the plan's engine is {} (field 'engine': llama.cpp)",
                                  plan.engine.empty() ? "not named" : plan.engine));
   if (plan.tp > 1)
-    throw InputError("--fit: llama.cpp's fit over several devices (it writes -ts too) is not modelled; one device only");
+    throw InputError("llama.cpp's automatic fit over several devices (field 'tp'; it sets tensor_split too) is not "
+                     "modelled; one device only");
   LlamaCppFitChoice c{plan, false, false, false, {}};
   const auto target = static_cast<int64_t>(fit.target_free_bytes);
   auto spare = [&](const Plan& p) {  // what the device keeps free, and whether the host holds its part
@@ -228,7 +229,7 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
   const bool host = resolve_plan(plan).hw.host.has_value();  // where experts and layers could go
   if (!fit.context_given && spec.max_context) {
     c.plan.context = spec.max_context;
-    c.steps.push_back(fmt::format("-c not given: {}'s trained context, {} tokens per slot", spec.name, spec.max_context));
+    c.steps.push_back(fmt::format("context not given: {}'s trained context, {} tokens per slot", spec.name, spec.max_context));
   }
   if (meets(c.plan)) {
     c.met = true;
@@ -255,14 +256,14 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
     }
     c.plan.context = fit.min_context;
     c.context_changed = true;
-    c.steps.push_back(fmt::format("context reduced to its floor, {} tokens (--fit-ctx); not enough alone", fit.min_context));
+    c.steps.push_back(fmt::format("context reduced to its floor, {} tokens; not enough alone", fit.min_context));
   }
   if (fit.layers_given) {
-    c.steps.push_back("layers set by the plan (-ngl, --n-cpu-moe): llama.cpp's fit leaves them, and stops short");
+    c.steps.push_back("layers set by the plan (gpu_layers, cpu_moe_layers): llama.cpp's fit leaves them, and stops short");
     return c;
   }
   if (!host) {
-    c.steps.push_back("no host memory in the profile for experts or layers (--host-memory, --host-bandwidth)");
+    c.steps.push_back("no host memory in the profile for experts or layers (host_memory, host_bandwidth)");
     return c;
   }
   const uint64_t layers = spec.layers;
@@ -278,12 +279,11 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
       }
       c.plan.cpu_moe_layers = hi;
       c.layers_changed = c.met = true;
-      c.steps.push_back(fmt::format("the routed experts of the first {} of {} layers in host memory (--n-cpu-moe {})",
-                                    hi, layers, hi));
+      c.steps.push_back(fmt::format("the routed experts of the first {} of {} layers in host memory", hi, layers));
       return c;
     }
     c.plan.cpu_moe_layers = Plan::kAllLayers;
-    c.steps.push_back("every layer's routed experts in host memory (--cpu-moe); not enough alone");
+    c.steps.push_back("every layer's routed experts in host memory; not enough alone");
   }
   const uint64_t slots = split_layer_count(spec);  // the layers and the output head
   Plan p = c.plan;
@@ -292,11 +292,11 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
     if (meets(p)) {
       c.plan.gpu_layers = n;
       c.layers_changed = c.met = true;
-      c.steps.push_back(fmt::format("{} of {} layers on the device (-ngl {})", n, slots, n));
+      c.steps.push_back(fmt::format("{} of {} layers on the device", n, slots));
       return c;
     }
   }
-  c.steps.push_back(fmt::format("not even -ngl 0 leaves {} free", format_bytes(fit.target_free_bytes)));
+  c.steps.push_back(fmt::format("not even no layer on the device leaves {} free", format_bytes(fit.target_free_bytes)));
   return c;
 }
 

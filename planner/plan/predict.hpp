@@ -55,7 +55,7 @@ ServingLoad plan_serving_load(const Plan& plan);
 // What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);
-// llama.cpp's --fit (on by default since late 2025; common/fit.cpp): it changes only what the user
+// llama.cpp's automatic fit (on by default since late 2025; common/fit.cpp): it changes only what the user
 // left at its default so that every device keeps `target_free_bytes` free (--fit-target, 1 GiB):
 // first the context, when -c was not given (from the model's trained context down to min_context,
 // --fit-ctx 4096, in steps of 256), then for a mixture of experts the routed experts of the first

@@ -190,7 +190,7 @@ TEST_CASE("SGLang's pool against its start-up logs; over PCIe a TP group keeps n
   // "KV Cache is allocated. #tokens: N" with mem_fraction_static as each run set it:
   //   Llama-3.1-8B BF16, one H100, 0.88 (SGLang's documentation, 2025-01, v0.4.1): 444,500 tokens;
   //   its "Load weight begin. avail mem=78.81 GB" is the memory free after CUDA and torch, 79.65 - 0.84 GiB.
-  //   Qwen3-235B-A22B-FP8, 4 x H100, 0.93 (vllm-project/vllm issue 21348): 367,404 tokens.
+  //   Qwen3-235B-A22B-FP8, 4 x H100, 0.93 (a log pasted into a vLLM issue thread): 367,404 tokens.
   auto pool = [](const char* model, const char* weights, uint64_t tp, double fraction) {
     Plan plan;
     plan.model = model;

@@ -230,5 +230,5 @@ TEST_CASE("llama.cpp's --fit: the context first, then experts in host memory, th
   CHECK(spare(more) < kGiB);
   // Not llama.cpp's: refused by name
   plan.engine = "vllm";
-  CHECK_THROWS_WITH_AS(llama_cpp_fit(plan, {}), doctest::Contains("--fit: llama.cpp's automatic fit"), InputError);
+  CHECK_THROWS_WITH_AS(llama_cpp_fit(plan, {}), doctest::Contains("llama.cpp's automatic fit: the plan's engine is vllm"), InputError);
 }
