@@ -74,9 +74,15 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                              "the datasheet ceiling)", fmt::join(builtin_calibration_names(), ", ")))
       ->type_name("NAME");
   cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization,
-                 "vLLM's share of the device's memory (the memory CUDA reports) for weights, activations and its "
-                 "KV pool (default 0.9, as vLLM's)")
+                 "vLLM's share of the device's memory (the memory CUDA reports) for weights, activations, its CUDA "
+                 "graphs and its KV pool (default 0.92, as vLLM's since 0.20; 0.9 before)")
       ->type_name("F");
+  cmd.add_option("--engine-version", engine_version,
+                 "vLLM's version, e.g. 0.19 (default: the current): from 0.20 vLLM takes its CUDA graphs' estimated "
+                 "memory out of the KV pool and defaults --gpu-memory-utilization to 0.92; before, the graphs live in "
+                 "what the utilization leaves")
+      ->type_name("MAJOR.MINOR");
+  cmd.add_flag("--enforce-eager", enforce_eager, "vLLM's --enforce-eager: no CUDA graphs, so none of their memory");
   cmd.add_option("--mem-fraction-static", mem_fraction_static,
                  "SGLang's share of the device's free memory for weights and its KV pool (default: SGLang's own, "
                  "from the device's memory and TP: 0.835 on an H100 at TP 1, 0.907 on an H200)")
@@ -201,6 +207,8 @@ Plan PlanOptions::resolve() const {
   if (ubatch) p.engine_settings.ubatch = *ubatch;
   if (batch) p.engine_settings.batch = *batch;
   if (max_num_batched_tokens) p.engine_settings.max_num_batched_tokens = *max_num_batched_tokens;
+  if (!engine_version.empty()) p.engine_settings.engine_version = engine_version;
+  if (enforce_eager) p.engine_settings.enforce_eager = true;
   if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
     auto eq = r.find('=');
@@ -245,6 +253,7 @@ Plan PlanOptions::resolve() const {
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"tensor_split", {"--tensor-split", !tensor_split.empty()}},
+      {"engine_version", {"--engine-version", !engine_version.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);

@@ -58,6 +58,8 @@ Plan run_plan(const ServedRun& r, const std::string& engine) {
   p.kv.k = p.kv.v = kv_type_of(r);
   p.tp = r.tp;
   p.engine = engine;
+  // vLLM's memory follows its version (how it counts its CUDA graphs); a run's is stated where known.
+  if (engine == "vllm" && engine_version_number(r.version)) p.engine_settings.engine_version = r.version;
   p.context = static_cast<uint64_t>(std::llround(r.input_tokens + r.output_tokens));
   p.requests = 1;
   return p;

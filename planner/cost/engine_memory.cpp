@@ -6,6 +6,8 @@
 #include "planner/cost/engine_memory.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -21,7 +23,15 @@ constexpr uint64_t kLlamaCppBatch = 2048;            // ... and n_batch
 constexpr uint64_t kLlamaCppSwaPad = 256;            // its sliding-window cache's cells, padded to this
 constexpr uint64_t kF16 = 2;
 constexpr uint64_t kCudaContextBytes = uint64_t{450} << 20;
-constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization
+constexpr double kVllmGpuMemoryUtilization = 0.9;    // vLLM's default gpu_memory_utilization before 0.20
+constexpr double kVllmGpuMemoryUtilizationGraphs = 0.92;  // ... and from 0.20, when it began counting CUDA graphs
+constexpr std::pair<unsigned, unsigned> kVllmGraphEstimateSince{0, 20};
+// vLLM's CUDA-graph estimate, from 38 published logs of 0.17-0.28: 0.52 GiB + 0.002 GiB per graph past
+// two, fitted to 13 logs at TP 1 (models up to 35B, any quantization), within 0.2 GiB. Two logs of 0.19
+// (dense models on FlashAttention 2: Qwen3-8B on an A100 40GB, Qwen2.5-72B TP 4 on L40S) estimated 2.35
+// and 2.73 GiB, but an RTX A5000 with Qwen3-8B on 0.21 estimated 0.52: not a rule of the device.
+constexpr double kVllmGraphBaseGib = 0.52, kVllmGraphEachGib = 0.002;
+constexpr uint64_t kVllmMaxCaptureSize = 512;
 constexpr uint64_t kVllmBlockTokens = 16;            // vLLM's KV block
 // Fitted to vLLM 0.19.0's start-up logs on an H100 (llm-d-incubation/llm-d-planner, accuracy/results/
 // v0.19.0/logs, commit d3121e05): non-torch memory 0.24-0.27 GiB alone, 2.06-2.11 at TP 2 and
@@ -70,7 +80,30 @@ uint64_t expert_activation_bytes(const ModelSpec& s, uint64_t tokens, uint64_t t
   return s.is_moe() ? tokens * s.experts_active * (2 * s.moe_intermediate / tp + s.hidden) * kBf16 : 0;
 }
 
+// vLLM's captured CUDA graphs: its default capture sizes (1, 2, 4, every 8 below 256, every 16 from
+// 256) up to min(2 max_num_seqs, 512), piecewise, and those up to max_num_seqs again as full graphs.
+uint64_t vllm_cuda_graph_count(uint64_t max_num_seqs) {
+  const uint64_t cap = std::min(2 * max_num_seqs, kVllmMaxCaptureSize);
+  uint64_t piecewise = 0, full = 0;
+  for (uint64_t size = 1; size <= cap; size = size < 4 ? 2 * size : size < 256 ? size + 8 - size % 8 : size + 16) {
+    ++piecewise;
+    if (size <= max_num_seqs) ++full;
+  }
+  return piecewise + full;
+}
+
 }  // namespace
+
+std::optional<std::pair<unsigned, unsigned>> engine_version_number(std::string_view text) {
+  if (text.starts_with('v')) text.remove_prefix(1);
+  unsigned major = 0, minor = 0;
+  const auto [dot, ec] = std::from_chars(text.data(), text.data() + text.size(), major);
+  if (ec != std::errc() || dot == text.data() + text.size() || *dot != '.') return std::nullopt;
+  const auto [end, ec2] = std::from_chars(dot + 1, text.data() + text.size(), minor);
+  if (ec2 != std::errc() || (end != text.data() + text.size() && *end != '.' && !std::isalpha(static_cast<unsigned char>(*end))))
+    return std::nullopt;
+  return std::pair{major, minor};
+}
 
 uint64_t sglang_cuda_graph_max_bs(uint64_t capacity_bytes, uint64_t tp) {
   const uint64_t mib = capacity_bytes >> 20;
@@ -184,7 +217,10 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   // vllm
   const EnginePolicy policy = engine_policy(engine, hw, settings);
   const uint64_t seqs = policy.max_batch, tokens = policy.step_token_budget.value_or(kVllmMaxBatchedTokensFallback);
-  m.usable_fraction = settings.gpu_memory_utilization.value_or(kVllmGpuMemoryUtilization);
+  const bool counts_graphs =
+      !settings.engine_version || engine_version_number(*settings.engine_version) >= kVllmGraphEstimateSince;
+  m.usable_fraction =
+      settings.gpu_memory_utilization.value_or(counts_graphs ? kVllmGpuMemoryUtilizationGraphs : kVllmGpuMemoryUtilization);
   m.unseen_bytes = cuda;
   m.pool_block_tokens = kVllmBlockTokens;
   tp = std::max<uint64_t>(tp, 1);
@@ -196,10 +232,26 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   const uint64_t activations = std::max(forward, sampler) + experts;
   m.reserves.push_back({"vLLM non-torch memory", non_torch});
   m.reserves.push_back({"vLLM activation peak", activations});
+  std::string graphs_rule;
+  if (!counts_graphs) {
+    graphs_rule = fmt::format("; vLLM {} captures its CUDA graphs in what gpu_memory_utilization leaves", *settings.engine_version);
+  } else if (settings.enforce_eager || !cuda) {
+    graphs_rule = settings.enforce_eager ? "; no CUDA graphs (enforce_eager)" : "; no CUDA-graph estimate off NVIDIA devices";
+  } else {
+    const uint64_t n = vllm_cuda_graph_count(seqs);
+    const uint64_t graphs = gib_bytes(kVllmGraphBaseGib + kVllmGraphEachGib * static_cast<double>(n - 2));
+    m.reserves.push_back({"vLLM CUDA graphs (estimated)", graphs});
+    const double torch_total = static_cast<double>(hw.memory_capacity_bytes - cuda);
+    graphs_rule = fmt::format(
+        "; CUDA graphs, as vLLM 0.20 and later estimate them: 0.52 + 0.002 x ({} graphs - 2) GiB = {} (as "
+        "gpu_memory_utilization {:.4f} without them)",
+        n, format_bytes(graphs),
+        m.usable_fraction - static_cast<double>(graphs) / torch_total);
+  }
   m.assumption = fmt::format(
       "vLLM: KV gets gpu_memory_utilization {} of the memory CUDA reports{}; per device, non-torch memory {}{}; "
       "activation peak = max(forward {} tokens x (3 x {} / {} + 4 x {}) x 2 B, sampler {} sequences x {} x 4 B x {} + "
-      "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}{}); the pool "
+      "{} x {} x 2 B){} = {} (max_num_batched_tokens {}, max_num_seqs {}{}){}; the pool "
       "in blocks of {} tokens",
       m.usable_fraction, cuda ? fmt::format(" (the capacity less {} the driver keeps)", format_bytes(cuda)) : "",
       format_bytes(non_torch), tp > 1 && hw.device_link ? fmt::format(" (NCCL and all-reduce buffers over NVLink at TP {})", tp) : "", tokens,
@@ -209,7 +261,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
               : "",
       format_bytes(activations), tokens, seqs,
       settings.max_num_seqs || settings.max_num_batched_tokens ? ": the plan's" : ": vLLM's defaults on this device",
-      kVllmBlockTokens);
+      graphs_rule, kVllmBlockTokens);
   return m;
 }
 

@@ -9,7 +9,7 @@
 //     164.00 MiB; 32768: 2144.00 MiB). With flash attention (-fa, on by default) no KQ matrix is
 //     kept: the attention phase is 4 n_ub (1 + 4 n_embd) + 2 n_ub n_ctx (the F16 mask) bytes.
 //     n_ub = min(n_ctx, -b 2048, -ub 512).
-//   vllm (V1, as 0.11-0.19 profile it): KV gets gpu_memory_utilization (0.9) of the memory CUDA
+//   vllm (V1, as 0.11 and later profile it): KV gets gpu_memory_utilization (0.9) of the memory CUDA
 //     reports (nvidia-smi's total less about 450 MiB: 79.19 GiB on an H100) less, per rank, the
 //     weights, non-torch memory (0.25 GiB; with TP over NVLink the NCCL and custom all-reduce buffers:
 //     2.0 GiB + 0.04 GiB per rank; over PCIe as alone) and the activation peak of the profiling run. That peak is the larger
@@ -17,7 +17,13 @@
 //     the dummy sampler's max_num_seqs x n_vocab fp32 rows (3.73 x 4 B each, the logits and their
 //     softmax and sorting copies) beside the T hidden states; MoE adds the fused experts' cache,
 //     T k (2 n_ff_exp / tp + n_embd) x 2 B. T and max_num_seqs are the engine's defaults
-//     (serving/engine_policy). CUDA graphs are captured after the pool is sized, in the headroom.
+//     (serving/engine_policy). Before 0.20 CUDA graphs are captured after the pool is sized, in the
+//     headroom. From 0.20 (the default here) gpu_memory_utilization defaults to 0.92 and the pool also
+//     loses vLLM's estimate of its graphs: it captures the two largest of each mode's sizes and
+//     extrapolates; over 13 published logs (TP 1, up to 35B) that is 0.52 GiB + 0.002 GiB per graph
+//     past two, the graphs being the piecewise sizes up to min(2 max_num_seqs, 512) (1, 2, 4, every 8
+//     to 256, every 16 beyond) and the full ones up to max_num_seqs. None with enforce_eager, or off
+//     NVIDIA devices.
 //   sglang (0.5.4 and later): weights and the KV pool get mem_fraction_static of the memory free
 //     once CUDA and torch are up (0.40 GiB beside the context; with TP over NVLink, NCCL's and the
 //     all-reduce's buffers as vLLM's); by default (capacity - reserved) / capacity, rounded to
@@ -33,6 +39,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "planner/model/hw_profile.hpp"
@@ -63,6 +71,10 @@ struct EngineSettings {
   // Metal, Vulkan, ROCm and the CPU since 2025), -ub and -b.
   std::optional<bool> flash_attention;
   std::optional<uint64_t> ubatch, batch;
+  // vLLM's version, MAJOR.MINOR[.PATCH] (nullopt: the current one): from 0.20 it subtracts its CUDA
+  // graphs' estimated memory from the KV pool and defaults gpu_memory_utilization to 0.92.
+  std::optional<std::string> engine_version;
+  bool enforce_eager = false;  // vLLM's --enforce-eager: no CUDA graphs
   bool operator==(const EngineSettings&) const = default;
 };
 
@@ -85,6 +97,10 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& spec, con
                            const EngineSettings& settings = {});
 
 const std::vector<std::string>& known_engines();
+
+// MAJOR.MINOR of a version as engines print it ("0.19", "v0.20.1", "0.23.1rc1.dev531+ga65f93fb2");
+// nullopt when `text` does not start so.
+std::optional<std::pair<unsigned, unsigned>> engine_version_number(std::string_view text);
 
 // SGLang's cuda_graph_max_bs default for a device of `capacity_bytes` at `tp` (0.5.4 and later).
 uint64_t sglang_cuda_graph_max_bs(uint64_t capacity_bytes, uint64_t tp);  // "llama.cpp", "vllm", "sglang", "trtllm"

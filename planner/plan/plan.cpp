@@ -63,6 +63,8 @@ Json plan_to_json(const Plan& plan) {
   if (plan.engine_settings.batch) j["batch"] = *plan.engine_settings.batch;
   if (plan.engine_settings.max_num_seqs) j["max_num_seqs"] = *plan.engine_settings.max_num_seqs;
   if (plan.engine_settings.max_num_batched_tokens) j["max_num_batched_tokens"] = *plan.engine_settings.max_num_batched_tokens;
+  if (plan.engine_settings.engine_version) j["engine_version"] = *plan.engine_settings.engine_version;
+  if (plan.engine_settings.enforce_eager) j["enforce_eager"] = true;
   if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
   if (plan.deadline_s) j["deadline_s"] = *plan.deadline_s;
   if (plan.offload)
@@ -104,7 +106,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "flash_attn", "ubatch", "batch",
-                         "mem_fraction_static", "free_gpu_memory_fraction"},
+                         "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -191,6 +193,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   p.engine_settings.ubatch = optional_uint(j, "ubatch", where);
   p.engine_settings.batch = optional_uint(j, "batch", where);
   p.engine_settings.max_num_batched_tokens = optional_uint(j, "max_num_batched_tokens", where);
+  p.engine_settings.engine_version = optional_string(j, "engine_version", where);
+  p.engine_settings.enforce_eager = optional_bool(j, "enforce_eager", where).value_or(false);
   p.decode_ms = optional_number(j, "decode_ms", where);
   p.deadline_s = optional_number(j, "deadline_s", where);
   if (j.contains("offload") && !j.at("offload").is_null()) {
@@ -296,6 +300,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   for (const auto& [field, n] : {std::pair{"ubatch", p.engine_settings.ubatch}, std::pair{"batch", p.engine_settings.batch}})
     if (n && (*n == 0 || *n > kMaxContextTokens))
       throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens", name(field), *n, kMaxContextTokens));
+  if (const auto& v = p.engine_settings.engine_version; v && !engine_version_number(*v))
+    throw InputError(fmt::format("{}: '{}' is not a version; expected MAJOR.MINOR as the engine prints it, e.g. 0.19 or "
+                                 "0.20.1", name("engine_version"), *v));
   if (const auto& n = p.engine_settings.max_num_batched_tokens; n && (*n == 0 || *n > kMaxContextTokens))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens per step", name("max_num_batched_tokens"),
                                  *n, kMaxContextTokens));

@@ -182,6 +182,11 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'free_gpu_memory_fraction' is TensorRT-LLM's share for its KV pool of what "
                                  "weights and activations leave; the plan's engine is {} (field 'engine': trtllm)",
                                  plan.engine.empty() ? "not named" : plan.engine));
+  if ((es.engine_version || es.enforce_eager) && plan.engine != "vllm")
+    throw InputError(fmt::format("plan: fields 'engine_version' and 'enforce_eager' are vLLM's (its version decides how "
+                                 "it counts its CUDA graphs; the other engines' memory is one version's here); the "
+                                 "plan's engine is {} (field 'engine': vllm)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
   if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")
     throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
                                  "buffer); the plan's engine is {} (field 'engine': llama.cpp)",

@@ -436,8 +436,19 @@ infer_plan_cli_case(bad_window_pattern EXIT 2 ARGS model tests/data/config_windo
 # logged "GPU KV cache size: 1,044,688 tokens" and "Available KV cache memory: 63.76 GiB"
 # (llm-d-incubation/llm-d-planner, accuracy/results/v0.19.0/logs, commit d3121e05)
 infer_plan_cli_case(fit_vllm_pool_tp2 EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm --tp 2
-  --gpu-memory-utilization 0.95 -c 8192 --requests 1
+  --gpu-memory-utilization 0.95 -c 8192 --requests 1 --engine-version 0.19.0
   MATCH "KV pool: 63.80 GiB per device = 104[0-9][0-9][0-9][0-9] tokens" "reserve vLLM non-torch memory +2.08 GiB")
+# From 0.20 vLLM also takes its CUDA graphs' estimate out of the pool: 0.52 + 0.002 x (51 piecewise +
+# 51 full - 2) GiB = 0.72 GiB at 1024 sequences, 0.0091 of the 79.19 GiB CUDA reports; none with
+# --enforce-eager. Its default utilization is 0.92 then.
+infer_plan_cli_case(fit_vllm_graphs EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm -c 8192 --requests 1
+  MATCH "reserve vLLM CUDA graphs .estimated. +0.72 GiB" "gpu_memory_utilization 0.92 of" "as gpu_memory_utilization 0.9109 without them")
+infer_plan_cli_case(fit_vllm_eager EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm -c 8192 --requests 1
+  --enforce-eager MATCH "no CUDA graphs .enforce_eager." NOMATCH "CUDA graphs .estimated.")
+infer_plan_cli_case(bad_engine_version EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --engine-version latest
+  MATCH "--engine-version: 'latest' is not a version; expected MAJOR.MINOR")
+infer_plan_cli_case(bad_engine_version_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine sglang --enforce-eager
+  MATCH "fields 'engine_version' and 'enforce_eager' are vLLM's")
 infer_plan_cli_case(bad_gpu_memory_utilization EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --gpu-memory-utilization 1.5
   MATCH "--gpu-memory-utilization: 1.5 is out of range; expected a positive fraction")
 # vLLM's own flag names; its sampler reserve follows --max-num-seqs (256 x 128256 x 4 B x 3.73 +
@@ -520,8 +531,8 @@ infer_plan_cli_case(bad_fit_ctx_zero EXIT 2 ARGS fit -m llama-3.1-8b --engine ll
 infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm -p 8K --decode-batch 100
   MATCH "decode batch on h100-sxm: 100 requests x 8448 tokens DO NOT FIT: [0-9.]+ GiB short .at most 0 at that context")
 # ... and with an engine on TP devices the same fit as `fit --engine vllm --tp 4 -c 8448 --requests 64`:
-# vLLM's pool of 449,872 tokens per model holds 53 requests of 8448 tokens (449872 / 8448 = 53.3)
+# vLLM's pool of 461,184 tokens per model holds 54 requests of 8448 tokens (461184 / 8448 = 54.6)
 infer_plan_cli_case(pd_decode_fit_engine EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm --engine vllm --tp 4 -p 8K
-  --decode-batch 64 MATCH "decode batch on 4 x h100-sxm: 64 requests x 8448 tokens DO NOT FIT: 6.93 GiB short .at most 53 at")
+  --decode-batch 64 MATCH "decode batch on 4 x h100-sxm: 64 requests x 8448 tokens DO NOT FIT: 6.06 GiB short .at most 54 at")
 infer_plan_cli_case(bad_pd_engine_no_hw EXIT 2 ARGS pd --model llama-3.1-70b --engine vllm MATCH "--engine: needs --hw")
 infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")

@@ -88,6 +88,7 @@ TEST_CASE("vLLM's KV pool as its start-up logs report it") {
     plan.context = 8192;
     plan.requests = 1;
     plan.engine_settings.gpu_memory_utilization = log.utilization;
+    plan.engine_settings.engine_version = "0.19.0";
     const FitResult r = resolve_plan(plan).fit;
     CAPTURE(log.model);
     CAPTURE(log.tp);
@@ -100,7 +101,9 @@ TEST_CASE("vLLM's KV pool as its start-up logs report it") {
 TEST_CASE("vLLM's reserves: non-torch memory grows with TP, the sampler's rows with the vocabulary") {
   const ModelSpec llama = load_model("llama-3.1-8b");  // n_ff 14336, n_embd 4096, vocab 128256
   const HwProfile h100 = load_hw_profile("h100-sxm");  // >= 70 GiB, not an A100: 1024 sequences, 8192 tokens
-  const EngineMemory one = engine_memory("vllm", llama, h100, 8192, 1);
+  EngineSettings v019;
+  v019.engine_version = "0.19.0";
+  const EngineMemory one = engine_memory("vllm", llama, h100, 8192, 1, 1, v019);
   CHECK(one.usable_fraction == 0.9);
   CHECK(one.pool_block_tokens == uint64_t{16});
   REQUIRE(one.reserves.size() == 2);
@@ -108,7 +111,7 @@ TEST_CASE("vLLM's reserves: non-torch memory grows with TP, the sampler's rows w
   // the sampler: 1024 x 128256 x 4 B x 3.73 + 8192 x 4096 x 2 B = 2,026,614,292 B (1.887 GiB; logged
   // 1.89), above the forward pass's 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B
   CHECK(one.reserves[1].bytes == uint64_t{2026614292});
-  EngineSettings at95;
+  EngineSettings at95 = v019;
   at95.gpu_memory_utilization = 0.95;
   const EngineMemory four = engine_memory("vllm", llama, h100, 8192, 1, 4, at95);
   CHECK(four.usable_fraction == 0.95);
@@ -126,6 +129,7 @@ TEST_CASE("fit counts the engine and says what it assumed") {
   const FitResult bare = fit_memory(spec, hw, plan, 16'000'000'000, "given", false);
   CHECK(bare.engine_assumption.find("no engine") == 0);
   plan.engine = "vllm";
+  plan.engine_settings.engine_version = "0.19";
   const FitResult vllm = fit_memory(spec, hw, plan, 16'000'000'000, "given", false);
   // 0.9 of what CUDA reports, the capacity less the driver's 450 MiB
   CHECK(vllm.usable_bytes == static_cast<uint64_t>(static_cast<double>(hw.memory_capacity_bytes - (uint64_t{450} << 20)) * 0.9));
@@ -133,6 +137,49 @@ TEST_CASE("fit counts the engine and says what it assumed") {
   CHECK(vllm.headroom_bytes < bare.headroom_bytes);
   plan.engine = "tgi";
   CHECK_THROWS_WITH_AS(fit_memory(spec, hw, plan, 1, "given", false), doctest::Contains("'tgi'"), InputError);
+}
+
+TEST_CASE("vLLM 0.20 and later: its CUDA graphs' estimate out of the pool, 0.92 of the memory by default") {
+  const ModelSpec llama = load_model("llama-3.1-8b");
+  const HwProfile h100 = load_hw_profile("h100-sxm");
+  const auto gib = [](double g) { return static_cast<uint64_t>(g * (1 << 30)); };
+  const EngineMemory now = engine_memory("vllm", llama, h100, 8192, 1);
+  CHECK(now.usable_fraction == 0.92);
+  REQUIRE(now.reserves.size() == 3);
+  CHECK(now.reserves[2].name == "vLLM CUDA graphs (estimated)");
+  // 1024 sequences: capture sizes 1, 2, 4, 8 ... 248 (31), 256 ... 512 (17) = 51 piecewise, all of them
+  // at most 1024 full: 0.52 + 0.002 x (102 - 2) GiB
+  CHECK(now.reserves[2].bytes == gib(0.72));
+  // 256 sequences (an A100 40GB's default): 51 piecewise, 35 full (up to 256): 0.52 + 0.002 x 84. vLLM 0.19.0
+  // on an H100 estimated 0.84 GiB at 1024 (CodeLlama-7B) and 0.21.0 on an RTX A5000 0.52 at 256 (Qwen3-8B):
+  // the rule is within 0.2 GiB of both
+  EngineSettings s;
+  s.max_num_seqs = 256;
+  CHECK(engine_memory("vllm", llama, h100, 8192, 1, 1, s).reserves[2].bytes == gib(0.688));
+  // 8 sequences: sizes up to 16, 1 2 4 8 16 piecewise and 1 2 4 8 full
+  s.max_num_seqs = 8;
+  CHECK(engine_memory("vllm", llama, h100, 8192, 1, 1, s).reserves[2].bytes == gib(0.534));
+  // enforce_eager: none; a version before 0.20: none, and 0.9
+  EngineSettings eager;
+  eager.enforce_eager = true;
+  const EngineMemory e = engine_memory("vllm", llama, h100, 8192, 1, 1, eager);
+  CHECK(e.reserves.size() == 2);
+  CHECK(e.usable_fraction == 0.92);
+  EngineSettings old;
+  old.engine_version = "v0.19.1";
+  CHECK(engine_memory("vllm", llama, h100, 8192, 1, 1, old).reserves.size() == 2);
+  CHECK(engine_memory("vllm", llama, h100, 8192, 1, 1, old).usable_fraction == 0.9);
+  old.engine_version = "0.23.1rc1.dev531+ga65f93fb2";
+  CHECK(engine_memory("vllm", llama, h100, 8192, 1, 1, old).reserves.size() == 3);
+  // Versions as engines print them
+  CHECK(engine_version_number("0.19") == std::pair{0u, 19u});
+  CHECK(engine_version_number("v0.20.1") == std::pair{0u, 20u});
+  CHECK(engine_version_number("0.9.1.dev705+g01220ce89") == std::pair{0u, 9u});
+  CHECK(engine_version_number("0.19rc1") == std::pair{0u, 19u});
+  CHECK_FALSE(engine_version_number("latest"));
+  CHECK_FALSE(engine_version_number("1"));
+  CHECK_FALSE(engine_version_number("0.x"));
+  CHECK_FALSE(engine_version_number("0.19-"));
 }
 
 TEST_CASE("SGLang's mem_fraction_static as its server_args sets it by device and TP") {
