@@ -9,6 +9,7 @@ namespace infer_plan::apps {
 inline constexpr std::pair<std::string_view, std::string_view> kLlamaCppShortFlags[] = {
     {"-ngl", "--n-gpu-layers"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
     {"-np", "--parallel"},      {"-fa", "--flash-attn"},    {"-ub", "--ubatch-size"}, {"-ot", "--override-tensor"},
-    {"-ts", "--tensor-split"},  {"-fit", "--fit"},          {"-fitt", "--fit-target"},  {"-fitc", "--fit-ctx"}};
+    {"-ts", "--tensor-split"},  {"-fit", "--fit"},          {"-fitt", "--fit-target"},  {"-fitc", "--fit-ctx"},
+    {"-dev", "--device"}};
 
 }  // namespace infer_plan::apps

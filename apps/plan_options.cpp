@@ -96,6 +96,11 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "as llama.cpp's split by free memory gives identical cards); the fit shows the device with the most "
                  "to hold")
       ->type_name("SHARE[,SHARE...]");
+  cmd.add_option("--device", devices,
+                 "llama.cpp's -dev: different devices by profile name, in order, e.g. rtx-4090,rtx-3090 (sets --hw to "
+                 "the first and --tp to their number); each holds whole layers by its share of the memory (or "
+                 "--tensor-split) and runs them at its own speed; the fit shows the device with the least to spare")
+      ->type_name("NAME[,NAME...]");
   cmd.add_option("--gpu-wired-limit", gpu_wired_limit,
                  "Apple silicon: the GPU memory macOS lets Metal wire, raised with `sudo sysctl "
                  "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
@@ -175,6 +180,17 @@ Plan PlanOptions::resolve() const {
   if (!plan_file.empty()) p = plan_from_json(read_json_file(plan_file), plan_file);
   if (!model.empty()) p.model = model;
   if (!hw.empty()) p.hw = hw;
+  if (!devices.empty()) {
+    p.devices.clear();
+    for (size_t at = 0; at <= devices.size();) {
+      const size_t comma = std::min(devices.find(',', at), devices.size());
+      if (comma == at) throw InputError(fmt::format("--device: '{}' has an empty name; expected NAME[,NAME...]", devices));
+      p.devices.push_back(devices.substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (hw.empty()) p.hw = p.devices.front();
+    if (!tp) p.tp = p.devices.size();
+  }
   if (!engine.empty()) p.engine = engine;
   if (scale) p.scale = *scale;
   if (!weights.empty()) {
@@ -254,6 +270,7 @@ Plan PlanOptions::resolve() const {
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"tensor_split", {"--tensor-split", !tensor_split.empty()}},
       {"engine_version", {"--engine-version", !engine_version.empty()}},
+      {"devices", {"--device", !devices.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);

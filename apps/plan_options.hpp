@@ -62,7 +62,7 @@ struct PlanOptions {
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization, mem_fraction_static,
       free_gpu_memory_fraction;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens;
-  std::string gpu_wired_limit, flash_attn, tensor_split, engine_version;
+  std::string gpu_wired_limit, flash_attn, tensor_split, engine_version, devices;
   std::optional<uint64_t> ubatch, batch, n_cpu_moe;
   bool cpu_moe = false, enforce_eager = false;
   std::vector<std::string> reserves;  // NAME=SIZE

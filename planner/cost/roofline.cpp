@@ -366,7 +366,8 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   const double attention_flops = static_cast<double>(spec_.attention_flops_per_position()) /
                                  static_cast<double>(tp_) * attended * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
-  return finish(c, tokens, tokens, attention_flops, false);
+  return mixed(finish(c, tokens, tokens, attention_flops, false),
+               [&](const Roofline& r) { return r.decode_step(batch, context, tokens_per_sequence); });
 }
 
 StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
@@ -383,7 +384,29 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
       static_cast<double>(spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
-  return finish(c, tokens, heads, attention_flops, true);
+  return mixed(finish(c, tokens, heads, attention_flops, true),
+               [&](const Roofline& r) { return r.prefill(prompt_tokens, sequences); });
+}
+
+StepCost Roofline::mixed(StepCost own, const std::function<StepCost(const Roofline&)>& other) const {
+  if (others_.empty()) return own;
+  const double comm = own.comm_s;  // the hand-overs, once (the other devices' rooflines have none)
+  StepCost c = own;
+  for (double StepCost::*t : {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s, &StepCost::ceiling_s})
+    c.*t = own_share_ * (own.*t - comm) + comm;
+  for (double StepCost::*t : {&StepCost::memory_s, &StepCost::compute_s, &StepCost::overhead_s, &StepCost::fixed_s,
+                              &StepCost::read_s, &StepCost::extra_tokens_s})
+    c.*t = own_share_ * own.*t;
+  for (const auto& [share, roofline] : others_) {
+    const StepCost o = other(*roofline);
+    for (double StepCost::*t : {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s, &StepCost::ceiling_s,
+                                &StepCost::memory_s, &StepCost::compute_s, &StepCost::overhead_s, &StepCost::fixed_s,
+                                &StepCost::read_s, &StepCost::extra_tokens_s})
+      c.*t += share * o.*t;
+    c.calibrated = c.calibrated && o.calibrated;
+  }
+  c.compute_bound = c.compute_s > c.memory_s;
+  return c;
 }
 
 }  // namespace infer_plan

@@ -4,7 +4,9 @@
 // the KV of every sequence; prefill reads the weights once for the whole prompt.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +77,13 @@ class Roofline {
   // layer): a step costs what one device holding every layer costs, plus a hand-over per boundary.
   void split_layers(uint64_t devices) { layer_split_ = devices; }
   uint64_t layer_split() const { return layer_split_; }
+  // ... over different devices (llama.cpp's -dev A,B): this roofline's device runs `own_share` of the
+  // weights' layers, each other device its share at its own speed; a step is the sum of their times
+  // (they take turns), each share of its device's whole-model step, and the hand-overs once.
+  void mix_devices(double own_share, std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others) {
+    own_share_ = own_share;
+    others_ = std::move(others);
+  }
 
   const RooflineRates& rates() const { return rates_; }
   const std::optional<StepCalibration>& calibration() const { return calibration_; }
@@ -97,6 +106,8 @@ class Roofline {
   // `head_tokens`: tokens whose logits are computed (all of a decode or verify step's; one per
   // sequence in a prefill, as engines compute only the last prompt token's logits).
   StepCost finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const;
+  // With mix_devices: the step as the devices share it (`other` gives another device's whole step).
+  StepCost mixed(StepCost own, const std::function<StepCost(const Roofline&)>& other) const;
   // The calibrated terms on top of finish()'s ceiling (planner/model/step_model).
   void apply_calibration(StepCost& c, double tokens, double head_tokens, bool prefill) const;
   // What a product of `tokens` tokens costs beyond one token's: each type's weights one token
@@ -116,6 +127,8 @@ class Roofline {
   RooflineRates rates_;
   uint64_t tp_ = 1;
   uint64_t layer_split_ = 1;
+  double own_share_ = 1;
+  std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others_;
   double dense_bytes_ = 0;          // matrices read whole every step (attention, dense FFN, head)
   double embd_row_bytes_ = 0;       // one token_embd row (the lookup reads one per token)
   double expert_bytes_ = 0;         // all routed experts of all layers

@@ -96,7 +96,8 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
                      r->fit.headroom_bytes});
   }
 
-  if (!plan.gpu_layers && !plan.gpu_layers_auto) {
+  // (a list of devices, or of their shares, is the user's: more devices of it are not a change of one field)
+  if (!plan.gpu_layers && !plan.gpu_layers_auto && plan.devices.empty() && plan.tensor_split.empty()) {
     for (uint64_t tp = plan.tp * 2; tp <= 8; tp *= 2) {
       Plan changed = plan;
       changed.tp = tp;

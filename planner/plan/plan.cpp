@@ -47,6 +47,7 @@ Json plan_to_json(const Plan& plan) {
   if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
   if (plan.gpu_wired_limit_bytes) j["gpu_wired_limit"] = fmt::format("{} B", *plan.gpu_wired_limit_bytes);
   if (!plan.tensor_split.empty()) j["tensor_split"] = plan.tensor_split;
+  if (!plan.devices.empty()) j["devices"] = plan.devices;
   if (plan.host_bandwidth_bytes_per_s) j["host_bandwidth"] = fmt::format("{:.0f} B/s", *plan.host_bandwidth_bytes_per_s);
   if (!plan.reserves.empty()) {
     Json r = Json::object();
@@ -105,7 +106,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
-                         "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "flash_attn", "ubatch", "batch",
+                         "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "devices", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager"},
                      where);
   Plan p;
@@ -171,6 +172,14 @@ Plan plan_from_json(const Json& j, const std::string& where) {
       throw InputError(fmt::format("{}: field 'tensor_split' is {}; expected a list of shares or \"3,1\"", where,
                                    it->dump()));
     }
+  }
+  if (const auto it = j.find("devices"); it != j.end()) {
+    if (!it->is_array() || it->empty() || !std::all_of(it->begin(), it->end(), [](const Json& v) { return v.is_string(); }))
+      throw InputError(fmt::format("{}: field 'devices' is {}; expected a list of hardware profile names, e.g. "
+                                   "[\"rtx-4090\", \"rtx-3090\"]", where, it->dump()));
+    for (const Json& v : *it) p.devices.push_back(v.get<std::string>());
+    if (!j.contains("hw")) p.hw = p.devices.front();
+    if (!j.contains("tp")) p.tp = p.devices.size();
   }
   if (auto size = optional_string(j, "gpu_wired_limit", where))
     p.gpu_wired_limit_bytes = parse_bytes(*size, where + ": field 'gpu_wired_limit'");
@@ -320,6 +329,14 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
     if (p.tensor_split.size() != p.tp)
       throw InputError(fmt::format("{}: {} shares for {} devices (field 'tp'); expected one per device",
                                    name("tensor_split"), p.tensor_split.size(), p.tp));
+  }
+  if (!p.devices.empty()) {
+    if (p.devices.size() != p.tp)
+      throw InputError(fmt::format("{}: {} devices and {} {}; expected the same number", name("devices"),
+                                   p.devices.size(), name("tp"), p.tp));
+    if (p.devices.front() != p.hw)
+      throw InputError(fmt::format("{}: the first device is {}, the plan's hw {}; the first of the list is the plan's "
+                                   "device (field 'hw')", name("devices"), p.devices.front(), p.hw));
   }
   if (p.gpu_wired_limit_bytes && (*p.gpu_wired_limit_bytes == 0 || *p.gpu_wired_limit_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",

@@ -79,6 +79,9 @@ struct Plan {
   std::optional<uint64_t> gpu_wired_limit_bytes;
   // llama.cpp's -ts: each device's share of the layers (over `tp` devices; empty: equal shares)
   std::vector<double> tensor_split;
+  // llama.cpp's -dev: its devices in order, by profile name, when they differ (a 4090 beside a 3090);
+  // `hw` is the first and `tp` their number. Empty: `tp` devices of `hw`.
+  std::vector<std::string> devices;
   std::optional<double> host_bandwidth_bytes_per_s;   // ... and its bandwidth (as achieved by a CPU decode)
   std::vector<NamedBytes> reserves;        // runtime reserves on top of the profile's
   std::optional<Json> hw_inline;           // a profile object given inside the plan

@@ -134,22 +134,52 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   if (!plan.tensor_split.empty() && rp.engine != "llama.cpp")
     throw InputError(fmt::format("plan: field 'tensor_split' is llama.cpp's share of the layers per device; the plan's "
                                  "engine is {} (field 'engine': llama.cpp)", rp.engine.empty() ? "not named" : rp.engine));
-  // llama.cpp over several devices: each its layers, as llama.cpp deals them; the figures are the
-  // device's with the most to hold (weights and its layers' KV at the plan's context).
+  // llama.cpp over several devices: each its layers, as llama.cpp deals them (by -ts, else by each
+  // device's memory); the figures are the device's with the least to spare (its memory less its weights
+  // and its layers' KV at the plan's context).
+  if (!plan.devices.empty() && rp.engine != "llama.cpp")
+    throw InputError(fmt::format("plan: field 'devices' lists different devices, each holding whole layers, as llama.cpp "
+                                 "splits a model; the plan's engine is {}, whose tensor parallel takes identical devices "
+                                 "(fields 'hw' and 'tp')", rp.engine.empty() ? "not named" : rp.engine));
+  std::vector<HwProfile> devices{rp.hw};
+  for (size_t i = 1; i < plan.devices.size(); ++i) {
+    HwProfile& d = devices.emplace_back(load_hw_profile(plan.devices[i]));
+    d.calibration = engine_step_calibration(d, rp.engine);
+  }
   std::optional<DeviceLayers> device;
+  const HwProfile* device_hw = &rp.hw;
   if (rp.engine == "llama.cpp" && plan.tp > 1 && !rp.split && !offloaded) {
-    const std::vector<double> shares = plan.tensor_split.empty() ? std::vector<double>(plan.tp, 1.0) : plan.tensor_split;
-    uint64_t most = 0;
-    for (const DeviceLayers& d : device_layers(rp.spec, rp.weights, shares)) {
-      const uint64_t holds = d.weights_bytes + kv_bytes_for_context(d.part, plan.kv, plan.context) * plan.requests;
-      if (!device || holds > most) {
-        most = holds;
-        device = d;
+    std::vector<double> shares = plan.tensor_split;
+    if (shares.empty())
+      for (uint64_t i = 0; i < plan.tp; ++i)
+        shares.push_back(static_cast<double>(devices[std::min<size_t>(i, devices.size() - 1)].usable_bytes()));
+    const std::vector<DeviceLayers> dealt = device_layers(rp.spec, rp.weights, shares);
+    int64_t least = 0;
+    for (size_t i = 0; i < dealt.size(); ++i) {
+      const HwProfile& hw = devices[std::min(i, devices.size() - 1)];
+      const int64_t spare = static_cast<int64_t>(hw.usable_bytes()) - static_cast<int64_t>(dealt[i].weights_bytes) -
+                            static_cast<int64_t>(kv_bytes_for_context(dealt[i].part, plan.kv, plan.context) * plan.requests);
+      if (!device || spare < least) {
+        least = spare;
+        device = dealt[i];
+        device_hw = &hw;
       }
     }
+    if (devices.size() > 1) {  // each device its layers at its own speed
+      double total = 0;  // the devices' weights (the token embeddings stay in host memory)
+      for (const DeviceLayers& d : dealt) total += static_cast<double>(d.weights_bytes);
+      std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others;
+      for (size_t i = 1; i < dealt.size(); ++i)
+        others.emplace_back(static_cast<double>(dealt[i].weights_bytes) / total,
+                            std::make_shared<Roofline>(rp.spec, rp.weights.layout, plan.kv,
+                                                       devices[std::min(i, devices.size() - 1)], 1, rp.weights.scale));
+      rp.roofline->mix_devices(static_cast<double>(dealt[0].weights_bytes) / total, std::move(others));
+    }
   }
-  rp.fit = fit_memory(rp.spec, rp.hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
+  rp.fit = fit_memory(rp.spec, *device_hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
                       rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
+  if (devices.size() > 1 && device)
+    rp.fit.device_note = fmt::format("{}: {}", device_hw->name, rp.fit.device_note);
   const Roofline* rl = rp.roofline.get();
   if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)
     const LayerSplit split = *rp.split;
@@ -306,9 +336,11 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
 }
 
 std::string devices_label(const ResolvedPlan& rp) {
-  return rp.engine == "llama.cpp"
+  if (rp.engine != "llama.cpp") return fmt::format("tensor parallel over {} devices", rp.plan.tp);
+  return rp.plan.devices.empty()
              ? fmt::format("layers split over {} devices (llama.cpp runs them one after another)", rp.plan.tp)
-             : fmt::format("tensor parallel over {} devices", rp.plan.tp);
+             : fmt::format("layers split over {} (llama.cpp runs them one after another, each at its own speed)",
+                           fmt::join(rp.plan.devices, ", "));
 }
 
 std::string step_model_name(const ResolvedPlan& rp) {

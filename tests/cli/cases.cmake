@@ -534,5 +534,15 @@ infer_plan_cli_case(pd_decode_fit EXIT 0 ARGS pd --model llama-3.1-70b --hw h100
 # vLLM's pool of 461,184 tokens per model holds 54 requests of 8448 tokens (461184 / 8448 = 54.6)
 infer_plan_cli_case(pd_decode_fit_engine EXIT 0 ARGS pd --model llama-3.1-70b --hw h100-sxm --engine vllm --tp 4 -p 8K
   --decode-batch 64 MATCH "decode batch on 4 x h100-sxm: 64 requests x 8448 tokens DO NOT FIT: 6.06 GiB short .at most 54 at")
+# llama.cpp over different cards (-dev): layers by each card's memory (49 of 81 slots on the 24 GB
+# 4090, 32 on the 16 GB 4080), each run at its card's speed
+infer_plan_cli_case(fit_devices_mixed EXIT 1 ARGS fit -m llama-3.1-70b -w Q4_K_M -c 8K -dev rtx-4090,rtx-4080
+  --engine llama.cpp -np 1 MATCH "layers split over 2 devices .figures for rtx-4090: layers 0-48, the device with the least")
+infer_plan_cli_case(roofline_devices_mixed EXIT 0 ARGS roofline -m llama-3.1-70b -w Q4_K_M --device rtx-4090,rtx-4080
+  --engine llama.cpp --batch 1 MATCH "layers split over rtx-4090, rtx-4080 .llama.cpp runs them one after another, each at its own speed")
+infer_plan_cli_case(bad_devices_engine EXIT 2 ARGS fit -m llama-3.1-8b -dev rtx-4090,rtx-4080 --engine vllm
+  MATCH "field 'devices' lists different devices, each holding whole layers")
+infer_plan_cli_case(bad_devices_tp EXIT 2 ARGS fit -m llama-3.1-8b -dev rtx-4090,rtx-4080 --tp 3 --engine llama.cpp
+  MATCH "--device: 2 devices and --tp 3")
 infer_plan_cli_case(bad_pd_engine_no_hw EXIT 2 ARGS pd --model llama-3.1-70b --engine vllm MATCH "--engine: needs --hw")
 infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")

@@ -265,3 +265,53 @@ TEST_CASE("a llama.cpp plan over several devices shows the one with the least to
   plan.weights = "BF16";
   CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("field 'tensor_split' is llama.cpp's"), InputError);
 }
+
+TEST_CASE("llama.cpp over different devices: layers by their memory, each at its own speed, the tighter one shown") {
+  Plan plan;
+  plan.model = "llama-3.1-70b";
+  plan.weights = "Q4_K_M";
+  plan.engine = "llama.cpp";
+  plan.context = 8192;
+  plan.requests = 1;
+  plan.hw = "rtx-4090";
+  plan.devices = {"rtx-4090", "rtx-4080"};
+  plan.tp = 2;
+  const ResolvedPlan mixed = resolve_plan(plan);
+  const HwProfile a = load_hw_profile("rtx-4090"), b = load_hw_profile("rtx-4080");
+  // llama.cpp's default split is by the devices' free memory: 23.99 and 15.99 GiB of the 81 slots
+  const std::vector<DeviceLayers> dealt = device_layers(mixed.spec, mixed.weights,
+                                                        {double(a.usable_bytes()), double(b.usable_bytes())});
+  REQUIRE(dealt.size() == 2);
+  CHECK(dealt[0].end == 49);  // i / 81 < 23.99 / 39.98 for i up to 48
+  // the 4090's 49 layers leave it less to spare than the 4080's 31 and the head
+  CHECK(mixed.fit.device_note == "rtx-4090: layers 0-48, the device with the least to spare");
+  CHECK(mixed.fit.weights_bytes == dealt[0].weights_bytes);
+  // A step: each device's share of the weights of its own whole-model step, and the hand-over once
+  // (the two-device step of one kind of card is its whole step plus the hand-over)
+  const double f0 = double(dealt[0].weights_bytes) / double(dealt[0].weights_bytes + dealt[1].weights_bytes);
+  Plan one = plan;
+  one.devices.clear();
+  one.tp = 1;
+  const double t0 = resolve_plan(one).roofline->decode_step(1, 512).time_s;
+  one.hw = "rtx-4080";
+  const double t1 = resolve_plan(one).roofline->decode_step(1, 512).time_s;
+  Plan pair = plan;
+  pair.devices.clear();
+  const StepCost two = resolve_plan(pair).roofline->decode_step(1, 512);
+  const StepCost step = mixed.roofline->decode_step(1, 512);
+  CHECK(step.comm_s == doctest::Approx(two.comm_s));
+  CHECK(step.time_s == doctest::Approx(f0 * t0 + (1 - f0) * t1 + two.comm_s).epsilon(1e-9));
+  CHECK(step.time_s > two.time_s);  // slower than two 4090s, faster than two 4080s
+  // Only llama.cpp splits by layers over different devices; the list and tp agree
+  plan.engine = "vllm";
+  plan.weights = "BF16";
+  CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("field 'devices' lists different devices"), InputError);
+  plan.engine = "llama.cpp";
+  plan.tp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(plan, "plan"), doctest::Contains("2 devices and"), InputError);
+  // a plan file's list sets hw and tp
+  const Plan from_file = plan_from_json(Json{{"model", "llama-3.1-70b"}, {"devices", {"rtx-3090", "rtx-4090"}}}, "p.json");
+  CHECK(from_file.hw == "rtx-3090");
+  CHECK(from_file.tp == 2);
+  CHECK(plan_to_json(from_file).at("devices") == Json{"rtx-3090", "rtx-4090"});
+}
