@@ -20,6 +20,7 @@ Scheduler::Scheduler(ServerModel model, const std::vector<ServingRequest>& arriv
                      std::function<std::vector<uint32_t>(uint64_t, uint64_t)> prompt)
     : model_(std::move(model)), arrivals_(arrivals), cache_(cache), deadline_s_(deadline_s), prompt_(std::move(prompt)) {
   model_.kv_capacity_tokens = cache.pages_total() * kKvPageTokens;
+  model_.kv_page_tokens = kKvPageTokens;  // the pool's pages, in the deadline's lookahead too
   model_.max_batch = max_batch;
   records_.resize(arrivals.size());
   for (size_t i = 0; i < arrivals.size(); ++i) {

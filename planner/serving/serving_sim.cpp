@@ -25,12 +25,7 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 using Request = ServingRequest;
 
 // What happened to each request in the main run (the lookahead copies record nothing).
-struct Outcome {
-  double start_s = -1;        // prefill start
-  double first_token_s = -1;  // prefill end
-  double finish_s = -1;       // last token
-  bool rejected = false;
-};
+using Outcome = RequestTimes;
 
 struct Running {
   uint32_t id;
@@ -62,7 +57,12 @@ double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens) {
 }  // namespace
 
 bool exceeds_kv_capacity(const ServerModel& server, uint64_t kv_tokens) {
-  return server.kv_capacity_tokens && kv_tokens > *server.kv_capacity_tokens;
+  return server.kv_capacity_tokens && kv_reservation_tokens(server, kv_tokens) > *server.kv_capacity_tokens;
+}
+
+uint64_t kv_reservation_tokens(const ServerModel& server, uint64_t kv_tokens) {
+  const uint64_t page = std::max<uint64_t>(server.kv_page_tokens, 1);
+  return (kv_tokens + page - 1) / page * page;
 }
 
 bool admits_head(const ServerModel& server, uint64_t running, uint64_t reserved_kv_tokens, uint64_t head_kv_tokens) {
@@ -113,12 +113,13 @@ class Engine {
     running.push_back({id, iteration_ + r.output_tokens - emitted});
     std::push_heap(running.begin(), running.end(), finishes_later);
     context_tokens_ += r.prompt_tokens + emitted;
-    kv_reserved_tokens += r.kv_tokens();
+    kv_reserved_tokens += kv_reservation_tokens(*server_, r.kv_tokens());
   }
 
   bool front_admissible() const {
     return !waiting.empty() &&
-           admits_head(*server_, running.size(), kv_reserved_tokens, request(waiting.front()).kv_tokens());
+           admits_head(*server_, running.size(), kv_reserved_tokens,
+                       kv_reservation_tokens(*server_, request(waiting.front()).kv_tokens()));
   }
   bool has_work() const { return front_admissible() || !running.empty(); }
 
@@ -177,7 +178,7 @@ class Engine {
   uint32_t admit_head() {
     const uint32_t id = waiting.front();
     waiting.pop_front();
-    kv_reserved_tokens += request(id).kv_tokens();
+    kv_reserved_tokens += kv_reservation_tokens(*server_, request(id).kv_tokens());
     peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
     if (outcomes) (*outcomes)[id].start_s = now_s;
     if (watched == id) watched_started = true;
@@ -256,7 +257,7 @@ class Engine {
   }
 
   void depart(uint32_t id) {
-    kv_reserved_tokens -= request(id).kv_tokens();
+    kv_reserved_tokens -= kv_reservation_tokens(*server_, request(id).kv_tokens());
     departed.push_back(id);
     if (outcomes) (*outcomes)[id].finish_s = now_s;
     if (watched == id) watched_finish_s = now_s;
@@ -521,7 +522,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     const Request& r = requests[id];
     occ.advance_to(r.arrival_s);
     if (exceeds_kv_capacity(server, r.kv_tokens())) {
-      outcomes[id].rejected = true;
+      outcomes[id].rejected = "exceeds_kv_capacity";
       ++res.rejected.exceeds_kv_capacity;
       return;
     }
@@ -534,7 +535,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
           static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
       if (predicted_finish_s(engine, id, due_s - server.first_token_s, own_service_s, load.deadline_prediction) >
           due_s - server.first_token_s) {
-        outcomes[id].rejected = true;
+        outcomes[id].rejected = "deadline";
         ++res.rejected.deadline;
         return;
       }
@@ -568,7 +569,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   uint64_t output_tokens = 0, good = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome& o = outcomes[i];
-    if (o.rejected) continue;
+    if (!o.rejected.empty()) continue;
     assert(o.finish_s >= 0);
     ++res.completed;
     const double a = requests[i].arrival_s, front_s = server.first_token_s;
@@ -606,7 +607,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     const double decode_s_per_token = least_decode_s_per_token(server, load);
     double work_s = 0;
     for (size_t i = 0; i < requests.size(); ++i) {
-      if (outcomes[i].rejected) continue;
+      if (!outcomes[i].rejected.empty()) continue;
       work_s += checked_prefill_s(server, requests[i].prompt_tokens) +
                 static_cast<double>(requests[i].output_tokens - 1) * decode_s_per_token;
     }
@@ -627,6 +628,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     lat.littles_law_in_system = lat.rate_effective_per_s * (lat.sojourn_s.mean - server.first_token_s);
     res.latency = lat;
   }
+  if (load.record_requests) res.per_request = std::move(outcomes);
   return res;
 }
 

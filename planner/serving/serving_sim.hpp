@@ -5,8 +5,9 @@
 //
 // Server model (the rules the runtime's scheduler must match for predictions to compare):
 // - FCFS. A waiting request is admitted when a batch slot is free (running < max_batch) and its
-//   whole KV (prompt + output tokens) fits beside the reservations of the admitted requests
-//   (sum <= kv_capacity_tokens). The head of the queue blocks those behind it.
+//   whole KV (prompt + output tokens, in whole pages of kv_page_tokens) fits beside the
+//   reservations of the admitted requests (sum <= kv_capacity_tokens). The head of the queue
+//   blocks those behind it.
 // - No chunked prefill: an admitted request's prefill runs as one step on its own and the decode
 //   batch stalls meanwhile. Prefill comes first: after every step the scheduler admits and
 //   prefills before it decodes again (vLLM's default without chunked prefill). The prefill
@@ -62,6 +63,7 @@ struct ServerModel {
   // Seconds for the prefill of one request of `prompt_tokens`.
   std::function<double(uint64_t prompt_tokens)> prefill_s;
   std::optional<uint64_t> kv_capacity_tokens;  // absent: unlimited
+  uint64_t kv_page_tokens = 1;  // the pool's page: a request reserves its KV in whole pages (the runtime's 16)
   uint64_t max_batch = 64;                     // running requests at most
   // The server's front end on each request (HTTP, tokenization, scheduling; a calibrated engine's
   // first_token_s): every token reaches the client this much after the step that made it. Added
@@ -101,6 +103,8 @@ struct ServingLoad {
   // A finite benchmark run (vLLM bench's --request-rate inf: every request at once): its latencies
   // are reported even when the arrivals outpace the server (the stability verdict still says so).
   bool finite_run = false;
+  // Keep each request's times in ServingResult::per_request (to compare decisions with the runtime's).
+  bool record_requests = false;
   // Goodput (vLLM bench's --goodput): a completed request is good when it meets every limit given.
   struct Goodput {
     std::optional<double> ttft_s, tpot_s, e2el_s;
@@ -152,8 +156,16 @@ struct Rejections {
   uint64_t total() const { return deadline + exceeds_kv_capacity; }
 };
 
+// One request's course: when its prefill started, its first and last tokens came (from t = 0, at
+// the step's end, before the front end's delay), or why it was rejected.
+struct RequestTimes {
+  double start_s = -1, first_token_s = -1, finish_s = -1;
+  std::string rejected;  // empty: completed; else "exceeds_kv_capacity" or "deadline"
+};
+
 struct ServingResult {
   uint64_t requests = 0;
+  std::vector<RequestTimes> per_request;  // with load.record_requests, in arrival order
   uint64_t completed = 0;
   uint64_t completed_late = 0;  // admitted, finished after the deadline
   Rejections rejected;
@@ -204,8 +216,10 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
 // they cannot drift apart:
 // - on arrival, a request whose whole KV (prompt + output) is larger than the pool is rejected;
 bool exceeds_kv_capacity(const ServerModel& server, uint64_t kv_tokens);
+// - a request reserves its KV (prompt + output) in whole pages of kv_page_tokens: these many tokens;
+uint64_t kv_reservation_tokens(const ServerModel& server, uint64_t kv_tokens);
 // - before each step, the head of the queue is admitted (and prefilled) when a batch slot is free
-//   and its KV fits beside the reservations of the admitted requests.
+//   and its reservation fits beside those of the admitted requests (both in tokens of whole pages).
 bool admits_head(const ServerModel& server, uint64_t running, uint64_t reserved_kv_tokens, uint64_t head_kv_tokens);
 
 // A real server between two steps, as the runtime sees it: the requests decoding (with the tokens
