@@ -38,6 +38,7 @@ struct QueueArgs {
   std::optional<double> iteration_ms;
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
   std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
+  std::optional<uint64_t> max_num_batched_tokens;  // chunked prefill's budget; default: the engine's
   std::optional<double> deadline_s;
   uint64_t seed = 1;
   bool max_rate = false;
@@ -102,6 +103,8 @@ Simulation build_simulation(const QueueArgs& a) {
   if (a.tp && a.hw.empty()) throw InputError("--tp: tensor parallel needs --hw (the roofline splits the model across its devices)");
   // The times, rates and fractions are range-checked by their flags' validators.
   if (a.max_batch && *a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
+  if (a.max_num_batched_tokens && *a.max_num_batched_tokens == 0)
+    throw InputError("--max-num-batched-tokens: must be at least 1 token");
   if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
     throw InputError(fmt::format("--num-prompts: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
 
@@ -113,6 +116,7 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.weights = a.weights;
     plan.engine = a.engine;
     plan.tp = a.tp.value_or(1);
+    plan.engine_settings.max_num_batched_tokens = a.max_num_batched_tokens;
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
     s.basis = s.plan->roofline->rates().basis;
@@ -142,6 +146,7 @@ Simulation build_simulation(const QueueArgs& a) {
                                 "{:g} ms + {:g} ms per 1K prompt tokens", *a.iteration_ms, a.per_seq_ms,
                                 a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
   }
+  if (a.max_num_batched_tokens) s.server.step_token_budget = a.max_num_batched_tokens;
   s.server.max_batch = a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw, s.plan->plan.engine_settings).max_batch
                                                             : EnginePolicy{}.max_batch;
   if (!a.kv_tokens.empty()) {  // overrides the roofline mode's fit
@@ -244,7 +249,8 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
   fmt::print("        max batch {}, KV {}; FCFS, {}{}\n", s.server.max_batch,
              s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited",
              s.server.step_token_budget
-                 ? fmt::format("chunked prefill: a step decodes the batch and prefills the queue's heads within {} tokens",
+                 ? fmt::format("chunked prefill: a step decodes the batch and prefills within {} tokens, a long prompt "
+                               "over several steps",
                                *s.server.step_token_budget)
                  : "no chunked prefill (a prefill stalls the batch)",
              s.server.first_token_s > 0
@@ -448,8 +454,8 @@ void add_queue_command(CLI::App& app) {
   cmd->add_option("--in-system", a->in_system, "Little's law: mean number of requests in the system n")
       ->check(number_in(0, static_cast<double>(kMaxConcurrentRequests)))->type_name("N");
   cmd->add_flag("--simulate", a->simulate,
-                "Simulate a server instead: FCFS, continuous batching, each prefill alone (no chunked "
-                "prefill), admission by KV space and --deadline");
+                "Simulate a server instead: FCFS, continuous batching, admission by KV space and --deadline; each "
+                "prefill alone, or with an engine's step budget (--max-num-batched-tokens) chunked beside the decodes");
   auto sim = [&](CLI::Option* o) { a->simulation_options.push_back(o); };
   sim(cmd->add_option("--num-prompts,--requests", a->requests,
                       "Requests to simulate (vLLM bench's --num-prompts; default 1000; --requests: the old name, "
@@ -502,6 +508,12 @@ void add_queue_command(CLI::App& app) {
                       "Most running requests (vLLM's --max-num-seqs; default: the engine's, vLLM 1024 on a device of 70 GiB "
                       "or more that is not an A100, else 256; 256 without an engine)")
       ->check(kNonNegativeCount)->type_name("N"));
+  sim(cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
+                      "Chunked prefill (vLLM's name; SGLang's --chunked-prefill-size, TensorRT-LLM's --max_num_tokens): "
+                      "a step decodes the batch and spends what is left of these many tokens on prompts, a long one "
+                      "over several steps (default: the engine's, vLLM 8192 on a device of 70 GiB or more that is not an "
+                      "A100, else 2048; none without an engine: each prefill alone)")
+          ->check(kNonNegativeCount)->type_name("TOKENS"));
   sim(cmd->add_option("--deadline", a->deadline_s,
                       "Deadline from arrival to last token in seconds; reject at arrival when the predicted "
                       "finish is later (default none)")

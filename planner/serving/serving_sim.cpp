@@ -116,18 +116,19 @@ class Engine {
     kv_reserved_tokens += kv_reservation_tokens(*server_, r.kv_tokens());
   }
 
-  bool front_admissible() const {
+  // `starting`: requests this step already took a slot for (prefilling, not yet decoding).
+  bool front_admissible(uint64_t starting = 0) const {
     return !waiting.empty() &&
-           admits_head(*server_, running.size(), kv_reserved_tokens,
+           admits_head(*server_, running.size() + starting + (partial ? 1 : 0), kv_reserved_tokens,
                        kv_reservation_tokens(*server_, request(waiting.front()).kv_tokens()));
   }
-  bool has_work() const { return front_admissible() || !running.empty(); }
+  bool has_work() const { return front_admissible() || !running.empty() || partial; }
 
   // One scheduling step: prefill the head of the queue if it is admissible (prefill first),
   // otherwise decode until a request finishes or an iteration ends at or after `stop_at_s`.
   void step(double stop_at_s) {
     departed.clear();
-    if (front_admissible() && server_->step_token_budget)
+    if ((front_admissible() || partial) && server_->step_token_budget)
       mixed_step(*server_->step_token_budget);
     else if (front_admissible())
       prefill();
@@ -136,19 +137,37 @@ class Engine {
   }
 
  private:
-  // Chunked prefill: the heads that fit in what the running batch leaves of the budget (the
-  // first whatever its length) are prefilled in the step that decodes the batch once.
+  // Chunked prefill (vLLM V1's): the step decodes the running batch (one token each) and spends what
+  // is left of the budget on prompts: first the one part-way through, then the heads of the queue,
+  // each whole or, the last, a chunk of it that continues in the next steps. A chunk of a prompt
+  // whose first `done` tokens are prefilled costs prefill_s(done + chunk) - prefill_s(done).
   void mixed_step(uint64_t budget) {
-    const uint64_t room = budget > running.size() ? budget - running.size() : 1;
-    std::vector<uint32_t> admitted;
-    uint64_t tokens = 0;
-    while (front_admissible() && running.size() + admitted.size() < server_->max_batch &&
-           (admitted.empty() || tokens + request(waiting.front()).prompt_tokens <= room)) {
-      admitted.push_back(admit_head());
-      tokens += request(admitted.back()).prompt_tokens;
-    }
     const uint64_t batch = running.size();
-    double dt = checked_prefill_s(*server_, tokens);
+    uint64_t room = budget > batch ? budget - batch : 0;
+    std::vector<uint32_t> admitted;  // their prompts complete in this step
+    double dt = 0;
+    if (partial && room) {
+      const Partial p = *partial;
+      const uint64_t chunk = std::min(request(p.id).prompt_tokens - p.done, room);
+      dt += checked_prefill_s(*server_, p.done + chunk) - checked_prefill_s(*server_, p.done);
+      room -= chunk;
+      if (p.done + chunk == request(p.id).prompt_tokens) {
+        partial.reset();
+        admitted.push_back(p.id);
+      } else {
+        partial->done += chunk;
+      }
+    }
+    uint64_t fresh = 0;  // tokens of the prompts begun in this step
+    while (room && !partial && front_admissible(admitted.size())) {
+      const uint32_t id = admit_head();
+      const uint64_t chunk = std::min(request(id).prompt_tokens, room);
+      fresh += chunk;
+      room -= chunk;
+      if (chunk == request(id).prompt_tokens) admitted.push_back(id);
+      else partial = Partial{id, chunk};
+    }
+    if (fresh) dt += checked_prefill_s(*server_, fresh);
     if (batch) dt += checked_decode_s(*server_, batch, context_tokens_);
     now_s += dt;
     busy_s += dt;
@@ -270,6 +289,13 @@ class Engine {
   const Request& request(uint32_t id) const {
     return id < requests_->size() ? (*requests_)[id] : phantoms_[id - requests_->size()];
   }
+
+  // The prompt part-way through its chunked prefill: its slot and KV taken, its first `done` tokens in.
+  struct Partial {
+    uint32_t id;
+    uint64_t done;
+  };
+  std::optional<Partial> partial;
 
   const ServerModel* server_;
   const std::vector<Request>* requests_;

@@ -12,8 +12,9 @@
 //   batch stalls meanwhile. Prefill comes first: after every step the scheduler admits and
 //   prefills before it decodes again (vLLM's default without chunked prefill). The prefill
 //   emits the request's first token (TTFT = prefill end - arrival). With a step token budget
-//   (ServerModel::step_token_budget), admitted prefills share one step with a decode iteration
-//   of the running batch instead (the datacenter engines' chunked prefill).
+//   (ServerModel::step_token_budget), prefills share each step with a decode iteration of the
+//   running batch instead, in what the batch leaves of the budget, a long prompt over several
+//   steps (vLLM V1's chunked prefill; below).
 // - Every decode iteration emits one token for each running request; a request with `output`
 //   tokens needs output - 1 iterations after its prefill. Its context during an iteration is
 //   prompt + tokens emitted so far; the iteration time sees the batch size and the batch's sum.
@@ -70,10 +71,12 @@ struct ServerModel {
   // to TTFT, end-to-end latency and the deadline's check; not time the device is busy.
   double first_token_s = 0;
   // Chunked prefill (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's
-  // max_num_tokens): a step decodes the running batch and prefills the heads of the queue whose
-  // prompts fit in what the batch leaves of this many tokens (the head always, whole, even when
-  // longer), one step time: decode_iteration_s + prefill_s(their tokens). Absent: each prefill is
-  // a step of its own that stalls the batch (llama-server, the runtime's scheduler).
+  // max_num_tokens): a step decodes the running batch (a token each) and spends what is left of this
+  // many tokens on prompts: first the one part-way through, then the heads of the queue, each whole
+  // or, the last, a chunk that continues in the next steps (it holds its slot and KV meanwhile). The
+  // step takes decode_iteration_s + prefill_s(the new prompts' tokens) + for the continued one
+  // prefill_s(done + chunk) - prefill_s(done), so a prompt's chunks cost what it costs whole. Absent:
+  // each prefill is a step of its own that stalls the batch (llama-server, the runtime's scheduler).
   std::optional<uint64_t> step_token_budget;
 };
 

@@ -367,6 +367,13 @@ infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h1
   --output-len 128 --num-prompts 200 --engine vllm --json
   MATCH "\"basis\": \"calibrated\"" "\"ttft_ms\": {[^}]*\"mean\": " "\"itl_ms\": {[^}]*\"median\": " "\"step_token_budget\": 8192"
         "\"max_batch\": 1024")
+# chunked prefill with vLLM's budget: 4K prompts in 512-token chunks beside the decodes
+infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-8b --input-len 4096
+  --output-len 256 --num-prompts 100 --engine vllm --max-num-batched-tokens 512
+  MATCH "chunked prefill: a step decodes the batch and prefills within 512 tokens, a long prompt over several steps"
+        "max_num_batched_tokens 512, max_num_seqs 1024: the plan's")
+infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --max-num-batched-tokens 0
+  MATCH "--max-num-batched-tokens: must be at least 1 token")
 infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm
   MATCH "--engine trtllm: its published runs .hwprofiles/serving/trtllm.json. give no inter-token latency")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
