@@ -39,6 +39,7 @@ struct QueueArgs {
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
   std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
   std::optional<uint64_t> max_num_batched_tokens;  // chunked prefill's budget; default: the engine's
+  std::string engine_version;                     // vLLM's: V0 (before 0.8) prefills alone
   std::optional<double> deadline_s;
   uint64_t seed = 1;
   bool max_rate = false;
@@ -117,6 +118,10 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.engine = a.engine;
     plan.tp = a.tp.value_or(1);
     plan.engine_settings.max_num_batched_tokens = a.max_num_batched_tokens;
+    if (!a.engine_version.empty()) plan.engine_settings.engine_version = a.engine_version;
+    validate_plan(plan, [](std::string_view field) {
+      return field == "engine_version" ? std::string("--engine-version") : std::string(field);
+    });
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
     s.basis = s.plan->roofline->rates().basis;
@@ -514,6 +519,10 @@ void add_queue_command(CLI::App& app) {
                       "over several steps (default: the engine's, vLLM 8192 on a device of 70 GiB or more that is not an "
                       "A100, else 2048; none without an engine: each prefill alone)")
           ->check(kNonNegativeCount)->type_name("TOKENS"));
+  sim(cmd->add_option("--engine-version", a->engine_version,
+                      "vLLM's version, e.g. 0.6 (default: the current): before 0.8 its V0 engine prefilled each prompt "
+                      "alone with 256 sequences at most; from 0.20 its CUDA graphs' estimate comes out of the KV pool")
+          ->type_name("MAJOR.MINOR"));
   sim(cmd->add_option("--deadline", a->deadline_s,
                       "Deadline from arrival to last token in seconds; reject at arrival when the predicted "
                       "finish is later (default none)")

@@ -400,7 +400,7 @@ std::optional<ServedPrediction> predict_served_run(const ServedRun& run, const S
   try {
     const ResolvedPlan rp = resolve_plan(run_plan(run, run.engine), steps);
     ServerModel server = rp.server;  // chunked prefill as the engine's policy says (resolve_plan)
-    server.max_batch = engine_policy(run.engine, rp.hw).max_batch;
+    server.max_batch = engine_policy(run.engine, rp.hw, rp.plan.engine_settings).max_batch;
     server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_room_bytes);
     if (*server.kv_capacity_tokens == 0) return std::nullopt;
     ServingLoad load;

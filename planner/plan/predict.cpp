@@ -214,7 +214,8 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
                                  plan.engine.empty() ? "not named" : plan.engine));
   if ((es.engine_version || es.enforce_eager) && plan.engine != "vllm")
     throw InputError(fmt::format("plan: fields 'engine_version' and 'enforce_eager' are vLLM's (its version decides how "
-                                 "it counts its CUDA graphs; the other engines' memory is one version's here); the "
+                                 "it counts its CUDA graphs and whether it chunks prefills; the other engines are one "
+                                 "version's here); the "
                                  "plan's engine is {} (field 'engine': vllm)",
                                  plan.engine.empty() ? "not named" : plan.engine));
   if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")

@@ -9,8 +9,13 @@ namespace infer_plan {
 namespace {
 
 constexpr uint64_t kLargeDeviceBytes = uint64_t{70} << 30;  // vLLM's threshold for its larger defaults
+// vLLM's V1 engine, the default from 0.8.0, chunks prefills by default; V0 prefilled each prompt in a
+// step of its own (chunking on only past 32K of context) with 256 sequences at most.
+constexpr std::pair<unsigned, unsigned> kVllmV1Since{0, 8};
 
-EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw) {
+EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
+  const auto version = settings.engine_version ? engine_version_number(*settings.engine_version) : std::nullopt;
+  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt};
   if (engine == "vllm") {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
     return large ? EnginePolicy{1024, 8192} : EnginePolicy{256, 2048};
@@ -28,9 +33,9 @@ EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw) {
 }  // namespace
 
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
-  EnginePolicy p = engine_defaults(engine, hw);
+  EnginePolicy p = engine_defaults(engine, hw, settings);
   if (!settings.max_num_seqs && !settings.max_num_batched_tokens) return p;
-  if (!p.step_token_budget)
+  if (engine != "vllm" && engine != "sglang" && engine != "trtllm")
     throw InputError(fmt::format("fields 'max_num_seqs' and 'max_num_batched_tokens' are the limits of vLLM's "
                                  "scheduler (SGLang's and TensorRT-LLM's too); {}",
                                  engine.empty() ? std::string("a plan without an engine has none (field 'engine')")

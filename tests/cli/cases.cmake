@@ -372,6 +372,9 @@ infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw
   --output-len 256 --num-prompts 100 --engine vllm --max-num-batched-tokens 512
   MATCH "chunked prefill: a step decodes the batch and prefills within 512 tokens, a long prompt over several steps"
         "max_num_batched_tokens 512, max_num_seqs 1024: the plan's")
+# vLLM before 0.8 (its V0 engine): each prefill alone, 256 sequences
+infer_plan_cli_case(queue_sim_vllm_v0 EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b --num-prompts 50
+  --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, no chunked prefill")
 infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --max-num-batched-tokens 0
   MATCH "--max-num-batched-tokens: must be at least 1 token")
 infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm

@@ -97,6 +97,17 @@ TEST_CASE("the engines' scheduling defaults") {
   CHECK(engine_policy("sglang", load_hw_profile("h200"), limits).max_batch == 64);
   CHECK_THROWS_WITH_AS(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), limits),
                        doctest::Contains("llama.cpp has none"), InputError);
+  // vLLM's V0 engine (before 0.8.0): each prefill alone, 256 sequences, on any device; V1 from 0.8.0
+  EngineSettings v0;
+  v0.engine_version = "0.6.0";
+  const EnginePolicy old = engine_policy("vllm", load_hw_profile("h100-sxm"), v0);
+  CHECK(old.max_batch == 256);
+  CHECK(!old.step_token_budget);
+  v0.max_num_seqs = 64;  // its limit is still its own
+  CHECK(engine_policy("vllm", load_hw_profile("h100-sxm"), v0).max_batch == 64);
+  EngineSettings v1;
+  v1.engine_version = "0.8.3";
+  CHECK(engine_policy("vllm", load_hw_profile("h100-sxm"), v1).step_token_budget == 8192u);
 }
 
 TEST_CASE("chunked prefill: the queue's heads share a step with the batch's decode iteration") {
