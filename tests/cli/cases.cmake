@@ -459,6 +459,10 @@ infer_plan_cli_case(bad_engine_version EXIT 2 ARGS fit -m llama-3.1-8b --engine 
   MATCH "--engine-version: 'latest' is not a version; expected MAJOR.MINOR")
 infer_plan_cli_case(bad_engine_version_engine EXIT 2 ARGS fit -m llama-3.1-8b --engine sglang --enforce-eager
   MATCH "fields 'engine_version' and 'enforce_eager' are vLLM's")
+# a run at 0.98 can be asked: 0.98 x (79.65 GiB - 450 MiB the driver keeps) = 77.62 GiB for weights,
+# reserves and the pool
+infer_plan_cli_case(fit_vllm_utilization_098 EXIT 0 ARGS fit -m llama-3.1-8b -w BF16 --hw h100-sxm --engine vllm -c 8192
+  --requests 1 --gpu-memory-utilization 0.98 --engine-version 0.19 MATCH "= usable +77.62 GiB" "gpu_memory_utilization 0.98 of")
 infer_plan_cli_case(bad_gpu_memory_utilization EXIT 2 ARGS fit -m llama-3.1-8b --engine vllm --gpu-memory-utilization 1.5
   MATCH "--gpu-memory-utilization: 1.5 is out of range; expected a positive fraction")
 # vLLM's own flag names; its sampler reserve follows --max-num-seqs (256 x 128256 x 4 B x 3.73 +
