@@ -104,8 +104,9 @@ Simulation build_simulation(const QueueArgs& a) {
   if (a.tp && a.hw.empty()) throw InputError("--tp: tensor parallel needs --hw (the roofline splits the model across its devices)");
   // The times, rates and fractions are range-checked by their flags' validators.
   if (a.max_batch && *a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
-  if (a.max_num_batched_tokens && *a.max_num_batched_tokens == 0)
-    throw InputError("--max-num-batched-tokens: must be at least 1 token");
+  if (a.max_num_batched_tokens && (*a.max_num_batched_tokens == 0 || *a.max_num_batched_tokens > kMaxContextTokens))
+    throw InputError(fmt::format("--max-num-batched-tokens: {} is out of range; expected 1 to {} tokens per step",
+                                 *a.max_num_batched_tokens, kMaxContextTokens));
   if (a.requests == 0 || a.requests > kMaxSimulatedRequests)
     throw InputError(fmt::format("--num-prompts: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
 

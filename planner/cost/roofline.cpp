@@ -390,19 +390,21 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
 
 StepCost Roofline::mixed(StepCost own, const std::function<StepCost(const Roofline&)>& other) const {
   if (others_.empty()) return own;
-  const double comm = own.comm_s;  // the hand-overs, once (the other devices' rooflines have none)
+  // The times a device's share scales; the totals among them carry the hand-overs, counted once (the
+  // other devices' rooflines have none).
+  static constexpr double StepCost::*kTimes[] = {&StepCost::time_s,   &StepCost::time_lo_s,  &StepCost::time_hi_s,
+                                                 &StepCost::ceiling_s, &StepCost::memory_s,  &StepCost::compute_s,
+                                                 &StepCost::overhead_s, &StepCost::fixed_s,  &StepCost::read_s,
+                                                 &StepCost::extra_tokens_s};
+  static constexpr double StepCost::*kWithComm[] = {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s,
+                                                    &StepCost::ceiling_s};
   StepCost c = own;
-  for (double StepCost::*t : {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s, &StepCost::ceiling_s})
-    c.*t = own_share_ * (own.*t - comm) + comm;
-  for (double StepCost::*t : {&StepCost::memory_s, &StepCost::compute_s, &StepCost::overhead_s, &StepCost::fixed_s,
-                              &StepCost::read_s, &StepCost::extra_tokens_s})
-    c.*t = own_share_ * own.*t;
+  for (double StepCost::*t : kWithComm) c.*t -= own.comm_s;
+  for (double StepCost::*t : kTimes) c.*t *= own_share_;
+  for (double StepCost::*t : kWithComm) c.*t += own.comm_s;
   for (const auto& [share, roofline] : others_) {
     const StepCost o = other(*roofline);
-    for (double StepCost::*t : {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s, &StepCost::ceiling_s,
-                                &StepCost::memory_s, &StepCost::compute_s, &StepCost::overhead_s, &StepCost::fixed_s,
-                                &StepCost::read_s, &StepCost::extra_tokens_s})
-      c.*t += share * o.*t;
+    for (double StepCost::*t : kTimes) c.*t += share * o.*t;
     c.calibrated = c.calibrated && o.calibrated;
   }
   c.compute_bound = c.compute_s > c.memory_s;

@@ -141,22 +141,23 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'devices' lists different devices, each holding whole layers, as llama.cpp "
                                  "splits a model; the plan's engine is {}, whose tensor parallel takes identical devices "
                                  "(fields 'hw' and 'tp')", rp.engine.empty() ? "not named" : rp.engine));
-  std::vector<HwProfile> devices{rp.hw};
+  std::vector<HwProfile> listed;  // the devices after the first when they differ (the first is rp.hw)
   for (size_t i = 1; i < plan.devices.size(); ++i) {
-    HwProfile& d = devices.emplace_back(load_hw_profile(plan.devices[i]));
+    HwProfile& d = listed.emplace_back(load_hw_profile(plan.devices[i]));
     d.calibration = engine_step_calibration(d, rp.engine);
   }
+  const auto device_of = [&](size_t i) -> const HwProfile& { return i == 0 || listed.empty() ? rp.hw : listed[i - 1]; };
   std::optional<DeviceLayers> device;
   const HwProfile* device_hw = &rp.hw;
   if (rp.engine == "llama.cpp" && plan.tp > 1 && !rp.split && !offloaded) {
     std::vector<double> shares = plan.tensor_split;
     if (shares.empty())
       for (uint64_t i = 0; i < plan.tp; ++i)
-        shares.push_back(static_cast<double>(devices[std::min<size_t>(i, devices.size() - 1)].usable_bytes()));
+        shares.push_back(static_cast<double>(device_of(i).usable_bytes()));
     const std::vector<DeviceLayers> dealt = device_layers(rp.spec, rp.weights, shares);
     int64_t least = 0;
     for (size_t i = 0; i < dealt.size(); ++i) {
-      const HwProfile& hw = devices[std::min(i, devices.size() - 1)];
+      const HwProfile& hw = device_of(i);
       const int64_t spare = static_cast<int64_t>(hw.usable_bytes()) - static_cast<int64_t>(dealt[i].weights_bytes) -
                             static_cast<int64_t>(kv_bytes_for_context(dealt[i].part, plan.kv, plan.context) * plan.requests);
       if (!device || spare < least) {
@@ -165,20 +166,20 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
         device_hw = &hw;
       }
     }
-    if (devices.size() > 1) {  // each device its layers at its own speed
+    if (!listed.empty()) {  // each device its layers at its own speed
       double total = 0;  // the devices' weights (the token embeddings stay in host memory)
       for (const DeviceLayers& d : dealt) total += static_cast<double>(d.weights_bytes);
       std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others;
       for (size_t i = 1; i < dealt.size(); ++i)
         others.emplace_back(static_cast<double>(dealt[i].weights_bytes) / total,
-                            std::make_shared<Roofline>(rp.spec, rp.weights.layout, plan.kv,
-                                                       devices[std::min(i, devices.size() - 1)], 1, rp.weights.scale));
+                            std::make_shared<Roofline>(rp.spec, rp.weights.layout, plan.kv, device_of(i), 1,
+                                                       rp.weights.scale));
       rp.roofline->mix_devices(static_cast<double>(dealt[0].weights_bytes) / total, std::move(others));
     }
   }
   rp.fit = fit_memory(rp.spec, *device_hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
                       rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
-  if (devices.size() > 1 && device)
+  if (!listed.empty() && device)
     rp.fit.device_note = fmt::format("{}: {}", device_hw->name, rp.fit.device_note);
   const Roofline* rl = rp.roofline.get();
   if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)

@@ -376,7 +376,7 @@ infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw
 infer_plan_cli_case(queue_sim_vllm_v0 EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b --num-prompts 50
   --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, no chunked prefill")
 infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --max-num-batched-tokens 0
-  MATCH "--max-num-batched-tokens: must be at least 1 token")
+  MATCH "--max-num-batched-tokens: 0 is out of range; expected 1 to 16777216 tokens per step")
 infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm
   MATCH "--engine trtllm: its published runs .hwprofiles/serving/trtllm.json. give no inter-token latency")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
