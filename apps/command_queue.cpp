@@ -233,6 +233,7 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"utilisation", r.utilisation},
          {"mean_batch", r.mean_batch},
          {"decode_iterations", r.decode_iterations},
+         {"chunks_continued", r.chunks_continued},
          {"peak_kv_tokens", r.peak_kv_tokens},
          {"duration_s", r.span_s}};
   j.update(serving_metrics(r));

@@ -223,6 +223,15 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
     little.law = true;
     rows.push_back(little);
   }
+  if (m.schedule_replay) {  // the runtime's bookkeeping: a fresh scheduler decides every step again
+    Row replay{"schedule replayed", "steps", d(m.schedule_replay->steps), d(m.steps), std::nullopt,
+               m.schedule_replay->identical ? "arrivals and decision times through a fresh scheduler"
+                                            : m.schedule_replay->first_difference};
+    replay.rule = m.schedule_replay->identical;
+    replay.rule_name = "identical";
+    replay.law = true;
+    rows.push_back(replay);
+  }
   for (Row& r : offload_rows(rp, p, m)) rows.push_back(std::move(r));
   rows.push_back({"rejected", "", p.serving ? d(p.serving->result.rejected.total()) : 0.0, d(m.rejected),
                   std::nullopt, ""});

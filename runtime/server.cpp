@@ -15,6 +15,7 @@
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/serving/scheduler.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/forward_pass.hpp"
 #include "runtime/interrupt.hpp"
@@ -76,14 +77,38 @@ uint64_t plan_max_batch(const Plan& plan) {
   return closed ? plan.requests : plan.load->max_batch;
 }
 
+// The paged cache takes and returns each request's pages as the scheduler decides.
+class CachePages final : public KvPagePool {
+ public:
+  explicit CachePages(PagedKvCache& cache) : cache_(cache) {}
+  void reserve(uint32_t id, uint64_t tokens) override {
+    if (!cache_.reserve(id, tokens))
+      throw std::logic_error("run: the KV pool refused a request the scheduler counted room for");
+  }
+  void release(uint32_t id) override { cache_.release(id); }
+
+ private:
+  PagedKvCache& cache_;
+};
+
 }  // namespace
 
-PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk) {
+std::vector<uint32_t> synthetic_prompt(uint64_t seed, uint64_t request, uint64_t tokens, uint64_t vocab) {
+  kernels::SamplerRng rng(seed * 0x9E3779B97F4A7C15ULL + request);
+  std::vector<uint32_t> out(tokens);
+  for (uint32_t& t : out) t = static_cast<uint32_t>(rng.next_u64() % vocab);
+  return out;
+}
+
+PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk, std::optional<uint64_t> step_token_budget) {
   // The pool run_plan makes: requests x context, whole pages. A running sequence holds one page at least.
   const uint64_t per_sequence = PagedKvCache::pages_for(plan.context), pool = plan.requests * per_sequence;
   const uint64_t batch = std::max<uint64_t>(1, std::min(plan_max_batch(plan), pool));
   PassShape pass;
-  pass.tokens = std::max(batch, std::min(prefill_chunk, plan.context));
+  // A prompt alone runs in passes of prefill_chunk tokens; with a step token budget a step is one pass
+  // of the batch's tokens and prompts' chunks (its rows still a slot each).
+  pass.tokens = std::max(batch, std::min(step_token_budget ? *step_token_budget : prefill_chunk,
+                                         step_token_budget ? pool * kKvPageTokens : plan.context));
   pass.rows = batch;
   pass.pages = std::max<uint64_t>(1, std::min(batch * per_sequence, pool));
   pass.context = per_sequence * kKvPageTokens;
@@ -165,7 +190,7 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unus
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
-  check_runnable(rp, backend, server_pass_shape(plan, options.prefill_chunk));
+  check_runnable(rp, backend, server_pass_shape(plan, options.prefill_chunk, rp.server.step_token_budget));
   const std::vector<ServingRequest> arrivals = plan_requests(plan, options.prompt, rp.spec.vocab);
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const uint64_t max_batch = plan_max_batch(plan);
@@ -208,46 +233,78 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   result.kv_pages = pages;
   result.setup_s = clock_s(setup0);
 
-  // Admission by deadline asks the planner's serving model (roofline steps) to predict each
-  // arrival's finish from the server's state, with the simulation's own rule.
-  Scheduler scheduler(rp.server, arrivals, cache, max_batch, plan.deadline_s, [&](uint64_t id, uint64_t tokens) {
-    return options.prompt.empty() ? synthetic_prompt(options.seed, id, tokens, rp.spec.vocab) : options.prompt;
-  });
+  // The planner's scheduler decides every step (planner/serving/scheduler.hpp) with the pool as
+  // allocated; admission by deadline asks the planner's serving model (roofline steps) to predict
+  // each arrival's finish from the scheduler's state, with the simulation's own rule.
+  ServerModel server = rp.server;
+  server.kv_capacity_tokens = cache.pages_total() * kKvPageTokens;
+  server.kv_page_tokens = kKvPageTokens;
+  server.max_batch = max_batch;
+  Scheduler scheduler(server, arrivals);
+  CachePages cache_pages(cache);
+  scheduler.set_pool(&cache_pages);
+  std::vector<RequestRecord> records(arrivals.size());
+  for (size_t i = 0; i < arrivals.size(); ++i)
+    records[i] = {arrivals[i].arrival_s, -1, -1, -1, arrivals[i].prompt_tokens, arrivals[i].output_tokens, {}};
+  std::vector<std::vector<uint32_t>> tokens(arrivals.size());  // by request: prompt, then what it emitted
+  size_t next = 0;       // the next arrival
+  uint64_t ended = 0;    // completed or rejected
+  uint64_t present = 0;  // admitted to the queue, not yet departed
+  const auto arrive = [&](double now_s) {
+    for (; next < arrivals.size() && arrivals[next].arrival_s <= now_s; ++next) {
+      const ServingRequest& a = arrivals[next];
+      const auto id = static_cast<uint32_t>(next);
+      if (const char* why = scheduler.offer(id, now_s, plan.deadline_s)) {
+        records[id].rejected = why;
+        ++ended;
+      } else {
+        tokens[id] = options.prompt.empty() ? synthetic_prompt(options.seed, id, a.prompt_tokens, rp.spec.vocab)
+                                            : options.prompt;
+        ++present;
+      }
+    }
+  };
+
   std::vector<uint32_t> picked;  // the token chosen for each row of a pass
   // Greedy passes pick on the device (forward_argmax); sampling and --emit logits bring each row's
-  // logits to the host and choose there, request i with its own generator.
+  // logits to the host and choose there, request i with its own generator, for the rows that emit
+  // (a chunk that does not end its prompt draws nothing).
   const bool host_logits = options.token_logits || options.sampling.temperature > 0.0f;
   std::vector<std::vector<float>> logits;
   std::map<uint64_t, kernels::SamplerRng> rngs;
   std::vector<float> sampling_scratch;
-  const auto run_pass = [&](std::span<const SequenceChunk> pass_chunks, bool last_chunk) {
-    if (!host_logits || !last_chunk) {
-      decoder->forward_argmax(pass_chunks, picked);
+  std::vector<SequenceChunk> rows;
+  std::vector<uint64_t> emits;  // per row: the index of the token it emits, or kNoToken
+  constexpr uint64_t kNoToken = ~uint64_t{0};
+  const auto run_pass = [&]() {
+    const bool any = std::any_of(emits.begin(), emits.end(), [](uint64_t e) { return e != kNoToken; });
+    if (!host_logits || !any) {
+      decoder->forward_argmax(rows, picked);
       return;
     }
-    decoder->forward(pass_chunks, logits);
-    picked.resize(pass_chunks.size());
-    for (size_t i = 0; i < pass_chunks.size(); ++i) {
-      const uint64_t id = pass_chunks[i].seq;
+    decoder->forward(rows, logits);
+    picked.assign(rows.size(), 0);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (emits[i] == kNoToken) continue;
+      const uint64_t id = rows[i].seq;
       auto rng = rngs.try_emplace(id, kernels::SamplerRng(options.seed ^ (0x9E3779B97F4A7C15ull * (id + 1)))).first;
       picked[i] = kernels::sample_token(logits[i], options.sampling, rng->second, sampling_scratch);
     }
   };
-  // Each pass's tokens, before the scheduler moves them (a finished request leaves running()).
-  const auto emit = [&](std::span<const SequenceChunk> pass_chunks, const std::vector<uint64_t>& emitted) {
+  // Each pass's tokens, in order within a request.
+  const auto emit = [&]() {
     if (!options.on_token) return;
-    for (size_t i = 0; i < pass_chunks.size(); ++i) {
-      const SequenceChunk& c = pass_chunks[i];
-      TokenEvent e{c.seq, emitted[i], c.past + c.tokens.size() - 1, picked[i], {}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (emits[i] == kNoToken) continue;
+      const SequenceChunk& c = rows[i];
+      TokenEvent e{c.seq, emits[i], c.past + c.tokens.size() - 1, picked[i], {}};
       if (options.token_logits) e.logits = logits[i];
       options.on_token(e);
     }
   };
-  std::vector<uint64_t> emitted;
-  std::vector<SequenceChunk> chunks;
-  const auto record_step = [&](bool prefill, uint64_t batch, uint64_t tokens, uint64_t context, double start_s,
+  const auto record_step = [&](bool prefill, uint64_t batch, uint64_t pass_tokens, uint64_t context, double start_s,
                                double end_s) {
-    StepRecord step{prefill, batch, tokens, context, start_s, end_s};
+    StepRecord step{prefill, batch, pass_tokens, context, start_s, end_s};
     if (prefetcher) {  // the pass just run released its last group
       const OffloadPassRecord pass = prefetcher->last_pass();
       step.offload_bytes = pass.bytes;
@@ -258,8 +315,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   };
   const uint64_t t0 = backend.now_ns();
   double last_progress_s = 0, seen_s = 0;
-  uint64_t present = 0;  // waiting + running as the scheduler last saw it
-  while (scheduler.ended() < arrivals.size()) {
+  while (ended < arrivals.size()) {
     if (interrupt_requested()) {  // between steps: what ran so far is whole
       result.interrupted = true;
       break;
@@ -267,59 +323,79 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     const double now = clock_s(t0);
     result.in_system_area += static_cast<double>(present) * (now - seen_s);
     seen_s = now;
-    scheduler.arrive(now);
-    present = scheduler.present();
+    arrive(now);
     if (options.progress && now - last_progress_s > 1.0) {
       last_progress_s = now;
-      options.progress(fmt::format("t = {:.1f} s: {}/{} requests done, {} running, {} waiting", now, scheduler.ended(),
-                                   arrivals.size(), scheduler.running().size(),
-                                   scheduler.present() - scheduler.running().size()));
+      options.progress(fmt::format("t = {:.1f} s: {}/{} requests done, {} running, {} waiting", now, ended,
+                                   arrivals.size(), scheduler.running().size(), scheduler.waiting()));
     }
-    const Scheduler::Step step = scheduler.next(now);
-    if (step == Scheduler::Step::prefill) {  // the prompt in chunks, then its first token
-      const Sequence& s = scheduler.prefilling();
-      const uint64_t prompt = s.tokens.size();
+    if (!scheduler.has_work()) {  // idle until the next arrival
+      if (next == arrivals.size()) break;
+      const double wait_s = arrivals[next].arrival_s - clock_s(t0);
+      if (wait_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+      continue;
+    }
+    const ScheduledStep& step = scheduler.schedule();
+    result.schedule.push_back({now, step});
+    for (const uint32_t id : scheduler.started()) records[id].start_s = now;
+    rows.clear();
+    emits.clear();
+    uint64_t context = 0;
+    for (const Scheduler::Running& r : scheduler.running()) {  // the batch decodes a token each
+      if (step.batch == 0) break;
+      const std::vector<uint32_t>& t = tokens[r.id];
+      rows.push_back({r.id, std::span<const uint32_t>(&t.back(), 1), t.size() - 1});
+      emits.push_back(t.size() - arrivals[r.id].prompt_tokens);
+      context += t.size();
+    }
+    for (const PrefillChunk& c : step.prefill) {
+      rows.push_back({c.id, std::span<const uint32_t>(tokens[c.id].data() + c.done, c.tokens), c.done});
+      emits.push_back(c.done + c.tokens == arrivals[c.id].prompt_tokens ? 0 : kNoToken);
+      context += c.done + c.tokens;
+    }
+    if (!server.step_token_budget && step.batch == 0) {  // a prompt alone, in passes of prefill_chunk tokens
+      const SequenceChunk whole = rows.front();
+      const uint64_t prompt = whole.tokens.size();
       for (uint64_t past = 0; past < prompt; past += options.prefill_chunk) {
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
-        const SequenceChunk c{s.id, std::span<const uint32_t>(s.tokens.data() + past, n), past};
+        rows.assign(1, {whole.seq, whole.tokens.subspan(past, n), past});
+        emits.assign(1, past + n == prompt ? 0 : kNoToken);
         const double step0 = clock_s(t0);
-        run_pass(std::span(&c, 1), past + n == prompt);
+        run_pass();
         backend.synchronize();
         record_step(true, 1, n, past + n, step0, clock_s(t0));
-        if (past + n == prompt) emit(std::span(&c, 1), {0});
       }
-      scheduler.complete_prefill(picked[0], clock_s(t0));
-    } else if (step == Scheduler::Step::decode) {  // one token for every running sequence
-      chunks.clear();
-      emitted.clear();
-      uint64_t context = 0;
-      for (const Sequence& s : scheduler.running()) {
-        chunks.push_back({s.id, std::span<const uint32_t>(&s.tokens.back(), 1), s.tokens.size() - 1});
-        emitted.push_back(s.emitted);
-        context += s.tokens.size();
-      }
+    } else {  // one pass: the batch's tokens and the prompts' chunks
       const double step0 = clock_s(t0);
-      run_pass(chunks, true);
+      run_pass();
       backend.synchronize();
-      const double step1 = clock_s(t0);
-      record_step(false, chunks.size(), chunks.size(), context, step0, step1);
-      emit(chunks, emitted);
-      scheduler.complete_decode(picked, step1);
-    } else if (step == Scheduler::Step::idle) {  // until the next arrival
-      const double wait_s = scheduler.next_arrival_s() - clock_s(t0);
-      if (wait_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
-    } else {
-      break;
+      uint64_t pass_tokens = 0;
+      for (const SequenceChunk& r : rows) pass_tokens += r.tokens.size();
+      record_step(step.batch == 0, rows.size(), pass_tokens, context, step0, clock_s(t0));
+    }
+    const double end = clock_s(t0);
+    emit();
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (emits[i] != kNoToken) tokens[rows[i].seq].push_back(picked[i]);
+    scheduler.complete();
+    for (const uint32_t id : scheduler.first_tokens()) records[id].first_token_s = end;
+    for (const uint32_t id : scheduler.departed()) {
+      records[id].finish_s = end;
+      std::vector<uint32_t>().swap(tokens[id]);
+      ++ended;
+      --present;
     }
   }
+  result.chunks_continued = scheduler.chunks_continued();
+  result.scheduler_model = server;
   result.kv_peak_pages = cache.peak_pages_in_use();
   result.peak_bytes = backend.peak();
-  result.requests = scheduler.take_records();
+  result.requests = std::move(records);
   if (result.interrupted) {  // keep the requests that ended; count the rest
-    const auto ended = [](const RequestRecord& r) { return r.finish_s >= 0 || !r.rejected.empty(); };
+    const auto done = [](const RequestRecord& r) { return r.finish_s >= 0 || !r.rejected.empty(); };
     result.unfinished = static_cast<uint64_t>(std::count_if(result.requests.begin(), result.requests.end(),
-                                                            [&](const RequestRecord& r) { return !ended(r); }));
-    std::erase_if(result.requests, [&](const RequestRecord& r) { return !ended(r); });
+                                                            [&](const RequestRecord& r) { return !done(r); }));
+    std::erase_if(result.requests, [&](const RequestRecord& r) { return !done(r); });
   }
   result.span_s = clock_s(t0);
   result.in_system_area += static_cast<double>(present) * (result.span_s - seen_s);
@@ -410,6 +486,17 @@ MeasuredFigures measured_figures(const RunResult& r) {
   m.requests = r.requests.size() + r.unfinished;  // arrived or due: ended, or cut off by an interrupt
   if (r.driver_before_bytes && r.driver_after_setup_bytes)
     m.driver_setup_bytes = *r.driver_after_setup_bytes - *r.driver_before_bytes;
+  m.steps = r.schedule.size();
+  m.chunks_continued = r.chunks_continued;
+  if (!r.interrupted && r.scheduler_model.decode_iteration_s) {
+    std::vector<ServingRequest> arrivals;
+    std::vector<std::string> rejected;
+    for (const RequestRecord& q : r.requests) {
+      arrivals.push_back({q.arrival_s, q.prompt_tokens, q.output_tokens});
+      rejected.push_back(q.rejected);
+    }
+    m.schedule_replay = replay_schedule(r.scheduler_model, arrivals, r.deadline_s, r.schedule, rejected);
+  }
   return m;
 }
 
@@ -443,6 +530,13 @@ Json measured_json(const MeasuredFigures& m) {
          {"completed_late", m.completed_late},
          {"rejected", m.rejected},
          {"rejected_by_reason", rejected}};
+  j["steps"] = m.steps;
+  j["chunks_continued"] = m.chunks_continued;
+  if (m.schedule_replay)
+    j["schedule_replay"] = {{"steps", m.schedule_replay->steps},
+                            {"identical", m.schedule_replay->identical},
+                            {"first_difference", m.schedule_replay->first_difference.empty()
+                                                     ? Json(nullptr) : Json(m.schedule_replay->first_difference)}};
   if (m.driver_setup_bytes) j["driver_setup_bytes"] = *m.driver_setup_bytes;
   if (m.offload) {
     j["offload_host_bytes"] = m.offload->host_bytes;

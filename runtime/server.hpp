@@ -1,6 +1,6 @@
 // Executes a Plan on a backend and measures it in the planner's terms: the serving loop
-// (continuous batching with the same rules as planner/serving/serving_sim.hpp, so the two can be
-// compared step for step), a timeline of every step on the backend's clock, and the measured
+// (continuous batching, each step decided by the planner's own scheduler,
+// planner/serving/scheduler.hpp, so predicted and measured runs decide alike), a timeline of every step on the backend's clock, and the measured
 // Figures built from it.
 //
 // Without a `load` section the plan runs as a closed batch: `requests` requests arrive at t = 0,
@@ -12,7 +12,7 @@
 // queue until pages are free, and one larger than the whole pool is rejected on arrival
 // (reason "exceeds_kv_capacity"). With a deadline, each arrival is admitted or rejected (reason
 // "deadline") by the planner's own rule: the serving simulation run forward from the server's
-// state (planner/serving/serving_sim.hpp, admission_finish_s). Every request ends completed or
+// state (planner/serving/scheduler.hpp, admission_finish_s). Every request ends completed or
 // rejected; none is lost.
 #pragma once
 #include <cstdint>
@@ -26,11 +26,23 @@
 #include "kernels/cpu/sampling.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
+#include "planner/serving/scheduler.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/forward_pass.hpp"
-#include "runtime/scheduler.hpp"
 
 namespace infer_plan::runtime {
+
+// A request's course, from t = 0: when its prefill started, its first and last tokens came, or
+// why it was rejected on arrival.
+struct RequestRecord {
+  double arrival_s = 0, start_s = -1, first_token_s = -1, finish_s = -1;
+  uint64_t prompt_tokens = 0, output_tokens = 0;
+  std::string rejected;  // empty when completed; else "exceeds_kv_capacity" or "deadline"
+};
+
+// A prompt of `tokens` ids drawn from `vocab` for request `request`: the same for a seed on every
+// platform and backend (the server and the speculative sweep draw theirs here).
+std::vector<uint32_t> synthetic_prompt(uint64_t seed, uint64_t request, uint64_t tokens, uint64_t vocab);
 
 // One token a request generated (run --emit): its index among the request's outputs, the
 // position of the token whose logits chose it, and those logits (when RunOptions asks for them;
@@ -101,14 +113,21 @@ struct RunResult {
   // it sees them between steps: independent of the per-request records, and late by up to one
   // step for a request that arrives during a step.
   double in_system_area = 0;    // request-seconds
+  uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
+  // Every step as the scheduler decided it, and the policy and pool it decided with: what a replay
+  // (replay_schedule) feeds a fresh scheduler to check the run decided as the planner does.
+  std::vector<StepDecision> schedule;
+  ServerModel scheduler_model;
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;
 };
 
 // The server's largest forward pass: a prefill chunk of up to `prefill_chunk` tokens (one
 // sequence, one head row) or a decode step of up to load.max_batch sequences (requests without a
-// load; never more than the KV pool has pages), each reserving up to `context` tokens.
-PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk);
+// load; never more than the KV pool has pages), each reserving up to `context` tokens. With a step
+// token budget (chunked prefill) a step is one pass of up to the budget's tokens in as many rows.
+PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk,
+                            std::optional<uint64_t> step_token_budget = std::nullopt);
 
 // Refuses, before any allocation, a plan the runtime cannot execute or this machine cannot hold:
 // tp > 1, a given weights size, a context beyond the model's trained one, or weights and KV
@@ -153,6 +172,9 @@ struct MeasuredFigures {
   std::map<std::string, uint64_t> rejected_by_reason;
   std::optional<uint64_t> driver_setup_bytes;  // CUDA: the driver's growth over the setup
   std::optional<MeasuredOffload> offload;
+  uint64_t steps = 0, chunks_continued = 0;  // the scheduler's steps; prompts' chunks that did not end them
+  // The run's arrivals and decision times fed through a fresh scheduler (absent when interrupted).
+  std::optional<ScheduleReplay> schedule_replay;
 };
 MeasuredFigures measured_figures(const RunResult& r);
 // As `run --json` and `report --json` print them (offload's keys prefixed offload_).

@@ -12,7 +12,7 @@
 #include "runtime/interrupt.hpp"
 #include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"
-#include "runtime/scheduler.hpp"
+#include "runtime/server.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace infer_plan::runtime {

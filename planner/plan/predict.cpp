@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/serving_prior.hpp"
 #include "planner/calibration/step_prior.hpp"
 #include "planner/model/device_arch.hpp"
 #include "planner/weights/gguf_reader.hpp"

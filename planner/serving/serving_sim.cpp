@@ -1,13 +1,12 @@
-// The serving simulation: one Engine holds the server's state and takes one scheduling step at
-// a time; the main loop feeds it arrivals and keeps the books, and a copy of the Engine run
-// forward (with phantom replacements, or with nobody else arriving) predicts a new request's
-// finish for admission by deadline.
+// The serving simulation: one Engine drives the scheduler (scheduler.hpp) on a virtual clock, a
+// step at a time; the main loop feeds it arrivals and keeps the books, and a copy of the Engine
+// run forward (with stand-ins for those who leave, or with nobody else arriving) predicts a new
+// request's finish for admission by deadline.
 #include "planner/serving/serving_sim.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <deque>
 #include <fmt/format.h>
 #include <limits>
 #include <random>
@@ -16,6 +15,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
+#include "planner/serving/scheduler.hpp"
 
 namespace infer_plan {
 namespace {
@@ -26,33 +26,6 @@ using Request = ServingRequest;
 
 // What happened to each request in the main run (the lookahead copies record nothing).
 using Outcome = RequestTimes;
-
-struct Running {
-  uint32_t id;
-  uint64_t finish_iteration;  // the decode iteration whose end emits its last token
-};
-// `running` is a min-heap on finish_iteration: a full batch loses a request almost every
-// iteration, and a scan of the batch each time would dominate the lookahead's cost. Ties go
-// by id, so the order of departures (and of phantoms) is the same on every standard library.
-bool finishes_later(const Running& a, const Running& b) {
-  return a.finish_iteration != b.finish_iteration ? a.finish_iteration > b.finish_iteration : a.id > b.id;
-}
-
-// The callbacks come from user figures (flags, profiles): a bad time is an input error.
-double checked_decode_s(const ServerModel& server, uint64_t batch, uint64_t context_tokens) {
-  const double t = server.decode_iteration_s(batch, context_tokens);
-  if (!std::isfinite(t) || t < 0)
-    throw InputError(fmt::format("decode_iteration_s(batch {}, context {} tokens) returned {} s; expected a "
-                                 "finite time >= 0", batch, context_tokens, t));
-  return t;
-}
-double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens) {
-  const double t = server.prefill_s(prompt_tokens);
-  if (!std::isfinite(t) || t < 0)
-    throw InputError(fmt::format("prefill_s({} prompt tokens) returned {} s; expected a finite time >= 0",
-                                 prompt_tokens, t));
-  return t;
-}
 
 }  // namespace
 
@@ -72,23 +45,20 @@ bool admits_head(const ServerModel& server, uint64_t running, uint64_t reserved_
 
 namespace {
 
+// The scheduler on a virtual clock: each step takes what the step model says.
 class Engine {
  public:
-  Engine(const ServerModel& server, const std::vector<Request>& requests)
-      : server_(&server), requests_(&requests) {}
+  Engine(const ServerModel& server, const std::vector<Request>& requests) : sched(server, requests) {}
+  Engine(const Scheduler& state, double now) : sched(state), now_s(now) { sched.set_pool(nullptr); }
 
+  Scheduler sched;
   double now_s = 0;
-  std::deque<uint32_t> waiting;
-  std::vector<Running> running;
-  uint64_t kv_reserved_tokens = 0;
-  std::vector<uint32_t> departed;  // by the last step, all at now_s
+  uint64_t departed = 0;  // by the last step, all at now_s
 
   // Statistics of the main run.
   double busy_s = 0;
   uint64_t decode_iterations = 0;
   uint64_t batch_sum = 0;  // sum over iterations of the batch size
-  uint64_t peak_kv_tokens = 0;
-  uint64_t peak_batch = 0;
   std::vector<Outcome>* outcomes = nullptr;  // null in lookahead copies
   // Inter-token latencies of the main run (null in lookahead copies): each gap between two
   // tokens of a request, as (gap, how many requests had it) since a batch shares its gaps.
@@ -99,150 +69,64 @@ class Engine {
   TokenGaps* itl = nullptr;
 
   // The lookahead watches one request and, predicting with load_persists, replaces every
-  // request that leaves by a phantom with the same lengths, queued behind the watched one.
+  // request that leaves by a stand-in with the same lengths, queued behind the watched one.
   std::optional<uint32_t> watched;
   bool watched_started = false;
   double watched_finish_s = kNever;
   bool replace_departures = false;
 
-  // Puts a request that is already decoding (emitted tokens so far, the first from its prefill)
-  // into the running batch, with its KV reserved: how a snapshot of a real server is restored.
-  void restore_running(uint32_t id, uint64_t emitted) {
-    const Request& r = request(id);
-    assert(emitted >= 1 && emitted < r.output_tokens);
-    running.push_back({id, iteration_ + r.output_tokens - emitted});
-    std::push_heap(running.begin(), running.end(), finishes_later);
-    context_tokens_ += r.prompt_tokens + emitted;
-    kv_reserved_tokens += kv_reservation_tokens(*server_, r.kv_tokens());
-  }
-
-  // `starting`: requests this step already took a slot for (prefilling, not yet decoding).
-  bool front_admissible(uint64_t starting = 0) const {
-    return !waiting.empty() &&
-           admits_head(*server_, running.size() + starting + (partial ? 1 : 0), kv_reserved_tokens,
-                       kv_reservation_tokens(*server_, request(waiting.front()).kv_tokens()));
-  }
-  bool has_work() const { return front_admissible() || !running.empty() || partial; }
-
-  // One scheduling step: prefill the head of the queue if it is admissible (prefill first),
-  // otherwise decode until a request finishes or an iteration ends at or after `stop_at_s`.
+  // One step as the scheduler decides it; a decode step runs on until a request leaves or an
+  // iteration ends at or after `stop_at_s` (nothing else can change what the scheduler decides).
   void step(double stop_at_s) {
-    departed.clear();
-    if ((front_admissible() || partial) && server_->step_token_budget)
-      mixed_step(*server_->step_token_budget);
-    else if (front_admissible())
-      prefill();
-    else
-      decode(stop_at_s);
+    const ScheduledStep& s = sched.schedule();
+    for (const uint32_t id : sched.started()) {
+      if (outcomes) (*outcomes)[id].start_s = now_s;
+      if (watched == id) watched_started = true;
+    }
+    if (s.prefill.empty()) {
+      decode_until(stop_at_s);
+    } else {
+      const double dt = scheduled_step_s(sched.server(), s);
+      now_s += dt;
+      busy_s += dt;
+      if (s.batch) {
+        ++decode_iterations;
+        batch_sum += s.batch;
+        if (itl) {
+          record_gaps(true, dt, s.batch);
+          for (const Scheduler::Running& r : sched.running()) itl->last_token_s[r.id] = now_s;
+        }
+      }
+      sched.complete();
+    }
+    for (const uint32_t id : sched.first_tokens()) {
+      if (outcomes) (*outcomes)[id].first_token_s = now_s;
+      if (itl) itl->last_token_s[id] = now_s;
+    }
+    departed = sched.departed().size();
+    for (const uint32_t id : sched.departed()) {
+      if (outcomes) (*outcomes)[id].finish_s = now_s;
+      if (watched == id) watched_finish_s = now_s;
+      if (replace_departures && watched != id) sched.enqueue(sched.add(sched.request(id)));
+    }
   }
 
  private:
-  // Chunked prefill (vLLM V1's): the step decodes the running batch (one token each) and spends what
-  // is left of the budget on prompts: first the one part-way through, then the heads of the queue,
-  // each whole or, the last, a chunk of it that continues in the next steps. A chunk of a prompt
-  // whose first `done` tokens are prefilled costs prefill_s(done + chunk) - prefill_s(done).
-  void mixed_step(uint64_t budget) {
-    const uint64_t batch = running.size();
-    uint64_t room = budget > batch ? budget - batch : 0;
-    std::vector<uint32_t> admitted;  // their prompts complete in this step
-    double dt = 0;
-    if (partial && room) {
-      const Partial p = *partial;
-      const uint64_t chunk = std::min(request(p.id).prompt_tokens - p.done, room);
-      dt += checked_prefill_s(*server_, p.done + chunk) - checked_prefill_s(*server_, p.done);
-      room -= chunk;
-      if (p.done + chunk == request(p.id).prompt_tokens) {
-        partial.reset();
-        admitted.push_back(p.id);
-      } else {
-        partial->done += chunk;
-      }
-    }
-    uint64_t fresh = 0;  // tokens of the prompts begun in this step
-    while (room && !partial && front_admissible(admitted.size())) {
-      const uint32_t id = admit_head();
-      const uint64_t chunk = std::min(request(id).prompt_tokens, room);
-      fresh += chunk;
-      room -= chunk;
-      if (chunk == request(id).prompt_tokens) admitted.push_back(id);
-      else partial = Partial{id, chunk};
-    }
-    if (fresh) dt += checked_prefill_s(*server_, fresh);
-    if (batch) dt += checked_decode_s(*server_, batch, context_tokens_);
-    now_s += dt;
-    busy_s += dt;
-    if (batch) {
-      ++iteration_;
-      ++decode_iterations;
-      batch_sum += batch;
-      context_tokens_ += batch;
-      if (itl) {
-        record_gaps(true, dt, batch);
-        for (const Running& r : running) itl->last_token_s[r.id] = now_s;
-      }
-      remove_finished();
-    }
-    for (const uint32_t id : admitted) emit_first_token(id);
-  }
-
-  void prefill() {
-    const uint32_t id = admit_head();
-    const double dt = checked_prefill_s(*server_, request(id).prompt_tokens);
-    now_s += dt;
-    busy_s += dt;
-    emit_first_token(id);
-  }
-
-  // The head of the queue starts: its whole KV reserved, its prefill begun now.
-  uint32_t admit_head() {
-    const uint32_t id = waiting.front();
-    waiting.pop_front();
-    kv_reserved_tokens += kv_reservation_tokens(*server_, request(id).kv_tokens());
-    peak_kv_tokens = std::max(peak_kv_tokens, kv_reserved_tokens);
-    if (outcomes) (*outcomes)[id].start_s = now_s;
-    if (watched == id) watched_started = true;
-    return id;
-  }
-
-  // A prefill's end: the request's first token, then it leaves (one output token) or decodes.
-  void emit_first_token(uint32_t id) {
-    const Request& r = request(id);
-    if (outcomes) (*outcomes)[id].first_token_s = now_s;
-    if (itl) itl->last_token_s[id] = now_s;
-    if (r.output_tokens == 1) {
-      depart(id);
-      return;
-    }
-    running.push_back({id, iteration_ + r.output_tokens - 1});
-    std::push_heap(running.begin(), running.end(), finishes_later);
-    peak_batch = std::max<uint64_t>(peak_batch, running.size());
-    context_tokens_ += r.prompt_tokens + 1;  // the prompt and the first token
-  }
-
-  void decode(double stop_at_s) {
-    decode_until(stop_at_s);
-    if (itl)
-      for (const Running& r : running) itl->last_token_s[r.id] = now_s;
-  }
-
   void decode_until(double stop_at_s) {
-    assert(!running.empty());
-    const uint64_t batch = running.size();
     for (bool first = true;; first = false) {
-      const double dt = checked_decode_s(*server_, batch, context_tokens_);
+      const ScheduledStep& s = first ? sched.scheduled() : sched.schedule();  // the same decode step again
+      assert(s.prefill.empty() && s.batch > 0);
+      const double dt = checked_decode_s(sched.server(), s.batch, s.context_tokens);
       now_s += dt;
       busy_s += dt;
-      ++iteration_;
       ++decode_iterations;
-      batch_sum += batch;
-      context_tokens_ += batch;  // one more token in each request's context
-      if (itl) record_gaps(first, dt, batch);
-      if (iteration_ == running.front().finish_iteration) {
-        remove_finished();
-        return;
-      }
-      if (now_s >= stop_at_s) return;
+      batch_sum += s.batch;
+      if (itl) record_gaps(first, dt, s.batch);
+      sched.complete();
+      if (!sched.departed().empty() || now_s >= stop_at_s) break;
     }
+    if (itl)
+      for (const Scheduler::Running& r : sched.running()) itl->last_token_s[r.id] = now_s;
   }
 
   // The first iteration after other steps: each request's gap runs from its own latest token (a
@@ -254,7 +138,7 @@ class Engine {
       return;
     }
     const size_t from = gaps.size();
-    for (const Running& r : running) {
+    for (const Scheduler::Running& r : sched.running()) {
       const double gap = now_s - itl->last_token_s[r.id];
       auto same = std::find_if(gaps.begin() + static_cast<std::ptrdiff_t>(from), gaps.end(),
                                [&](const auto& e) { return e.first == gap; });
@@ -264,67 +148,24 @@ class Engine {
         ++same->second;
     }
   }
-
-  void remove_finished() {
-    while (!running.empty() && running.front().finish_iteration == iteration_) {
-      const uint32_t id = running.front().id;
-      std::pop_heap(running.begin(), running.end(), finishes_later);
-      running.pop_back();
-      context_tokens_ -= request(id).kv_tokens();  // prompt + output at its last token
-      depart(id);
-    }
-  }
-
-  void depart(uint32_t id) {
-    kv_reserved_tokens -= kv_reservation_tokens(*server_, request(id).kv_tokens());
-    departed.push_back(id);
-    if (outcomes) (*outcomes)[id].finish_s = now_s;
-    if (watched == id) watched_finish_s = now_s;
-    if (replace_departures && watched != id) {
-      phantoms_.push_back(request(id));
-      waiting.push_back(static_cast<uint32_t>(requests_->size() + phantoms_.size() - 1));
-    }
-  }
-
-  const Request& request(uint32_t id) const {
-    return id < requests_->size() ? (*requests_)[id] : phantoms_[id - requests_->size()];
-  }
-
-  // The prompt part-way through its chunked prefill: its slot and KV taken, its first `done` tokens in.
-  struct Partial {
-    uint32_t id;
-    uint64_t done;
-  };
-  std::optional<Partial> partial;
-
-  const ServerModel* server_;
-  const std::vector<Request>* requests_;
-  std::vector<Request> phantoms_;  // ids from requests_->size() on
-  uint64_t iteration_ = 0;       // decode iterations so far (the clock of finish_iteration)
-  uint64_t context_tokens_ = 0;  // sum over running requests of prompt + tokens emitted
 };
 
-// The finish time `id` would have if nobody arrived after it; stops (returning kNever) once the
-// clock passes `give_up_at_s`, when the answer no longer matters.
+// The finish time `id` would have in `engine` (a copy) joining its queue; stops (returning
+// kNever) once the clock passes `give_up_at_s`, when the answer no longer matters.
 // `own_service_s` is the least time the request needs once it starts (its prefill and its
 // iterations at batch 1): while it waits, a clock past give_up_at_s - own_service_s settles it.
-double predicted_finish_s(const Engine& engine, uint32_t id, double give_up_at_s, double own_service_s,
-                          DeadlinePrediction how) {
-  Engine copy = engine;
-  copy.outcomes = nullptr;
-  copy.itl = nullptr;
+double predicted_finish_s(Engine copy, uint32_t id, double give_up_at_s, double own_service_s, DeadlinePrediction how) {
   copy.watched = id;
   copy.replace_departures = how == DeadlinePrediction::load_persists;
-  copy.waiting.push_back(id);
+  copy.sched.enqueue(id);
   while (copy.watched_finish_s == kNever) {
     if (copy.now_s > give_up_at_s) return kNever;
     if (!copy.watched_started && copy.now_s + own_service_s > give_up_at_s) return kNever;
-    assert(copy.has_work());
+    assert(copy.sched.has_work());
     copy.step(give_up_at_s);
   }
   return copy.watched_finish_s;
 }
-
 // Time integral of the number of requests present, in total and over two windows.
 struct Occupancy {
   double last_s = 0;
@@ -547,36 +388,21 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   auto arrive = [&](uint32_t id) {
     const Request& r = requests[id];
     occ.advance_to(r.arrival_s);
-    if (exceeds_kv_capacity(server, r.kv_tokens())) {
-      outcomes[id].rejected = "exceeds_kv_capacity";
-      ++res.rejected.exceeds_kv_capacity;
+    if (const char* why = engine.sched.offer(id, engine.now_s, load.deadline_s, load.deadline_prediction)) {
+      outcomes[id].rejected = why;
+      ++(outcomes[id].rejected == "deadline" ? res.rejected.deadline : res.rejected.exceeds_kv_capacity);
       return;
     }
-    if (load.deadline_s) {
-      const double due_s = r.arrival_s + *load.deadline_s;
-      // The least time it needs once started: the iteration time is assumed not to fall as
-      // the batch or the context grows (as for the stability test), so batch 1 is the floor.
-      const double own_service_s =
-          checked_prefill_s(server, r.prompt_tokens) +
-          static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
-      if (predicted_finish_s(engine, id, due_s - server.first_token_s, own_service_s, load.deadline_prediction) >
-          due_s - server.first_token_s) {
-        outcomes[id].rejected = "deadline";
-        ++res.rejected.deadline;
-        return;
-      }
-    }
-    engine.waiting.push_back(id);
     ++occ.present;
   };
 
   size_t next = 0;
   for (;;) {
-    if (engine.has_work()) {
+    if (engine.sched.has_work()) {
       engine.step(next < requests.size() ? requests[next].arrival_s : kNever);
     } else if (next < requests.size()) {
-      assert(engine.waiting.empty());  // a request too large for the KV was rejected on arrival
-      engine.departed.clear();
+      assert(engine.sched.waiting() == 0);  // a request too large for the KV was rejected on arrival
+      engine.departed = 0;
       engine.now_s = requests[next].arrival_s;  // idle until the next arrival
     } else {
       break;
@@ -585,9 +411,9 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     // requests already there and are scheduled from the step's end.
     while (next < requests.size() && requests[next].arrival_s <= engine.now_s) arrive(static_cast<uint32_t>(next++));
     occ.advance_to(engine.now_s);
-    occ.present -= engine.departed.size();
+    occ.present -= engine.departed;
   }
-  assert(occ.present == 0 && engine.running.empty() && engine.waiting.empty());
+  assert(occ.present == 0 && !engine.sched.has_work() && engine.sched.waiting() == 0);
 
   // The books.
   res.span_s = std::max(engine.now_s, res.offered_span_s);
@@ -623,8 +449,9 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   res.mean_batch = engine.decode_iterations
                        ? static_cast<double>(engine.batch_sum) / static_cast<double>(engine.decode_iterations)
                        : 0;
-  res.peak_kv_tokens = engine.peak_kv_tokens;
-  res.peak_batch = engine.peak_batch;
+  res.peak_kv_tokens = engine.sched.peak_reserved_tokens();
+  res.peak_batch = engine.sched.peak_batch();
+  res.chunks_continued = engine.sched.chunks_continued();
   if (load.goodput.any()) res.good_requests = good;
   res.in_system_q2 = occ.window_mean(0);
   res.in_system_q3 = occ.window_mean(1);
@@ -658,21 +485,27 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   return res;
 }
 
+double admission_finish_s(const Scheduler& state, double now_s, uint32_t id, double due_s, DeadlinePrediction how) {
+  const ServerModel& server = state.server();
+  const Request& r = state.request(id);
+  // The least time it needs once started: the iteration time is assumed not to fall as the batch
+  // or the context grows (as for the stability test), so batch 1 is the floor.
+  const double own_service_s = checked_prefill_s(server, r.prompt_tokens) +
+                               static_cast<double>(r.output_tokens - 1) * checked_decode_s(server, 1, r.prompt_tokens + 1);
+  return predicted_finish_s(Engine(state, now_s), id, due_s, own_service_s, how);
+}
+
 double admission_finish_s(const ServerModel& server, const ServerSnapshot& state, const ServingRequest& candidate,
                           double due_s, DeadlinePrediction how) {
   std::vector<Request> requests;
   for (const ServerSnapshot::Decoding& d : state.running) requests.push_back(d.request);
   for (const ServingRequest& w : state.waiting) requests.push_back(w);
   requests.push_back(candidate);
-  Engine engine(server, requests);
-  engine.now_s = state.now_s;
+  Scheduler scheduler(server, requests);
   uint32_t id = 0;
-  for (const ServerSnapshot::Decoding& d : state.running) engine.restore_running(id++, d.emitted);
-  for (size_t i = 0; i < state.waiting.size(); ++i) engine.waiting.push_back(id++);
-  const double own_service_s =
-      checked_prefill_s(server, candidate.prompt_tokens) +
-      static_cast<double>(candidate.output_tokens - 1) * checked_decode_s(server, 1, candidate.prompt_tokens + 1);
-  return predicted_finish_s(engine, id, due_s, own_service_s, how);
+  for (const ServerSnapshot::Decoding& d : state.running) scheduler.restore_running(id++, d.emitted);
+  for (size_t i = 0; i < state.waiting.size(); ++i) scheduler.enqueue(id++);
+  return admission_finish_s(scheduler, state.now_s, id, due_s, how);
 }
 
 bool meets_slo(const ServingResult& r, const ServingSlo& slo) {

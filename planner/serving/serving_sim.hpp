@@ -3,7 +3,7 @@
 // times are callbacks (the roofline fills them; the CLI passes constants) and KV capacity is a
 // token count. It answers what Little's law cannot: queueing, bursts, deadlines and stability.
 //
-// Server model (the rules the runtime's scheduler must match for predictions to compare):
+// Server model (the scheduler's rules, planner/serving/scheduler.hpp, which the runtime drives too):
 // - FCFS. A waiting request is admitted when a batch slot is free (running < max_batch) and its
 //   whole KV (prompt + output tokens, in whole pages of kv_page_tokens) fits beside the
 //   reservations of the admitted requests (sum <= kv_capacity_tokens). The head of the queue
@@ -76,7 +76,7 @@ struct ServerModel {
   // or, the last, a chunk that continues in the next steps (it holds its slot and KV meanwhile). The
   // step takes decode_iteration_s + prefill_s(the new prompts' tokens) + for the continued one
   // prefill_s(done + chunk) - prefill_s(done), so a prompt's chunks cost what it costs whole. Absent:
-  // each prefill is a step of its own that stalls the batch (llama-server, the runtime's scheduler).
+  // each prefill is a step of its own that stalls the batch (llama-server).
   std::optional<uint64_t> step_token_budget;
 };
 
@@ -181,6 +181,7 @@ struct ServingResult {
   uint64_t decode_iterations = 0;
   uint64_t peak_kv_tokens = 0;  // most KV tokens reserved at once
   uint64_t peak_batch = 0;      // most requests decoding at once (max_batch when the limit was reached)
+  uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
   std::optional<uint64_t> good_requests;  // with load.goodput: completed requests meeting all its limits
 
   // Stability: unstable when either test says so.
@@ -215,8 +216,7 @@ struct ServingResult {
 // non-finite time. Invariant (asserted): completed + rejected == requests.
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load);
 
-// The rules the simulation and the runtime's scheduler (runtime/scheduler.hpp) both call, so
-// they cannot drift apart:
+// The admission rules the scheduler (scheduler.hpp) calls:
 // - on arrival, a request whose whole KV (prompt + output) is larger than the pool is rejected;
 bool exceeds_kv_capacity(const ServerModel& server, uint64_t kv_tokens);
 // - a request reserves its KV (prompt + output) in whole pages of kv_page_tokens: these many tokens;
@@ -239,7 +239,7 @@ struct ServerSnapshot {
 
 // Admission by deadline with the simulation's own rule (top of this file): the finish time
 // predicted for `candidate` joining the back of the queue now, or infinity once the prediction
-// passes `due_s` (it is then rejected). The runtime's scheduler calls this at each arrival.
+// passes `due_s` (it is then rejected): the lookahead from a snapshot of a server.
 double admission_finish_s(const ServerModel& server, const ServerSnapshot& state, const ServingRequest& candidate,
                           double due_s, DeadlinePrediction how = DeadlinePrediction::load_persists);
 

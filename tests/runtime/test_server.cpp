@@ -80,127 +80,57 @@ TEST_CASE("paged KV: pages for the whole life at admission, returned on release"
   CHECK(cache.reserve(2, 40));
 }
 
-TEST_CASE("scheduler: the simulation's rules step by step (reject on arrival, prefill first, whole-life pages)") {
+TEST_CASE("the runtime decides as the planner's scheduler replayed on its arrivals and times, for each policy") {
   CpuBackend backend;
-  const ResolvedPlan rp = resolve_plan(tiny_plan());
-  PagedKvCache cache(backend, rp.spec, rp.plan.kv, 5);  // 5 pages = 80 tokens
-  // A: 30 + 3 tokens (3 pages), B: 20 + 2 (2 pages), C: 100 + 5 (105 > 80 tokens: never fits).
-  const std::vector<ServingRequest> arrivals{{0, 30, 3}, {0, 20, 2}, {0, 100, 5}};
-  Scheduler s(rp.server, arrivals, cache, 2, std::nullopt,
-              [&](uint64_t id, uint64_t n) { return synthetic_prompt(7, id, n, rp.spec.vocab); });
-  s.arrive(0);
-  CHECK(s.records()[2].rejected == "exceeds_kv_capacity");
-  CHECK(s.ended() == 1);
-  CHECK(s.present() == 2);
-  REQUIRE(s.next(0) == Scheduler::Step::prefill);  // A: 0 + 48 <= 80 tokens, batch 0 < 2
-  CHECK(s.prefilling().id == 0);
-  CHECK(s.prefilling().tokens == synthetic_prompt(7, 0, 30, rp.spec.vocab));
-  CHECK(cache.pages_free() == 2);
-  s.complete_prefill(5, 1.0);
-  REQUIRE(s.next(1.0) == Scheduler::Step::prefill);  // prefill first: B's 32 tokens fill the pool to 80
-  CHECK(cache.pages_free() == 0);
-  s.complete_prefill(6, 2.0);
-  REQUIRE(s.next(2.0) == Scheduler::Step::decode);
-  CHECK(s.running().size() == 2);
-  const std::vector<uint32_t> step1{7, 8};
-  s.complete_decode(step1, 3.0);  // B's second token is its last: its 2 pages return
-  CHECK(cache.pages_free() == 2);
-  REQUIRE(s.next(3.0) == Scheduler::Step::decode);
-  const std::vector<uint32_t> step2{9};
-  s.complete_decode(step2, 4.0);
-  CHECK(s.next(4.0) == Scheduler::Step::done);
-  CHECK(s.ended() == 3);
-  const std::vector<RequestRecord> r = s.take_records();
-  CHECK((r[0].start_s == 0 && r[0].first_token_s == 1.0 && r[0].finish_s == 4.0));
-  CHECK((r[1].start_s == 1.0 && r[1].first_token_s == 2.0 && r[1].finish_s == 3.0));
-  // A full batch keeps the head waiting although its pages are free.
-  PagedKvCache roomy(backend, rp.spec, rp.plan.kv, 5);
-  Scheduler one(rp.server, arrivals, roomy, 1, std::nullopt,
-                [&](uint64_t id, uint64_t n) { return synthetic_prompt(7, id, n, rp.spec.vocab); });
-  one.arrive(0);
-  REQUIRE(one.next(0) == Scheduler::Step::prefill);
-  one.complete_prefill(5, 1.0);
-  CHECK(one.next(1.0) == Scheduler::Step::decode);
-  CHECK(roomy.pages_free() == 2);
-}
-
-// The runtime's scheduler on a virtual clock, each step taking what the model's callbacks say: the
-// course of every request, to set beside the simulation's for the same arrivals.
-std::vector<RequestRecord> schedule_on_clock(const ServerModel& model, const std::vector<ServingRequest>& arrivals,
-                                             PagedKvCache& cache, std::optional<double> deadline_s) {
-  Scheduler s(model, arrivals, cache, model.max_batch, deadline_s,
-              [](uint64_t, uint64_t n) { return std::vector<uint32_t>(n, 1); });
-  for (double now = 0;;) {
-    s.arrive(now);
-    const Scheduler::Step step = s.next(now);
-    if (step == Scheduler::Step::done) break;
-    if (step == Scheduler::Step::idle) {
-      now = s.next_arrival_s();
-    } else if (step == Scheduler::Step::prefill) {
-      now += model.prefill_s(s.prefilling().tokens.size());
-      s.complete_prefill(1, now);
-    } else {
-      uint64_t context = 0;
-      for (const Sequence& q : s.running()) context += q.tokens.size();
-      now += model.decode_iteration_s(s.running().size(), context);
-      s.complete_decode(std::vector<uint32_t>(s.running().size(), 1), now);
-    }
+  Plan plan = tiny_plan();
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 60;  // requests queue for KV pages and batch slots
+  plan.load->requests = 10;
+  plan.load->seed = 5;
+  ResolvedPlan rp = resolve_plan(plan);
+  for (const std::optional<uint64_t> budget : {std::optional<uint64_t>{}, std::optional<uint64_t>{12}}) {
+    CAPTURE(budget.value_or(0));
+    rp.server.step_token_budget = budget;
+    RunOptions o;
+    o.threads = 2;
+    const RunResult r = run_plan(rp, backend, o);
+    const auto m = measured_figures(r);
+    CHECK(m.completed == 10);
+    REQUIRE(m.schedule_replay);
+    CHECK(m.schedule_replay->identical);
+    CHECK(m.schedule_replay->first_difference == "");
+    CHECK(m.schedule_replay->steps == r.schedule.size());
+    CHECK(m.steps > 10);
+    // 32-token prompts in a 12-token budget: every prompt over several steps (none without one)
+    if (budget) CHECK(m.chunks_continued >= 20);
+    else CHECK(m.chunks_continued == 0);
   }
-  return s.take_records();
 }
 
-TEST_CASE("the runtime's scheduler decides as the simulation does: same arrivals and step times, same course") {
+TEST_CASE("chunked prefill: a prompt over several steps, mixed with decodes, gives the tokens of one pass") {
   CpuBackend backend;
-  const ResolvedPlan rp = resolve_plan(tiny_plan());
-  ServerModel model;
-  model.decode_iteration_s = [](uint64_t batch, uint64_t context) { return 0.010 + 0.002 * batch + 1e-5 * context; };
-  model.prefill_s = [](uint64_t prompt) { return 0.004 + 1e-4 * prompt; };
-  model.max_batch = 3;
-  struct Case {
-    const char* what;
-    TokenLengths prompt, output;
-    uint64_t pages;
-    std::optional<double> deadline_s;
+  const auto tokens_of = [&](std::optional<uint64_t> budget) {
+    ResolvedPlan rp = resolve_plan(tiny_plan());  // 3 requests, 32-token prompts, 8 tokens out
+    rp.server.step_token_budget = budget;
+    std::map<uint64_t, std::vector<uint32_t>> out;
+    RunOptions o;
+    o.threads = 2;
+    o.on_token = [&](const TokenEvent& e) {
+      CHECK(e.step == out[e.request].size());  // in order within a request
+      out[e.request].push_back(e.token);
+    };
+    const RunResult r = run_plan(rp, backend, o);
+    return std::pair{out, r.chunks_continued};
   };
-  // Lengths that are not whole pages reserve whole pages in both; a pool of 12 pages (192 tokens) keeps
-  // requests waiting for KV, and rejects the longest; a deadline rejects by the same lookahead.
-  const Case cases[] = {{"fixed lengths", TokenLengths::fixed(32), TokenLengths::fixed(16), 64, std::nullopt},
-                        {"variable lengths, tight KV", {5, 150}, {1, 60}, 12, std::nullopt},
-                        {"variable lengths, deadline", {5, 90}, {2, 40}, 20, 0.9}};
-  for (const Case& c : cases) {
-    CAPTURE(c.what);
-    ServingLoad load;
-    load.rate_per_s = 12;
-    load.requests = 120;
-    load.seed = 3;
-    load.prompt_tokens = c.prompt;
-    load.output_tokens = c.output;
-    load.deadline_s = c.deadline_s;
-    load.record_requests = true;
-    load.inter_token_latency = false;
-    PagedKvCache cache(backend, rp.spec, rp.plan.kv, c.pages);
-    ServerModel server = model;
-    server.kv_capacity_tokens = c.pages * kKvPageTokens;
-    server.kv_page_tokens = kKvPageTokens;
-    const ServingResult predicted = simulate_serving(server, load);
-    const std::vector<RequestRecord> measured = schedule_on_clock(model, serving_requests(load), cache, c.deadline_s);
-    REQUIRE(predicted.per_request.size() == measured.size());
-    uint64_t rejected = 0, waited = 0;
-    for (size_t i = 0; i < measured.size(); ++i) {
-      CAPTURE(i);
-      const RequestTimes& p = predicted.per_request[i];
-      const RequestRecord& m = measured[i];
-      CHECK(p.rejected == m.rejected);
-      CHECK(p.start_s == doctest::Approx(m.start_s).epsilon(1e-12));
-      CHECK(p.first_token_s == doctest::Approx(m.first_token_s).epsilon(1e-12));
-      CHECK(p.finish_s == doctest::Approx(m.finish_s).epsilon(1e-12));
-      rejected += !m.rejected.empty();
-      waited += m.start_s > m.arrival_s + 1e-9;
-    }
-    // the cases exercise what they are for: queueing everywhere, rejections where KV or deadlines bind
-    CHECK(waited > 10);
-    if (c.pages == 64) CHECK(rejected == 0);
-    else CHECK(rejected > 0);
+  const auto whole = tokens_of(std::nullopt);
+  CHECK(whole.second == 0);
+  REQUIRE(whole.first.size() == 3);
+  // 7 tokens a step: chunks that end across pages (16 tokens) and beside the others' decodes.
+  for (const uint64_t budget : {7, 20}) {
+    CAPTURE(budget);
+    const auto chunked = tokens_of(budget);
+    CHECK(chunked.second > 0);
+    CHECK(chunked.first == whole.first);
   }
 }
 

@@ -479,7 +479,7 @@ TEST_CASE("admission_finish_s: a snapshot of a real server, predicted by the sim
   CHECK(std::isinf(admission_finish_s(server, busy, candidate, 0.2)));
 }
 
-TEST_CASE("the admission predicates the runtime's scheduler shares") {
+TEST_CASE("the admission predicates the scheduler calls") {
   ServerModel server;
   server.max_batch = 2;
   server.kv_capacity_tokens = 100;

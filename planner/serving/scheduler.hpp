@@ -1,0 +1,165 @@
+// The serving scheduler: between two steps, what the next step runs, as bookkeeping over request ids
+// and token counts. Both evaluators drive this one object, so they decide alike by construction:
+// the serving simulation (serving_sim.cpp) on a virtual clock, each step timed by the step model
+// (scheduled_step_s); the runtime (runtime/server.cpp) with forward passes on the backend's clock,
+// each request's tokens kept by id and its paged KV cache following the reservations (KvPagePool).
+// Admission by deadline runs a copy of it forward (admission_finish_s).
+//
+// The policy is the ServerModel's (max_batch, kv_capacity_tokens in pages of kv_page_tokens,
+// step_token_budget):
+// - FCFS. The head of the queue is admitted when a batch slot is free and its whole KV (prompt +
+//   output, whole pages) fits beside the reservations of the admitted requests (admits_head); it
+//   blocks those behind it. Its pages are reserved at admission and released when it leaves.
+// - No step token budget: prefill first. While the head is admissible, a step prefills it alone
+//   (the running batch stalls); else a step decodes the running batch, a token each.
+// - A step token budget (chunked prefill, vLLM V1's): a step decodes the running batch and spends
+//   what is left of the budget on prompts: first the one part-way through, then the heads of the
+//   queue as they are admitted, each whole or, the last, a chunk that continues in the next steps.
+// - A prompt's last chunk emits the request's first token; a request with `output` tokens then
+//   decodes output - 1 steps. It leaves at its last token.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/serving/serving_sim.hpp"
+
+namespace infer_plan {
+
+// What the scheduler asks of a real KV pool beside its own count: the runtime's paged cache takes
+// and returns each request's pages as the scheduler decides (the simulation needs none).
+class KvPagePool {
+ public:
+  virtual ~KvPagePool() = default;
+  // Pages for `tokens` tokens (prompt + output) of request `id`; the scheduler has counted them free.
+  virtual void reserve(uint32_t id, uint64_t tokens) = 0;
+  virtual void release(uint32_t id) = 0;
+};
+
+// Prompt tokens [done, done + tokens) of request `id`, in one step.
+struct PrefillChunk {
+  uint32_t id = 0;
+  uint64_t done = 0;
+  uint64_t tokens = 0;
+};
+
+// One step: the running batch decodes a token each, beside the prompts' chunks.
+struct ScheduledStep {
+  std::vector<PrefillChunk> prefill;
+  uint64_t batch = 0;           // running requests decoding (0: a prefill alone)
+  uint64_t context_tokens = 0;  // the sum of their contexts before the step (prompt + tokens emitted)
+};
+
+// A step's seconds by the model's callbacks: each chunk that continues a prompt costs
+// prefill_s(done + tokens) - prefill_s(done) (a prompt's chunks cost what it costs whole), the
+// prompts begun in the step prefill_s of their tokens together, and the batch decode_iteration_s.
+// InputError when a callback returns a negative or non-finite time (they come from user figures).
+double scheduled_step_s(const ServerModel& server, const ScheduledStep& step);
+double checked_decode_s(const ServerModel& server, uint64_t batch, uint64_t context_tokens);
+double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens);
+
+class Scheduler {
+ public:
+  // A running request and the decode step whose end emits its last token.
+  struct Running {
+    uint32_t id;
+    uint64_t finish_step;
+  };
+
+  // `server` and `requests` (ids are their indices) must outlive the scheduler and its copies.
+  Scheduler(const ServerModel& server, const std::vector<ServingRequest>& requests);
+
+  const ServerModel& server() const { return *server_; }
+  const ServingRequest& request(uint32_t id) const {
+    return id < requests_->size() ? (*requests_)[id] : added_[id - requests_->size()];
+  }
+  // A request beyond the list (the lookahead's stand-ins): its id.
+  uint32_t add(const ServingRequest& r);
+  // The pool that follows the reservations (none: the scheduler only counts).
+  void set_pool(KvPagePool* pool) { pool_ = pool; }
+
+  // Request `id` arrives at `now_s`: rejected when its KV exceeds the pool ("exceeds_kv_capacity")
+  // or, with a deadline, when admission_finish_s predicts it late ("deadline"; its last token must
+  // leave the device first_token_s before arrival + deadline); else it joins the queue (nullptr).
+  const char* offer(uint32_t id, double now_s, std::optional<double> deadline_s,
+                    DeadlinePrediction how = DeadlinePrediction::load_persists);
+  // The request joins the back of the queue (the lookahead's stand-ins, a snapshot's queue).
+  void enqueue(uint32_t id) { waiting_.push_back(id); }
+  // A request already decoding, `emitted` tokens out (the first from its prefill), its KV reserved.
+  void restore_running(uint32_t id, uint64_t emitted);
+
+  bool has_work() const { return head_admissible() || !running_.empty() || partial_; }
+  // Decides the next step (has_work() must hold): admits what it starts (started()).
+  const ScheduledStep& schedule();
+  // The step scheduled has run: the batch's tokens, then the first tokens of the prompts it ended
+  // (first_tokens()); the requests that emitted their last leave (departed(), in that order).
+  void complete();
+
+  const ScheduledStep& scheduled() const { return scheduled_; }  // the last schedule()'s step
+  // What the last schedule() and complete() did.
+  const std::vector<uint32_t>& started() const { return started_; }
+  const std::vector<uint32_t>& first_tokens() const { return first_tokens_; }
+  const std::vector<uint32_t>& departed() const { return departed_; }
+
+  const std::vector<Running>& running() const { return running_; }  // in no particular order
+  uint64_t waiting() const { return waiting_.size(); }
+  uint64_t prefilling() const { return partial_ ? 1 : 0; }  // a prompt part-way through
+  uint64_t reserved_tokens() const { return reserved_tokens_; }
+  uint64_t peak_reserved_tokens() const { return peak_reserved_tokens_; }
+  uint64_t peak_batch() const { return peak_batch_; }
+  uint64_t chunks_continued() const { return chunks_continued_; }  // prompts' chunks that did not end them
+
+ private:
+  bool head_admissible(uint64_t starting = 0) const;
+  uint32_t admit_head();
+  void emit_first_token(uint32_t id);
+  void depart(uint32_t id);
+
+  const ServerModel* server_;
+  const std::vector<ServingRequest>* requests_;
+  std::vector<ServingRequest> added_;  // ids from requests_->size() on
+  KvPagePool* pool_ = nullptr;
+
+  std::deque<uint32_t> waiting_;
+  std::vector<Running> running_;   // a min-heap on finish_step (then id)
+  struct Partial {
+    uint32_t id;
+    uint64_t done;
+  };
+  std::optional<Partial> partial_;  // the prompt part-way through its chunked prefill
+  uint64_t step_ = 0;               // decode steps so far (the clock of finish_step)
+  uint64_t context_tokens_ = 0;     // the sum over running requests of prompt + tokens emitted
+  uint64_t reserved_tokens_ = 0, peak_reserved_tokens_ = 0, peak_batch_ = 0, chunks_continued_ = 0;
+
+  ScheduledStep scheduled_;
+  std::vector<uint32_t> started_, first_tokens_, departed_;
+};
+
+// Admission by deadline, the rule of serving_sim.hpp: when request `id` (not yet queued), joining
+// the back of the queue of `state` at `now_s`, would finish; infinity once the prediction passes
+// `due_s`. The simulation and the runtime both call it at each arrival.
+double admission_finish_s(const Scheduler& state, double now_s, uint32_t id, double due_s,
+                          DeadlinePrediction how = DeadlinePrediction::load_persists);
+
+// A step as an evaluator ran it: when the scheduler decided it, and what.
+struct StepDecision {
+  double decided_s = 0;
+  ScheduledStep step;
+};
+
+// Replay: a fresh scheduler fed the same arrivals at the recorded decision times decides every
+// step again; `identical` when each step and each rejection is the same.
+struct ScheduleReplay {
+  uint64_t steps = 0;            // steps compared
+  bool identical = true;
+  std::string first_difference;  // the first step (or request) that differs, in words
+};
+// `rejected`: each request's reason as recorded ("" when admitted).
+ScheduleReplay replay_schedule(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
+                               std::optional<double> deadline_s, const std::vector<StepDecision>& decisions,
+                               const std::vector<std::string>& rejected);
+std::string describe(const ScheduledStep& step);  // "decode 3 (context 412); prefill #4 [0, 64)"
+
+}  // namespace infer_plan

@@ -1,0 +1,244 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/serving/scheduler.hpp"
+#include "planner/serving/serving_sim.hpp"
+
+using namespace infer_plan;
+
+namespace {
+
+// A pool that keeps what the scheduler asks of it.
+struct RecordingPool final : KvPagePool {
+  std::map<uint32_t, uint64_t> held;  // id -> tokens
+  void reserve(uint32_t id, uint64_t tokens) override {
+    REQUIRE(held.count(id) == 0);
+    held[id] = tokens;
+  }
+  void release(uint32_t id) override { REQUIRE(held.erase(id) == 1); }
+};
+
+ServerModel linear_server() {
+  ServerModel m;
+  m.decode_iteration_s = [](uint64_t batch, uint64_t context) { return 0.010 + 0.002 * batch + 1e-5 * context; };
+  m.prefill_s = [](uint64_t prompt) { return 0.004 + 1e-4 * prompt; };
+  return m;
+}
+
+// The scheduler stepped by hand on a virtual clock, each step timed by scheduled_step_s, with no
+// fast-forward: every request's course, to set beside simulate_serving's.
+std::vector<RequestTimes> step_by_step(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
+                                       std::optional<double> deadline_s) {
+  std::vector<RequestTimes> out(arrivals.size());
+  Scheduler s(server, arrivals);
+  size_t next = 0;
+  for (double now = 0;;) {
+    for (; next < arrivals.size() && arrivals[next].arrival_s <= now; ++next)
+      if (const char* why = s.offer(static_cast<uint32_t>(next), now, deadline_s)) out[next].rejected = why;
+    if (!s.has_work()) {
+      if (next == arrivals.size()) break;
+      now = arrivals[next].arrival_s;
+      continue;
+    }
+    const ScheduledStep& step = s.schedule();
+    for (const uint32_t id : s.started()) out[id].start_s = now;
+    now += scheduled_step_s(server, step);
+    s.complete();
+    for (const uint32_t id : s.first_tokens()) out[id].first_token_s = now;
+    for (const uint32_t id : s.departed()) out[id].finish_s = now;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler, whole prefills: reject on arrival, prefill first, whole-life pages") {
+  ServerModel server = linear_server();
+  server.max_batch = 2;
+  server.kv_page_tokens = 16;
+  server.kv_capacity_tokens = 80;  // 5 pages
+  // A: 30 + 3 tokens (3 pages), B: 20 + 2 (2 pages), C: 100 + 5 (105 > 80 tokens: never fits).
+  const std::vector<ServingRequest> arrivals{{0, 30, 3}, {0, 20, 2}, {0, 100, 5}};
+  Scheduler s(server, arrivals);
+  RecordingPool pool;
+  s.set_pool(&pool);
+  CHECK(s.offer(0, 0, std::nullopt) == nullptr);
+  CHECK(s.offer(1, 0, std::nullopt) == nullptr);
+  CHECK(std::string(s.offer(2, 0, std::nullopt)) == "exceeds_kv_capacity");
+  CHECK(s.waiting() == 2);
+  // A: 0 + 48 <= 80 tokens, batch 0 < 2: its prompt alone.
+  ScheduledStep step = s.schedule();
+  CHECK(step.batch == 0);
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 0 && step.prefill[0].done == 0 && step.prefill[0].tokens == 30));
+  CHECK(pool.held.at(0) == 33);
+  CHECK(s.reserved_tokens() == 48);
+  s.complete();
+  CHECK(s.first_tokens() == std::vector<uint32_t>{0});
+  // Prefill first: B's 32 tokens fill the pool to 80.
+  step = s.schedule();
+  REQUIRE(step.prefill.size() == 1);
+  CHECK(step.prefill[0].id == 1);
+  CHECK(s.reserved_tokens() == 80);
+  s.complete();
+  // Both decode: contexts 30 + 1 and 20 + 1.
+  step = s.schedule();
+  CHECK((step.batch == 2 && step.context_tokens == 52 && step.prefill.empty()));
+  s.complete();  // B's second token is its last: its 2 pages return
+  CHECK(s.departed() == std::vector<uint32_t>{1});
+  CHECK(pool.held.count(1) == 0);
+  CHECK(s.reserved_tokens() == 48);
+  step = s.schedule();
+  CHECK((step.batch == 1 && step.context_tokens == 32));
+  s.complete();
+  CHECK(s.departed() == std::vector<uint32_t>{0});
+  CHECK_FALSE(s.has_work());
+  CHECK(pool.held.empty());
+  CHECK(s.peak_reserved_tokens() == 80);
+  CHECK(s.peak_batch() == 2);
+
+  // A full batch keeps the head waiting although its pages are free.
+  server.max_batch = 1;
+  Scheduler one(server, arrivals);
+  CHECK(one.offer(0, 0, std::nullopt) == nullptr);
+  CHECK(one.offer(1, 0, std::nullopt) == nullptr);
+  one.schedule();
+  one.complete();
+  step = one.schedule();
+  CHECK((step.batch == 1 && step.prefill.empty()));
+  CHECK(one.waiting() == 1);
+}
+
+TEST_CASE("scheduler, chunked prefill: decodes first, the budget's rest on prompts, a long one over steps") {
+  ServerModel server = linear_server();
+  server.max_batch = 4;
+  server.step_token_budget = 8;
+  // A (5 + 4) fits the first step whole; B (10 + 2) is cut: 3 tokens beside A, then the next
+  // step's 8 - 1 (A decodes) = 7 end it.
+  const std::vector<ServingRequest> arrivals{{0, 5, 4}, {0, 10, 2}};
+  Scheduler s(server, arrivals);
+  s.offer(0, 0, std::nullopt);
+  s.offer(1, 0, std::nullopt);
+  ScheduledStep step = s.schedule();
+  CHECK(step.batch == 0);
+  REQUIRE(step.prefill.size() == 2);
+  CHECK((step.prefill[0].id == 0 && step.prefill[0].tokens == 5));
+  CHECK((step.prefill[1].id == 1 && step.prefill[1].done == 0 && step.prefill[1].tokens == 3));
+  CHECK(s.started() == std::vector<uint32_t>{0, 1});
+  // Both prompts begun here cost one prefill of their 8 tokens.
+  CHECK(scheduled_step_s(server, step) == doctest::Approx(0.004 + 8e-4));
+  s.complete();
+  CHECK(s.first_tokens() == std::vector<uint32_t>{0});
+  CHECK(s.chunks_continued() == 1);
+  CHECK(s.prefilling() == 1);
+  step = s.schedule();
+  CHECK((step.batch == 1 && step.context_tokens == 6));
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 1 && step.prefill[0].done == 3 && step.prefill[0].tokens == 7));
+  // The continued chunk costs prefill_s(10) - prefill_s(3): B's chunks cost what its prompt costs whole.
+  CHECK(scheduled_step_s(server, step) == doctest::Approx((7e-4) + (0.010 + 0.002 + 6e-5)));
+  s.complete();
+  CHECK(s.first_tokens() == std::vector<uint32_t>{1});
+  step = s.schedule();
+  CHECK((step.batch == 2 && step.context_tokens == 7 + 11 && step.prefill.empty()));
+}
+
+TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrivals, same course, every policy") {
+  struct Case {
+    const char* what;
+    TokenLengths prompt, output;
+    uint64_t pages;
+    std::optional<double> deadline_s;
+    std::optional<uint64_t> budget;
+  };
+  // A pool of 12 pages (192 tokens) keeps requests waiting for KV and rejects the longest; a
+  // deadline rejects by the lookahead; a budget of 64 tokens cuts most prompts.
+  const Case cases[] = {{"fixed lengths", TokenLengths::fixed(32), TokenLengths::fixed(16), 64, std::nullopt, std::nullopt},
+                        {"variable lengths, tight KV", {5, 150}, {1, 60}, 12, std::nullopt, std::nullopt},
+                        {"variable lengths, deadline", {5, 90}, {2, 40}, 20, 0.9, std::nullopt},
+                        {"chunked prefill", {5, 150}, {1, 60}, 24, std::nullopt, 64},
+                        {"chunked prefill, deadline", {5, 150}, {2, 40}, 24, 1.5, 64}};
+  for (const Case& c : cases) {
+    const std::string what = c.what;
+    CAPTURE(what);
+    ServerModel server = linear_server();
+    server.max_batch = 3;
+    server.kv_page_tokens = 16;
+    server.kv_capacity_tokens = c.pages * 16;
+    server.step_token_budget = c.budget;
+    ServingLoad load;
+    load.rate_per_s = 12;
+    load.requests = 120;
+    load.seed = 3;
+    load.prompt_tokens = c.prompt;
+    load.output_tokens = c.output;
+    load.deadline_s = c.deadline_s;
+    load.record_requests = true;
+    load.inter_token_latency = false;
+    const ServingResult predicted = simulate_serving(server, load);
+    const std::vector<RequestTimes> stepped = step_by_step(server, serving_requests(load), c.deadline_s);
+    REQUIRE(predicted.per_request.size() == stepped.size());
+    uint64_t rejected = 0, waited = 0;
+    for (size_t i = 0; i < stepped.size(); ++i) {
+      CAPTURE(i);
+      const RequestTimes& p = predicted.per_request[i];
+      const RequestTimes& m = stepped[i];
+      CHECK(p.rejected == m.rejected);
+      CHECK(p.start_s == doctest::Approx(m.start_s).epsilon(1e-12));
+      CHECK(p.first_token_s == doctest::Approx(m.first_token_s).epsilon(1e-12));
+      CHECK(p.finish_s == doctest::Approx(m.finish_s).epsilon(1e-12));
+      rejected += !m.rejected.empty();
+      waited += m.start_s > serving_requests(load)[i].arrival_s + 1e-9;
+    }
+    // the cases exercise what they are for: queueing everywhere, rejections where KV or deadlines bind
+    CHECK(waited > 10);
+    if (c.pages == 12 || c.deadline_s) CHECK(rejected > 0);
+    else CHECK(rejected == 0);
+  }
+}
+
+TEST_CASE("replay: the same decisions replayed are identical; a changed one is named by its step") {
+  ServerModel server = linear_server();
+  server.max_batch = 3;
+  server.step_token_budget = 32;
+  server.kv_capacity_tokens = 400;
+  const std::vector<ServingRequest> arrivals{{0, 40, 3}, {0.01, 20, 4}, {0.02, 500, 2}, {0.05, 10, 2}};
+  // Record a run on a virtual clock.
+  std::vector<StepDecision> decisions;
+  std::vector<std::string> rejected(arrivals.size());
+  Scheduler s(server, arrivals);
+  size_t next = 0;
+  for (double now = 0;;) {
+    for (; next < arrivals.size() && arrivals[next].arrival_s <= now; ++next)
+      if (const char* why = s.offer(static_cast<uint32_t>(next), now, std::nullopt)) rejected[next] = why;
+    if (!s.has_work()) {
+      if (next == arrivals.size()) break;
+      now = arrivals[next].arrival_s;
+      continue;
+    }
+    decisions.push_back({now, s.schedule()});
+    now += scheduled_step_s(server, decisions.back().step);
+    s.complete();
+  }
+  CHECK(rejected[2] == "exceeds_kv_capacity");
+  ScheduleReplay r = replay_schedule(server, arrivals, std::nullopt, decisions, rejected);
+  CHECK(r.identical);
+  CHECK(r.steps == decisions.size());
+  CHECK(r.first_difference.empty());
+  // A step that decided otherwise: the replay stops there and says what differs.
+  std::vector<StepDecision> changed = decisions;
+  changed[1].step.prefill.at(0).tokens += 1;
+  r = replay_schedule(server, arrivals, std::nullopt, changed, rejected);
+  CHECK_FALSE(r.identical);
+  CHECK(r.steps == 1);
+  CHECK(r.first_difference.find("step 1") == 0);
+  // A rejection recorded where the replay admits.
+  std::vector<std::string> wrong = rejected;
+  wrong[3] = "deadline";
+  r = replay_schedule(server, arrivals, std::nullopt, decisions, wrong);
+  CHECK_FALSE(r.identical);
+  CHECK(r.first_difference.find("request 3") == 0);
+}
