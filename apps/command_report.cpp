@@ -30,6 +30,7 @@
 #include "planner/plan/figures.hpp"
 #include "planner/cost/engine_memory.hpp"
 #include "planner/plan/predict.hpp"
+#include "planner/serving/scheduler.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "runtime/interrupt.hpp"
 #include "runtime/server.hpp"
@@ -139,7 +140,7 @@ std::optional<Row> decode_bandwidth_row(const ResolvedPlan& rp, const runtime::R
   const Roofline& rl = *rp.roofline;
   std::vector<double> rates;
   for (const runtime::StepRecord& s : run.steps)
-    if (!s.prefill && s.batch == 1 && s.end_s > s.start_s)
+    if (!s.prefill && !s.mixed() && s.batch == 1 && s.end_s > s.start_s)
       rates.push_back(rl.decode_step(1, s.context_tokens).bytes() / (s.end_s - s.start_s));
   if (rates.empty()) return std::nullopt;
   const TensorPlacement* largest = nullptr;
@@ -170,10 +171,13 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
                     d(*m.driver_setup_bytes), kDriverMemoryBound,
                     "weights + KV pool + offload slots vs cudaMemGetInfo's growth over the setup"});
   }
-  std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill;
+  std::vector<double> pred_decode, meas_decode, pred_prefill, meas_prefill, pred_mixed, meas_mixed;
   std::vector<double> decode_lo, decode_hi, prefill_lo, prefill_hi;  // a calibration's bands
   for (const runtime::StepRecord& s : run.steps) {
-    if (s.prefill) {
+    if (s.mixed()) {  // the simulation's own cost of the step the scheduler decided
+      pred_mixed.push_back(scheduled_step_s(rp.server, run.schedule.at(s.decision).step) * 1e3);
+      meas_mixed.push_back((s.end_s - s.start_s) * 1e3);
+    } else if (s.prefill) {
       const StepCost c = rl.prefill(s.tokens);
       pred_prefill.push_back(c.time_s * 1e3);
       prefill_lo.push_back(c.time_lo_s * 1e3);
@@ -205,6 +209,10 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
     rows.push_back(with_band({"prefill_ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
                               fmt::format("{} prefill passes", meas_prefill.size())},
                              prefill_lo, prefill_hi));
+  if (!meas_mixed.empty())
+    rows.push_back({"mixed_step_ms p50", "ms", median(pred_mixed), median(meas_mixed), std::nullopt,
+                    fmt::format("{} decode steps with prompts' chunks: the batch's iteration plus the chunks' prefill",
+                                meas_mixed.size())});
   const ServingLatency* served = p.serving && p.serving->result.stable && p.serving->result.latency
                                      ? &*p.serving->result.latency : nullptr;
   if (served) {
@@ -214,6 +222,9 @@ std::vector<Row> compare(const ResolvedPlan& rp, const Prediction& p, const runt
     rows.push_back({"mean_in_system", "", served->mean_in_system, m.mean_in_system, std::nullopt, "time average"});
     rows.push_back({"ttft_ms median", "ms", served->ttft_s.p50 * 1e3, m.ttft_s.p50 * 1e3, std::nullopt, ""});
     rows.push_back({"tpot_ms median", "ms", served->tpot_s.p50 * 1e3, m.tpot_ms.p50, std::nullopt, ""});
+    if (served->itl_s.count && m.itl_ms.count)
+      rows.push_back({"itl_ms p99", "ms", served->itl_s.p99 * 1e3, m.itl_ms.p99, std::nullopt,
+                      "every gap between two tokens; a prefill stalls the batch, a chunk less"});
     rows.push_back({"output_throughput_tok_s", "tok/s", p.serving->result.throughput_tok_s, m.throughput_tok_s,
                     std::nullopt, ""});
   }
@@ -300,7 +311,7 @@ void write_svgs(const std::string& dir, const std::vector<Row>& rows, const Reso
 Json decode_steps_json(const Plan& plan, const runtime::RunResult& run) {
   std::map<uint64_t, std::vector<const runtime::StepRecord*>> by_batch;
   for (const runtime::StepRecord& s : run.steps)
-    if (!s.prefill && s.batch > 0) by_batch[s.batch].push_back(&s);
+    if (!s.prefill && !s.mixed() && s.batch > 0) by_batch[s.batch].push_back(&s);
   Json groups = Json::array();
   for (const auto& [batch, steps] : by_batch) {
     std::vector<double> ms;
@@ -367,17 +378,32 @@ class Prober {
     const bool own = plan.hw_inline ? plan.hw_inline->contains("calibration")
                                     : load_hw_profile(plan.hw).calibration.has_value();
     if (plan.engine.empty() && !own) plan.engine = std::string(kNoEngine);
-    return resolve_plan(plan);
+    own_steps_ = own;
+    return resolved(plan);
   }
   // On the CPU: the plan on the mean of the probes before and after the run.
   std::optional<ResolvedPlan> after(Plan& plan) {
     if (!twice()) return std::nullopt;
     const runtime::ProbeResult later = probe_on(options_, a_.quick_probe, copy_);
     plan.hw_inline = runtime::probe_profile_json(runtime::average_probes(*before_, later), "cpu-probed");
-    return resolve_plan(plan);
+    return resolved(plan);
   }
 
  private:
+  // A plan that names an engine runs that engine's scheduling policy on infer-plan's runtime: with a
+  // profile of its own (a probe's, calibrate's), the step model stays the profile's, not the
+  // engine's published runs' (whose overheads the runtime does not have).
+  ResolvedPlan resolved(const Plan& plan) const {
+    if (own_steps_ && !plan.engine.empty() && plan.engine != kNoEngine) {
+      Plan bare = plan;
+      bare.engine.clear();
+      bare.engine_settings = {};
+      const ResolvedPlan profile = resolve_plan(bare);
+      if (profile.hw.calibration) return resolve_plan(plan, *profile.hw.calibration);
+    }
+    return resolve_plan(plan);
+  }
+  bool own_steps_ = false;
   const ReportArgs& a_;
   ProbeCopy copy_;
   RuntimeOptions options_;

@@ -247,6 +247,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   for (size_t i = 0; i < arrivals.size(); ++i)
     records[i] = {arrivals[i].arrival_s, -1, -1, -1, arrivals[i].prompt_tokens, arrivals[i].output_tokens, {}};
   std::vector<std::vector<uint32_t>> tokens(arrivals.size());  // by request: prompt, then what it emitted
+  std::vector<double> last_token_s(arrivals.size());
   size_t next = 0;       // the next arrival
   uint64_t ended = 0;    // completed or rejected
   uint64_t present = 0;  // admitted to the queue, not yet departed
@@ -302,9 +303,9 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       options.on_token(e);
     }
   };
-  const auto record_step = [&](bool prefill, uint64_t batch, uint64_t pass_tokens, uint64_t context, double start_s,
-                               double end_s) {
-    StepRecord step{prefill, batch, pass_tokens, context, start_s, end_s};
+  const auto record_step = [&](bool prefill, uint64_t batch, uint64_t pass_tokens, uint64_t context,
+                               uint64_t prompt_tokens, double start_s, double end_s) {
+    StepRecord step{prefill, batch, pass_tokens, context, prompt_tokens, result.schedule.size() - 1, start_s, end_s};
     if (prefetcher) {  // the pass just run released its last group
       const OffloadPassRecord pass = prefetcher->last_pass();
       step.offload_bytes = pass.bytes;
@@ -363,20 +364,25 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         const double step0 = clock_s(t0);
         run_pass();
         backend.synchronize();
-        record_step(true, 1, n, past + n, step0, clock_s(t0));
+        record_step(true, 1, n, past + n, n, step0, clock_s(t0));
       }
     } else {  // one pass: the batch's tokens and the prompts' chunks
       const double step0 = clock_s(t0);
       run_pass();
       backend.synchronize();
-      uint64_t pass_tokens = 0;
-      for (const SequenceChunk& r : rows) pass_tokens += r.tokens.size();
-      record_step(step.batch == 0, rows.size(), pass_tokens, context, step0, clock_s(t0));
+      uint64_t prompt_tokens = 0;
+      for (const PrefillChunk& c : step.prefill) prompt_tokens += c.tokens;
+      if (step.batch == 0) record_step(true, rows.size(), prompt_tokens, context, prompt_tokens, step0, clock_s(t0));
+      else record_step(false, step.batch, step.batch + prompt_tokens, step.context_tokens, prompt_tokens, step0, clock_s(t0));
     }
     const double end = clock_s(t0);
     emit();
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (emits[i] != kNoToken) tokens[rows[i].seq].push_back(picked[i]);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (emits[i] == kNoToken) continue;
+      tokens[rows[i].seq].push_back(picked[i]);
+      if (emits[i] > 0) result.token_gaps_s.push_back(end - last_token_s[rows[i].seq]);
+      last_token_s[rows[i].seq] = end;
+    }
     scheduler.complete();
     for (const uint32_t id : scheduler.first_tokens()) records[id].first_token_s = end;
     for (const uint32_t id : scheduler.departed()) {
@@ -417,7 +423,9 @@ double result_in_system(const RunResult& r, double records_area, double span) {
 
 MeasuredFigures measured_figures(const RunResult& r) {
   std::vector<double> decode_ms, prefill_ms, ttft, tpot, sojourn;
-  for (const StepRecord& s : r.steps) (s.prefill ? prefill_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
+  std::vector<double> mixed_ms;
+  for (const StepRecord& s : r.steps)
+    (s.prefill ? prefill_ms : s.mixed() ? mixed_ms : decode_ms).push_back((s.end_s - s.start_s) * 1e3);
   MeasuredFigures m;
   if (r.offload) {  // per decode round (prefill passes copy the same groups but are not rounds)
     std::vector<double> bytes, round_ms, stall_ms;
@@ -475,6 +483,10 @@ MeasuredFigures measured_figures(const RunResult& r) {
   m.span_s = r.span_s;
   m.decode_iteration_ms = summarize(decode_ms);
   m.prefill_ms = summarize(prefill_ms);
+  m.mixed_step_ms = summarize(mixed_ms);
+  std::vector<double> itl_ms;
+  for (const double gap : r.token_gaps_s) itl_ms.push_back(gap * 1e3);
+  m.itl_ms = summarize(std::move(itl_ms));
   m.ttft_s = summarize(ttft);
   m.tpot_ms = summarize(tpot);
   m.sojourn_s = summarize(sojourn);
@@ -517,9 +529,11 @@ Json measured_json(const MeasuredFigures& m) {
          {"span_s", m.span_s},
          {"decode_iteration_ms", distribution_figures(m.decode_iteration_ms)},
          {"prefill_ms", distribution_figures(m.prefill_ms)},
+         {"mixed_step_ms", distribution_figures(m.mixed_step_ms)},
          // vLLM bench serve's names and units, as the serving simulation's (planner/plan/figures)
          {"ttft_ms", distribution_figures(m.ttft_s, 1e3)},
          {"tpot_ms", distribution_figures(m.tpot_ms)},
+         {"itl_ms", distribution_figures(m.itl_ms)},
          {"e2el_ms", distribution_figures(m.sojourn_s, 1e3)},
          {"output_throughput_tok_s", m.throughput_tok_s},
          {"request_throughput_req_s", m.rate_per_s},

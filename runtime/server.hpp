@@ -73,10 +73,13 @@ struct RunOptions {
 };
 
 struct StepRecord {
-  bool prefill = false;
-  uint64_t batch = 0;           // sequences in the step
+  bool prefill = false;         // prompts only (a prompt alone, or chunks with no decode beside them)
+  uint64_t batch = 0;           // sequences in the step (decoding ones, when it mixes in prompts' chunks)
   uint64_t tokens = 0;          // tokens processed
   uint64_t context_tokens = 0;  // sum over the batch of each sequence's context after the step
+  uint64_t prompt_tokens = 0;   // prompts' tokens in a decode step (chunked prefill); 0: a pure decode
+  size_t decision = 0;          // its step in RunResult::schedule
+  bool mixed() const { return !prefill && prompt_tokens > 0; }
   double start_s = 0, end_s = 0;
   // With offload: this pass's groups (runtime/offload_prefetcher.hpp), bytes copied, the copy
   // thread's busy time on them and the time compute waited for them.
@@ -118,6 +121,7 @@ struct RunResult {
   // (replay_schedule) feeds a fresh scheduler to check the run decided as the planner does.
   std::vector<StepDecision> schedule;
   ServerModel scheduler_model;
+  std::vector<double> token_gaps_s;  // every gap between two consecutive tokens of a request
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;
 };
@@ -163,6 +167,8 @@ struct MeasuredFigures {
   uint64_t unfinished = 0;
   double setup_s = 0, span_s = 0;
   Distribution decode_iteration_ms, prefill_ms, ttft_s, tpot_ms, sojourn_s;
+  Distribution mixed_step_ms;  // decode steps with prompts' chunks beside (chunked prefill)
+  Distribution itl_ms;         // every gap between two consecutive tokens of a request (vLLM's ITL)
   double throughput_tok_s = 0;
   double mean_in_system = 0;         // the scheduler's count, time average over the span
   double mean_sojourn_s = 0;
