@@ -16,6 +16,8 @@ namespace {
 // projections of a decode step (norms, RoPE, attention bookkeeping on the caller), much shorter
 // than the gaps between steps of an idle server.
 constexpr auto kSpin = std::chrono::microseconds(2000);
+constexpr uint64_t kGenerationMask = 0xffffffffu, kFieldMask = 0xffffu;
+constexpr int kChunksShift = 32, kNextShift = 48;
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -46,25 +48,31 @@ void ThreadPool::parallel_for(uint64_t n, const std::function<void(uint64_t, uin
   grain_ = grain;
   units_ = units;
   chunks_ = chunks;
-  next_chunk_.store(0, std::memory_order_relaxed);
-  pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = (generation_.load(std::memory_order_relaxed) + 1) & kGenerationMask;
+  claim_.store(generation | chunks << kChunksShift, std::memory_order_release);  // publishes the job
   {
     std::lock_guard lock(mutex_);  // a worker about to sleep either sees the new generation or is woken
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
   }
   start_.notify_all();
-  run_chunks();
-  while (pending_.load(std::memory_order_acquire) != 0) INFER_PLAN_PAUSE();
-  job_ = nullptr;
+  run_chunks(generation);
+  while (done_.load(std::memory_order_acquire) != chunks) INFER_PLAN_PAUSE();
 }
 
-void ThreadPool::run_chunks() {
+void ThreadPool::run_chunks(uint64_t generation) {
+  uint64_t claim = claim_.load(std::memory_order_acquire);
   for (;;) {
-    const uint64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (c >= chunks_) return;
+    const uint64_t chunks = (claim >> kChunksShift) & kFieldMask, c = claim >> kNextShift;
+    if ((claim & kGenerationMask) != generation || c >= chunks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + (uint64_t{1} << kNextShift), std::memory_order_acquire))
+      continue;  // `claim` now holds the word as it is
+    // Chunk c is this thread's: the job's fields stay as they are until it is done.
     const uint64_t b = std::min(n_, units_ * c / chunks_ * grain_);
     const uint64_t e = std::min(n_, units_ * (c + 1) / chunks_ * grain_);
     if (b < e) (*job_)(b, e);
+    done_.fetch_add(1, std::memory_order_release);
+    claim = claim_.load(std::memory_order_acquire);
   }
 }
 
@@ -83,8 +91,7 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_acquire);
-    run_chunks();
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_chunks(seen);
   }
 }
 

@@ -6,7 +6,9 @@
 // instead of holding up the others with a fixed share.
 // A decode step makes ~70 such calls of 0.1-2 ms each, so waking a sleeping thread (50-80 us on
 // a VM) would cost as much as the work: workers spin for a while after each job before they
-// sleep, and the caller spins for their completion.
+// sleep, and the caller spins for the chunks in flight. It waits for chunks, not for threads: a
+// worker that a busy machine has descheduled before it took a chunk holds nothing up (the caller
+// takes its chunks), so a step's time grows with the load, not with the scheduler's time slices.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -38,7 +40,7 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void run_chunks();  // takes chunks of the current job until none is left
+  void run_chunks(uint64_t generation);  // takes that job's chunks until none is left
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -46,9 +48,11 @@ class ThreadPool {
   const std::function<void(uint64_t, uint64_t)>* job_ = nullptr;
   uint64_t n_ = 0, grain_ = 1, units_ = 0, chunks_ = 0;  // the current job: chunk c covers units
                                                         // [units_ c / chunks_, units_ (c + 1) / chunks_)
-  std::atomic<uint64_t> next_chunk_{0};
+  // The job's claims in one word: its generation (the low 32 bits), its chunks and the next chunk
+  // to take (16 bits each), so a thread that comes late to a job it saw takes nothing of the next.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<uint64_t> done_{0};  // the current job's chunks completed
   std::atomic<uint64_t> generation_{0};
-  std::atomic<unsigned> pending_{0};
   std::atomic<bool> stop_{false};
 };
 
