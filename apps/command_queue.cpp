@@ -20,6 +20,7 @@
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/serving/engine_policy.hpp"
+#include "planner/serving/scheduler.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "planner/core/units.hpp"
 
@@ -255,11 +256,7 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
   fmt::print("server: {}\n", s.server_text);
   fmt::print("        max batch {}, KV {}; FCFS, {}{}\n", s.server.max_batch,
              s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited",
-             s.server.step_token_budget
-                 ? fmt::format("chunked prefill: a step decodes the batch and prefills within {} tokens, a long prompt "
-                               "over several steps",
-                               *s.server.step_token_budget)
-                 : "no chunked prefill (a prefill stalls the batch)",
+             describe_policy(s.server),
              s.server.first_token_s > 0
                  ? fmt::format("; the engine's front end {:.1f} ms per request (in TTFT and E2E)", s.server.first_token_s * 1e3)
                  : "");
@@ -339,8 +336,8 @@ void explain_simulation(const QueueArgs& a, const Simulation& s, const ServingRe
   fmt::print("  FCFS; admit the head of the queue when running < {} and reserved KV + prompt + output <= {}\n",
              s.server.max_batch,
              s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited");
-  fmt::print("  each admitted request's prefill runs alone (the batch stalls) and emits its first token;\n"
-             "  each decode iteration emits one token per running request\n");
+  fmt::print("  {}; a prompt's last part emits its first token;\n"
+             "  each decode iteration emits one token per running request\n", describe_policy(s.server));
   if (s.load.deadline_s)
     fmt::print("  deadline {} s: at arrival, run a copy of the server forward {}; reject if that finish is\n"
                "  past the deadline\n",

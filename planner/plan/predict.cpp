@@ -224,7 +224,11 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
                                  "buffer); the plan's engine is {} (field 'engine': llama.cpp)",
                                  plan.engine.empty() ? "not named" : plan.engine));
-  rp.server.step_token_budget = engine_policy(rp.engine, rp.hw, plan.engine_settings).step_token_budget;
+  const EnginePolicy policy = engine_policy(rp.engine, rp.hw, plan.engine_settings);
+  rp.server.step_token_budget = policy.step_token_budget;
+  rp.server.mix_decodes = policy.mix_decodes;
+  rp.server.chunk_prompts = policy.chunk_prompts;
+  rp.server.kv_page_tokens = policy.kv_page_tokens;
   return rp;
 }
 }  // namespace

@@ -14,14 +14,19 @@ namespace infer_plan {
 struct EnginePolicy {
   uint64_t max_batch = 256;                      // requests running at once
   std::optional<uint64_t> step_token_budget;     // chunked prefill; absent: a prefill stalls the batch
+  bool mix_decodes = true, chunk_prompts = true;  // how the budget is spent (ServerModel)
+  uint64_t kv_page_tokens = 1;  // the KV pool's block: a request holds whole blocks
 };
 
 // vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
 // max_num_batched_tokens 8192 on a device of 70 GiB or more that is not an A100, else 256 and
 // 2048. SGLang (server_args, 0.5.4 and later): chunked_prefill_size 2048 below 35 GiB of device
 // memory, 4096 below 60, 8192 below 160, else 16384; max_running_requests set by its KV pool (no cap here).
-// TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192. llama.cpp (llama-server)
-// and no engine: 256 running, each prefill a step of its own.
+// KV blocks: vLLM's block_size 16, TensorRT-LLM's tokens_per_block 32, SGLang's page_size 1,
+// llama.cpp's cells one token each. SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
+// off by default). TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192, prompts
+// beside the decodes in one step but each whole (chunked context off by default). llama.cpp
+// (llama-server) and no engine: 256 running, each prefill a step of its own.
 // A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
 // them (vLLM, SGLang, TensorRT-LLM); InputError for llama.cpp or no engine, naming what they have.
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings = {});

@@ -92,8 +92,10 @@ const ScheduledStep& Scheduler::schedule() {
   s.batch = 0;
   s.context_tokens = 0;
   if (server_->step_token_budget && (partial_ || head_admissible())) {
-    s.batch = running_.size();
-    s.context_tokens = context_tokens_;
+    if (server_->mix_decodes) {
+      s.batch = running_.size();
+      s.context_tokens = context_tokens_;
+    }
     uint64_t room = *server_->step_token_budget > s.batch ? *server_->step_token_budget - s.batch : 0;
     uint64_t ending = 0;  // prompts this step ends
     if (partial_ && room) {
@@ -109,10 +111,13 @@ const ScheduledStep& Scheduler::schedule() {
       }
     }
     while (room && !partial_ && head_admissible(ending)) {
+      // Whole prompts only: the head waits for a step with room, unless it is the step's first.
+      const uint64_t prompt = request(waiting_.front()).prompt_tokens;
+      if (!server_->chunk_prompts && prompt > room && !s.prefill.empty()) break;
       const uint32_t id = admit_head();
-      const uint64_t chunk = std::min(request(id).prompt_tokens, room);
+      const uint64_t chunk = server_->chunk_prompts ? std::min(prompt, room) : prompt;
       s.prefill.push_back({id, 0, chunk});
-      room -= chunk;
+      room -= std::min(chunk, room);
       if (chunk == request(id).prompt_tokens) ++ending;
       else partial_ = Partial{id, chunk};
     }
@@ -176,6 +181,14 @@ void Scheduler::depart(uint32_t id) {
   reserved_tokens_ -= kv_reservation_tokens(*server_, request(id).kv_tokens());
   if (pool_) pool_->release(id);
   departed_.push_back(id);
+}
+
+std::string describe_policy(const ServerModel& server) {
+  if (!server.step_token_budget) return "each prompt prefilled alone in its step, the batch stalled (prefill first)";
+  return fmt::format("prompts within {} tokens a step{}, {}", *server.step_token_budget,
+                     server.mix_decodes ? " beside the batch's decodes" : " in steps of their own (prefill first)",
+                     server.chunk_prompts ? "a long one over several steps (chunked prefill)"
+                                          : "each whole (no chunked prefill)");
 }
 
 std::string describe(const ScheduledStep& step) {

@@ -78,7 +78,18 @@ struct ServerModel {
   // prefill_s(done + chunk) - prefill_s(done), so a prompt's chunks cost what it costs whole. Absent:
   // each prefill is a step of its own that stalls the batch (llama-server).
   std::optional<uint64_t> step_token_budget;
+  // With a budget, how the engine spends it (the Scheduler's rules):
+  // - mix_decodes: prompts share a step with the batch's decodes (vLLM V1, TensorRT-LLM's in-flight
+  //   batching); false: a step prefills prompts alone, prefill first, the batch stalls (SGLang
+  //   without --enable-mixed-chunk);
+  // - chunk_prompts: a prompt may be cut at the budget and continue in the next steps (vLLM, SGLang);
+  //   false: a prompt waits for a step with room for it whole (TensorRT-LLM without chunked
+  //   context), or runs whole over the budget when it is the step's first.
+  bool mix_decodes = true;
+  bool chunk_prompts = true;
 };
+// "chunked prefill within 2048 tokens a step, beside the batch's decodes" and the like.
+std::string describe_policy(const ServerModel& server);
 
 enum class ArrivalProcess {
   poisson,  // exponential inter-arrival times with mean 1 / rate

@@ -370,11 +370,11 @@ infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h1
 # chunked prefill with vLLM's budget: 4K prompts in 512-token chunks beside the decodes
 infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-8b --input-len 4096
   --output-len 256 --num-prompts 100 --engine vllm --max-num-batched-tokens 512
-  MATCH "chunked prefill: a step decodes the batch and prefills within 512 tokens, a long prompt over several steps"
+  MATCH "prompts within 512 tokens a step beside the batch.s decodes, a long one over several steps .chunked prefill."
         "max_num_batched_tokens 512, max_num_seqs 1024: the plan's")
 # vLLM before 0.8 (its V0 engine): each prefill alone, 256 sequences
 infer_plan_cli_case(queue_sim_vllm_v0 EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b --num-prompts 50
-  --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, no chunked prefill")
+  --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, each prompt prefilled alone in its step")
 infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --max-num-batched-tokens 0
   MATCH "--max-num-batched-tokens: 0 is out of range; expected 1 to 16777216 tokens per step")
 infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm

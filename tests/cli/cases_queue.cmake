@@ -32,7 +32,7 @@ infer_plan_cli_case(queue_sim_md1 EXIT 0 ARGS ${_md1} --json
         "\"utilisation\": 0.50" "\"rejected\": 0")
 infer_plan_cli_case(queue_sim_text EXIT 0 ARGS ${_md1} --explain
   MATCH "stability: stable \\(work rho >= 0.50" "queue wait +(4[89]|5[01])\\.[0-9][0-9] " "Little: 5.0[0-9]* req/s x 0.15[0-9]* s mean E2EL = 0.75"
-        "no chunked prefill" "percentiles: nearest rank")
+        "each prompt prefilled alone in its step" "percentiles: nearest rank")
 # rho = 1.3: unstable, said so, and the latencies are of these N requests only (as vLLM's bench
 # reports an overloaded run): 10000 arrivals over ~769 s (Poisson), 1000 s of work: the last waits ~200-250 s
 set(_md1_over queue --simulate --rate 13 --num-prompts 10000 --iteration-ms 10 --prefill-ms 100 --output 1 --max-batch 1)

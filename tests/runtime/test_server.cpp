@@ -88,9 +88,19 @@ TEST_CASE("the runtime decides as the planner's scheduler replayed on its arriva
   plan.load->requests = 10;
   plan.load->seed = 5;
   ResolvedPlan rp = resolve_plan(plan);
-  for (const std::optional<uint64_t> budget : {std::optional<uint64_t>{}, std::optional<uint64_t>{12}}) {
-    CAPTURE(budget.value_or(0));
-    rp.server.step_token_budget = budget;
+  struct Policy {
+    std::optional<uint64_t> budget;
+    bool mix_decodes = true, chunk_prompts = true;
+  };
+  // whole prompts alone; vLLM V1; SGLang; TensorRT-LLM
+  for (const Policy& policy : {Policy{}, Policy{12}, Policy{12, false, true}, Policy{12, true, false}}) {
+    const std::optional<uint64_t> budget = policy.chunk_prompts ? policy.budget : std::nullopt;
+    CAPTURE(policy.budget.value_or(0));
+    CAPTURE(policy.mix_decodes);
+    CAPTURE(policy.chunk_prompts);
+    rp.server.step_token_budget = policy.budget;
+    rp.server.mix_decodes = policy.mix_decodes;
+    rp.server.chunk_prompts = policy.chunk_prompts;
     RunOptions o;
     o.threads = 2;
     const RunResult r = run_plan(rp, backend, o);
@@ -109,9 +119,10 @@ TEST_CASE("the runtime decides as the planner's scheduler replayed on its arriva
 
 TEST_CASE("chunked prefill: a prompt over several steps, mixed with decodes, gives the tokens of one pass") {
   CpuBackend backend;
-  const auto tokens_of = [&](std::optional<uint64_t> budget) {
+  const auto tokens_of = [&](std::optional<uint64_t> budget, bool mix_decodes) {
     ResolvedPlan rp = resolve_plan(tiny_plan());  // 3 requests, 32-token prompts, 8 tokens out
     rp.server.step_token_budget = budget;
+    rp.server.mix_decodes = mix_decodes;
     std::map<uint64_t, std::vector<uint32_t>> out;
     RunOptions o;
     o.threads = 2;
@@ -122,15 +133,18 @@ TEST_CASE("chunked prefill: a prompt over several steps, mixed with decodes, giv
     const RunResult r = run_plan(rp, backend, o);
     return std::pair{out, r.chunks_continued};
   };
-  const auto whole = tokens_of(std::nullopt);
+  const auto whole = tokens_of(std::nullopt, true);
   CHECK(whole.second == 0);
   REQUIRE(whole.first.size() == 3);
   // 7 tokens a step: chunks that end across pages (16 tokens) and beside the others' decodes.
   for (const uint64_t budget : {7, 20}) {
     CAPTURE(budget);
-    const auto chunked = tokens_of(budget);
+    const auto chunked = tokens_of(budget, true);
     CHECK(chunked.second > 0);
     CHECK(chunked.first == whole.first);
+    const auto alone = tokens_of(budget, false);  // SGLang's: chunks in steps of their own
+    CHECK(alone.second > 0);
+    CHECK(alone.first == whole.first);
   }
 }
 

@@ -146,6 +146,63 @@ TEST_CASE("scheduler, chunked prefill: decodes first, the budget's rest on promp
   CHECK((step.batch == 2 && step.context_tokens == 7 + 11 && step.prefill.empty()));
 }
 
+TEST_CASE("scheduler, SGLang's policy: prompts' chunks in steps of their own, the batch stalls") {
+  ServerModel server = linear_server();
+  server.max_batch = 4;
+  server.step_token_budget = 8;
+  server.mix_decodes = false;
+  // A (5 + 4) starts and decodes; B (10 + 2) arrives: its chunks run alone, 8 then 2 tokens.
+  const std::vector<ServingRequest> arrivals{{0, 5, 4}, {0.001, 10, 2}};
+  Scheduler s(server, arrivals);
+  s.offer(0, 0, std::nullopt);
+  s.schedule();
+  s.complete();
+  s.offer(1, 0.001, std::nullopt);
+  ScheduledStep step = s.schedule();
+  CHECK(step.batch == 0);  // A waits while B's prompt runs
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 1 && step.prefill[0].tokens == 8));
+  CHECK(scheduled_step_s(server, step) == doctest::Approx(0.004 + 8e-4));
+  s.complete();
+  step = s.schedule();
+  CHECK(step.batch == 0);
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].done == 8 && step.prefill[0].tokens == 2));
+  s.complete();
+  CHECK(s.first_tokens() == std::vector<uint32_t>{1});
+  step = s.schedule();
+  CHECK((step.batch == 2 && step.prefill.empty()));
+}
+
+TEST_CASE("scheduler, TensorRT-LLM's policy: whole prompts beside the decodes, within the budget") {
+  ServerModel server = linear_server();
+  server.max_batch = 4;
+  server.step_token_budget = 8;
+  server.chunk_prompts = false;
+  // A (12 + 3): longer than the budget, it runs whole as the step's first prompt. Then B (5) fits
+  // beside A's decode (room 7); C (4) does not fit what B leaves (2) and waits a step.
+  const std::vector<ServingRequest> arrivals{{0, 12, 3}, {0.001, 5, 2}, {0.001, 4, 2}};
+  Scheduler s(server, arrivals);
+  s.offer(0, 0, std::nullopt);
+  ScheduledStep step = s.schedule();
+  REQUIRE(step.prefill.size() == 1);
+  CHECK(step.prefill[0].tokens == 12);
+  s.complete();
+  s.offer(1, 0.001, std::nullopt);
+  s.offer(2, 0.001, std::nullopt);
+  step = s.schedule();
+  CHECK(step.batch == 1);
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 1 && step.prefill[0].tokens == 5));
+  CHECK(s.waiting() == 1);
+  s.complete();
+  step = s.schedule();
+  CHECK(step.batch == 2);
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 2 && step.prefill[0].tokens == 4));
+  CHECK(s.chunks_continued() == 0);
+}
+
 TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrivals, same course, every policy") {
   struct Case {
     const char* what;
@@ -153,6 +210,7 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     uint64_t pages;
     std::optional<double> deadline_s;
     std::optional<uint64_t> budget;
+    bool mix_decodes = true, chunk_prompts = true;
   };
   // A pool of 12 pages (192 tokens) keeps requests waiting for KV and rejects the longest; a
   // deadline rejects by the lookahead; a budget of 64 tokens cuts most prompts.
@@ -160,7 +218,9 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
                         {"variable lengths, tight KV", {5, 150}, {1, 60}, 12, std::nullopt, std::nullopt},
                         {"variable lengths, deadline", {5, 90}, {2, 40}, 20, 0.9, std::nullopt},
                         {"chunked prefill", {5, 150}, {1, 60}, 24, std::nullopt, 64},
-                        {"chunked prefill, deadline", {5, 150}, {2, 40}, 24, 1.5, 64}};
+                        {"chunked prefill, deadline", {5, 150}, {2, 40}, 24, 1.5, 64},
+                        {"SGLang: chunks in steps of their own", {5, 150}, {1, 60}, 24, std::nullopt, 64, false, true},
+                        {"TensorRT-LLM: whole prompts beside decodes", {5, 150}, {1, 60}, 24, 1.5, 64, true, false}};
   for (const Case& c : cases) {
     const std::string what = c.what;
     CAPTURE(what);
@@ -169,6 +229,8 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     server.kv_page_tokens = 16;
     server.kv_capacity_tokens = c.pages * 16;
     server.step_token_budget = c.budget;
+    server.mix_decodes = c.mix_decodes;
+    server.chunk_prompts = c.chunk_prompts;
     ServingLoad load;
     load.rate_per_s = 12;
     load.requests = 120;
