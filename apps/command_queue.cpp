@@ -39,6 +39,7 @@ struct QueueArgs {
   std::optional<double> iteration_ms;
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
   std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
+  std::optional<uint64_t> parallel, batch_size;  // llama-server's -np and -b
   std::optional<uint64_t> max_num_batched_tokens;  // chunked prefill's budget; default: the engine's
   std::string engine_version;                     // vLLM's: V0 (before 0.8) prefills alone
   std::optional<double> deadline_s;
@@ -120,6 +121,7 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.engine = a.engine;
     plan.tp = a.tp.value_or(1);
     plan.engine_settings.max_num_batched_tokens = a.max_num_batched_tokens;
+    plan.engine_settings.batch = a.batch_size;
     if (!a.engine_version.empty()) plan.engine_settings.engine_version = a.engine_version;
     validate_plan(plan, [](std::string_view field) {
       return field == "engine_version" ? std::string("--engine-version") : std::string(field);
@@ -153,8 +155,15 @@ Simulation build_simulation(const QueueArgs& a) {
                                 "{:g} ms + {:g} ms per 1K prompt tokens", *a.iteration_ms, a.per_seq_ms,
                                 a.per_ktoken_ms, a.prefill_ms, a.prefill_per_ktoken_ms);
   }
+  if ((a.parallel || a.batch_size) && !(s.plan && s.plan->engine == "llama.cpp"))
+    throw InputError(fmt::format("--parallel and --batch-size are llama-server's slots and n_batch; {} (for other "
+                                 "engines: --max-batch and --max-num-batched-tokens)",
+                                 s.plan ? fmt::format("the engine here is {} (--engine llama.cpp)", s.plan->engine)
+                                        : std::string("they need --hw and --engine llama.cpp")));
+  if (a.parallel && a.max_batch)
+    throw InputError("--parallel and --max-batch: both set the most running requests; give one");
   if (a.max_num_batched_tokens) s.server.step_token_budget = a.max_num_batched_tokens;
-  s.server.max_batch = a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw, s.plan->plan.engine_settings).max_batch
+  s.server.max_batch = a.parallel ? *a.parallel : a.max_batch ? *a.max_batch : s.plan ? engine_policy(s.plan->engine, s.plan->hw, s.plan->plan.engine_settings).max_batch
                                                             : EnginePolicy{}.max_batch;
   if (!a.kv_tokens.empty()) {  // overrides the roofline mode's fit
     const uint64_t kv = parse_tokens(a.kv_tokens, "--kv-tokens");
@@ -220,6 +229,9 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"deadline_rule", s.load.deadline_prediction == DeadlinePrediction::load_persists ? "persists" : "lower-bound"},
          {"max_batch", s.server.max_batch},
          {"step_token_budget", s.server.step_token_budget ? Json(*s.server.step_token_budget) : Json(nullptr)},
+         {"mix_decodes", s.server.mix_decodes},
+         {"chunk_prompts", s.server.chunk_prompts},
+         {"kv_page_tokens", s.server.kv_page_tokens},
          {"front_end_ms", s.server.first_token_s * 1e3},
          {"kv_capacity_tokens", s.server.kv_capacity_tokens ? Json(*s.server.kv_capacity_tokens) : Json(nullptr)},
          {"completed", r.completed},
@@ -512,6 +524,13 @@ void add_queue_command(CLI::App& app) {
                       "Most running requests (vLLM's --max-num-seqs; default: the engine's, vLLM 1024 on a device of 70 GiB "
                       "or more that is not an A100, else 256; 256 without an engine)")
       ->check(kNonNegativeCount)->type_name("N"));
+  sim(cmd->add_option("--parallel", a->parallel,
+                      "llama-server's slots (-np; --engine llama.cpp): the most running requests")
+          ->check(kNonNegativeCount)->type_name("N"));
+  sim(cmd->add_option("--batch-size,-b", a->batch_size,
+                      "llama-server's n_batch (--engine llama.cpp): a step takes the slots' new tokens, then prompts' "
+                      "tokens up to these many, a long prompt over several steps (default 2048)")
+          ->check(kNonNegativeCount)->type_name("TOKENS"));
   sim(cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
                       "Chunked prefill (vLLM's name; SGLang's --chunked-prefill-size, TensorRT-LLM's --max_num_tokens): "
                       "a step decodes the batch and spends what is left of these many tokens on prompts, a long one "

@@ -26,6 +26,10 @@ EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const
     const uint64_t chunk = mib < 35 * 1024 ? 2048 : mib < 60 * 1024 ? 4096 : mib < 160 * 1024 ? 8192 : 16384;
     return {kMaxConcurrentRequests, chunk, /*mix_decodes=*/false, /*chunk_prompts=*/true};
   }
+  if (engine == "llama.cpp") {  // llama-server: the slots' new tokens, then prompts' tokens, within n_batch (-b)
+    constexpr uint64_t kLlamaBatch = 2048;
+    return {EnginePolicy{}.max_batch, settings.batch.value_or(kLlamaBatch), true, true, 1};
+  }
   if (engine == "trtllm") return {2048, 8192, /*mix_decodes=*/true, /*chunk_prompts=*/false, kTrtllmBlock};
   return {};
 }

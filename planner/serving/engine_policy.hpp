@@ -26,7 +26,9 @@ struct EnginePolicy {
 // llama.cpp's cells one token each. SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
 // off by default). TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192, prompts
 // beside the decodes in one step but each whole (chunked context off by default). llama.cpp
-// (llama-server) and no engine: 256 running, each prefill a step of its own.
+// (llama-server, update_slots): each step takes the slots' new tokens, then prompts' tokens up to
+// n_batch (field 'batch', -b; 2048), a long prompt over several steps; its running requests are
+// its slots (-np). No engine (infer-plan's runtime): 256 running, each prefill a step of its own.
 // A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
 // them (vLLM, SGLang, TensorRT-LLM); InputError for llama.cpp or no engine, naming what they have.
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings = {});

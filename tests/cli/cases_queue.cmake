@@ -98,3 +98,13 @@ infer_plan_cli_case(queue_sim_rate_inf EXIT 0 ARGS queue --simulate --rate inf -
   MATCH "\"ttft_ms\": {[^}]*\"max\": 4[89][0-9][0-9]\\." "\"rate_per_s\": 500")
 infer_plan_cli_case(bad_queue_rate_inf_little EXIT 2 ARGS queue --rate inf --sojourn 2
   MATCH "--rate inf: every request at once is a simulated benchmark run")
+# llama-server's policy: -np slots, prompts' tokens up to n_batch (-b) beside the slots' decodes
+infer_plan_cli_case(queue_sim_llama_slots EXIT 0 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b -w Q4_K_M
+  --engine llama.cpp --input-len 2048 --output-len 128 --num-prompts 50 -np 4 -b 512
+  MATCH "max batch 4, KV [0-9]+ tokens; FCFS, prompts within 512 tokens a step beside the batch.s decodes")
+infer_plan_cli_case(bad_queue_parallel_engine EXIT 2 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b
+  --engine vllm --parallel 4
+  MATCH "--parallel and --batch-size are llama-server.s slots and n_batch; the engine here is vllm")
+infer_plan_cli_case(bad_queue_parallel_and_max_batch EXIT 2 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b
+  -w Q4_K_M --engine llama.cpp --parallel 4 --max-batch 8
+  MATCH "--parallel and --max-batch: both set the most running requests; give one")

@@ -84,8 +84,20 @@ TEST_CASE("the engines' scheduling defaults") {
   CHECK(a100.step_token_budget == 2048u);
   const EnginePolicy l40s = engine_policy("vllm", load_hw_profile("l40s"));  // 45 GiB
   CHECK(l40s.max_batch == 256);
-  CHECK(!engine_policy("llama.cpp", load_hw_profile("rtx-4090")).step_token_budget);
-  CHECK(engine_policy("trtllm", load_hw_profile("h200")).max_batch == 2048);
+  // llama-server: prompts' tokens beside the slots' up to n_batch, 2048 or the plan's 'batch'
+  const EnginePolicy llama = engine_policy("llama.cpp", load_hw_profile("rtx-4090"));
+  CHECK((llama.step_token_budget == 2048u && llama.mix_decodes && llama.chunk_prompts && llama.kv_page_tokens == 1));
+  EngineSettings n_batch;
+  n_batch.batch = 512;
+  CHECK(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), n_batch).step_token_budget == 512u);
+  // no engine (infer-plan's runtime): each prompt alone
+  CHECK(!engine_policy("", load_hw_profile("rtx-4090")).step_token_budget);
+  // SGLang: chunks in steps of their own; TensorRT-LLM: whole prompts beside the decodes, 32-token blocks
+  const EnginePolicy sglang = engine_policy("sglang", load_hw_profile("h100-sxm"));  // 80 GiB: 8192
+  CHECK((sglang.step_token_budget == 8192u && !sglang.mix_decodes && sglang.chunk_prompts && sglang.kv_page_tokens == 1));
+  const EnginePolicy trt = engine_policy("trtllm", load_hw_profile("h200"));
+  CHECK((trt.max_batch == 2048 && trt.mix_decodes && !trt.chunk_prompts && trt.kv_page_tokens == 32));
+  CHECK(h100.kv_page_tokens == 16);
   // a plan's limits replace the defaults of the engines that have them, and only theirs
   EngineSettings limits;
   limits.max_num_seqs = 64;
