@@ -262,6 +262,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         tokens[id] = options.prompt.empty() ? synthetic_prompt(options.seed, id, a.prompt_tokens, rp.spec.vocab)
                                             : options.prompt;
         ++present;
+        result.in_system_area += now_s - a.arrival_s;  // present since it arrived, during the step just run
       }
     }
   };
@@ -385,6 +386,9 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     }
     scheduler.complete();
     for (const uint32_t id : scheduler.first_tokens()) records[id].first_token_s = end;
+    // the count changes at the step's end, when the scheduler sees the departures
+    result.in_system_area += static_cast<double>(present) * (end - seen_s);
+    seen_s = end;
     for (const uint32_t id : scheduler.departed()) {
       records[id].finish_s = end;
       std::vector<uint32_t>().swap(tokens[id]);

@@ -113,8 +113,8 @@ struct RunResult {
   double setup_s = 0;           // allocating and writing the weights
   double span_s = 0;            // t = 0 to the last departure
   // The scheduler's own count of requests present (waiting + running), integrated over time as
-  // it sees them between steps: independent of the per-request records, and late by up to one
-  // step for a request that arrives during a step.
+  // it changes: an arrival from its arrival time (the scheduler learns of it after the step it
+  // came during), a departure at the end of its step. Independent of the per-request records.
   double in_system_area = 0;    // request-seconds
   uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
   // Every step as the scheduler decided it, and the policy and pool it decided with: what a replay
