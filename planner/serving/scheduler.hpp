@@ -15,6 +15,9 @@
 // - A step token budget (chunked prefill, vLLM V1's): a step decodes the running batch and spends
 //   what is left of the budget on prompts: first the one part-way through, then the heads of the
 //   queue as they are admitted, each whole or, the last, a chunk that continues in the next steps.
+//   Each engine's choices (engine_policy.hpp): without mix_decodes (SGLang) a step of prompts runs
+//   alone whenever there are any; without chunk_prompts (TensorRT-LLM) a prompt waits for a step
+//   with room for it whole, or runs whole over the budget as a step's first.
 // - A prompt's last chunk emits the request's first token; a request with `output` tokens then
 //   decodes output - 1 steps. It leaves at its last token.
 #pragma once
