@@ -124,7 +124,9 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.engine_settings.batch = a.batch_size;
     if (!a.engine_version.empty()) plan.engine_settings.engine_version = a.engine_version;
     validate_plan(plan, [](std::string_view field) {
-      return field == "engine_version" ? std::string("--engine-version") : std::string(field);
+      return field == "engine_version" ? std::string("--engine-version")
+             : field == "batch"        ? std::string("--batch-size")
+                                       : std::string(field);
     });
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
@@ -160,6 +162,7 @@ Simulation build_simulation(const QueueArgs& a) {
                                  "engines: --max-batch and --max-num-batched-tokens)",
                                  s.plan ? fmt::format("the engine here is {} (--engine llama.cpp)", s.plan->engine)
                                         : std::string("they need --hw and --engine llama.cpp")));
+  if (a.parallel && *a.parallel == 0) throw InputError("--parallel: 0 slots; expected at least 1");
   if (a.parallel && a.max_batch)
     throw InputError("--parallel and --max-batch: both set the most running requests; give one");
   if (a.max_num_batched_tokens) s.server.step_token_budget = a.max_num_batched_tokens;
