@@ -342,18 +342,17 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     for (const uint32_t id : scheduler.started()) records[id].start_s = now;
     rows.clear();
     emits.clear();
-    uint64_t context = 0;
-    for (const Scheduler::Running& r : scheduler.running()) {  // the batch decodes a token each
-      if (step.batch == 0) break;
-      const std::vector<uint32_t>& t = tokens[r.id];
-      rows.push_back({r.id, std::span<const uint32_t>(&t.back(), 1), t.size() - 1});
-      emits.push_back(t.size() - arrivals[r.id].prompt_tokens);
-      context += t.size();
-    }
+    uint64_t context = 0;  // the prompts' contexts after the step
+    if (step.batch)  // the batch decodes a token each
+      for (const Scheduler::Running& r : scheduler.running()) {
+        const std::vector<uint32_t>& t = tokens[r.id];
+        rows.push_back({r.id, std::span<const uint32_t>(&t.back(), 1), t.size() - 1});
+        emits.push_back(t.size() - arrivals[r.id].prompt_tokens);
+      }
     for (const PrefillChunk& c : step.prefill) {
       rows.push_back({c.id, std::span<const uint32_t>(tokens[c.id].data() + c.done, c.tokens), c.done});
       emits.push_back(c.done + c.tokens == arrivals[c.id].prompt_tokens ? 0 : kNoToken);
-      context += c.done + c.tokens;
+      context += c.done + c.tokens;  // recorded for a step of prompts alone
     }
     if (!server.step_token_budget && step.batch == 0) {  // a prompt alone, in passes of prefill_chunk tokens
       const SequenceChunk whole = rows.front();
