@@ -84,8 +84,9 @@ class StepCache {
     if (it == prefill_.end()) it = prefill_.emplace(prompt, server_.prefill_s(prompt)).first;
     return it->second;
   }
+  // The engine's server (its scheduling policy and front end) with the cached step times.
   ServerModel server(uint64_t max_batch, uint64_t kv_tokens) {
-    ServerModel m;
+    ServerModel m = server_;
     m.decode_iteration_s = [this](uint64_t b, uint64_t c) { return decode(b, c); };
     m.prefill_s = [this](uint64_t p) { return prefill(p); };
     m.max_batch = max_batch;
