@@ -235,6 +235,7 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"mix_decodes", s.server.mix_decodes},
          {"chunk_prompts", s.server.chunk_prompts},
          {"kv_page_tokens", s.server.kv_page_tokens},
+         {"kv_on_demand", s.server.kv_on_demand},
          {"front_end_ms", s.server.first_token_s * 1e3},
          {"kv_capacity_tokens", s.server.kv_capacity_tokens ? Json(*s.server.kv_capacity_tokens) : Json(nullptr)},
          {"completed", r.completed},
@@ -250,6 +251,8 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"mean_batch", r.mean_batch},
          {"decode_iterations", r.decode_iterations},
          {"chunks_continued", r.chunks_continued},
+         {"preemptions", r.preemptions},
+         {"recomputed_tokens", r.recomputed_tokens},
          {"peak_kv_tokens", r.peak_kv_tokens},
          {"duration_s", r.span_s}};
   j.update(serving_metrics(r));
@@ -275,9 +278,12 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
              s.server.first_token_s > 0
                  ? fmt::format("; the engine's front end {:.1f} ms per request (in TTFT and E2E)", s.server.first_token_s * 1e3)
                  : "");
-  fmt::print("outcome: {} completed{}, {} rejected (deadline {}, larger than the KV {}); rejection rate {:.1f}%\n",
+  fmt::print("outcome: {} completed{}, {} rejected (deadline {}, larger than the KV {}); rejection rate {:.1f}%{}\n",
              r.completed, s.load.deadline_s ? fmt::format(" ({} after the deadline)", r.completed_late) : "",
-             r.rejected.total(), r.rejected.deadline, r.rejected.exceeds_kv_capacity, 100 * r.rejection_rate);
+             r.rejected.total(), r.rejected.deadline, r.rejected.exceeds_kv_capacity, 100 * r.rejection_rate,
+             s.server.kv_on_demand ? fmt::format("; {} preempted ({} emitted tokens prefilled again)", r.preemptions,
+                                                 r.recomputed_tokens)
+                                   : "");
   const std::string quarters = fmt::format("in system by quarter of the arrivals {:.1f}, {:.1f}, {:.1f}",
                                            r.in_system_q2, r.in_system_q3, r.in_system_q4);
   if (!r.stable) {

@@ -53,18 +53,21 @@ uint64_t PagedKvCache::ring_tokens(SequenceId seq) const {
 PagedKvCache::~PagedKvCache() { backend_.free(buffer_); }
 
 bool PagedKvCache::reserve(SequenceId seq, uint64_t tokens) {
-  assert(!owned_.count(seq));
-  const uint64_t need = pages_for(tokens);
-  const uint64_t ring = window_layers_ ? std::min(need, pages_for(window_tokens_)) : 0;
-  if (need > free_.size() || ring > window_free_.size()) return false;
+  const auto mine_it = owned_.find(seq);
+  const uint64_t held = mine_it == owned_.end() ? 0 : mine_it->second.size();
+  const auto ring_it = window_owned_.find(seq);
+  const uint64_t ring_held = ring_it == window_owned_.end() ? 0 : ring_it->second.size();
+  const uint64_t need = std::max(pages_for(tokens), held);
+  const uint64_t ring = window_layers_ ? std::max(std::min(need, pages_for(window_tokens_)), ring_held) : 0;
+  if (need - held > free_.size() || ring - ring_held > window_free_.size()) return false;
   std::vector<uint64_t>& mine = owned_[seq];
-  for (uint64_t i = 0; i < need; ++i) {
+  while (mine.size() < need) {
     mine.push_back(free_.back());
     free_.pop_back();
   }
   if (window_layers_) {
     std::vector<uint64_t>& ring_pages = window_owned_[seq];
-    for (uint64_t i = 0; i < ring; ++i) {
+    while (ring_pages.size() < ring) {
       ring_pages.push_back(window_free_.back());
       window_free_.pop_back();
     }
@@ -98,7 +101,7 @@ const uint8_t* PagedKvCache::layer_base(SequenceId seq, uint64_t layer, uint64_t
            layer_slot_[layer] * layer_stride_;
   }
   const std::vector<uint64_t>& pages = owned_.at(seq);
-  assert(page_index < pages.size());  // reserved for its whole life
+  assert(page_index < pages.size());  // reserved before the pass writes
   return base + pages[page_index] * page_bytes_ + layer_slot_[layer] * layer_stride_;
 }
 

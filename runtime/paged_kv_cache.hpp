@@ -1,6 +1,6 @@
 // The KV cache as a pool of pages (kKvPageTokens tokens each, planner/cost/kv_cache.hpp): one
 // backend buffer of exactly the bytes fit predicts (pages x page bytes), pages handed to a
-// request when it is admitted and returned when it leaves. A page holds, for every layer, the
+// request when it is admitted (or as its tokens are written) and returned when it leaves. A page holds, for every layer, the
 // K rows then the V rows of its tokens, each row in its cache type (quantized rows carry their
 // own per-block scales).
 // With sliding-window layers (ModelSpec::layer_window) a second pool holds those layers: each
@@ -44,8 +44,8 @@ class PagedKvCache {
   // Tokens a sequence's window ring holds before it wraps (all it reserved when it never does).
   uint64_t ring_tokens(SequenceId seq) const;
 
-  // Gives `seq` pages for `tokens` tokens in all (its whole life: prompt and output), or returns
-  // false and changes nothing when too few pages are free. A sequence reserves once.
+  // Gives `seq` pages for `tokens` tokens in all (its whole life, or what the next pass writes:
+  // more pages when it holds some), or returns false and changes nothing when too few are free.
   bool reserve(SequenceId seq, uint64_t tokens);
   void release(SequenceId seq);  // its pages return to the pool
   uint64_t tokens_reserved(SequenceId seq) const;

@@ -81,7 +81,7 @@ uint64_t plan_max_batch(const Plan& plan) {
 class CachePages final : public KvPagePool {
  public:
   explicit CachePages(PagedKvCache& cache) : cache_(cache) {}
-  void reserve(uint32_t id, uint64_t tokens) override {
+  void hold(uint32_t id, uint64_t tokens) override {
     if (!cache_.reserve(id, tokens))
       throw std::logic_error("run: the KV pool refused a request the scheduler counted room for");
   }
@@ -339,7 +339,8 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     }
     const ScheduledStep& step = scheduler.schedule();
     result.schedule.push_back({now, step});
-    for (const uint32_t id : scheduler.started()) records[id].start_s = now;
+    for (const uint32_t id : scheduler.started())
+      if (records[id].start_s < 0) records[id].start_s = now;  // not a preempted one's restart
     rows.clear();
     emits.clear();
     uint64_t context = 0;  // the prompts' contexts after the step
@@ -349,18 +350,19 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         rows.push_back({r.id, std::span<const uint32_t>(&t.back(), 1), t.size() - 1});
         emits.push_back(t.size() - arrivals[r.id].prompt_tokens);
       }
-    for (const PrefillChunk& c : step.prefill) {
+    for (const PrefillChunk& c : step.prefill) {  // a preempted request's recompute its emitted tokens too
       rows.push_back({c.id, std::span<const uint32_t>(tokens[c.id].data() + c.done, c.tokens), c.done});
-      emits.push_back(c.done + c.tokens == arrivals[c.id].prompt_tokens ? 0 : kNoToken);
+      const uint64_t prefill = scheduler.prefill_tokens(c.id);
+      emits.push_back(c.done + c.tokens == prefill ? prefill - arrivals[c.id].prompt_tokens : kNoToken);
       context += c.done + c.tokens;  // recorded for a step of prompts alone
     }
     if (!server.step_token_budget && step.batch == 0) {  // a prompt alone, in passes of prefill_chunk tokens
       const SequenceChunk whole = rows.front();
-      const uint64_t prompt = whole.tokens.size();
+      const uint64_t prompt = whole.tokens.size(), emitted = emits.front();
       for (uint64_t past = 0; past < prompt; past += options.prefill_chunk) {
         const uint64_t n = std::min(options.prefill_chunk, prompt - past);
         rows.assign(1, {whole.seq, whole.tokens.subspan(past, n), past});
-        emits.assign(1, past + n == prompt ? 0 : kNoToken);
+        emits.assign(1, past + n == prompt ? emitted : kNoToken);
         const double step0 = clock_s(t0);
         run_pass();
         backend.synchronize();
@@ -396,6 +398,8 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     }
   }
   result.chunks_continued = scheduler.chunks_continued();
+  result.preemptions = scheduler.preemptions();
+  result.recomputed_tokens = scheduler.recomputed_tokens();
   result.scheduler_model = server;
   result.kv_peak_pages = cache.peak_pages_in_use();
   result.peak_bytes = backend.peak();
@@ -503,6 +507,8 @@ MeasuredFigures measured_figures(const RunResult& r) {
     m.driver_setup_bytes = *r.driver_after_setup_bytes - *r.driver_before_bytes;
   m.steps = r.schedule.size();
   m.chunks_continued = r.chunks_continued;
+  m.preemptions = r.preemptions;
+  m.recomputed_tokens = r.recomputed_tokens;
   if (!r.interrupted && r.scheduler_model.decode_iteration_s) {
     std::vector<ServingRequest> arrivals;
     std::vector<std::string> rejected;
@@ -549,6 +555,8 @@ Json measured_json(const MeasuredFigures& m) {
          {"rejected_by_reason", rejected}};
   j["steps"] = m.steps;
   j["chunks_continued"] = m.chunks_continued;
+  j["preemptions"] = m.preemptions;
+  j["recomputed_tokens"] = m.recomputed_tokens;
   if (m.schedule_replay)
     j["schedule_replay"] = {{"steps", m.schedule_replay->steps},
                             {"identical", m.schedule_replay->identical},

@@ -7,10 +7,11 @@
 // each with a prompt of context - output tokens (or RunOptions' prompt) and `output` tokens to
 // generate. With one, the
 // requests and their arrival times are the planner's own draws (serving_requests), replayed on
-// the clock. KV pages for a request's whole life (prompt + output) are reserved when it is
-// admitted, so the cache can never run out mid-generation: a request waits at the head of the
-// queue until pages are free, and one larger than the whole pool is rejected on arrival
-// (reason "exceeds_kv_capacity"). With a deadline, each arrival is admitted or rejected (reason
+// the clock. KV pages are taken as the engine's policy takes them: for a request's whole life
+// (prompt + output) when it is admitted, so that the cache never runs out mid-generation and a
+// request waits at the head of the queue until pages are free; or with KV on demand (vLLM's) as
+// its tokens are written, a request preempted when they run out and its prefill recomputed. One
+// larger than the whole pool is rejected on arrival (reason "exceeds_kv_capacity"). With a deadline, each arrival is admitted or rejected (reason
 // "deadline") by the planner's own rule: the serving simulation run forward from the server's
 // state (planner/serving/scheduler.hpp, admission_finish_s). Every request ends completed or
 // rejected; none is lost.
@@ -117,6 +118,7 @@ struct RunResult {
   // came during), a departure at the end of its step. Independent of the per-request records.
   double in_system_area = 0;    // request-seconds
   uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
+  uint64_t preemptions = 0, recomputed_tokens = 0;  // KV on demand: pages ran out (Scheduler)
   // Every step as the scheduler decided it, and the policy and pool it decided with: what a replay
   // (replay_schedule) feeds a fresh scheduler to check the run decided as the planner does.
   std::vector<StepDecision> schedule;
@@ -179,6 +181,7 @@ struct MeasuredFigures {
   std::optional<uint64_t> driver_setup_bytes;  // CUDA: the driver's growth over the setup
   std::optional<MeasuredOffload> offload;
   uint64_t steps = 0, chunks_continued = 0;  // the scheduler's steps; prompts' chunks that did not end them
+  uint64_t preemptions = 0, recomputed_tokens = 0;  // requests preempted; their emitted tokens prefilled again
   // The run's arrivals and decision times fed through a fresh scheduler (absent when interrupted).
   std::optional<ScheduleReplay> schedule_replay;
 };

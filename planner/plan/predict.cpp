@@ -229,6 +229,7 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   rp.server.mix_decodes = policy.mix_decodes;
   rp.server.chunk_prompts = policy.chunk_prompts;
   rp.server.kv_page_tokens = policy.kv_page_tokens;
+  rp.server.kv_on_demand = policy.kv_on_demand;
   return rp;
 }
 }  // namespace

@@ -16,10 +16,10 @@ constexpr std::pair<unsigned, unsigned> kVllmV1Since{0, 8};
 EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
   const auto version = settings.engine_version ? engine_version_number(*settings.engine_version) : std::nullopt;
   constexpr uint64_t kVllmBlock = 16, kTrtllmBlock = 32;
-  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock};
+  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock, true};
   if (engine == "vllm") {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
-    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock} : EnginePolicy{256, 2048, true, true, kVllmBlock};
+    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock, true} : EnginePolicy{256, 2048, true, true, kVllmBlock, true};
   }
   if (engine == "sglang") {  // chunked_prefill_size by the device's memory (server_args, 0.5.4 and later)
     const uint64_t mib = hw.memory_capacity_bytes >> 20;

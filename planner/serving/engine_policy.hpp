@@ -16,6 +16,7 @@ struct EnginePolicy {
   std::optional<uint64_t> step_token_budget;     // chunked prefill; absent: a prefill stalls the batch
   bool mix_decodes = true, chunk_prompts = true;  // how the budget is spent (ServerModel)
   uint64_t kv_page_tokens = 1;  // the KV pool's block: a request holds whole blocks
+  bool kv_on_demand = false;    // blocks as tokens are written, preemption by recompute (ServerModel)
 };
 
 // vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
@@ -23,7 +24,11 @@ struct EnginePolicy {
 // 2048. SGLang (server_args, 0.5.4 and later): chunked_prefill_size 2048 below 35 GiB of device
 // memory, 4096 below 60, 8192 below 160, else 16384; max_running_requests set by its KV pool (no cap here).
 // KV blocks: vLLM's block_size 16, TensorRT-LLM's tokens_per_block 32, SGLang's page_size 1,
-// llama.cpp's cells one token each. SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
+// llama.cpp's cells one token each. vLLM (V0 and V1) takes blocks as tokens are written and
+// preempts the newest request by recompute when they run out (preemption_mode recompute, V1's
+// only one); TensorRT-LLM's default capacity policy (guaranteed no evict) reserves each request's
+// whole KV at admission, llama-server's slots hold their context; SGLang's retraction of running
+// requests under its token-ratio admission is not modelled (its whole KV is reserved). SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
 // off by default). TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192, prompts
 // beside the decodes in one step but each whole (chunked context off by default). llama.cpp
 // (llama-server, update_slots): each step takes the slots' new tokens, then prompts' tokens up to

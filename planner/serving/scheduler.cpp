@@ -49,20 +49,25 @@ double scheduled_step_s(const ServerModel& server, const ScheduledStep& step) {
 }
 
 Scheduler::Scheduler(const ServerModel& server, const std::vector<ServingRequest>& requests)
-    : server_(&server), requests_(&requests) {}
+    : server_(&server), requests_(&requests) {
+  if (server.kv_on_demand) page_due_.assign(std::max<uint64_t>(server.kv_page_tokens, 1), 0);
+}
 
 uint32_t Scheduler::add(const ServingRequest& r) {
   added_.push_back(r);
   return static_cast<uint32_t>(requests_->size() + added_.size() - 1);
 }
 
+uint64_t Scheduler::prefill_tokens(uint32_t id) const {
+  const auto again = recompute_.find(id);
+  return request(id).prompt_tokens + (again == recompute_.end() ? 0 : again->second);
+}
+
 void Scheduler::restore_running(uint32_t id, uint64_t emitted) {
   const ServingRequest& r = request(id);
   assert(emitted >= 1 && emitted < r.output_tokens);
-  running_.push_back({id, step_ + r.output_tokens - emitted});
-  std::push_heap(running_.begin(), running_.end(), finishes_later);
-  context_tokens_ += r.prompt_tokens + emitted;
-  reserved_tokens_ += kv_reservation_tokens(*server_, r.kv_tokens());
+  take(server_->kv_on_demand ? held_tokens(r.prompt_tokens + emitted - 1) : kv_reservation_tokens(*server_, r.kv_tokens()));
+  join_running(id, emitted);
 }
 
 const char* Scheduler::offer(uint32_t id, double now_s, std::optional<double> deadline_s, DeadlinePrediction how) {
@@ -77,22 +82,99 @@ const char* Scheduler::offer(uint32_t id, double now_s, std::optional<double> de
 }
 
 // `starting`: prompts this step ends that already hold a slot (they decode from the next step).
-bool Scheduler::head_admissible(uint64_t starting) const {
-  return !waiting_.empty() &&
-         admits_head(*server_, running_.size() + starting + (partial_ ? 1 : 0), reserved_tokens_,
-                     kv_reservation_tokens(*server_, request(waiting_.front()).kv_tokens()));
+bool Scheduler::head_admissible(uint64_t starting, uint64_t chunk) const {
+  if (waiting_.empty()) return false;
+  const uint64_t running = running_.size() + starting + (partial_ ? 1 : 0);
+  if (!server_->kv_on_demand)
+    return admits_head(*server_, running, reserved_tokens_,
+                       kv_reservation_tokens(*server_, request(waiting_.front()).kv_tokens()));
+  return running < server_->max_batch && held_tokens(chunk) <= free_tokens();
+}
+
+uint64_t Scheduler::held_tokens(uint64_t written) const { return kv_reservation_tokens(*server_, written); }
+
+// A running request writes token prompt + emitted - 1 in a decode step, and emitted - step_ stays
+// the same while it runs: its phase is that token's position less step_, modulo the page.
+uint64_t Scheduler::page_phase(uint32_t id, uint64_t finish_step) const {
+  const uint64_t page = page_due_.size();
+  const ServingRequest& r = request(id);
+  return ((r.kv_tokens() - 1) % page + page - finish_step % page) % page;
+}
+
+uint64_t Scheduler::free_tokens() const {
+  if (!server_->kv_capacity_tokens) return std::numeric_limits<uint64_t>::max() / 2;
+  return *server_->kv_capacity_tokens - reserved_tokens_;
+}
+
+void Scheduler::take(uint64_t tokens) {
+  reserved_tokens_ += tokens;
+  peak_reserved_tokens_ = std::max(peak_reserved_tokens_, reserved_tokens_);
+}
+
+// The running batch's decodes open pages: those whose token is a page's first. Short of free
+// ones, the newest admitted request is preempted (the prompt part-way through first: it is the
+// newest) until they fit.
+void Scheduler::give_decode_pages() {
+  const uint64_t page = page_due_.size();
+  const auto due = [&] { return page_due_[(page - step_ % page) % page] * page; };
+  while (due() > free_tokens()) {
+    assert(partial_ || !running_.empty());
+    if (partial_) preempt_partial();
+    else preempt_newest_running();
+  }
+  if (due() == 0) return;
+  take(due());
+  if (pool_)
+    for (const Running& r : running_)
+      if (page_phase(r.id, r.finish_step) == (page - step_ % page) % page)
+        pool_->hold(r.id, request(r.id).kv_tokens() - (r.finish_step - step_));  // prompt + emitted
+}
+
+void Scheduler::preempt_partial() {
+  const Partial p = *partial_;
+  partial_.reset();
+  reserved_tokens_ -= held_tokens(p.done);
+  if (pool_) pool_->release(p.id);
+  waiting_.push_front(p.id);
+  scheduled_.preempted.push_back(p.id);
+  ++preemptions_;
+}
+
+void Scheduler::preempt_newest_running() {
+  assert(!running_.empty());
+  const auto newest = std::max_element(running_.begin(), running_.end(),
+                                       [](const Running& a, const Running& b) { return a.admitted < b.admitted; });
+  const Running r = *newest;
+  running_.erase(newest);
+  std::make_heap(running_.begin(), running_.end(), finishes_later);
+  const ServingRequest& q = request(r.id);
+  const uint64_t emitted = q.output_tokens - (r.finish_step - step_);
+  --page_due_[page_phase(r.id, r.finish_step)];
+  context_tokens_ -= q.prompt_tokens + emitted;
+  reserved_tokens_ -= held_tokens(q.prompt_tokens + emitted - 1);
+  if (pool_) pool_->release(r.id);
+  recompute_[r.id] = emitted;
+  waiting_.push_front(r.id);
+  scheduled_.preempted.push_back(r.id);
+  ++preemptions_;
 }
 
 const ScheduledStep& Scheduler::schedule() {
   started_.clear();
   first_tokens_.clear();
+  resumed_.clear();
   departed_.clear();
   ScheduledStep& s = scheduled_;
+  s.preempted.clear();
   s.prefill.clear();
   s.batch = 0;
   s.context_tokens = 0;
-  if (server_->step_token_budget && (partial_ || head_admissible())) {
-    if (server_->mix_decodes) {
+  const bool mixed = server_->step_token_budget && server_->mix_decodes;
+  if (server_->kv_on_demand && mixed && !running_.empty()) give_decode_pages();
+  // Nobody is admitted in a step that preempted: the pages just freed go to those running.
+  const auto head_prompt = [&] { return waiting_.empty() ? 0 : prefill_tokens(waiting_.front()); };
+  if (server_->step_token_budget) {
+    if (mixed) {
       s.batch = running_.size();
       s.context_tokens = context_tokens_;
     }
@@ -100,32 +182,44 @@ const ScheduledStep& Scheduler::schedule() {
     uint64_t ending = 0;  // prompts this step ends
     if (partial_ && room) {
       const Partial p = *partial_;
-      const uint64_t chunk = std::min(request(p.id).prompt_tokens - p.done, room);
-      s.prefill.push_back({p.id, p.done, chunk});
-      room -= chunk;
-      if (p.done + chunk == request(p.id).prompt_tokens) {
-        partial_.reset();
-        ++ending;
+      const uint64_t chunk = std::min(prefill_tokens(p.id) - p.done, room);
+      const uint64_t pages = held_tokens(p.done + chunk) - held_tokens(p.done);
+      if (server_->kv_on_demand && pages > free_tokens()) {
+        preempt_partial();  // it is the newest: it preempts itself
       } else {
-        partial_->done += chunk;
+        if (server_->kv_on_demand) {
+          take(pages);
+          if (pool_) pool_->hold(p.id, p.done + chunk);
+        }
+        s.prefill.push_back({p.id, p.done, chunk});
+        room -= chunk;
+        if (p.done + chunk == prefill_tokens(p.id)) {
+          partial_.reset();
+          ++ending;
+        } else {
+          partial_->done += chunk;
+        }
       }
     }
-    while (room && !partial_ && head_admissible(ending)) {
+    const auto first_chunk = [&](uint64_t prompt) { return server_->chunk_prompts ? std::min(prompt, room) : prompt; };
+    while (room && !partial_ && s.preempted.empty() && head_admissible(ending, first_chunk(head_prompt()))) {
       // Whole prompts only: the head waits for a step with room, unless it is the step's first.
-      const uint64_t prompt = request(waiting_.front()).prompt_tokens;
+      const uint64_t prompt = head_prompt();
       if (!server_->chunk_prompts && prompt > room && !s.prefill.empty()) break;
-      const uint32_t id = admit_head();
-      const uint64_t chunk = server_->chunk_prompts ? std::min(prompt, room) : prompt;
+      const uint64_t chunk = first_chunk(prompt);
+      const uint32_t id = admit_head(chunk);
       s.prefill.push_back({id, 0, chunk});
       room -= std::min(chunk, room);
-      if (chunk == request(id).prompt_tokens) ++ending;
+      if (chunk == prompt) ++ending;
       else partial_ = Partial{id, chunk};
     }
-  } else if (head_admissible()) {  // prefill first, alone
-    const uint32_t id = admit_head();
-    s.prefill.push_back({id, 0, request(id).prompt_tokens});
-  } else {
+  } else if (s.preempted.empty() && head_admissible(0, head_prompt())) {  // prefill first, alone
+    const uint64_t prompt = head_prompt();
+    s.prefill.push_back({admit_head(prompt), 0, prompt});
+  }
+  if (s.prefill.empty() && s.batch == 0) {  // the running batch decodes alone
     assert(!running_.empty());
+    if (server_->kv_on_demand && !mixed) give_decode_pages();
     s.batch = running_.size();
     s.context_tokens = context_tokens_;
   }
@@ -139,6 +233,7 @@ void Scheduler::complete() {
     context_tokens_ += s.batch;  // one more token in each request's context
     while (!running_.empty() && running_.front().finish_step == step_) {
       const uint32_t id = running_.front().id;
+      if (server_->kv_on_demand) --page_due_[page_phase(id, step_)];
       std::pop_heap(running_.begin(), running_.end(), finishes_later);
       running_.pop_back();
       context_tokens_ -= request(id).kv_tokens();  // prompt + output at its last token
@@ -146,53 +241,79 @@ void Scheduler::complete() {
     }
   }
   for (const PrefillChunk& c : s.prefill) {
-    if (c.done + c.tokens == request(c.id).prompt_tokens) emit_first_token(c.id);
+    if (c.done + c.tokens == prefill_tokens(c.id)) prompt_ended(c.id);
     else ++chunks_continued_;
   }
 }
 
-// The head of the queue starts: its whole KV reserved, its prefill begun.
-uint32_t Scheduler::admit_head() {
+// The head of the queue starts, its first chunk `chunk` tokens: its whole KV reserved (KV on
+// demand: the chunk's pages), its prefill begun.
+uint32_t Scheduler::admit_head(uint64_t chunk) {
   const uint32_t id = waiting_.front();
   waiting_.pop_front();
-  const uint64_t tokens = request(id).kv_tokens();
-  reserved_tokens_ += kv_reservation_tokens(*server_, tokens);
-  peak_reserved_tokens_ = std::max(peak_reserved_tokens_, reserved_tokens_);
-  if (pool_) pool_->reserve(id, tokens);
+  const uint64_t tokens = server_->kv_on_demand ? chunk : request(id).kv_tokens();
+  take(held_tokens(tokens));
+  if (pool_) pool_->hold(id, tokens);
   started_.push_back(id);
   return id;
 }
 
-// A prompt's end: the request's first token, then it leaves (one output token) or decodes.
-void Scheduler::emit_first_token(uint32_t id) {
+// A prompt's end emits the request's first token (after a preemption, its next one); then it
+// leaves (that was its last) or decodes.
+void Scheduler::prompt_ended(uint32_t id) {
   const ServingRequest& r = request(id);
-  first_tokens_.push_back(id);
-  if (r.output_tokens == 1) {
+  uint64_t emitted = 1;
+  if (const auto again = recompute_.find(id); again != recompute_.end()) {
+    emitted += again->second;
+    recomputed_tokens_ += again->second;
+    recompute_.erase(again);
+    resumed_.push_back(id);
+  } else {
+    first_tokens_.push_back(id);
+  }
+  if (emitted == r.output_tokens) {
     depart(id);
     return;
   }
-  running_.push_back({id, step_ + r.output_tokens - 1});
+  join_running(id, emitted);
+}
+
+// Prompts end in the order they were admitted (the one part-way through is the newest admitted
+// and ends first in its step), so the order of joining is the order of admission.
+void Scheduler::join_running(uint32_t id, uint64_t emitted) {
+  const ServingRequest& r = request(id);
+  const uint64_t finish_step = step_ + r.output_tokens - emitted;
+  running_.push_back({id, finish_step, joined_++});
   std::push_heap(running_.begin(), running_.end(), finishes_later);
   peak_batch_ = std::max<uint64_t>(peak_batch_, running_.size());
-  context_tokens_ += r.prompt_tokens + 1;  // the prompt and the first token
+  context_tokens_ += r.prompt_tokens + emitted;  // the prompt and the tokens emitted
+  if (server_->kv_on_demand) ++page_due_[page_phase(id, finish_step)];
 }
 
 void Scheduler::depart(uint32_t id) {
-  reserved_tokens_ -= kv_reservation_tokens(*server_, request(id).kv_tokens());
+  const ServingRequest& r = request(id);
+  // KV on demand: its pages hold every token but its last, which it emitted without writing.
+  reserved_tokens_ -= server_->kv_on_demand ? held_tokens(r.kv_tokens() - 1) : kv_reservation_tokens(*server_, r.kv_tokens());
   if (pool_) pool_->release(id);
   departed_.push_back(id);
 }
 
 std::string describe_policy(const ServerModel& server) {
-  if (!server.step_token_budget) return "each prompt prefilled alone in its step, the batch stalled (prefill first)";
-  return fmt::format("prompts within {} tokens a step{}, {}", *server.step_token_budget,
+  const std::string kv = server.kv_on_demand
+                             ? "; KV pages as tokens are written, the newest request preempted and recomputed when "
+                               "they run out"
+                             : "; each request's whole KV reserved at admission";
+  if (!server.step_token_budget) return "each prompt prefilled alone in its step, the batch stalled (prefill first)" + kv;
+  return fmt::format("prompts within {} tokens a step{}, {}{}", *server.step_token_budget,
                      server.mix_decodes ? " beside the batch's decodes" : " in steps of their own (prefill first)",
                      server.chunk_prompts ? "a long one over several steps (chunked prefill)"
-                                          : "each whole (no chunked prefill)");
+                                          : "each whole (no chunked prefill)", kv);
 }
 
 std::string describe(const ScheduledStep& step) {
-  std::string out = step.batch ? fmt::format("decode {} (context {})", step.batch, step.context_tokens) : "no decode";
+  std::string out;
+  for (const uint32_t id : step.preempted) out += fmt::format("preempt #{}; ", id);
+  out += step.batch ? fmt::format("decode {} (context {})", step.batch, step.context_tokens) : "no decode";
   for (const PrefillChunk& c : step.prefill) out += fmt::format("; prefill #{} [{}, {})", c.id, c.done, c.done + c.tokens);
   return out;
 }
@@ -231,6 +352,7 @@ ScheduleReplay replay_schedule(const ServerModel& server, const std::vector<Serv
       return a.id == b.id && a.done == b.done && a.tokens == b.tokens;
     };
     if (replayed.batch != d.step.batch || replayed.context_tokens != d.step.context_tokens ||
+        replayed.preempted != d.step.preempted ||
         !std::equal(replayed.prefill.begin(), replayed.prefill.end(), d.step.prefill.begin(), d.step.prefill.end(),
                     same_chunk))
       return differ(fmt::format("step {} at {:.6f} s: recorded {}; the replay schedules {}", out.steps, d.decided_s,

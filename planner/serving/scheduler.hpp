@@ -20,9 +20,17 @@
 //   with room for it whole, or runs whole over the budget as a step's first.
 // - A prompt's last chunk emits the request's first token; a request with `output` tokens then
 //   decodes output - 1 steps. It leaves at its last token.
+// - KV on demand (kv_on_demand, vLLM's): pages are taken as tokens are written instead of at
+//   admission. A step first gives the running batch the pages its decodes open, preempting the
+//   newest admitted request (the prompt part-way through first) until they fit: its pages return
+//   and it waits again at the head of the queue, to prefill its prompt and the tokens it emitted
+//   anew (preemption by recompute), which emits its next token. The prompt part-way through then
+//   takes its chunk's pages, or is preempted itself; the heads of the queue are admitted only in a
+//   step that preempted nobody, each when its first chunk's pages are free.
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,9 +44,10 @@ namespace infer_plan {
 class KvPagePool {
  public:
   virtual ~KvPagePool() = default;
-  // Pages for `tokens` tokens (prompt + output) of request `id`; the scheduler has counted them free.
-  virtual void reserve(uint32_t id, uint64_t tokens) = 0;
-  virtual void release(uint32_t id) = 0;
+  // Request `id` holds pages for its first `tokens` tokens (it may hold some already): its whole
+  // life at admission, or with KV on demand what the step writes; the scheduler counted them free.
+  virtual void hold(uint32_t id, uint64_t tokens) = 0;
+  virtual void release(uint32_t id) = 0;  // all its pages (it left, or was preempted)
 };
 
 // Prompt tokens [done, done + tokens) of request `id`, in one step.
@@ -48,8 +57,10 @@ struct PrefillChunk {
   uint64_t tokens = 0;
 };
 
-// One step: the running batch decodes a token each, beside the prompts' chunks.
+// One step: the running batch decodes a token each, beside the prompts' chunks. A chunk may
+// recompute a preempted request's prompt and emitted tokens (Scheduler::prefill_tokens).
 struct ScheduledStep {
+  std::vector<uint32_t> preempted;  // before the step, newest first: they wait again at the head
   std::vector<PrefillChunk> prefill;
   uint64_t batch = 0;           // running requests decoding (0: a prefill alone)
   uint64_t context_tokens = 0;  // the sum of their contexts before the step (prompt + tokens emitted)
@@ -69,6 +80,7 @@ class Scheduler {
   struct Running {
     uint32_t id;
     uint64_t finish_step;
+    uint64_t admitted;  // the order in which it was admitted (preemption takes the newest)
   };
 
   // `server` and `requests` (ids are their indices) must outlive the scheduler and its copies.
@@ -90,20 +102,25 @@ class Scheduler {
                     DeadlinePrediction how = DeadlinePrediction::load_persists);
   // The request joins the back of the queue (the lookahead's stand-ins, a snapshot's queue).
   void enqueue(uint32_t id) { waiting_.push_back(id); }
-  // A request already decoding, `emitted` tokens out (the first from its prefill), its KV reserved.
+  // A request already decoding, `emitted` tokens out (the first from its prefill), its KV held.
   void restore_running(uint32_t id, uint64_t emitted);
+  // The tokens request `id`'s prefill runs: its prompt, and after a preemption the tokens it had
+  // emitted too (its prompt-like chunks cover them; the last emits its next token).
+  uint64_t prefill_tokens(uint32_t id) const;
 
   bool has_work() const { return head_admissible() || !running_.empty() || partial_; }
   // Decides the next step (has_work() must hold): admits what it starts (started()).
   const ScheduledStep& schedule();
   // The step scheduled has run: the batch's tokens, then the first tokens of the prompts it ended
-  // (first_tokens()); the requests that emitted their last leave (departed(), in that order).
+  // (first_tokens(); a recomputed one emits its next token: resumed()); the requests that emitted
+  // their last leave (departed(), in that order).
   void complete();
 
   const ScheduledStep& scheduled() const { return scheduled_; }  // the last schedule()'s step
   // What the last schedule() and complete() did.
   const std::vector<uint32_t>& started() const { return started_; }
   const std::vector<uint32_t>& first_tokens() const { return first_tokens_; }
+  const std::vector<uint32_t>& resumed() const { return resumed_; }
   const std::vector<uint32_t>& departed() const { return departed_; }
 
   const std::vector<Running>& running() const { return running_; }  // in no particular order
@@ -113,12 +130,25 @@ class Scheduler {
   uint64_t peak_reserved_tokens() const { return peak_reserved_tokens_; }
   uint64_t peak_batch() const { return peak_batch_; }
   uint64_t chunks_continued() const { return chunks_continued_; }  // prompts' chunks that did not end them
+  uint64_t preemptions() const { return preemptions_; }
+  uint64_t recomputed_tokens() const { return recomputed_tokens_; }  // emitted tokens prefilled again
 
  private:
-  bool head_admissible(uint64_t starting = 0) const;
-  uint32_t admit_head();
-  void emit_first_token(uint32_t id);
+  // The head could start with a first chunk of `chunk` tokens (KV on demand: its pages; else its
+  // whole reservation), `starting` prompts ending this step holding slots.
+  bool head_admissible(uint64_t starting = 0, uint64_t chunk = 1) const;
+  uint32_t admit_head(uint64_t chunk);
+  void prompt_ended(uint32_t id);
+  void join_running(uint32_t id, uint64_t emitted);
   void depart(uint32_t id);
+  // KV on demand.
+  uint64_t held_tokens(uint64_t written) const;  // the pages' tokens that hold `written` tokens
+  uint64_t page_phase(uint32_t id, uint64_t finish_step) const;
+  uint64_t free_tokens() const;
+  void take(uint64_t tokens);
+  void give_decode_pages();
+  void preempt_partial();
+  void preempt_newest_running();
 
   const ServerModel* server_;
   const std::vector<ServingRequest>* requests_;
@@ -135,9 +165,15 @@ class Scheduler {
   uint64_t step_ = 0;               // decode steps so far (the clock of finish_step)
   uint64_t context_tokens_ = 0;     // the sum over running requests of prompt + tokens emitted
   uint64_t reserved_tokens_ = 0, peak_reserved_tokens_ = 0, peak_batch_ = 0, chunks_continued_ = 0;
+  uint64_t joined_ = 0, preemptions_ = 0, recomputed_tokens_ = 0;
+  // KV on demand: running requests by the phase of the decode steps at which they open a page
+  // (a request writing token t opens one when t is a multiple of the page), and the tokens each
+  // preempted request had emitted (its prefill recomputes them).
+  std::vector<uint64_t> page_due_;
+  std::map<uint32_t, uint64_t> recompute_;
 
   ScheduledStep scheduled_;
-  std::vector<uint32_t> started_, first_tokens_, departed_;
+  std::vector<uint32_t> started_, first_tokens_, resumed_, departed_;
 };
 
 // Admission by deadline, the rule of serving_sim.hpp: when request `id` (not yet queued), joining
@@ -163,6 +199,6 @@ struct ScheduleReplay {
 ScheduleReplay replay_schedule(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
                                std::optional<double> deadline_s, const std::vector<StepDecision>& decisions,
                                const std::vector<std::string>& rejected);
-std::string describe(const ScheduledStep& step);  // "decode 3 (context 412); prefill #4 [0, 64)"
+std::string describe(const ScheduledStep& step);  // "preempt #7; decode 3 (context 412); prefill #4 [0, 64)"
 
 }  // namespace infer_plan

@@ -80,7 +80,7 @@ class Engine {
   void step(double stop_at_s) {
     const ScheduledStep& s = sched.schedule();
     for (const uint32_t id : sched.started()) {
-      if (outcomes) (*outcomes)[id].start_s = now_s;
+      if (outcomes && (*outcomes)[id].start_s < 0) (*outcomes)[id].start_s = now_s;  // not a preempted one's restart
       if (watched == id) watched_started = true;
     }
     if (s.prefill.empty()) {
@@ -103,6 +103,11 @@ class Engine {
       if (outcomes) (*outcomes)[id].first_token_s = now_s;
       if (itl) itl->last_token_s[id] = now_s;
     }
+    if (itl)
+      for (const uint32_t id : sched.resumed()) {  // a recomputed prefill's token, after the preemption's gap
+        itl->gaps.emplace_back(now_s - itl->last_token_s[id], 1);
+        itl->last_token_s[id] = now_s;
+      }
     departed = sched.departed().size();
     for (const uint32_t id : sched.departed()) {
       if (outcomes) (*outcomes)[id].finish_s = now_s;
@@ -123,7 +128,8 @@ class Engine {
       batch_sum += s.batch;
       if (itl) record_gaps(first, dt, s.batch);
       sched.complete();
-      if (!sched.departed().empty() || now_s >= stop_at_s) break;
+      // A preemption queued a request whose recomputed prefill may start next.
+      if (!sched.departed().empty() || !s.preempted.empty() || now_s >= stop_at_s) break;
     }
     if (itl)
       for (const Scheduler::Running& r : sched.running()) itl->last_token_s[r.id] = now_s;
@@ -452,6 +458,8 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   res.peak_kv_tokens = engine.sched.peak_reserved_tokens();
   res.peak_batch = engine.sched.peak_batch();
   res.chunks_continued = engine.sched.chunks_continued();
+  res.preemptions = engine.sched.preemptions();
+  res.recomputed_tokens = engine.sched.recomputed_tokens();
   if (load.goodput.any()) res.good_requests = good;
   res.in_system_q2 = occ.window_mean(0);
   res.in_system_q3 = occ.window_mean(1);

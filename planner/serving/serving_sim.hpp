@@ -87,6 +87,10 @@ struct ServerModel {
   //   context), or runs whole over the budget when it is the step's first.
   bool mix_decodes = true;
   bool chunk_prompts = true;
+  // KV pages taken as tokens are written, the newest request preempted and recomputed when they run
+  // out (vLLM's); false: each request's whole KV (prompt + output) reserved at admission, so none
+  // is ever preempted (llama-server's slots, TensorRT-LLM's guaranteed-no-evict, SGLang here).
+  bool kv_on_demand = false;
 };
 // "chunked prefill within 2048 tokens a step, beside the batch's decodes" and the like.
 std::string describe_policy(const ServerModel& server);
@@ -193,6 +197,8 @@ struct ServingResult {
   uint64_t peak_kv_tokens = 0;  // most KV tokens reserved at once
   uint64_t peak_batch = 0;      // most requests decoding at once (max_batch when the limit was reached)
   uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
+  uint64_t preemptions = 0;       // KV on demand: requests preempted when pages ran out
+  uint64_t recomputed_tokens = 0;  // emitted tokens prefilled again after a preemption
   std::optional<uint64_t> good_requests;  // with load.goodput: completed requests meeting all its limits
 
   // Stability: unstable when either test says so.

@@ -83,6 +83,8 @@ TEST_CASE("paged KV: pages for the whole life at admission, returned on release"
 TEST_CASE("the runtime decides as the planner's scheduler replayed on its arrivals and times, for each policy") {
   CpuBackend backend;
   Plan plan = tiny_plan();
+  plan.context = 96;  // 32-token prompts (2 pages), 64 tokens out: 6 pages each over its life
+  plan.output = 64;
   plan.load = LoadPlan{};
   plan.load->rate_per_s = 60;  // requests queue for KV pages and batch slots
   plan.load->requests = 10;
@@ -90,17 +92,22 @@ TEST_CASE("the runtime decides as the planner's scheduler replayed on its arriva
   ResolvedPlan rp = resolve_plan(plan);
   struct Policy {
     std::optional<uint64_t> budget;
-    bool mix_decodes = true, chunk_prompts = true;
+    bool mix_decodes = true, chunk_prompts = true, kv_on_demand = false;
   };
-  // whole prompts alone; vLLM V1; SGLang; TensorRT-LLM
-  for (const Policy& policy : {Policy{}, Policy{12}, Policy{12, false, true}, Policy{12, true, false}}) {
+  // whole prompts alone; vLLM V1 with whole-life pages, then on demand (as vLLM); SGLang;
+  // TensorRT-LLM; vLLM V0 (whole prompts, on demand). On demand, the 18-page pool (3 requests of
+  // 96 tokens) admits up to 9 prompts of 2 pages, which grow to 6 pages each: preemptions.
+  for (const Policy& policy : {Policy{}, Policy{12}, Policy{12, true, true, true}, Policy{12, false, true},
+                               Policy{12, true, false}, Policy{std::nullopt, true, true, true}}) {
     const std::optional<uint64_t> budget = policy.chunk_prompts ? policy.budget : std::nullopt;
     CAPTURE(policy.budget.value_or(0));
     CAPTURE(policy.mix_decodes);
     CAPTURE(policy.chunk_prompts);
+    CAPTURE(policy.kv_on_demand);
     rp.server.step_token_budget = policy.budget;
     rp.server.mix_decodes = policy.mix_decodes;
     rp.server.chunk_prompts = policy.chunk_prompts;
+    rp.server.kv_on_demand = policy.kv_on_demand;
     RunOptions o;
     o.threads = 2;
     const RunResult r = run_plan(rp, backend, o);
@@ -114,6 +121,43 @@ TEST_CASE("the runtime decides as the planner's scheduler replayed on its arriva
     // 32-token prompts in a 12-token budget: every prompt over several steps (none without one)
     if (budget) CHECK(m.chunks_continued >= 20);
     else CHECK(m.chunks_continued == 0);
+    if (policy.kv_on_demand) CHECK((m.preemptions > 0 && m.recomputed_tokens >= m.preemptions / 2));
+    else CHECK((m.preemptions == 0 && m.recomputed_tokens == 0));
+    CHECK(r.kv_peak_pages <= r.kv_pages);
+  }
+}
+
+TEST_CASE("preemption by recompute: each request's tokens are those of a run that never preempts") {
+  CpuBackend backend;
+  Plan plan = tiny_plan();
+  plan.context = 96;  // as above: 2 pages at admission, 6 over a request's life
+  plan.output = 64;
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 60;
+  plan.load->requests = 8;
+  plan.load->seed = 2;
+  const auto tokens_of = [&](bool kv_on_demand, std::optional<uint64_t> budget) {
+    ResolvedPlan rp = resolve_plan(plan);
+    rp.server.kv_on_demand = kv_on_demand;
+    rp.server.step_token_budget = budget;
+    std::map<uint64_t, std::vector<uint32_t>> out;
+    RunOptions o;
+    o.threads = 2;
+    o.on_token = [&](const TokenEvent& e) {
+      CHECK(e.step == out[e.request].size());  // in order within a request, none twice
+      out[e.request].push_back(e.token);
+    };
+    const RunResult r = run_plan(rp, backend, o);
+    return std::pair{out, r.preemptions};
+  };
+  const auto reserved = tokens_of(false, std::nullopt);
+  CHECK(reserved.second == 0);
+  REQUIRE(reserved.first.size() == 8);
+  for (const std::optional<uint64_t> budget : {std::optional<uint64_t>{}, std::optional<uint64_t>{12}}) {
+    CAPTURE(budget.value_or(0));
+    const auto preempted = tokens_of(true, budget);
+    CHECK(preempted.second > 0);
+    CHECK(preempted.first == reserved.first);
   }
 }
 

@@ -14,8 +14,8 @@ namespace {
 // A pool that keeps what the scheduler asks of it.
 struct RecordingPool final : KvPagePool {
   std::map<uint32_t, uint64_t> held;  // id -> tokens
-  void reserve(uint32_t id, uint64_t tokens) override {
-    REQUIRE(held.count(id) == 0);
+  void hold(uint32_t id, uint64_t tokens) override {
+    REQUIRE(tokens > held[id]);  // pages are only ever added until the request lets go of them all
     held[id] = tokens;
   }
   void release(uint32_t id) override { REQUIRE(held.erase(id) == 1); }
@@ -44,7 +44,8 @@ std::vector<RequestTimes> step_by_step(const ServerModel& server, const std::vec
       continue;
     }
     const ScheduledStep& step = s.schedule();
-    for (const uint32_t id : s.started()) out[id].start_s = now;
+    for (const uint32_t id : s.started())
+      if (out[id].start_s < 0) out[id].start_s = now;  // a preempted request's restart is not its start
     now += scheduled_step_s(server, step);
     s.complete();
     for (const uint32_t id : s.first_tokens()) out[id].first_token_s = now;
@@ -203,6 +204,85 @@ TEST_CASE("scheduler, TensorRT-LLM's policy: whole prompts beside the decodes, w
   CHECK(s.chunks_continued() == 0);
 }
 
+TEST_CASE("scheduler, KV on demand: pages as tokens are written, the newest preempted and recomputed") {
+  ServerModel server = linear_server();
+  server.max_batch = 4;
+  server.step_token_budget = 100;  // every prompt whole
+  server.kv_on_demand = true;
+  server.kv_page_tokens = 4;
+  server.kv_capacity_tokens = 16;  // 4 pages
+  // A, B, C: 4-token prompts, 8 tokens out (12 tokens each: one would fit whole-life reservations
+  // only one at a time beside another).
+  const std::vector<ServingRequest> arrivals{{0, 4, 8}, {0, 4, 8}, {0, 4, 8}};
+  Scheduler s(server, arrivals);
+  RecordingPool pool;
+  s.set_pool(&pool);
+  for (uint32_t id = 0; id < 3; ++id) CHECK(s.offer(id, 0, std::nullopt) == nullptr);
+  // Step 1: each prompt takes its one page; all three start (a reservation would take 3 pages each).
+  ScheduledStep step = s.schedule();
+  CHECK(step.prefill.size() == 3);
+  CHECK(s.reserved_tokens() == 12);
+  CHECK((pool.held.at(0) == 4 && pool.held.at(2) == 4));
+  s.complete();
+  CHECK(s.first_tokens() == std::vector<uint32_t>{0, 1, 2});
+  // Step 2: each writes token 4 (its first decode), a page each: 3 pages, 1 free. C, the newest,
+  // is preempted (its page returns: 2 free); A and B decode (contexts 4 + 1 each).
+  step = s.schedule();
+  CHECK(step.preempted == std::vector<uint32_t>{2});
+  CHECK((step.batch == 2 && step.context_tokens == 10 && step.prefill.empty()));
+  CHECK(s.reserved_tokens() == 16);
+  CHECK(pool.held.count(2) == 0);
+  CHECK(pool.held.at(0) == 5);
+  CHECK(s.waiting() == 1);
+  CHECK(s.prefill_tokens(2) == 5);  // its prompt and the token it emitted, prefilled again
+  s.complete();
+  // Steps 3 to 5 write tokens 5 to 7 in the pages they hold; C's 5 tokens need 2 pages, none free.
+  for (int i = 3; i <= 5; ++i) {
+    step = s.schedule();
+    CHECK((step.batch == 2 && step.prefill.empty() && step.preempted.empty()));
+    s.complete();
+  }
+  // Step 6: token 8 opens a page for A and B, none free: B (newer than A) is preempted, 5 emitted,
+  // and waits at the head, before C.
+  step = s.schedule();
+  CHECK(step.preempted == std::vector<uint32_t>{1});
+  CHECK(step.batch == 1);
+  CHECK(s.prefill_tokens(1) == 9);
+  s.complete();
+  // Steps 7-8: A's tokens 9 and 10; its 8th token leaves it (3 pages back: 12 free).
+  s.schedule();
+  s.complete();
+  s.schedule();
+  s.complete();
+  CHECK(s.departed() == std::vector<uint32_t>{0});
+  CHECK(s.reserved_tokens() == 0);  // the 3 pages of A's 11 written tokens (its last is never written)
+  // Step 9: B's 9 tokens (3 pages) again, alone: C's 2 pages do not fit beside them. It emits
+  // its 6th token, no first token.
+  step = s.schedule();
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 1 && step.prefill[0].done == 0 && step.prefill[0].tokens == 9 && step.batch == 0));
+  s.complete();
+  CHECK(s.resumed() == std::vector<uint32_t>{1});
+  CHECK(s.first_tokens().empty());
+  // B decodes its 7th and 8th tokens and leaves; then C prefills its 5 and decodes 6 more.
+  uint64_t steps = 9;
+  std::vector<uint32_t> departures;
+  while (s.has_work()) {
+    step = s.schedule();
+    CHECK(step.preempted.empty());
+    s.complete();
+    ++steps;
+    departures.insert(departures.end(), s.departed().begin(), s.departed().end());
+  }
+  CHECK(departures == std::vector<uint32_t>{1, 2});
+  CHECK(steps == 9 + 2 + 1 + 6);
+  CHECK(s.preemptions() == 2);
+  CHECK(s.recomputed_tokens() == 1 + 5);
+  CHECK(s.peak_reserved_tokens() == 16);
+  CHECK(s.reserved_tokens() == 0);
+  CHECK(pool.held.empty());
+}
+
 TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrivals, same course, every policy") {
   struct Case {
     const char* what;
@@ -210,7 +290,7 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     uint64_t pages;
     std::optional<double> deadline_s;
     std::optional<uint64_t> budget;
-    bool mix_decodes = true, chunk_prompts = true;
+    bool mix_decodes = true, chunk_prompts = true, kv_on_demand = false;
   };
   // A pool of 12 pages (192 tokens) keeps requests waiting for KV and rejects the longest; a
   // deadline rejects by the lookahead; a budget of 64 tokens cuts most prompts.
@@ -220,7 +300,11 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
                         {"chunked prefill", {5, 150}, {1, 60}, 24, std::nullopt, 64},
                         {"chunked prefill, deadline", {5, 150}, {2, 40}, 24, 1.5, 64},
                         {"SGLang: chunks in steps of their own", {5, 150}, {1, 60}, 24, std::nullopt, 64, false, true},
-                        {"TensorRT-LLM: whole prompts beside decodes", {5, 150}, {1, 60}, 24, 1.5, 64, true, false}};
+                        {"TensorRT-LLM: whole prompts beside decodes", {5, 150}, {1, 60}, 24, 1.5, 64, true, false},
+                        {"vLLM: KV on demand, preemption", {5, 150}, {1, 60}, 12, std::nullopt, 64, true, true, true},
+                        {"vLLM: KV on demand, deadline", {5, 150}, {2, 40}, 12, 1.5, 64, true, true, true},
+                        {"KV on demand, whole prompts alone", {5, 150}, {1, 60}, 12, std::nullopt, std::nullopt, true,
+                         true, true}};
   for (const Case& c : cases) {
     const std::string what = c.what;
     CAPTURE(what);
@@ -231,6 +315,7 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     server.step_token_budget = c.budget;
     server.mix_decodes = c.mix_decodes;
     server.chunk_prompts = c.chunk_prompts;
+    server.kv_on_demand = c.kv_on_demand;
     ServingLoad load;
     load.rate_per_s = 12;
     load.requests = 120;
@@ -259,6 +344,8 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     CHECK(waited > 10);
     if (c.pages == 12 || c.deadline_s) CHECK(rejected > 0);
     else CHECK(rejected == 0);
+    if (c.kv_on_demand) CHECK(predicted.preemptions > 0);
+    else CHECK(predicted.preemptions == 0);
   }
 }
 
