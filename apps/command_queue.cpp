@@ -36,6 +36,7 @@ struct QueueArgs {
   bool simulate = false;
   uint64_t requests = 1000;
   std::string prompt = "512", output = "256", arrivals = "poisson", kv_tokens, deadline_rule = "persists";
+  std::string prefix_len;  // vLLM bench's --random-prefix-len: shared tokens before each prompt
   std::optional<double> iteration_ms;
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
   std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
@@ -184,6 +185,14 @@ Simulation build_simulation(const QueueArgs& a) {
   s.load.finite_run = true;  // a benchmark's N requests: their latencies even when the queue grows
   s.load.arrivals = a.arrivals == "fixed" ? ArrivalProcess::fixed : ArrivalProcess::poisson;
   s.load.prompt_tokens = parse_token_lengths(a.prompt, "--input-len");
+  if (!a.prefix_len.empty() && a.prefix_len != "0") {  // as vLLM bench: the shared prefix comes before --input-len's tokens
+    const uint64_t prefix = parse_tokens(a.prefix_len, "--random-prefix-len");
+    if (prefix > (uint64_t{1} << 32))
+      throw InputError(fmt::format("--random-prefix-len: {} tokens is beyond 2^32", prefix));
+    s.load.shared_prefix_tokens = prefix;
+    s.load.prompt_tokens.min_tokens += prefix;
+    s.load.prompt_tokens.max_tokens += prefix;
+  }
   s.load.output_tokens = parse_token_lengths(a.output, "--output-len");
   s.load.deadline_s = a.deadline_s;
   s.load.deadline_prediction =
@@ -236,6 +245,8 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"chunk_prompts", s.server.chunk_prompts},
          {"kv_page_tokens", s.server.kv_page_tokens},
          {"kv_on_demand", s.server.kv_on_demand},
+         {"prefix_caching", s.server.prefix_caching},
+         {"shared_prefix_tokens", s.load.shared_prefix_tokens},
          {"front_end_ms", s.server.first_token_s * 1e3},
          {"kv_capacity_tokens", s.server.kv_capacity_tokens ? Json(*s.server.kv_capacity_tokens) : Json(nullptr)},
          {"completed", r.completed},
@@ -253,6 +264,7 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"chunks_continued", r.chunks_continued},
          {"preemptions", r.preemptions},
          {"recomputed_tokens", r.recomputed_tokens},
+         {"prefix_hit_tokens", r.prefix_hit_tokens},
          {"peak_kv_tokens", r.peak_kv_tokens},
          {"duration_s", r.span_s}};
   j.update(serving_metrics(r));
@@ -284,6 +296,11 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
              s.server.kv_on_demand ? fmt::format("; {} preempted ({} emitted tokens prefilled again)", r.preemptions,
                                                  r.recomputed_tokens)
                                    : "");
+  if (s.load.shared_prefix_tokens)
+    fmt::print("prefix: {} tokens shared by every prompt; {}\n", s.load.shared_prefix_tokens,
+               s.server.prefix_caching ? fmt::format("the prefix cache held {} prompt tokens, not prefilled",
+                                                     r.prefix_hit_tokens)
+                                       : "no prefix caching: every prompt prefilled whole");
   const std::string quarters = fmt::format("in system by quarter of the arrivals {:.1f}, {:.1f}, {:.1f}",
                                            r.in_system_q2, r.in_system_q3, r.in_system_q4);
   if (!r.stable) {
@@ -488,6 +505,10 @@ void add_queue_command(CLI::App& app) {
       ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_option("--input-len,-p,--prompt", a->prompt,
                       "Prompt tokens per request: N, or MIN:MAX for uniform (llama-bench's -p; default 512)")
+          ->type_name("TOKENS"));
+  sim(cmd->add_option("--random-prefix-len", a->prefix_len,
+                      "Tokens of a prefix every prompt shares, before its --input-len tokens (vLLM bench's; a shared "
+                      "system prompt): an engine with prefix caching computes its whole KV blocks once (default 0)")
           ->type_name("TOKENS"));
   sim(cmd->add_option("--output-len,-n,--output", a->output,
                       "Output tokens per request, incl. the first: N, or MIN:MAX for uniform (llama.cpp's -n; "

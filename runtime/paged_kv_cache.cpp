@@ -76,10 +76,27 @@ bool PagedKvCache::reserve(SequenceId seq, uint64_t tokens) {
   return true;
 }
 
+void PagedKvCache::pin_prefix(SequenceId seq, uint64_t pages) {
+  assert(window_layers_ == 0 && prefix_pages_.empty());
+  const std::vector<uint64_t>& mine = owned_.at(seq);
+  assert(pages <= mine.size());
+  prefix_pages_.assign(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(pages));
+  borrowed_[seq] = pages;
+}
+
+void PagedKvCache::attach_prefix(SequenceId seq, uint64_t pages) {
+  assert(!owned_.count(seq) && pages <= prefix_pages_.size());
+  owned_[seq].assign(prefix_pages_.begin(), prefix_pages_.begin() + static_cast<std::ptrdiff_t>(pages));
+  borrowed_[seq] = pages;
+}
+
 void PagedKvCache::release(SequenceId seq) {
   auto it = owned_.find(seq);
   if (it == owned_.end()) return;
-  free_.insert(free_.end(), it->second.rbegin(), it->second.rend());
+  const auto borrowed = borrowed_.find(seq);
+  const auto kept = static_cast<std::ptrdiff_t>(borrowed == borrowed_.end() ? 0 : borrowed->second);
+  free_.insert(free_.end(), it->second.rbegin(), it->second.rend() - kept);
+  if (borrowed != borrowed_.end()) borrowed_.erase(borrowed);
   owned_.erase(it);
   if (auto w = window_owned_.find(seq); w != window_owned_.end()) {
     window_free_.insert(window_free_.end(), w->second.rbegin(), w->second.rend());

@@ -47,7 +47,11 @@ class PagedKvCache {
   // Gives `seq` pages for `tokens` tokens in all (its whole life, or what the next pass writes:
   // more pages when it holds some), or returns false and changes nothing when too few are free.
   bool reserve(SequenceId seq, uint64_t tokens);
-  void release(SequenceId seq);  // its pages return to the pool
+  void release(SequenceId seq);  // its pages return to the pool (not the prefix cache's)
+  // Prefix caching (full-layer pages only): `seq`'s first `pages` pages become the cache's, kept
+  // when it is released; a sequence holding nothing yet begins with the cache's first `pages`.
+  void pin_prefix(SequenceId seq, uint64_t pages);
+  void attach_prefix(SequenceId seq, uint64_t pages);
   uint64_t tokens_reserved(SequenceId seq) const;
 
   // The layout a device decoder needs (runtime/cuda_decoder): page p's layer l holds its K rows
@@ -82,6 +86,8 @@ class PagedKvCache {
   std::vector<uint64_t> free_;  // page indices, used from the back
   uint64_t peak_in_use_ = 0;
   std::map<SequenceId, std::vector<uint64_t>> owned_;
+  std::vector<uint64_t> prefix_pages_;          // the prefix cache's pages, in order
+  std::map<SequenceId, uint64_t> borrowed_;     // a sequence's first pages that are the cache's
   // Sliding-window layers: their own pool after the first, each layer's index within its pool.
   uint64_t window_tokens_ = 0, window_layers_ = 0, window_page_bytes_ = 0, window_pool_offset_ = 0;
   std::vector<bool> layer_in_window_;

@@ -86,6 +86,8 @@ class CachePages final : public KvPagePool {
       throw std::logic_error("run: the KV pool refused a request the scheduler counted room for");
   }
   void release(uint32_t id) override { cache_.release(id); }
+  void pin_prefix(uint32_t id, uint64_t tokens) override { cache_.pin_prefix(id, tokens / kKvPageTokens); }
+  void attach_prefix(uint32_t id, uint64_t tokens) override { cache_.attach_prefix(id, tokens / kKvPageTokens); }
 
  private:
   PagedKvCache& cache_;
@@ -146,6 +148,9 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unus
   } catch (const InputError& e) {
     throw InputError(std::string("run: ") + e.what());
   }
+  if (rp.spec.window_layer_count() && plan.load && plan.load->shared_prefix && rp.server.prefix_caching)
+    throw InputError(fmt::format("run: {} has sliding-window layers, whose cache ring the runtime's prefix caching "
+                                 "cannot share; run without load.shared_prefix", rp.spec.name));
   if (rp.spec.max_context && plan.context > rp.spec.max_context)
     throw InputError(fmt::format("run: context {} tokens is beyond the {} tokens {} was trained for; lower the "
                                  "context (--ctx)", plan.context, rp.spec.max_context, rp.spec.name));
@@ -241,6 +246,8 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   server.kv_page_tokens = kKvPageTokens;
   server.max_batch = max_batch;
   Scheduler scheduler(server, arrivals);
+  const uint64_t shared_prefix = plan.load ? plan.load->shared_prefix : 0;
+  scheduler.set_shared_prefix(shared_prefix);
   CachePages cache_pages(cache);
   scheduler.set_pool(&cache_pages);
   std::vector<RequestRecord> records(arrivals.size());
@@ -259,8 +266,16 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
         records[id].rejected = why;
         ++ended;
       } else {
-        tokens[id] = options.prompt.empty() ? synthetic_prompt(options.seed, id, a.prompt_tokens, rp.spec.vocab)
-                                            : options.prompt;
+        if (!options.prompt.empty()) {
+          tokens[id] = options.prompt;
+        } else if (shared_prefix) {  // every prompt begins with the same tokens
+          tokens[id] = synthetic_prompt(options.seed, kSharedPrefixStream, shared_prefix, rp.spec.vocab);
+          const std::vector<uint32_t> own =
+              synthetic_prompt(options.seed, id, a.prompt_tokens - shared_prefix, rp.spec.vocab);
+          tokens[id].insert(tokens[id].end(), own.begin(), own.end());
+        } else {
+          tokens[id] = synthetic_prompt(options.seed, id, a.prompt_tokens, rp.spec.vocab);
+        }
         ++present;
         result.in_system_area += now_s - a.arrival_s;  // present since it arrived, during the step just run
       }
@@ -357,16 +372,17 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
       context += c.done + c.tokens;  // recorded for a step of prompts alone
     }
     if (!server.step_token_budget && step.batch == 0) {  // a prompt alone, in passes of prefill_chunk tokens
+      // (after the tokens the prefix cache holds: whole.past)
       const SequenceChunk whole = rows.front();
-      const uint64_t prompt = whole.tokens.size(), emitted = emits.front();
-      for (uint64_t past = 0; past < prompt; past += options.prefill_chunk) {
-        const uint64_t n = std::min(options.prefill_chunk, prompt - past);
-        rows.assign(1, {whole.seq, whole.tokens.subspan(past, n), past});
-        emits.assign(1, past + n == prompt ? emitted : kNoToken);
+      const uint64_t rest = whole.tokens.size(), emitted = emits.front();
+      for (uint64_t done = 0; done < rest; done += options.prefill_chunk) {
+        const uint64_t n = std::min(options.prefill_chunk, rest - done);
+        rows.assign(1, {whole.seq, whole.tokens.subspan(done, n), whole.past + done});
+        emits.assign(1, done + n == rest ? emitted : kNoToken);
         const double step0 = clock_s(t0);
         run_pass();
         backend.synchronize();
-        record_step(true, 1, n, past + n, n, step0, clock_s(t0));
+        record_step(true, 1, n, whole.past + done + n, n, step0, clock_s(t0));
       }
     } else {  // one pass: the batch's tokens and the prompts' chunks
       const double step0 = clock_s(t0);
@@ -400,6 +416,8 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   result.chunks_continued = scheduler.chunks_continued();
   result.preemptions = scheduler.preemptions();
   result.recomputed_tokens = scheduler.recomputed_tokens();
+  result.prefix_hit_tokens = scheduler.prefix_hit_tokens();
+  result.shared_prefix_tokens = shared_prefix;
   result.scheduler_model = server;
   result.kv_peak_pages = cache.peak_pages_in_use();
   result.peak_bytes = backend.peak();
@@ -509,6 +527,7 @@ MeasuredFigures measured_figures(const RunResult& r) {
   m.chunks_continued = r.chunks_continued;
   m.preemptions = r.preemptions;
   m.recomputed_tokens = r.recomputed_tokens;
+  m.prefix_hit_tokens = r.prefix_hit_tokens;
   if (!r.interrupted && r.scheduler_model.decode_iteration_s) {
     std::vector<ServingRequest> arrivals;
     std::vector<std::string> rejected;
@@ -516,7 +535,8 @@ MeasuredFigures measured_figures(const RunResult& r) {
       arrivals.push_back({q.arrival_s, q.prompt_tokens, q.output_tokens});
       rejected.push_back(q.rejected);
     }
-    m.schedule_replay = replay_schedule(r.scheduler_model, arrivals, r.deadline_s, r.schedule, rejected);
+    m.schedule_replay =
+        replay_schedule(r.scheduler_model, arrivals, r.deadline_s, r.schedule, rejected, r.shared_prefix_tokens);
   }
   return m;
 }
@@ -557,6 +577,7 @@ Json measured_json(const MeasuredFigures& m) {
   j["chunks_continued"] = m.chunks_continued;
   j["preemptions"] = m.preemptions;
   j["recomputed_tokens"] = m.recomputed_tokens;
+  j["prefix_hit_tokens"] = m.prefix_hit_tokens;
   if (m.schedule_replay)
     j["schedule_replay"] = {{"steps", m.schedule_replay->steps},
                             {"identical", m.schedule_replay->identical},

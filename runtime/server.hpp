@@ -44,6 +44,8 @@ struct RequestRecord {
 // A prompt of `tokens` ids drawn from `vocab` for request `request`: the same for a seed on every
 // platform and backend (the server and the speculative sweep draw theirs here).
 std::vector<uint32_t> synthetic_prompt(uint64_t seed, uint64_t request, uint64_t tokens, uint64_t vocab);
+// The stream of a load's shared prefix (load.shared_prefix): the same tokens begin every prompt.
+inline constexpr uint64_t kSharedPrefixStream = ~uint64_t{0};
 
 // One token a request generated (run --emit): its index among the request's outputs, the
 // position of the token whose logits chose it, and those logits (when RunOptions asks for them;
@@ -119,6 +121,7 @@ struct RunResult {
   double in_system_area = 0;    // request-seconds
   uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
   uint64_t preemptions = 0, recomputed_tokens = 0;  // KV on demand: pages ran out (Scheduler)
+  uint64_t shared_prefix_tokens = 0, prefix_hit_tokens = 0;  // the load's shared prefix; what the cache held
   // Every step as the scheduler decided it, and the policy and pool it decided with: what a replay
   // (replay_schedule) feeds a fresh scheduler to check the run decided as the planner does.
   std::vector<StepDecision> schedule;
@@ -182,6 +185,7 @@ struct MeasuredFigures {
   std::optional<MeasuredOffload> offload;
   uint64_t steps = 0, chunks_continued = 0;  // the scheduler's steps; prompts' chunks that did not end them
   uint64_t preemptions = 0, recomputed_tokens = 0;  // requests preempted; their emitted tokens prefilled again
+  uint64_t prefix_hit_tokens = 0;  // prompt tokens the prefix cache held (not prefilled)
   // The run's arrivals and decision times fed through a fresh scheduler (absent when interrupted).
   std::optional<ScheduleReplay> schedule_replay;
 };

@@ -86,6 +86,7 @@ Json plan_to_json(const Plan& plan) {
   if (plan.load) {
     const LoadPlan& lp = *plan.load;
     Json o{{"simulate", lp.simulate}, {"requests", lp.requests}, {"seed", lp.seed}, {"max_batch", lp.max_batch}};
+    if (lp.shared_prefix) o["shared_prefix"] = lp.shared_prefix;
     if (lp.rate_per_s) o["rate_per_s"] = *lp.rate_per_s;
     if (lp.sojourn_s) o["sojourn_s"] = *lp.sojourn_s;
     if (lp.in_system) o["in_system"] = *lp.in_system;
@@ -255,7 +256,8 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("load") && !j.at("load").is_null()) {
     const std::string lw = where + ": load";
     const Json& o = require_object(j, "load", where);
-    check_known_fields(o, {"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch"}, lw);
+    check_known_fields(o, {"rate_per_s", "sojourn_s", "in_system", "simulate", "requests", "seed", "max_batch",
+                           "shared_prefix"}, lw);
     LoadPlan lp;
     lp.rate_per_s = optional_number(o, "rate_per_s", lw);
     lp.sojourn_s = optional_number(o, "sojourn_s", lw);
@@ -264,6 +266,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     lp.requests = optional_uint(o, "requests", lw).value_or(lp.requests);
     lp.seed = optional_uint(o, "seed", lw).value_or(lp.seed);
     lp.max_batch = optional_uint(o, "max_batch", lw).value_or(lp.max_batch);
+    lp.shared_prefix = optional_uint(o, "shared_prefix", lw).value_or(0);  // within the prompt: plan_serving_load
     if (lp.simulate && !lp.rate_per_s)
       throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second)", lw));
     p.load = lp;

@@ -48,6 +48,9 @@ struct LoadPlan {
   uint64_t requests = 200;   // simulated arrivals
   uint64_t seed = 1;
   uint64_t max_batch = 256;  // running requests at most
+  // The first this many tokens of every prompt are the same (a shared system prompt): what the
+  // engine's prefix caching computes once.
+  uint64_t shared_prefix = 0;
 };
 
 struct Plan {

@@ -230,6 +230,7 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   rp.server.chunk_prompts = policy.chunk_prompts;
   rp.server.kv_page_tokens = policy.kv_page_tokens;
   rp.server.kv_on_demand = policy.kv_on_demand;
+  rp.server.prefix_caching = policy.prefix_caching;
   return rp;
 }
 }  // namespace
@@ -367,6 +368,10 @@ ServingLoad plan_serving_load(const Plan& plan) {
   load.requests = plan.load->requests;
   load.prompt_tokens = TokenLengths::fixed(plan.context - plan.output);
   load.output_tokens = TokenLengths::fixed(plan.output);
+  load.shared_prefix_tokens = plan.load->shared_prefix;
+  if (load.shared_prefix_tokens > plan.context - plan.output)
+    throw InputError(fmt::format("plan: load.shared_prefix {} tokens is longer than the prompt (context {} - output {})",
+                                 load.shared_prefix_tokens, plan.context, plan.output));
   load.deadline_s = plan.deadline_s;
   load.seed = plan.load->seed;
   return load;

@@ -16,21 +16,22 @@ constexpr std::pair<unsigned, unsigned> kVllmV1Since{0, 8};
 EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
   const auto version = settings.engine_version ? engine_version_number(*settings.engine_version) : std::nullopt;
   constexpr uint64_t kVllmBlock = 16, kTrtllmBlock = 32;
-  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock, true};
+  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock, true, false};
   if (engine == "vllm") {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
-    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock, true} : EnginePolicy{256, 2048, true, true, kVllmBlock, true};
+    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock, true, true}
+                 : EnginePolicy{256, 2048, true, true, kVllmBlock, true, true};
   }
   if (engine == "sglang") {  // chunked_prefill_size by the device's memory (server_args, 0.5.4 and later)
     const uint64_t mib = hw.memory_capacity_bytes >> 20;
     const uint64_t chunk = mib < 35 * 1024 ? 2048 : mib < 60 * 1024 ? 4096 : mib < 160 * 1024 ? 8192 : 16384;
-    return {kMaxConcurrentRequests, chunk, /*mix_decodes=*/false, /*chunk_prompts=*/true};
+    return {kMaxConcurrentRequests, chunk, /*mix_decodes=*/false, /*chunk_prompts=*/true, 1, false, true};
   }
   if (engine == "llama.cpp") {  // llama-server: the slots' new tokens, then prompts' tokens, within n_batch (-b)
     constexpr uint64_t kLlamaBatch = 2048;
     return {EnginePolicy{}.max_batch, settings.batch.value_or(kLlamaBatch), true, true, 1};
   }
-  if (engine == "trtllm") return {2048, 8192, /*mix_decodes=*/true, /*chunk_prompts=*/false, kTrtllmBlock};
+  if (engine == "trtllm") return {2048, 8192, /*mix_decodes=*/true, /*chunk_prompts=*/false, kTrtllmBlock, false, true};
   return {};
 }
 

@@ -17,6 +17,7 @@ struct EnginePolicy {
   bool mix_decodes = true, chunk_prompts = true;  // how the budget is spent (ServerModel)
   uint64_t kv_page_tokens = 1;  // the KV pool's block: a request holds whole blocks
   bool kv_on_demand = false;    // blocks as tokens are written, preemption by recompute (ServerModel)
+  bool prefix_caching = false;  // a shared prefix's blocks computed once (ServerModel)
 };
 
 // vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
@@ -28,7 +29,10 @@ struct EnginePolicy {
 // preempts the newest request by recompute when they run out (preemption_mode recompute, V1's
 // only one); TensorRT-LLM's default capacity policy (guaranteed no evict) reserves each request's
 // whole KV at admission, llama-server's slots hold their context; SGLang's retraction of running
-// requests under its token-ratio admission is not modelled (its whole KV is reserved). SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
+// requests under its token-ratio admission is not modelled (its whole KV is reserved).
+// Prefix caching is on by default in vLLM V1 (enable_prefix_caching; off in V0), SGLang (the radix
+// cache) and TensorRT-LLM (enable_block_reuse); llama-server's slots reuse only their own last
+// prompt (cache_prompt), which is not modelled (off here). SGLang runs a step of prompts whenever it can form one and decodes otherwise (mixed chunks are
 // off by default). TensorRT-LLM (trtllm-serve): max_batch_size 2048, max_num_tokens 8192, prompts
 // beside the decodes in one step but each whole (chunked context off by default). llama.cpp
 // (llama-server, update_slots): each step takes the slots' new tokens, then prompts' tokens up to

@@ -85,10 +85,33 @@ const char* Scheduler::offer(uint32_t id, double now_s, std::optional<double> de
 bool Scheduler::head_admissible(uint64_t starting, uint64_t chunk) const {
   if (waiting_.empty()) return false;
   const uint64_t running = running_.size() + starting + (partial_ ? 1 : 0);
+  const uint32_t head = waiting_.front();
+  const uint64_t hit = prefix_hit(head);
   if (!server_->kv_on_demand)
-    return admits_head(*server_, running, reserved_tokens_,
-                       kv_reservation_tokens(*server_, request(waiting_.front()).kv_tokens()));
-  return running < server_->max_batch && held_tokens(chunk) <= free_tokens();
+    return admits_head(*server_, running, reserved_tokens_, held_tokens(request(head).kv_tokens()) - hit);
+  return running < server_->max_batch && held_tokens(hit + chunk) - hit <= free_tokens();
+}
+
+uint64_t Scheduler::prefix_hit(uint32_t id) const {
+  if (!server_->prefix_caching || prefix_cached_ == 0) return 0;
+  const uint64_t page = std::max<uint64_t>(server_->kv_page_tokens, 1);
+  return std::min(prefix_cached_, (prefill_tokens(id) - 1) / page * page);  // its last token is computed
+}
+
+uint64_t Scheduler::own_tokens(uint32_t id, uint64_t tokens) const {
+  const auto shared = sharing_.find(id);
+  return held_tokens(tokens) - (shared == sharing_.end() ? 0 : shared->second);
+}
+
+// The first prefill to pass the shared prefix's whole pages leaves them to the cache: they are
+// the cache's from now on (still counted once), and the request shares them like a later one.
+void Scheduler::cache_prefix(const PrefillChunk& c) {
+  const uint64_t page = std::max<uint64_t>(server_->kv_page_tokens, 1);
+  const uint64_t whole = shared_prefix_ / page * page;
+  if (!server_->prefix_caching || prefix_cached_ || whole == 0 || c.done + c.tokens < whole) return;
+  prefix_cached_ = whole;
+  sharing_[c.id] = whole;
+  if (pool_) pool_->pin_prefix(c.id, whole);
 }
 
 uint64_t Scheduler::held_tokens(uint64_t written) const { return kv_reservation_tokens(*server_, written); }
@@ -133,7 +156,8 @@ void Scheduler::give_decode_pages() {
 void Scheduler::preempt_partial() {
   const Partial p = *partial_;
   partial_.reset();
-  reserved_tokens_ -= held_tokens(p.done);
+  reserved_tokens_ -= own_tokens(p.id, p.done);
+  sharing_.erase(p.id);
   if (pool_) pool_->release(p.id);
   waiting_.push_front(p.id);
   scheduled_.preempted.push_back(p.id);
@@ -151,7 +175,8 @@ void Scheduler::preempt_newest_running() {
   const uint64_t emitted = q.output_tokens - (r.finish_step - step_);
   --page_due_[page_phase(r.id, r.finish_step)];
   context_tokens_ -= q.prompt_tokens + emitted;
-  reserved_tokens_ -= held_tokens(q.prompt_tokens + emitted - 1);
+  reserved_tokens_ -= own_tokens(r.id, q.prompt_tokens + emitted - 1);
+  sharing_.erase(r.id);
   if (pool_) pool_->release(r.id);
   recompute_[r.id] = emitted;
   waiting_.push_front(r.id);
@@ -201,21 +226,25 @@ const ScheduledStep& Scheduler::schedule() {
         }
       }
     }
-    const auto first_chunk = [&](uint64_t prompt) { return server_->chunk_prompts ? std::min(prompt, room) : prompt; };
-    while (room && !partial_ && s.preempted.empty() && head_admissible(ending, first_chunk(head_prompt()))) {
+    // The head's prompt past what the prefix cache holds, its first chunk within the room.
+    const auto head_rest = [&] { return head_prompt() - (waiting_.empty() ? 0 : prefix_hit(waiting_.front())); };
+    const auto first_chunk = [&](uint64_t rest) { return server_->chunk_prompts ? std::min(rest, room) : rest; };
+    while (room && !partial_ && s.preempted.empty() && head_admissible(ending, first_chunk(head_rest()))) {
       // Whole prompts only: the head waits for a step with room, unless it is the step's first.
-      const uint64_t prompt = head_prompt();
-      if (!server_->chunk_prompts && prompt > room && !s.prefill.empty()) break;
-      const uint64_t chunk = first_chunk(prompt);
-      const uint32_t id = admit_head(chunk);
-      s.prefill.push_back({id, 0, chunk});
+      const uint64_t prompt = head_prompt(), rest = head_rest();
+      if (!server_->chunk_prompts && rest > room && !s.prefill.empty()) break;
+      const uint64_t chunk = first_chunk(rest), hit = prompt - rest;
+      const uint32_t id = admit_head(hit, chunk);
+      s.prefill.push_back({id, hit, chunk});
       room -= std::min(chunk, room);
-      if (chunk == prompt) ++ending;
-      else partial_ = Partial{id, chunk};
+      if (chunk == rest) ++ending;
+      else partial_ = Partial{id, hit + chunk};
     }
-  } else if (s.preempted.empty() && head_admissible(0, head_prompt())) {  // prefill first, alone
-    const uint64_t prompt = head_prompt();
-    s.prefill.push_back({admit_head(prompt), 0, prompt});
+  } else if (s.preempted.empty() &&
+             head_admissible(0, head_prompt() - (waiting_.empty() ? 0 : prefix_hit(waiting_.front())))) {
+    // prefill first, alone
+    const uint64_t prompt = head_prompt(), hit = prefix_hit(waiting_.front());
+    s.prefill.push_back({admit_head(hit, prompt - hit), hit, prompt - hit});
   }
   if (s.prefill.empty() && s.batch == 0) {  // the running batch decodes alone
     assert(!running_.empty());
@@ -241,18 +270,24 @@ void Scheduler::complete() {
     }
   }
   for (const PrefillChunk& c : s.prefill) {
+    cache_prefix(c);
     if (c.done + c.tokens == prefill_tokens(c.id)) prompt_ended(c.id);
     else ++chunks_continued_;
   }
 }
 
-// The head of the queue starts, its first chunk `chunk` tokens: its whole KV reserved (KV on
-// demand: the chunk's pages), its prefill begun.
-uint32_t Scheduler::admit_head(uint64_t chunk) {
+// The head of the queue starts, its first chunk `chunk` tokens after the `hit` tokens the prefix
+// cache holds: its whole KV reserved (KV on demand: the chunk's pages), its prefill begun.
+uint32_t Scheduler::admit_head(uint64_t hit, uint64_t chunk) {
   const uint32_t id = waiting_.front();
   waiting_.pop_front();
-  const uint64_t tokens = server_->kv_on_demand ? chunk : request(id).kv_tokens();
-  take(held_tokens(tokens));
+  const uint64_t tokens = server_->kv_on_demand ? hit + chunk : request(id).kv_tokens();
+  take(held_tokens(tokens) - hit);
+  if (hit) {
+    sharing_[id] = hit;
+    prefix_hit_tokens_ += hit;
+    if (pool_) pool_->attach_prefix(id, hit);
+  }
   if (pool_) pool_->hold(id, tokens);
   started_.push_back(id);
   return id;
@@ -293,7 +328,8 @@ void Scheduler::join_running(uint32_t id, uint64_t emitted) {
 void Scheduler::depart(uint32_t id) {
   const ServingRequest& r = request(id);
   // KV on demand: its pages hold every token but its last, which it emitted without writing.
-  reserved_tokens_ -= server_->kv_on_demand ? held_tokens(r.kv_tokens() - 1) : kv_reservation_tokens(*server_, r.kv_tokens());
+  reserved_tokens_ -= own_tokens(id, server_->kv_on_demand ? r.kv_tokens() - 1 : r.kv_tokens());
+  sharing_.erase(id);
   if (pool_) pool_->release(id);
   departed_.push_back(id);
 }
@@ -303,11 +339,12 @@ std::string describe_policy(const ServerModel& server) {
                              ? "; KV pages as tokens are written, the newest request preempted and recomputed when "
                                "they run out"
                              : "; each request's whole KV reserved at admission";
-  if (!server.step_token_budget) return "each prompt prefilled alone in its step, the batch stalled (prefill first)" + kv;
+  const std::string kv_and_cache = kv + (server.prefix_caching ? "; a shared prefix's KV blocks computed once (prefix caching)" : "");
+  if (!server.step_token_budget) return "each prompt prefilled alone in its step, the batch stalled (prefill first)" + kv_and_cache;
   return fmt::format("prompts within {} tokens a step{}, {}{}", *server.step_token_budget,
                      server.mix_decodes ? " beside the batch's decodes" : " in steps of their own (prefill first)",
                      server.chunk_prompts ? "a long one over several steps (chunked prefill)"
-                                          : "each whole (no chunked prefill)", kv);
+                                          : "each whole (no chunked prefill)", kv_and_cache);
 }
 
 std::string describe(const ScheduledStep& step) {
@@ -320,9 +357,10 @@ std::string describe(const ScheduledStep& step) {
 
 ScheduleReplay replay_schedule(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
                                std::optional<double> deadline_s, const std::vector<StepDecision>& decisions,
-                               const std::vector<std::string>& rejected) {
+                               const std::vector<std::string>& rejected, uint64_t shared_prefix) {
   ScheduleReplay out;
   Scheduler s(server, arrivals);
+  s.set_shared_prefix(shared_prefix);
   size_t next = 0;
   const auto differ = [&](std::string what) {
     out.identical = false;

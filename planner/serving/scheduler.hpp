@@ -27,6 +27,9 @@
 //   anew (preemption by recompute), which emits its next token. The prompt part-way through then
 //   takes its chunk's pages, or is preempted itself; the heads of the queue are admitted only in a
 //   step that preempted nobody, each when its first chunk's pages are free.
+// - Prefix caching (prefix_caching, with a shared prefix set): the first prefill to pass the
+//   shared prefix's whole pages leaves them to the cache, pinned, and every request admitted later
+//   begins its prefill after them (its first chunk's `done`), holding only its own pages.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -47,7 +50,11 @@ class KvPagePool {
   // Request `id` holds pages for its first `tokens` tokens (it may hold some already): its whole
   // life at admission, or with KV on demand what the step writes; the scheduler counted them free.
   virtual void hold(uint32_t id, uint64_t tokens) = 0;
-  virtual void release(uint32_t id) = 0;  // all its pages (it left, or was preempted)
+  virtual void release(uint32_t id) = 0;  // all its pages (it left, or was preempted), not the cache's
+  // Prefix caching: request `id`'s pages of its first `tokens` tokens become the cache's (they
+  // outlive it); a request admitted later begins with them (attach_prefix, before its hold).
+  virtual void pin_prefix(uint32_t id, uint64_t tokens) = 0;
+  virtual void attach_prefix(uint32_t id, uint64_t tokens) = 0;
 };
 
 // Prompt tokens [done, done + tokens) of request `id`, in one step.
@@ -94,6 +101,8 @@ class Scheduler {
   uint32_t add(const ServingRequest& r);
   // The pool that follows the reservations (none: the scheduler only counts).
   void set_pool(KvPagePool* pool) { pool_ = pool; }
+  // The first `tokens` tokens of every prompt are the same (what prefix caching reuses).
+  void set_shared_prefix(uint64_t tokens) { shared_prefix_ = tokens; }
 
   // Request `id` arrives at `now_s`: rejected when its KV exceeds the pool ("exceeds_kv_capacity")
   // or, with a deadline, when admission_finish_s predicts it late ("deadline"; its last token must
@@ -132,17 +141,23 @@ class Scheduler {
   uint64_t chunks_continued() const { return chunks_continued_; }  // prompts' chunks that did not end them
   uint64_t preemptions() const { return preemptions_; }
   uint64_t recomputed_tokens() const { return recomputed_tokens_; }  // emitted tokens prefilled again
+  uint64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }  // prompt tokens the cache held
 
  private:
   // The head could start with a first chunk of `chunk` tokens (KV on demand: its pages; else its
   // whole reservation), `starting` prompts ending this step holding slots.
   bool head_admissible(uint64_t starting = 0, uint64_t chunk = 1) const;
-  uint32_t admit_head(uint64_t chunk);
+  uint32_t admit_head(uint64_t hit, uint64_t chunk);
   void prompt_ended(uint32_t id);
   void join_running(uint32_t id, uint64_t emitted);
   void depart(uint32_t id);
   // KV on demand.
   uint64_t held_tokens(uint64_t written) const;  // the pages' tokens that hold `written` tokens
+  // Prefix caching: the cached tokens the head would begin after; a request's own pages' tokens
+  // when it has `tokens` tokens (less the cache's pages it shares).
+  uint64_t prefix_hit(uint32_t id) const;
+  uint64_t own_tokens(uint32_t id, uint64_t tokens) const;
+  void cache_prefix(const PrefillChunk& c);
   uint64_t page_phase(uint32_t id, uint64_t finish_step) const;
   uint64_t free_tokens() const;
   void take(uint64_t tokens);
@@ -171,6 +186,10 @@ class Scheduler {
   // preempted request had emitted (its prefill recomputes them).
   std::vector<uint64_t> page_due_;
   std::map<uint32_t, uint64_t> recompute_;
+  // Prefix caching: the shared prefix's length, the tokens of its pages the cache holds (0: not
+  // yet computed), and the cached tokens each admitted request shares.
+  uint64_t shared_prefix_ = 0, prefix_cached_ = 0, prefix_hit_tokens_ = 0;
+  std::map<uint32_t, uint64_t> sharing_;
 
   ScheduledStep scheduled_;
   std::vector<uint32_t> started_, first_tokens_, resumed_, departed_;
@@ -195,10 +214,11 @@ struct ScheduleReplay {
   bool identical = true;
   std::string first_difference;  // the first step (or request) that differs, in words
 };
-// `rejected`: each request's reason as recorded ("" when admitted).
+// `rejected`: each request's reason as recorded ("" when admitted); `shared_prefix`: the tokens
+// every prompt shares (Scheduler::set_shared_prefix).
 ScheduleReplay replay_schedule(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
                                std::optional<double> deadline_s, const std::vector<StepDecision>& decisions,
-                               const std::vector<std::string>& rejected);
+                               const std::vector<std::string>& rejected, uint64_t shared_prefix = 0);
 std::string describe(const ScheduledStep& step);  // "preempt #7; decode 3 (context 412); prefill #4 [0, 64)"
 
 }  // namespace infer_plan

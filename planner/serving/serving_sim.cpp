@@ -246,6 +246,9 @@ void validate(const ServerModel& server, const ServingLoad& load) {
     if (t.max_tokens > (uint64_t{1} << 32))
       throw InputError(fmt::format("{}: {} tokens is beyond 2^32", what, t.max_tokens));
   }
+  if (load.shared_prefix_tokens > load.prompt_tokens.min_tokens)
+    throw InputError(fmt::format("shared_prefix_tokens: {} tokens is longer than the shortest prompt ({} tokens)",
+                                 load.shared_prefix_tokens, load.prompt_tokens.min_tokens));
   if (load.deadline_s && (!std::isfinite(*load.deadline_s) || *load.deadline_s <= 0))
     throw InputError(fmt::format("deadline_s: {} is not a positive, finite time", *load.deadline_s));
   for (const auto& [limit, what] : {std::pair{load.goodput.ttft_s, "goodput ttft"}, std::pair{load.goodput.tpot_s, "goodput tpot"},
@@ -374,6 +377,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   const std::vector<Request> requests = serving_requests(load);
   std::vector<Outcome> outcomes(requests.size());
   Engine engine(server, requests);
+  engine.sched.set_shared_prefix(load.shared_prefix_tokens);
   engine.outcomes = &outcomes;
   Engine::TokenGaps itl;
   if (load.inter_token_latency) {
@@ -460,16 +464,22 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   res.chunks_continued = engine.sched.chunks_continued();
   res.preemptions = engine.sched.preemptions();
   res.recomputed_tokens = engine.sched.recomputed_tokens();
+  res.prefix_hit_tokens = engine.sched.prefix_hit_tokens();
   if (load.goodput.any()) res.good_requests = good;
   res.in_system_q2 = occ.window_mean(0);
   res.in_system_q3 = occ.window_mean(1);
   res.in_system_q4 = occ.window_mean(2);
   if (!load.deadline_s && res.offered_span_s > 0) {
     const double decode_s_per_token = least_decode_s_per_token(server, load);
+    // With prefix caching a prompt's prefill may start after the shared prefix's whole pages (the
+    // scheduler's chunk cost): the least work it can take.
+    const uint64_t page = std::max<uint64_t>(server.kv_page_tokens, 1);
+    const uint64_t cached = server.prefix_caching ? load.shared_prefix_tokens / page * page : 0;
     double work_s = 0;
     for (size_t i = 0; i < requests.size(); ++i) {
       if (!outcomes[i].rejected.empty()) continue;
-      work_s += checked_prefill_s(server, requests[i].prompt_tokens) +
+      const uint64_t prompt = requests[i].prompt_tokens, skip = std::min(cached, (prompt - 1) / page * page);
+      work_s += checked_prefill_s(server, prompt) - (skip ? checked_prefill_s(server, skip) : 0.0) +
                 static_cast<double>(requests[i].output_tokens - 1) * decode_s_per_token;
     }
     res.rho_lower_bound = work_s / res.offered_span_s;

@@ -91,6 +91,11 @@ struct ServerModel {
   // out (vLLM's); false: each request's whole KV (prompt + output) reserved at admission, so none
   // is ever preempted (llama-server's slots, TensorRT-LLM's guaranteed-no-evict, SGLang here).
   bool kv_on_demand = false;
+  // Prefix caching (vLLM's automatic prefix caching, SGLang's radix cache, TensorRT-LLM's block
+  // reuse): the whole pages of the load's shared prefix, once a prefill has computed them, stay in
+  // the pool (pinned: never evicted here), and a prompt that starts later skips them (at least its
+  // last token is computed, as vLLM does).
+  bool prefix_caching = false;
 };
 // "chunked prefill within 2048 tokens a step, beside the batch's decodes" and the like.
 std::string describe_policy(const ServerModel& server);
@@ -112,6 +117,9 @@ struct ServingLoad {
   ArrivalProcess arrivals = ArrivalProcess::poisson;
   TokenLengths prompt_tokens = TokenLengths::fixed(512);
   TokenLengths output_tokens = TokenLengths::fixed(256);
+  // The first this many tokens of every prompt are the same (a shared system prompt): what a
+  // server with prefix caching computes once. At most the shortest prompt.
+  uint64_t shared_prefix_tokens = 0;
   std::optional<double> deadline_s;  // from arrival to last token; absent: no deadline
   DeadlinePrediction deadline_prediction = DeadlinePrediction::load_persists;
   uint64_t seed = 1;                 // std::mt19937_64; same seed, same run on every platform
@@ -199,6 +207,7 @@ struct ServingResult {
   uint64_t chunks_continued = 0;  // prompts' chunks that did not end them (chunked prefill)
   uint64_t preemptions = 0;       // KV on demand: requests preempted when pages ran out
   uint64_t recomputed_tokens = 0;  // emitted tokens prefilled again after a preemption
+  uint64_t prefix_hit_tokens = 0;  // prompt tokens found in the prefix cache, not prefilled
   std::optional<uint64_t> good_requests;  // with load.goodput: completed requests meeting all its limits
 
   // Stability: unstable when either test says so.

@@ -372,6 +372,18 @@ infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw
   --output-len 256 --num-prompts 100 --engine vllm --max-num-batched-tokens 512
   MATCH "prompts within 512 tokens a step beside the batch.s decodes, a long one over several steps .chunked prefill."
         "max_num_batched_tokens 512, max_num_seqs 1024: the plan's")
+# vLLM's prefix caching: a 2048-token shared prefix is 128 whole blocks of 16; every request after the
+# first begins after them: 399 x 2048 = 817152 tokens not prefilled
+infer_plan_cli_case(queue_sim_prefix_vllm EXIT 0 ARGS queue --simulate --rate 8 --hw h100-sxm -m llama-3.1-8b --engine vllm
+  --input-len 512 --random-prefix-len 2048 --output-len 128 --num-prompts 400 --json
+  MATCH "\"prefix_caching\": true" "\"prefix_hit_tokens\": 817152" "\"shared_prefix_tokens\": 2048")
+# vLLM takes KV blocks on demand: 100 requests of 512 + 512 tokens in an 8192-token pool preempt some
+infer_plan_cli_case(queue_sim_preempt_vllm EXIT 0 ARGS queue --simulate --rate 20 --hw h100-sxm -m llama-3.1-8b
+  --engine vllm --input-len 512 --output-len 512 --num-prompts 100 --kv-tokens 8192
+  MATCH "KV pages as tokens are written, the newest request preempted and recomputed" "100 completed, 0 rejected"
+        "; [1-9][0-9]* preempted .[1-9][0-9]* emitted tokens prefilled again.")
+infer_plan_cli_case(bad_queue_prefix EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --random-prefix-len x
+  MATCH "--random-prefix-len: 'x' is not a token count")
 # vLLM before 0.8 (its V0 engine): each prefill alone, 256 sequences
 infer_plan_cli_case(queue_sim_vllm_v0 EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b --num-prompts 50
   --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, each prompt prefilled alone in its step")

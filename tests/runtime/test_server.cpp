@@ -161,6 +161,44 @@ TEST_CASE("preemption by recompute: each request's tokens are those of a run tha
   }
 }
 
+TEST_CASE("prefix caching: requests that begin on the cached prefix's pages give the tokens of whole prefills") {
+  CpuBackend backend;
+  Plan plan = tiny_plan();  // 32-token prompts, 8 out; their first 20 tokens shared (one whole page)
+  plan.load = LoadPlan{};
+  plan.load->rate_per_s = 60;
+  plan.load->requests = 8;
+  plan.load->seed = 4;
+  plan.load->shared_prefix = 20;
+  const auto run_with = [&](bool prefix_caching, std::optional<uint64_t> budget, bool kv_on_demand) {
+    ResolvedPlan rp = resolve_plan(plan);
+    rp.server.prefix_caching = prefix_caching;
+    rp.server.step_token_budget = budget;
+    rp.server.kv_on_demand = kv_on_demand;
+    std::map<uint64_t, std::vector<uint32_t>> out;
+    RunOptions o;
+    o.threads = 2;
+    o.on_token = [&](const TokenEvent& e) { out[e.request].push_back(e.token); };
+    const RunResult r = run_plan(rp, backend, o);
+    const auto m = measured_figures(r);
+    REQUIRE(m.schedule_replay);
+    CHECK(m.schedule_replay->identical);
+    CHECK(m.schedule_replay->first_difference == "");
+    CHECK(m.completed == 8);
+    return std::pair{out, m.prefix_hit_tokens};
+  };
+  const auto whole = run_with(false, std::nullopt, false);
+  CHECK(whole.second == 0);
+  REQUIRE(whole.first.size() == 8);
+  for (const bool on_demand : {false, true})
+    for (const std::optional<uint64_t> budget : {std::optional<uint64_t>{}, std::optional<uint64_t>{12}}) {
+      CAPTURE(on_demand);
+      CAPTURE(budget.value_or(0));
+      const auto cached = run_with(true, budget, on_demand);
+      CHECK(cached.second == 16 * 7);  // all but the first begin after the cached page
+      CHECK(cached.first == whole.first);
+    }
+}
+
 TEST_CASE("chunked prefill: a prompt over several steps, mixed with decodes, gives the tokens of one pass") {
   CpuBackend backend;
   const auto tokens_of = [&](std::optional<uint64_t> budget, bool mix_decodes) {

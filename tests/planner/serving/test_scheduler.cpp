@@ -19,6 +19,15 @@ struct RecordingPool final : KvPagePool {
     held[id] = tokens;
   }
   void release(uint32_t id) override { REQUIRE(held.erase(id) == 1); }
+  uint64_t cached = 0;  // the prefix cache's tokens
+  void pin_prefix(uint32_t id, uint64_t tokens) override {
+    REQUIRE((cached == 0 && held.at(id) >= tokens));
+    cached = tokens;
+  }
+  void attach_prefix(uint32_t id, uint64_t tokens) override {
+    REQUIRE((held.count(id) == 0 && tokens <= cached));
+    held[id] = tokens;
+  }
 };
 
 ServerModel linear_server() {
@@ -31,9 +40,10 @@ ServerModel linear_server() {
 // The scheduler stepped by hand on a virtual clock, each step timed by scheduled_step_s, with no
 // fast-forward: every request's course, to set beside simulate_serving's.
 std::vector<RequestTimes> step_by_step(const ServerModel& server, const std::vector<ServingRequest>& arrivals,
-                                       std::optional<double> deadline_s) {
+                                       std::optional<double> deadline_s, uint64_t shared_prefix = 0) {
   std::vector<RequestTimes> out(arrivals.size());
   Scheduler s(server, arrivals);
+  s.set_shared_prefix(shared_prefix);
   size_t next = 0;
   for (double now = 0;;) {
     for (; next < arrivals.size() && arrivals[next].arrival_s <= now; ++next)
@@ -283,6 +293,46 @@ TEST_CASE("scheduler, KV on demand: pages as tokens are written, the newest pree
   CHECK(pool.held.empty());
 }
 
+TEST_CASE("scheduler, prefix caching: the shared prefix's whole pages computed once, then skipped") {
+  ServerModel server = linear_server();
+  server.max_batch = 4;
+  server.kv_page_tokens = 4;
+  server.kv_capacity_tokens = 64;
+  server.prefix_caching = true;
+  // A and B: 14-token prompts whose first 10 tokens are shared (2 whole pages: 8 tokens), 2 out.
+  const std::vector<ServingRequest> arrivals{{0, 14, 2}, {0, 14, 2}};
+  Scheduler s(server, arrivals);
+  s.set_shared_prefix(10);
+  RecordingPool pool;
+  s.set_pool(&pool);
+  for (uint32_t id = 0; id < 2; ++id) CHECK(s.offer(id, 0, std::nullopt) == nullptr);
+  // A prefills all 14 tokens and reserves 16 (4 pages); its first 2 pages become the cache's.
+  ScheduledStep step = s.schedule();
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 0 && step.prefill[0].done == 0 && step.prefill[0].tokens == 14));
+  s.complete();
+  CHECK(pool.cached == 8);
+  CHECK(s.reserved_tokens() == 16);
+  // B begins after the cached 8: its chunk [8, 14), its own 2 pages beside the cache's 2.
+  step = s.schedule();
+  REQUIRE(step.prefill.size() == 1);
+  CHECK((step.prefill[0].id == 1 && step.prefill[0].done == 8 && step.prefill[0].tokens == 6));
+  CHECK(pool.held.at(1) == 16);
+  CHECK(s.reserved_tokens() == 24);
+  CHECK(s.prefix_hit_tokens() == 8);
+  // Its cost: the 6 tokens after 8 (prefill_s(14) - prefill_s(8) = 6e-4 s), not a whole prompt.
+  CHECK(scheduled_step_s(server, step) == doctest::Approx(6e-4));
+  s.complete();
+  while (s.has_work()) {
+    s.schedule();
+    s.complete();
+  }
+  // Both left; the cache's pages stay.
+  CHECK(pool.held.empty());
+  CHECK(s.reserved_tokens() == 8);
+  CHECK(s.peak_reserved_tokens() == 24);
+}
+
 TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrivals, same course, every policy") {
   struct Case {
     const char* what;
@@ -291,6 +341,7 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     std::optional<double> deadline_s;
     std::optional<uint64_t> budget;
     bool mix_decodes = true, chunk_prompts = true, kv_on_demand = false;
+    uint64_t shared_prefix = 0;  // with prefix caching
   };
   // A pool of 12 pages (192 tokens) keeps requests waiting for KV and rejects the longest; a
   // deadline rejects by the lookahead; a budget of 64 tokens cuts most prompts.
@@ -304,7 +355,11 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
                         {"vLLM: KV on demand, preemption", {5, 150}, {1, 60}, 12, std::nullopt, 64, true, true, true},
                         {"vLLM: KV on demand, deadline", {5, 150}, {2, 40}, 12, 1.5, 64, true, true, true},
                         {"KV on demand, whole prompts alone", {5, 150}, {1, 60}, 12, std::nullopt, std::nullopt, true,
-                         true, true}};
+                         true, true},
+                        {"vLLM: prefix caching, a 40-token shared prefix", {45, 150}, {1, 60}, 12, 1.5, 64, true, true,
+                         true, 40},
+                        {"prefix caching, whole prompts alone, reserved KV", {45, 150}, {1, 60}, 12, std::nullopt,
+                         std::nullopt, true, true, false, 40}};
   for (const Case& c : cases) {
     const std::string what = c.what;
     CAPTURE(what);
@@ -316,7 +371,9 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     server.mix_decodes = c.mix_decodes;
     server.chunk_prompts = c.chunk_prompts;
     server.kv_on_demand = c.kv_on_demand;
+    server.prefix_caching = c.shared_prefix > 0;
     ServingLoad load;
+    load.shared_prefix_tokens = c.shared_prefix;
     load.rate_per_s = 12;
     load.requests = 120;
     load.seed = 3;
@@ -326,7 +383,7 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     load.record_requests = true;
     load.inter_token_latency = false;
     const ServingResult predicted = simulate_serving(server, load);
-    const std::vector<RequestTimes> stepped = step_by_step(server, serving_requests(load), c.deadline_s);
+    const std::vector<RequestTimes> stepped = step_by_step(server, serving_requests(load), c.deadline_s, c.shared_prefix);
     REQUIRE(predicted.per_request.size() == stepped.size());
     uint64_t rejected = 0, waited = 0;
     for (size_t i = 0; i < stepped.size(); ++i) {
@@ -346,6 +403,9 @@ TEST_CASE("the simulation decides as the scheduler stepped by hand: same arrival
     else CHECK(rejected == 0);
     if (c.kv_on_demand) CHECK(predicted.preemptions > 0);
     else CHECK(predicted.preemptions == 0);
+    // 32 of the 40 shared tokens are whole pages: every request admitted after the first hits them
+    if (c.shared_prefix) CHECK(predicted.prefix_hit_tokens >= 32 * (predicted.completed - 3));
+    else CHECK(predicted.prefix_hit_tokens == 0);
   }
 }
 
