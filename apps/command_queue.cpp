@@ -43,6 +43,7 @@ struct QueueArgs {
   std::optional<uint64_t> parallel, batch_size;  // llama-server's -np and -b
   std::optional<uint64_t> max_num_batched_tokens;  // chunked prefill's budget; default: the engine's
   std::string engine_version;                     // vLLM's: V0 (before 0.8) prefills alone
+  bool enable_prefix_caching = false, no_prefix_caching = false;
   std::optional<double> deadline_s;
   uint64_t seed = 1;
   bool max_rate = false;
@@ -114,6 +115,9 @@ Simulation build_simulation(const QueueArgs& a) {
     throw InputError(fmt::format("--num-prompts: {} is out of range 1..{}", a.requests, kMaxSimulatedRequests));
 
   Simulation s;
+  if (a.hw.empty() && (a.enable_prefix_caching || a.no_prefix_caching))
+    throw InputError("--enable-prefix-caching and --no-enable-prefix-caching choose the engine's prefix caching; they "
+                     "need --hw and --engine vllm, sglang or trtllm");
   if (!a.hw.empty()) {
     Plan plan;
     plan.model = a.model;
@@ -124,6 +128,7 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.engine_settings.max_num_batched_tokens = a.max_num_batched_tokens;
     plan.engine_settings.batch = a.batch_size;
     if (!a.engine_version.empty()) plan.engine_settings.engine_version = a.engine_version;
+    plan.engine_settings.enable_prefix_caching = prefix_caching_setting(a.enable_prefix_caching, a.no_prefix_caching);
     validate_plan(plan, [](std::string_view field) {
       return field == "engine_version" ? std::string("--engine-version")
              : field == "batch"        ? std::string("--batch-size")
@@ -567,6 +572,9 @@ void add_queue_command(CLI::App& app) {
                       "over several steps (default: the engine's, vLLM 8192 on a device of 70 GiB or more that is not an "
                       "A100, else 2048; none without an engine: each prefill alone)")
           ->check(kNonNegativeCount)->type_name("TOKENS"));
+  const auto [caching_on, caching_off] = add_prefix_caching_flags(*cmd, a->enable_prefix_caching, a->no_prefix_caching);
+  sim(caching_on);
+  sim(caching_off);
   sim(cmd->add_option("--engine-version", a->engine_version,
                       "vLLM's version, e.g. 0.6 (default: the current): before 0.8 its V0 engine prefilled each prompt "
                       "alone with 256 sequences at most; from 0.20 its CUDA graphs' estimate comes out of the KV pool")

@@ -14,6 +14,22 @@
 
 namespace infer_plan::apps {
 
+std::pair<CLI::Option*, CLI::Option*> add_prefix_caching_flags(CLI::App& cmd, bool& enable, bool& disable) {
+  CLI::Option* on = cmd.add_flag("--enable-prefix-caching", enable,
+               "Prefix caching on: a prefix every prompt shares is prefilled once and its KV blocks kept (vLLM's; on by "
+               "default in vLLM 0.8 and later, SGLang and TensorRT-LLM)");
+  CLI::Option* off = cmd.add_flag("--no-enable-prefix-caching,--disable-radix-cache", disable,
+                                  "Prefix caching off: every prompt prefilled whole (vLLM's; SGLang's --disable-radix-cache)");
+  return {on, off};
+}
+
+std::optional<bool> prefix_caching_setting(bool enable, bool disable) {
+  if (enable && disable)
+    throw InputError("--enable-prefix-caching and --no-enable-prefix-caching: give one");
+  if (enable || disable) return enable;
+  return std::nullopt;
+}
+
 void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   const Plan d;
   cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
@@ -83,6 +99,7 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "what the utilization leaves")
       ->type_name("MAJOR.MINOR");
   cmd.add_flag("--enforce-eager", enforce_eager, "vLLM's --enforce-eager: no CUDA graphs, so none of their memory");
+  add_prefix_caching_flags(cmd, enable_prefix_caching, no_prefix_caching);
   cmd.add_option("--mem-fraction-static", mem_fraction_static,
                  "SGLang's share of the device's free memory for weights and its KV pool (default: SGLang's own, "
                  "from the device's memory and TP: 0.835 on an H100 at TP 1, 0.907 on an H200)")
@@ -225,6 +242,8 @@ Plan PlanOptions::resolve() const {
   if (max_num_batched_tokens) p.engine_settings.max_num_batched_tokens = *max_num_batched_tokens;
   if (!engine_version.empty()) p.engine_settings.engine_version = engine_version;
   if (enforce_eager) p.engine_settings.enforce_eager = true;
+  if (const std::optional<bool> on = prefix_caching_setting(enable_prefix_caching, no_prefix_caching))
+    p.engine_settings.enable_prefix_caching = on;
   if (deadline_s) p.deadline_s = *deadline_s;
   for (const std::string& r : reserves) {
     auto eq = r.find('=');
@@ -270,6 +289,9 @@ Plan PlanOptions::resolve() const {
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"tensor_split", {"--tensor-split", !tensor_split.empty()}},
       {"engine_version", {"--engine-version", !engine_version.empty()}},
+      {"enable_prefix_caching",
+       {enable_prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",
+        enable_prefix_caching || no_prefix_caching}},
       {"devices", {"--device", !devices.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {

@@ -55,6 +55,12 @@ inline const CLI::Validator kNonNegativeSeconds = number_in(0, kMaxTimeS, true);
 inline const CLI::Validator kArrivalRate = number_in(0, kMaxArrivalRate);
 inline const CLI::Validator kFraction = number_in(0, 1, true);
 
+// Prefix caching's flags as vLLM names them (--enable-prefix-caching, --no-enable-prefix-caching; SGLang's
+// --disable-radix-cache is the second), for every command that plans a server; the setting they give
+// (nullopt: neither, the engine's default), InputError when both are given.
+std::pair<CLI::Option*, CLI::Option*> add_prefix_caching_flags(CLI::App& cmd, bool& enable, bool& disable);
+std::optional<bool> prefix_caching_setting(bool enable, bool disable);
+
 struct PlanOptions {
   std::string plan_file;
   std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers, host_memory, host_bandwidth;
@@ -65,6 +71,7 @@ struct PlanOptions {
   std::string gpu_wired_limit, flash_attn, tensor_split, engine_version, devices;
   std::optional<uint64_t> ubatch, batch, n_cpu_moe;
   bool cpu_moe = false, enforce_eager = false;
+  bool enable_prefix_caching = false, no_prefix_caching = false;  // vLLM's pair (SGLang: --disable-radix-cache)
   std::vector<std::string> reserves;  // NAME=SIZE
 
   // Which groups of flags the command takes (bits, combined with |).

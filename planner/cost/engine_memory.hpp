@@ -75,6 +75,9 @@ struct EngineSettings {
   // graphs' estimated memory from the KV pool and defaults gpu_memory_utilization to 0.92.
   std::optional<std::string> engine_version;
   bool enforce_eager = false;  // vLLM's --enforce-eager: no CUDA graphs
+  // Prefix caching (vLLM's --enable-prefix-caching, SGLang's radix cache, TensorRT-LLM's block
+  // reuse; nullopt: the engine's default, planner/serving/engine_policy).
+  std::optional<bool> enable_prefix_caching;
   bool operator==(const EngineSettings&) const = default;
 };
 

@@ -39,6 +39,15 @@ EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const
 
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
   EnginePolicy p = engine_defaults(engine, hw, settings);
+  if (settings.enable_prefix_caching) {
+    if (engine != "vllm" && engine != "sglang" && engine != "trtllm")
+      throw InputError(fmt::format("field 'enable_prefix_caching' switches vLLM's prefix caching (SGLang's radix cache, "
+                                   "TensorRT-LLM's block reuse); {}",
+                                   engine.empty() ? std::string("a plan without an engine has none (field 'engine')")
+                                                  : fmt::format("{}'s slots reuse only their own last prompt, which is "
+                                                                "not modelled", engine)));
+    p.prefix_caching = *settings.enable_prefix_caching;
+  }
   if (!settings.max_num_seqs && !settings.max_num_batched_tokens) return p;
   if (engine != "vllm" && engine != "sglang" && engine != "trtllm")
     throw InputError(fmt::format("fields 'max_num_seqs' and 'max_num_batched_tokens' are the limits of vLLM's "

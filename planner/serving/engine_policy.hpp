@@ -38,7 +38,8 @@ struct EnginePolicy {
 // (llama-server, update_slots): each step takes the slots' new tokens, then prompts' tokens up to
 // n_batch (field 'batch', -b; 2048), a long prompt over several steps; its running requests are
 // its slots (-np). No engine (infer-plan's runtime): 256 running, each prefill a step of its own.
-// A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
+// A plan's enable_prefix_caching replaces the default of the engines that have one (InputError
+// for llama.cpp or no engine). A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
 // them (vLLM, SGLang, TensorRT-LLM); InputError for llama.cpp or no engine, naming what they have.
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings = {});
 

@@ -377,6 +377,13 @@ infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw
 infer_plan_cli_case(queue_sim_prefix_vllm EXIT 0 ARGS queue --simulate --rate 8 --hw h100-sxm -m llama-3.1-8b --engine vllm
   --input-len 512 --random-prefix-len 2048 --output-len 128 --num-prompts 400 --json
   MATCH "\"prefix_caching\": true" "\"prefix_hit_tokens\": 817152" "\"shared_prefix_tokens\": 2048")
+infer_plan_cli_case(queue_sim_prefix_off EXIT 0 ARGS queue --simulate --rate 8 --hw h100-sxm -m llama-3.1-8b --engine vllm
+  --input-len 512 --random-prefix-len 2048 --output-len 128 --num-prompts 400 --no-enable-prefix-caching --json
+  MATCH "\"prefix_caching\": false" "\"prefix_hit_tokens\": 0,")
+infer_plan_cli_case(bad_queue_prefix_llama EXIT 2 ARGS queue --simulate --rate 8 --hw h100-sxm -m llama-3.1-8b -w Q4_K_M
+  --engine llama.cpp --enable-prefix-caching MATCH "llama.cpp.s slots reuse only their own last prompt, which is not modelled")
+infer_plan_cli_case(bad_queue_prefix_both EXIT 2 ARGS queue --simulate --rate 8 --hw h100-sxm --engine vllm
+  --enable-prefix-caching --no-enable-prefix-caching MATCH "--enable-prefix-caching and --no-enable-prefix-caching: give one")
 # vLLM takes KV blocks on demand: 100 requests of 512 + 512 tokens in an 8192-token pool preempt some
 infer_plan_cli_case(queue_sim_preempt_vllm EXIT 0 ARGS queue --simulate --rate 20 --hw h100-sxm -m llama-3.1-8b
   --engine vllm --input-len 512 --output-len 512 --num-prompts 100 --kv-tokens 8192
