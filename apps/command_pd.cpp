@@ -14,6 +14,7 @@
 #include "apps/text_table.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
+#include "planner/serving/scheduler.hpp"
 #include "planner/core/units.hpp"
 
 namespace infer_plan::apps {
@@ -47,6 +48,10 @@ struct PdArgs {
   std::string times_source = "given (--prefill-ms)";
   // with --hw: whether the decode side holds its batch at the whole context (the fit's answer)
   std::optional<FitResult> decode_fit;
+  // with --hw: a prompt's stall on the mixed server as the engine schedules it (chunked prefill)
+  std::optional<PromptStall> engine_stall;
+  std::string engine_name, engine_policy;
+  bool engine_mixes = false;  // its prompts' chunks share steps with the decodes
   bool prefill_given = false, decode_given = false;
 };
 
@@ -215,6 +220,15 @@ void run(const PdArgs& a) {
     plan.requests = a.decode_batch;
     const ResolvedPlan rp = resolve_plan(plan);
     args.decode_fit = rp.fit;
+    // The same prompt on the mixed server, as the engine's scheduler cuts it (when the step times
+    // are the roofline's: given times have no scheduler).
+    if (!a.prefill_given && !a.decode_given) {
+      args.engine_stall = prompt_stall(rp.server, in.workload.prompt_tokens, a.decode_batch,
+                                       a.decode_batch * (in.workload.prompt_tokens + in.workload.output_tokens / 2));
+      args.engine_name = rp.engine.empty() ? "no engine" : rp.engine;
+      args.engine_policy = describe_policy(rp.server);
+      args.engine_mixes = rp.server.step_token_budget && rp.server.mix_decodes;
+    }
     if (!a.prefill_given) in.times.prefill_ms = rp.roofline->prefill(in.workload.prompt_tokens).time_s * 1e3;
     if (!a.decode_given)
       in.times.decode_step_ms =
@@ -232,6 +246,11 @@ void run(const PdArgs& a) {
     if (a.decode_fit)
       j["decode_fit"] = {{"fits", a.decode_fit->fits}, {"max_requests", a.decode_fit->max_requests},
                          {"headroom_bytes", a.decode_fit->headroom_bytes}};
+    j["engine_stall"] = nullptr;
+    if (const auto& e = a.engine_stall)
+      j["engine_stall"] = {{"engine", a.engine_name}, {"policy", a.engine_policy}, {"steps", e->steps},
+                           {"chunk_tokens", e->chunk_tokens}, {"step_ms", e->gap_s * 1e3},
+                           {"ratio", e->gap_s * 1e3 / r.decode_step_ms}};
     if (a.out.explain) {
       const PdSeedReference& s = kSeed002PdReference;
       j["derivation"] = r.derivation;
@@ -246,6 +265,16 @@ void run(const PdArgs& a) {
              a.prefill_given ? "given (--prefill-ms)"
              : a.hw.empty()  ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
                              : a.times_source);
+  if (const auto& e = a.engine_stall)
+    fmt::print("\n  as {} schedules it ({}): {}\n", a.engine_name, a.engine_policy,
+               a.engine_mixes && e->steps > 1
+                   ? fmt::format("the prompt in {} chunks of at most {} tokens beside the decodes; the slowest step "
+                                 "{} ({:.2f}x the step alone) instead of {}",
+                                 e->steps, e->chunk_tokens, ms(e->gap_s * 1e3), e->gap_s * 1e3 / r.decode_step_ms,
+                                 ms(r.stall.step_ms))
+                   : fmt::format("the decodes wait for the whole prefill{}: {} between two tokens",
+                                 e->steps > 1 ? fmt::format(" ({} steps of prompts alone, back to back)", e->steps) : "",
+                                 ms(e->gap_s * 1e3)));
   if (a.decode_fit) {
     const FitResult& f = *a.decode_fit;
     fmt::print("\n  decode batch on {}{}: {} requests x {} tokens {} (at most {} at that context; `fit` for the "

@@ -48,6 +48,29 @@ double scheduled_step_s(const ServerModel& server, const ScheduledStep& step) {
   return dt;
 }
 
+PromptStall prompt_stall(const ServerModel& server, uint64_t prompt, uint64_t batch, uint64_t context_tokens) {
+  const double decode_s = checked_decode_s(server, batch, context_tokens);
+  // the budget's room for prompts: what the decodes leave, or all of it in steps of prompts alone
+  const uint64_t beside = server.mix_decodes ? batch : 0;
+  const uint64_t room = server.step_token_budget && *server.step_token_budget > beside ? *server.step_token_budget - beside : 0;
+  PromptStall out;
+  if (!server.step_token_budget || !server.mix_decodes || !server.chunk_prompts || room == 0 || prompt <= room) {
+    const bool cut = server.step_token_budget && !server.mix_decodes && server.chunk_prompts && room;
+    out.chunk_tokens = cut ? std::min(prompt, room) : prompt;
+    out.steps = cut ? (prompt + room - 1) / room : 1;
+    out.gap_s = decode_s + checked_prefill_s(server, prompt);  // whole, or its chunks back to back
+    return out;
+  }
+  out.chunk_tokens = room;
+  out.steps = (prompt + room - 1) / room;
+  for (uint64_t done = 0; done < prompt; done += room) {
+    ScheduledStep step;
+    step.prefill.push_back({0, done, std::min(room, prompt - done)});
+    out.gap_s = std::max(out.gap_s, decode_s + scheduled_step_s(server, step));
+  }
+  return out;
+}
+
 Scheduler::Scheduler(const ServerModel& server, const std::vector<ServingRequest>& requests)
     : server_(&server), requests_(&requests) {
   if (server.kv_on_demand) page_due_.assign(std::max<uint64_t>(server.kv_page_tokens, 1), 0);

@@ -81,6 +81,18 @@ double scheduled_step_s(const ServerModel& server, const ScheduledStep& step);
 double checked_decode_s(const ServerModel& server, uint64_t batch, uint64_t context_tokens);
 double checked_prefill_s(const ServerModel& server, uint64_t prompt_tokens);
 
+// What one prompt costs the decoding batch under the policy (pd's stall, with the engine's
+// scheduler): `batch` requests decode at `context_tokens` in all while a prompt of `prompt`
+// tokens is scheduled. The longest wait between two of their tokens: a whole prefill beside or
+// between decode steps (no budget, no chunking, or steps of prompts alone: they run back to
+// back), else the slowest step carrying one of its chunks of at most budget - batch tokens.
+struct PromptStall {
+  double gap_s = 0;          // decode step + what the prompt adds to it
+  uint64_t steps = 1;        // steps the prompt is spread over
+  uint64_t chunk_tokens = 0;  // its largest chunk
+};
+PromptStall prompt_stall(const ServerModel& server, uint64_t prompt, uint64_t batch, uint64_t context_tokens);
+
 class Scheduler {
  public:
   // A running request and the decode step whose end emits its last token.

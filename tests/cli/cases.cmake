@@ -384,6 +384,10 @@ infer_plan_cli_case(bad_queue_prefix_llama EXIT 2 ARGS queue --simulate --rate 8
   --engine llama.cpp --enable-prefix-caching MATCH "llama.cpp.s slots reuse only their own last prompt, which is not modelled")
 infer_plan_cli_case(bad_queue_prefix_both EXIT 2 ARGS queue --simulate --rate 8 --hw h100-sxm --engine vllm
   --enable-prefix-caching --no-enable-prefix-caching MATCH "--enable-prefix-caching and --no-enable-prefix-caching: give one")
+# pd with vLLM's scheduler: a 16384-token prompt beside 32 decodes in an 8192-token budget is cut into
+# ceil(16384 / 8160) = 3 chunks of at most 8192 - 32 = 8160 tokens
+infer_plan_cli_case(pd_engine_stall EXIT 0 ARGS pd --hw h100-sxm -m llama-3.1-8b --engine vllm -p 16384 -n 256
+  --decode-batch 32 --json MATCH "\"engine_stall\": {" "\"chunk_tokens\": 8160" "\"steps\": 3" "\"engine\": \"vllm\"")
 # vLLM takes KV blocks on demand: 100 requests of 512 + 512 tokens in an 8192-token pool preempt some
 infer_plan_cli_case(queue_sim_preempt_vllm EXIT 0 ARGS queue --simulate --rate 20 --hw h100-sxm -m llama-3.1-8b
   --engine vllm --input-len 512 --output-len 512 --num-prompts 100 --kv-tokens 8192

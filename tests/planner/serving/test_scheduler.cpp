@@ -451,3 +451,23 @@ TEST_CASE("replay: the same decisions replayed are identical; a changed one is n
   CHECK_FALSE(r.identical);
   CHECK(r.first_difference.find("request 3") == 0);
 }
+
+TEST_CASE("a prompt's stall on the decoding batch, as each policy schedules it") {
+  ServerModel server = linear_server();
+  // 4 requests decoding at 400 tokens in all: 0.010 + 0.002 x 4 + 1e-5 x 400 = 0.022 s a step.
+  // A 250-token prompt alone: prefill_s(250) = 0.004 + 0.025 = 0.029 s.
+  PromptStall whole = prompt_stall(server, 250, 4, 400);
+  CHECK(whole.gap_s == doctest::Approx(0.051));
+  CHECK((whole.steps == 1 && whole.chunk_tokens == 250));
+  // vLLM's budget of 100: 96 tokens a step beside the 4 decodes, chunks 96, 96, 58; the first
+  // costs prefill_s(96) = 0.0136 s, the later ones 9.6e-3 and 5.8e-3: the slowest step 0.0356 s.
+  server.step_token_budget = 100;
+  PromptStall chunked = prompt_stall(server, 250, 4, 400);
+  CHECK(chunked.gap_s == doctest::Approx(0.0356));
+  CHECK((chunked.steps == 3 && chunked.chunk_tokens == 96));
+  // SGLang's steps of prompts alone run back to back: the batch waits for all three.
+  server.mix_decodes = false;
+  PromptStall alone = prompt_stall(server, 250, 4, 400);
+  CHECK(alone.gap_s == doctest::Approx(0.051));
+  CHECK((alone.steps == 3 && alone.chunk_tokens == 100));  // the whole budget: no decodes beside
+}
