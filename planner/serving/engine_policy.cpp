@@ -35,26 +35,30 @@ EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const
   return {};
 }
 
+// Knobs only the datacenter engines have: InputError for llama.cpp (its name, then `llama_cpp_has`) or no engine.
+void require_datacenter_engine(std::string_view engine, std::string_view knob, std::string_view llama_cpp_has) {
+  if (engine == "vllm" || engine == "sglang" || engine == "trtllm") return;
+  throw InputError(fmt::format("{}; {}", knob,
+                               engine.empty() ? std::string("a plan without an engine has none (field 'engine')")
+                                              : fmt::format("{}{}", engine, llama_cpp_has)));
+}
+
 }  // namespace
 
 EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
   EnginePolicy p = engine_defaults(engine, hw, settings);
   if (settings.enable_prefix_caching) {
-    if (engine != "vllm" && engine != "sglang" && engine != "trtllm")
-      throw InputError(fmt::format("field 'enable_prefix_caching' switches vLLM's prefix caching (SGLang's radix cache, "
-                                   "TensorRT-LLM's block reuse); {}",
-                                   engine.empty() ? std::string("a plan without an engine has none (field 'engine')")
-                                                  : fmt::format("{}'s slots reuse only their own last prompt, which is "
-                                                                "not modelled", engine)));
+    require_datacenter_engine(engine,
+                              "field 'enable_prefix_caching' switches vLLM's prefix caching (SGLang's radix cache, "
+                              "TensorRT-LLM's block reuse)",
+                              "'s slots reuse only their own last prompt, which is not modelled");
     p.prefix_caching = *settings.enable_prefix_caching;
   }
   if (!settings.max_num_seqs && !settings.max_num_batched_tokens) return p;
-  if (engine != "vllm" && engine != "sglang" && engine != "trtllm")
-    throw InputError(fmt::format("fields 'max_num_seqs' and 'max_num_batched_tokens' are the limits of vLLM's "
-                                 "scheduler (SGLang's and TensorRT-LLM's too); {}",
-                                 engine.empty() ? std::string("a plan without an engine has none (field 'engine')")
-                                                : fmt::format("{} has none: its running requests are its slots (field "
-                                                              "'requests')", engine)));
+  require_datacenter_engine(engine,
+                            "fields 'max_num_seqs' and 'max_num_batched_tokens' are the limits of vLLM's scheduler "
+                            "(SGLang's and TensorRT-LLM's too)",
+                            " has none: its running requests are its slots (field 'requests')");
   if (settings.max_num_seqs) p.max_batch = *settings.max_num_seqs;
   if (settings.max_num_batched_tokens) p.step_token_budget = *settings.max_num_batched_tokens;
   return p;
