@@ -7,7 +7,9 @@
 // - FCFS. A waiting request is admitted when a batch slot is free (running < max_batch) and its
 //   whole KV (prompt + output tokens, in whole pages of kv_page_tokens) fits beside the
 //   reservations of the admitted requests (sum <= kv_capacity_tokens). The head of the queue
-//   blocks those behind it.
+//   blocks those behind it. With kv_on_demand (vLLM's) pages are taken as tokens are written
+//   instead, and the newest request is preempted and recomputed when they run out; with
+//   prefix_caching a load's shared prefix is prefilled once (scheduler.hpp has the rules).
 // - No chunked prefill: an admitted request's prefill runs as one step on its own and the decode
 //   batch stalls meanwhile. Prefill comes first: after every step the scheduler admits and
 //   prefills before it decodes again (vLLM's default without chunked prefill). The prefill
