@@ -121,8 +121,9 @@ TEST_CASE("the runtime decides as the planner's scheduler replayed on its arriva
     // 32-token prompts in a 12-token budget: every prompt over several steps (none without one)
     if (budget) CHECK(m.chunks_continued >= 20);
     else CHECK(m.chunks_continued == 0);
-    if (policy.kv_on_demand) CHECK((m.preemptions > 0 && m.recomputed_tokens >= m.preemptions / 2));
-    else CHECK((m.preemptions == 0 && m.recomputed_tokens == 0));
+    // (how many are preempted depends on the machine's speed against the arrivals; the next test
+    // makes them certain)
+    if (!policy.kv_on_demand) CHECK((m.preemptions == 0 && m.recomputed_tokens == 0));
     CHECK(r.kv_peak_pages <= r.kv_pages);
   }
 }
@@ -133,7 +134,7 @@ TEST_CASE("preemption by recompute: each request's tokens are those of a run tha
   plan.context = 96;  // as above: 2 pages at admission, 6 over a request's life
   plan.output = 64;
   plan.load = LoadPlan{};
-  plan.load->rate_per_s = 60;
+  plan.load->rate_per_s = 1e4;  // all within a millisecond: pages run out on any machine
   plan.load->requests = 8;
   plan.load->seed = 2;
   const auto tokens_of = [&](bool kv_on_demand, std::optional<uint64_t> budget) {
@@ -165,7 +166,7 @@ TEST_CASE("prefix caching: requests that begin on the cached prefix's pages give
   CpuBackend backend;
   Plan plan = tiny_plan();  // 32-token prompts, 8 out; their first 20 tokens shared (one whole page)
   plan.load = LoadPlan{};
-  plan.load->rate_per_s = 60;
+  plan.load->rate_per_s = 1e4;  // all within a millisecond
   plan.load->requests = 8;
   plan.load->seed = 4;
   plan.load->shared_prefix = 20;
@@ -184,18 +185,22 @@ TEST_CASE("prefix caching: requests that begin on the cached prefix's pages give
     CHECK(m.schedule_replay->identical);
     CHECK(m.schedule_replay->first_difference == "");
     CHECK(m.completed == 8);
-    return std::pair{out, m.prefix_hit_tokens};
+    return std::tuple{out, m.prefix_hit_tokens, m.preemptions};
   };
-  const auto whole = run_with(false, std::nullopt, false);
-  CHECK(whole.second == 0);
-  REQUIRE(whole.first.size() == 8);
+  const auto [whole, no_hits, unused] = run_with(false, std::nullopt, false);
+  CHECK(no_hits == 0);
+  REQUIRE(whole.size() == 8);
   for (const bool on_demand : {false, true})
     for (const std::optional<uint64_t> budget : {std::optional<uint64_t>{}, std::optional<uint64_t>{12}}) {
       CAPTURE(on_demand);
       CAPTURE(budget.value_or(0));
-      const auto cached = run_with(true, budget, on_demand);
-      CHECK(cached.second == 16 * 7);  // all but the first begin after the cached page
-      CHECK(cached.first == whole.first);
+      const auto [tokens, hits, preempted] = run_with(true, budget, on_demand);
+      // Every admission after the first prefill passed the cached page begins after it: the 7 other
+      // requests, and each preempted one again (less any preempted before the cache existed).
+      CHECK(hits % 16 == 0);
+      CHECK(hits >= 16 * 7);
+      CHECK(hits <= 16 * (7 + preempted));
+      CHECK(tokens == whole);
     }
 }
 
