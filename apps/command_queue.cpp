@@ -192,8 +192,9 @@ Simulation build_simulation(const QueueArgs& a) {
   s.load.prompt_tokens = parse_token_lengths(a.prompt, "--input-len");
   if (!a.prefix_len.empty() && a.prefix_len != "0") {  // as vLLM bench: the shared prefix comes before --input-len's tokens
     const uint64_t prefix = parse_tokens(a.prefix_len, "--random-prefix-len");
-    if (prefix > (uint64_t{1} << 32))
-      throw InputError(fmt::format("--random-prefix-len: {} tokens is beyond 2^32", prefix));
+    if (prefix + s.load.prompt_tokens.max_tokens > (uint64_t{1} << 32))
+      throw InputError(fmt::format("--random-prefix-len and --input-len: {} + {} tokens a prompt is beyond 2^32", prefix,
+                                   s.load.prompt_tokens.max_tokens));
     s.load.shared_prefix_tokens = prefix;
     s.load.prompt_tokens.min_tokens += prefix;
     s.load.prompt_tokens.max_tokens += prefix;
@@ -552,8 +553,8 @@ void add_queue_command(CLI::App& app) {
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")
           ->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--kv-tokens", a->kv_tokens,
-                      "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output "
-                      "(default unlimited)")
+                      "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output, or with "
+                      "vLLM's KV on demand takes pages as it writes them (default unlimited)")
           ->type_name("TOKENS"));
   sim(cmd->add_option("--max-batch", a->max_batch,
                       "Most running requests (vLLM's --max-num-seqs; default: the engine's, vLLM 1024 on a device of 70 GiB "
