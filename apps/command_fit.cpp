@@ -43,7 +43,7 @@ struct SplitRow {
 std::vector<SplitRow> split_table(const ResolvedPlan& rp) {
   const uint64_t total = split_layer_count(rp.spec);
   const uint64_t at = rp.split ? rp.split->gpu_layers : total;
-  const uint64_t cpu_moe = rp.split ? rp.split->cpu_moe_layers : 0;  // held at every N
+  const HostTensors held = rp.split ? rp.split->host_tensors : HostTensors{};  // at every N
   std::vector<uint64_t> ns{0, total};
   const uint64_t step = std::max<uint64_t>(1, (total + 7) / 8);
   for (uint64_t n = step; n < total; n += step) ns.push_back(n);
@@ -53,10 +53,10 @@ std::vector<SplitRow> split_table(const ResolvedPlan& rp) {
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
   std::vector<SplitRow> rows;
   for (uint64_t n : ns) {
-    if (n == total && cpu_moe == 0) {
+    if (n == total && !held.any_host()) {
       rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false)});
     } else {
-      const LayerSplit split = layer_split(rp.spec, rp.weights, n, cpu_moe);
+      const LayerSplit split = layer_split(rp.spec, rp.weights, n, held);
       rows.push_back({n, fit_memory(rp.spec, rp.hw, rp.plan, rp.weights.bytes, rp.weights.label, false, nullptr, &split)});
     }
   }
@@ -116,9 +116,11 @@ void print_split(const ResolvedPlan& rp) {
     if (!sp.head_on_device) held.push_back("token_embd");
     if (sp.device_blocks < rp.spec.layers) held.push_back(fmt::format("{} of {} blocks", rp.spec.layers - sp.device_blocks, rp.spec.layers));
     if (!sp.head_on_device) held.push_back("the head");
-    if (sp.host_expert_bytes)
+    if (sp.host_expert_bytes && sp.cpu_moe_layers)
       held.push_back(sp.cpu_moe_layers >= rp.spec.layers ? std::string("every layer's routed experts")
                                                          : fmt::format("the routed experts of layers 0-{}", sp.cpu_moe_layers - 1));
+    if (sp.override_host_tensors)
+      held.push_back(fmt::format("{} tensor{} by -ot", sp.override_host_tensors, sp.override_host_tensors == 1 ? "" : "s"));
     fmt::print("  {:<22}{:>12}   {}\n", "- weights", gib(r.host->weights_bytes), fmt::join(held, ", "));
     fmt::print("  {:<22}{:>12}   {} layers' KV\n", "- KV cache", gib(r.host->kv_bytes), r.split->host_part.layers);
     fmt::print("  {:<22}{:>12}\n", "= headroom", gib(r.host->headroom_bytes));
@@ -230,7 +232,7 @@ void run(const FitArgs& a) {
   const HwProfile& hw = rp.hw;
   const FitResult& r = rp.fit;
   // The table per N needs the host's memory (a profile without one refuses any split, in resolve_plan).
-  const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto || plan.cpu_moe_layers) && hw.host;
+  const bool split_asked = (plan.gpu_layers || plan.gpu_layers_auto || plan.cpu_moe_layers || rp.split) && hw.host;
   // A single plan that does not fit ends with its own exit code, so that scripts can tell; a
   // sweep's table marks each row instead.
   const bool verdict_exits = !r.fits && !output_state().documents_wanted;

@@ -159,14 +159,11 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_flag("--cpu-moe", cpu_moe, "llama.cpp's --cpu-moe: every layer's routed experts in host memory");
-  cmd.add_option_function<std::string>(
-         "--override-tensor",
-         [](const std::string& value) {
-           throw InputError(fmt::format("--override-tensor (-ot) {}: tensors placed by name are not modelled; the "
-                                        "common use, routed experts on the host (-ot ffn_.*_exps=CPU), is --cpu-moe "
-                                        "(every layer) or --n-cpu-moe N (the first N layers)", value));
-         },
-         "llama.cpp's -ot REGEX=BUFFER: refused with the reason; --cpu-moe and --n-cpu-moe model its common use")
+  cmd.add_option("--override-tensor", override_tensor,
+                 "llama.cpp's -ot REGEX=BUFFER[,REGEX=BUFFER...]: the tensors whose GGUF name the regex finds "
+                 "(blk.N.ffn_up_exps.weight, ...) go to BUFFER: CPU keeps them in host memory, where the CPU "
+                 "multiplies them at the host's bandwidth; a device's (CUDA0, Vulkan0, Metal) keeps them on the "
+                 "device; the first pattern that matches decides; repeatable. E.g. -ot \"blk\\.(2[0-9])\\.ffn_.*_exps=CPU\"")
       ->type_name("REGEX=BUFFER");
   cmd.add_option("--host-memory", host_memory,
                  "The host's memory for a layer split, e.g. 64GiB (default: the profile's 'host' section)")
@@ -269,6 +266,11 @@ Plan PlanOptions::resolve() const {
   if (n_cpu_moe && cpu_moe) throw InputError("--n-cpu-moe and --cpu-moe: give one (--cpu-moe is every layer)");
   if (n_cpu_moe) p.cpu_moe_layers = *n_cpu_moe;
   if (cpu_moe) p.cpu_moe_layers = Plan::kAllLayers;
+  if (!override_tensor.empty()) {
+    p.override_tensor.clear();
+    for (const std::string& text : override_tensor)
+      for (TensorOverride& o : parse_tensor_overrides(text, "--override-tensor")) p.override_tensor.push_back(std::move(o));
+  }
   if (!host_memory.empty()) p.host_memory_bytes = parse_bytes(host_memory, "--host-memory");
   if (!gpu_wired_limit.empty()) p.gpu_wired_limit_bytes = parse_bytes(gpu_wired_limit, "--gpu-wired-limit");
   if (!host_bandwidth.empty()) p.host_bandwidth_bytes_per_s = parse_rate(host_bandwidth, "--host-bandwidth");
@@ -288,6 +290,7 @@ Plan PlanOptions::resolve() const {
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"tensor_split", {"--tensor-split", !tensor_split.empty()}},
+      {"override_tensor", {"--override-tensor", !override_tensor.empty()}},
       {"engine_version", {"--engine-version", !engine_version.empty()}},
       {"enable_prefix_caching",
        {enable_prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",

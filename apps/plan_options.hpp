@@ -73,6 +73,7 @@ struct PlanOptions {
   bool cpu_moe = false, enforce_eager = false;
   bool enable_prefix_caching = false, no_prefix_caching = false;  // vLLM's pair (SGLang: --disable-radix-cache)
   std::vector<std::string> reserves;  // NAME=SIZE
+  std::vector<std::string> override_tensor;  // -ot REGEX=BUFFER[,...], each occurrence
 
   // Which groups of flags the command takes (bits, combined with |).
   static constexpr unsigned kModel = 1;      // --model --scale --kv --ctx --requests --tp --plan

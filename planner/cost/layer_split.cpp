@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
+
+#include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
 
 namespace infer_plan {
 namespace {
@@ -30,28 +34,97 @@ bool routed_expert(TensorRole r) {
 }
 }  // namespace
 
-LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers, uint64_t cpu_moe_layers) {
+namespace {
+// A buffer llama.cpp's backends name: true host memory, false a device's; nullopt unknown.
+std::optional<bool> buffer_is_host(const std::string& buffer) {
+  static const std::regex host("CPU|[A-Za-z]+_Host"), device("(CUDA|ROCm|Vulkan|SYCL|MTL|CANN|MUSA|OpenCL)[0-9]+|Metal");
+  if (std::regex_match(buffer, host)) return true;
+  if (std::regex_match(buffer, device)) return false;
+  return std::nullopt;
+}
+}  // namespace
+
+std::vector<TensorOverride> parse_tensor_overrides(std::string_view text, std::string_view what) {
+  std::vector<TensorOverride> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item(text.substr(begin, comma - begin));
+    begin = comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw InputError(fmt::format("{}: '{}'; expected REGEX=BUFFER, e.g. ffn_.*_exps=CPU (several joined by commas)",
+                                   what, item));
+    TensorOverride o{item.substr(0, eq), item.substr(eq + 1)};
+    try {
+      std::regex check(o.pattern);
+    } catch (const std::regex_error& e) {
+      throw InputError(fmt::format("{}: '{}' is not a regular expression ({})", what, o.pattern, e.what()));
+    }
+    const std::optional<bool> host = buffer_is_host(o.buffer);
+    if (!host)
+      throw InputError(fmt::format("{}: buffer '{}' is none llama.cpp names; expected CPU (host memory) or a device's, "
+                                   "e.g. CUDA0, ROCm0, Vulkan0, Metal", what, o.buffer));
+    o.host = *host;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string tensor_overrides_text(const std::vector<TensorOverride>& overrides) {
+  std::string text;
+  for (const TensorOverride& o : overrides) text += (text.empty() ? "" : ",") + o.pattern + "=" + o.buffer;
+  return text;
+}
+
+bool HostTensors::any_host() const {
+  return cpu_moe_layers > 0 || std::find(forced.begin(), forced.end(), 1) != forced.end();
+}
+
+HostTensors host_tensors(const PlanWeights& weights, uint64_t cpu_moe_layers, const std::vector<TensorOverride>& overrides) {
+  HostTensors h{cpu_moe_layers, {}};
+  if (overrides.empty()) return h;
+  std::vector<std::regex> patterns;
+  for (const TensorOverride& o : overrides) patterns.emplace_back(o.pattern);
+  for (const TensorPlacement& t : weights.layout.tensors) {
+    signed char home = -1;
+    for (size_t i = 0; i < patterns.size() && home < 0; ++i)
+      if (std::regex_search(t.tensor.name, patterns[i])) home = overrides[i].host ? 1 : 0;
+    h.forced.push_back(home);
+  }
+  return h;
+}
+
+LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers, const HostTensors& host) {
   LayerSplit s;
-  s.cpu_moe_layers = std::min(cpu_moe_layers, spec.layers);
+  s.host_tensors = host;
+  s.cpu_moe_layers = std::min(host.cpu_moe_layers, spec.layers);
   s.gpu_layers = std::min(gpu_layers, split_layer_count(spec));
   s.device_blocks = std::min(s.gpu_layers, spec.layers);
   s.head_on_device = s.gpu_layers > spec.layers;
   const uint64_t first_device_block = spec.layers - s.device_blocks;
-  double device = 0, host = 0;
-  for (const TensorPlacement& t : weights.layout.tensors) {
+  double device = 0, on_host = 0;
+  for (size_t i = 0; i < weights.layout.tensors.size(); ++i) {
+    const TensorPlacement& t = weights.layout.tensors[i];
     const double bytes = static_cast<double>(t.bytes) * weights.scale;
+    const auto rounded = static_cast<uint64_t>(std::llround(bytes));
     // The global tensors (token_embd, output norm and head) go with the head: all on the device is
-    // the plan without a split, as the fit counts it.
+    // the plan without a split, as the fit counts it. An override decides before --n-cpu-moe.
     bool on_device = t.tensor.layer >= 0 ? static_cast<uint64_t>(t.tensor.layer) >= first_device_block
                                          : s.head_on_device;
-    if (routed_expert(t.tensor.role)) {
-      s.expert_bytes += static_cast<uint64_t>(std::llround(bytes));
-      if (on_device && static_cast<uint64_t>(t.tensor.layer) < s.cpu_moe_layers) {
-        on_device = false;
-        s.host_expert_bytes += static_cast<uint64_t>(std::llround(bytes));
-      }
+    const signed char forced = i < host.forced.size() ? host.forced[i] : -1;
+    if (forced >= 0) on_device = forced == 0;
+    if (forced == 1 && t.tensor.role != TensorRole::token_embd) {
+      ++s.override_host_tensors;
+      s.override_host_bytes += rounded;
     }
-    (on_device ? device : host) += bytes;
+    if (routed_expert(t.tensor.role)) {
+      s.expert_bytes += rounded;
+      if (forced < 0 && on_device && static_cast<uint64_t>(t.tensor.layer) < s.cpu_moe_layers) on_device = false;
+      if (!on_device && t.tensor.layer >= 0 && static_cast<uint64_t>(t.tensor.layer) >= first_device_block)
+        s.host_expert_bytes += rounded;
+    }
+    (on_device ? device : on_host) += bytes;
     if (t.tensor.role == TensorRole::token_embd) s.embd_bytes += static_cast<uint64_t>(std::llround(bytes));
   }
   // The layout's sum may differ from weights.bytes by rounding; the split keeps the plan's total.
@@ -162,7 +235,12 @@ std::string layer_split_label(const LayerSplit& s, const ModelSpec& spec) {
       : s.cpu_moe_layers >= spec.layers
           ? "; every layer's routed experts in host memory"
           : fmt::format("; the routed experts of layers 0-{} in host memory", s.cpu_moe_layers - 1);
-  return layer_placement_label(s, spec) + experts;
+  const std::string overridden =
+      s.override_host_tensors == 0
+          ? ""
+          : fmt::format("; {} tensor{} ({}) in host memory by override_tensor", s.override_host_tensors,
+                        s.override_host_tensors == 1 ? "" : "s", format_bytes(s.override_host_bytes));
+  return layer_placement_label(s, spec) + experts + overridden;
 }
 
 

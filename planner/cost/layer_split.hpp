@@ -4,7 +4,8 @@
 // the host's bandwidth (llama.cpp's layout: the host's layers are not copied to the device per
 // step). N = layers + 1 (or more) is every layer on the device: the plan without a split.
 // --n-cpu-moe M (--cpu-moe: every layer) keeps the routed experts of the first M layers in host
-// memory too, whose CPU multiplies the ones a step routes to (llama.cpp's -ot ffn_.*_exps=CPU).
+// memory too, whose CPU multiplies the ones a step routes to (llama.cpp's -ot ffn_.*_exps=CPU); -ot
+// REGEX=BUFFER places any tensor by its name.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,6 +19,30 @@
 
 namespace infer_plan {
 
+// llama.cpp's -ot REGEX=BUFFER (--override-tensor): a tensor whose GGUF name the pattern finds
+// (std::regex_search, ECMAScript, as llama.cpp matches) goes to that buffer; of several, the first
+// pattern that finds it decides (src/llama-model.cpp). "CPU" or a host buffer (CUDA_Host) is host
+// memory; a device's buffer (CUDA0, ROCm0, Vulkan0, SYCL0, MTL0, Metal) is the device.
+struct TensorOverride {
+  std::string pattern, buffer;
+  bool host = false;
+  bool operator==(const TensorOverride&) const = default;
+};
+// "REGEX=BUFFER[,REGEX=BUFFER...]" as llama.cpp splits it (at commas, then at the first '='); InputError
+// naming `what` for an empty or invalid pattern or an unknown buffer.
+std::vector<TensorOverride> parse_tensor_overrides(std::string_view text, std::string_view what);
+// "blk\.[0-9]+\.ffn_.*_exps=CPU,..." as given
+std::string tensor_overrides_text(const std::vector<TensorOverride>& overrides);
+
+// What stays in host memory beside the layers -ngl leaves there.
+struct HostTensors {
+  uint64_t cpu_moe_layers = 0;      // --n-cpu-moe: the first layers' routed experts
+  std::vector<signed char> forced;  // per weights.layout tensor, by -ot: 1 host, 0 device, -1 its layer decides
+  bool any_host() const;            // some tensor of a device layer may go to the host
+};
+HostTensors host_tensors(const PlanWeights& weights, uint64_t cpu_moe_layers,
+                         const std::vector<TensorOverride>& overrides);
+
 struct LayerSplit {
   uint64_t gpu_layers = 0;        // N as llama.cpp counts it: repeating layers, then the output head
   uint64_t device_blocks = 0;     // repeating layers on the device: the last min(N, layers)
@@ -28,6 +53,8 @@ struct LayerSplit {
   uint64_t cpu_moe_layers = 0;      // --n-cpu-moe: the first layers whose routed experts stay on the host
   uint64_t host_expert_bytes = 0;   // ... those of the device's layers (in host_weights_bytes)
   uint64_t expert_bytes = 0;        // every routed expert's
+  HostTensors host_tensors;         // what it was made with
+  uint64_t override_host_tensors = 0, override_host_bytes = 0;  // -ot's on the host (in host_weights_bytes)
   ModelSpec device_part;          // the spec with only the device's layers (their windows): its KV
   ModelSpec host_part;            // ... and the host's
 };
@@ -37,7 +64,7 @@ uint64_t split_layer_count(const ModelSpec& spec);
 
 // The split at `gpu_layers` (clamped to split_layer_count) of the plan's weights.
 LayerSplit layer_split(const ModelSpec& spec, const PlanWeights& weights, uint64_t gpu_layers,
-                       uint64_t cpu_moe_layers = 0);
+                       const HostTensors& host = {});
 
 // llama.cpp's devices under -sm layer with every layer offloaded: the L + 1 slots (the layers, then
 // the output head) dealt in order by the devices' cumulative shares (-ts; default equal): slot i

@@ -73,12 +73,15 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   const uint64_t kv_tp = layer_split ? 1 : request.tp;
   if (split) {
     // what put weights on the host: the layers (-ngl) or, with every layer on the device, the experts
-    const bool experts_only = split->gpu_layers >= split_layer_count(s) && split->cpu_moe_layers > 0;
-    const std::string what = experts_only ? "--n-cpu-moe" : "--n-gpu-layers";
+    const bool all_layers = split->gpu_layers >= split_layer_count(s);
+    const bool by_name = all_layers && split->override_host_tensors > 0;
+    const bool experts_only = all_layers && !by_name && split->cpu_moe_layers > 0;
+    const std::string what = by_name ? "override_tensor" : experts_only ? "--n-cpu-moe" : "--n-gpu-layers";
     const std::string held =
-        experts_only ? fmt::format("the routed experts of {} of {} layers in host memory", split->cpu_moe_layers, s.layers)
-                     : fmt::format("{} of {} layers on the device leaves the rest in host memory", split->gpu_layers,
-                                   split_layer_count(s));
+        by_name        ? fmt::format("{} tensors placed in host memory by name", split->override_host_tensors)
+        : experts_only ? fmt::format("the routed experts of {} of {} layers in host memory", split->cpu_moe_layers, s.layers)
+                       : fmt::format("{} of {} layers on the device leaves the rest in host memory", split->gpu_layers,
+                                     split_layer_count(s));
     if (request.tp > 1)
       throw InputError(fmt::format("{}: keeping weights in host memory with tensor parallel (--tp) is not modelled; keep them "
                                    "on one device's host, or every weight on the devices", what));
@@ -299,12 +302,12 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
 }
 
 uint64_t auto_gpu_layers(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
-                         const PlanWeights& weights, uint64_t cpu_moe_layers) {
+                         const PlanWeights& weights, const HostTensors& host) {
   // The device's need only grows with N: the largest N that fits, from the top.
   for (uint64_t n = split_layer_count(spec);; --n) {
-    const LayerSplit split = layer_split(spec, weights, n, cpu_moe_layers);
+    const LayerSplit split = layer_split(spec, weights, n, host);
     FitResult device_only;
-    if (n == split_layer_count(spec) && cpu_moe_layers == 0) {
+    if (n == split_layer_count(spec) && !host.any_host()) {
       device_only = fit_memory(spec, hw, request, weights.bytes, weights.label, false);
     } else {
       HwProfile with_host = hw;  // the device's side alone: any host holds the rest

@@ -95,7 +95,7 @@ FitResult fit_memory(const ModelSpec& spec, const HwProfile& hw, const FitReques
 // device's memory; 0 when not even the device's reserves and one request's nothing fit. The
 // host side is not asked (it only grows as layers leave the device).
 uint64_t auto_gpu_layers(const ModelSpec& spec, const HwProfile& hw, const FitRequest& request,
-                         const PlanWeights& weights, uint64_t cpu_moe_layers = 0);
+                         const PlanWeights& weights, const HostTensors& host = {});
 
 // Lines explaining kv_bytes_per_token for --explain (shared by fit and kv).
 std::vector<std::string> kv_per_token_derivation(const ModelSpec& spec, KvTypes types, uint64_t tp);

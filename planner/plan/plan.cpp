@@ -44,6 +44,7 @@ Json plan_to_json(const Plan& plan) {
   else if (plan.gpu_layers) j["gpu_layers"] = *plan.gpu_layers;
   if (plan.cpu_moe_layers)
     j["cpu_moe_layers"] = *plan.cpu_moe_layers == Plan::kAllLayers ? Json("all") : Json(*plan.cpu_moe_layers);
+  if (!plan.override_tensor.empty()) j["override_tensor"] = tensor_overrides_text(plan.override_tensor);
   if (plan.host_memory_bytes) j["host_memory"] = fmt::format("{} B", *plan.host_memory_bytes);
   if (plan.gpu_wired_limit_bytes) j["gpu_wired_limit"] = fmt::format("{} B", *plan.gpu_wired_limit_bytes);
   if (!plan.tensor_split.empty()) j["tensor_split"] = plan.tensor_split;
@@ -110,7 +111,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "devices", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager",
-                         "enable_prefix_caching"},
+                         "enable_prefix_caching", "override_tensor"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -158,6 +159,20 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     else
       throw InputError(fmt::format("{}: field 'cpu_moe_layers' is {}; expected a layer count >= 0 or \"all\"", where,
                                    it->dump()));
+  }
+  if (const auto it = j.find("override_tensor"); it != j.end()) {  // "A=CPU,B=CPU" or ["A=CPU", "B=CPU"]
+    const std::string what = where + ": field 'override_tensor'";
+    if (it->is_string()) {
+      p.override_tensor = parse_tensor_overrides(it->get<std::string>(), what);
+    } else if (it->is_array()) {
+      for (const Json& v : *it) {
+        if (!v.is_string())
+          throw InputError(fmt::format("{} holds {}; expected strings REGEX=BUFFER", what, v.dump()));
+        for (TensorOverride& o : parse_tensor_overrides(v.get<std::string>(), what)) p.override_tensor.push_back(std::move(o));
+      }
+    } else {
+      throw InputError(fmt::format("{} is {}; expected \"REGEX=BUFFER\" or a list of them", what, it->dump()));
+    }
   }
   if (auto size = optional_string(j, "host_memory", where))
     p.host_memory_bytes = parse_bytes(*size, where + ": field 'host_memory'");

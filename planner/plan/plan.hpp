@@ -76,6 +76,8 @@ struct Plan {
   // kAllLayers: every layer's (--cpu-moe)
   std::optional<uint64_t> cpu_moe_layers;
   static constexpr uint64_t kAllLayers = ~uint64_t{0};
+  // llama.cpp's -ot REGEX=BUFFER: tensors placed by name (planner/cost/layer_split), in order
+  std::vector<TensorOverride> override_tensor;
   std::optional<uint64_t> host_memory_bytes;          // override or supply the profile's host memory
   // Apple silicon: the GPU's working-set limit raised with `sysctl iogpu.wired_limit_mb` (the
   // profile's reserve keeps Metal's default, recommendedMaxWorkingSetSize)

@@ -128,10 +128,18 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   if (cpu_moe && !rp.spec.is_moe())
     throw InputError(fmt::format("plan: field 'cpu_moe_layers' keeps the routed experts of the first layers in host "
                                  "memory; {} has no experts", rp.spec.name));
+  if (!plan.override_tensor.empty() && rp.engine != "llama.cpp")
+    throw InputError(fmt::format("plan: field 'override_tensor' places tensors by name as llama.cpp's -ot does; the "
+                                 "plan's engine is {} (field 'engine': llama.cpp)",
+                                 rp.engine.empty() ? "not named" : rp.engine));
+  if (!plan.override_tensor.empty() && plan.tp > 1)
+    throw InputError("plan: field 'override_tensor' over several devices (field 'tp') is not modelled; one device and "
+                     "its host");
+  const HostTensors host_tensors_ = host_tensors(rp.weights, cpu_moe, plan.override_tensor);
   if (plan.gpu_layers_auto && rp.hw.host)
-    gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights, cpu_moe);
-  if ((gpu_layers && *gpu_layers < split_layer_count(rp.spec)) || cpu_moe)
-    rp.split = layer_split(rp.spec, rp.weights, gpu_layers.value_or(split_layer_count(rp.spec)), cpu_moe);
+    gpu_layers = auto_gpu_layers(rp.spec, rp.hw, fit_request(plan), rp.weights, host_tensors_);
+  if ((gpu_layers && *gpu_layers < split_layer_count(rp.spec)) || host_tensors_.any_host())
+    rp.split = layer_split(rp.spec, rp.weights, gpu_layers.value_or(split_layer_count(rp.spec)), host_tensors_);
   if (!plan.tensor_split.empty() && rp.engine != "llama.cpp")
     throw InputError(fmt::format("plan: field 'tensor_split' is llama.cpp's share of the layers per device; the plan's "
                                  "engine is {} (field 'engine': llama.cpp)", rp.engine.empty() ? "not named" : rp.engine));
@@ -262,6 +270,9 @@ LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {
   if (plan.tp > 1)
     throw InputError("llama.cpp's automatic fit over several devices (field 'tp'; it sets tensor_split too) is not "
                      "modelled; one device only");
+  if (!plan.override_tensor.empty())  // llama.cpp's fit leaves a plan with -ot as it is (common/fit.cpp)
+    throw InputError("llama.cpp's automatic fit: with tensors placed by name (field 'override_tensor') llama.cpp's "
+                     "fit changes nothing; leave one of the two");
   LlamaCppFitChoice c{plan, false, false, false, {}};
   const auto target = static_cast<int64_t>(fit.target_free_bytes);
   auto spare = [&](const Plan& p) {  // what the device keeps free, and whether the host holds its part

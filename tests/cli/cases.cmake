@@ -534,7 +534,21 @@ infer_plan_cli_case(fit_gpt_oss_120b_cpu_moe EXIT 0 ARGS fit -m gpt-oss-120b -w 
   -c 32K -np 1 --cpu-moe MATCH "every layer's routed experts in host memory" "weights +56.88 GiB +every layer's routed experts"
   "decode at 37 layers, batch 1, 32768 tokens: [0-9.]+ ms per token .[0-9.]+ tokens/s.; the host's part")
 infer_plan_cli_case(bad_cpu_moe_dense EXIT 2 ARGS fit -m qwen3-8b --cpu-moe MATCH "qwen3-8b has no experts")
-infer_plan_cli_case(bad_override_tensor EXIT 2 ARGS fit -m gpt-oss-120b -ot "ffn_.*_exps=CPU" MATCH "--override-tensor .-ot. ffn_.._exps=CPU: tensors placed by name are not modelled")
+# -ot by name: the routed experts of Qwen3-30B-A3B's layers 0-19 in host memory, as --n-cpu-moe 20 (llama.cpp
+# implements it as these patterns): 60 tensors, 6.81 GiB, the same decode
+infer_plan_cli_case(fit_override_tensor_experts EXIT 0 ARGS fit -m qwen3-30b-a3b -w Q4_K_M --hw rtx-4090 --engine llama.cpp
+  -c 8K -np 1 -ot "blk\\.[0-9]\\.ffn_.*_exps=CPU" -ot "blk\\.1[0-9]\\.ffn_.*_exps=CPU"
+  MATCH "60 tensors .6.81 GiB. in host memory by override_tensor" "weights +6.81 GiB +60 tensors by -ot")
+infer_plan_cli_case(fit_n_cpu_moe_20 EXIT 0 ARGS fit -m qwen3-30b-a3b -w Q4_K_M --hw rtx-4090 --engine llama.cpp
+  -c 8K -np 1 --n-cpu-moe 20 MATCH "the routed experts of layers 0-19 in host memory" "weights +6.81 GiB +the routed experts of layers 0-19")
+infer_plan_cli_case(bad_override_tensor_regex EXIT 2 ARGS fit -m gpt-oss-120b -ot "(exps=CPU"
+  MATCH "--override-tensor: '.exps' is not a regular expression")
+infer_plan_cli_case(bad_override_tensor_buffer EXIT 2 ARGS fit -m gpt-oss-120b -ot "exps=GPU0"
+  MATCH "--override-tensor: buffer 'GPU0' is none llama.cpp names; expected CPU")
+infer_plan_cli_case(bad_override_tensor_engine EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_EXPERTS --engine vllm -ot "exps=CPU"
+  MATCH "field 'override_tensor' places tensors by name as llama.cpp's -ot does; the plan's engine is vllm")
+infer_plan_cli_case(bad_override_tensor_fit EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
+  -ot "exps=CPU" --fit on MATCH "with tensors placed by name .field 'override_tensor'. llama.cpp's fit changes nothing")
 infer_plan_cli_case(bad_cpu_moe_no_host EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw h200 --cpu-moe
   MATCH "--n-cpu-moe: the routed experts of 36 of 36 layers in host memory, and profile h200 has no 'host' section")
 # llama.cpp's window layers keep the window and a micro-batch, padded to 256: GPT-OSS-20B at 128K holds

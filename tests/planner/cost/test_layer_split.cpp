@@ -182,7 +182,7 @@ TEST_CASE("--n-cpu-moe: the first layers' routed experts in host memory, the rou
   const ModelSpec spec = load_model("qwen3-30b-a3b");  // 48 alike MoE layers, 128 experts, 8 per token
   const PlanWeights w = plan_weights(spec, "Q8_0:pure", std::nullopt);
   REQUIRE(spec.layers == 48);
-  const LayerSplit all = layer_split(spec, w, 99, 48);  // --cpu-moe: every layer's experts
+  const LayerSplit all = layer_split(spec, w, 99, HostTensors{48, {}});  // --cpu-moe: every layer's experts
   REQUIRE(all.expert_bytes > 0);
   CHECK(all.host_expert_bytes == all.expert_bytes);
   CHECK(all.host_weights_bytes == all.expert_bytes);  // nothing else leaves the device
@@ -191,7 +191,7 @@ TEST_CASE("--n-cpu-moe: the first layers' routed experts in host memory, the rou
   CHECK(split_host_expert_share(all) == 1.0);
   CHECK(split_host_weight_share(all) == 0.0);  // no layer is the host's
 
-  const LayerSplit twelve = layer_split(spec, w, 99, 12);  // alike layers: a quarter of the experts
+  const LayerSplit twelve = layer_split(spec, w, 99, HostTensors{12, {}});  // alike layers: a quarter of the experts
   CHECK(twelve.host_expert_bytes * 4 == twelve.expert_bytes);
   CHECK(split_host_expert_share(twelve) == doctest::Approx(0.25));
   CHECK(layer_split_label(twelve, spec) ==
@@ -210,6 +210,60 @@ TEST_CASE("--n-cpu-moe: the first layers' routed experts in host memory, the rou
   plan.model = "qwen3-8b";
   plan.cpu_moe_layers = 4;
   CHECK_THROWS_WITH_AS(resolve_plan(plan), doctest::Contains("qwen3-8b has no experts"), InputError);
+}
+
+TEST_CASE("-ot REGEX=BUFFER: tensors placed by name, the first pattern that matches deciding") {
+  const ModelSpec spec = load_model("qwen3-30b-a3b");
+  const PlanWeights w = plan_weights(spec, "Q8_0:pure", std::nullopt);
+  // llama.cpp's --n-cpu-moe 12 is its own -ot of layers 0-11's experts: the same split
+  const std::vector<TensorOverride> first12 = parse_tensor_overrides(R"(blk\.([0-9]|1[01])\.ffn_.*_exps=CPU)", "-ot");
+  REQUIRE(first12.size() == 1);
+  CHECK(first12[0].host);
+  const LayerSplit by_name = layer_split(spec, w, 99, host_tensors(w, 0, first12));
+  const LayerSplit by_count = layer_split(spec, w, 99, HostTensors{12, {}});
+  CHECK(by_name.host_expert_bytes == by_count.host_expert_bytes);
+  CHECK(by_name.host_weights_bytes == by_count.host_weights_bytes);
+  CHECK(by_name.override_host_tensors == 12 * 3);  // gate, up and down of 12 layers
+  CHECK(split_host_expert_share(by_name) == doctest::Approx(0.25));
+  CHECK(split_host_weight_share(by_name) == 0.0);
+
+  // Dense tensors: every attention tensor of Qwen3-8B in host memory; the host's share of the reads is
+  // their bytes (summed here from the layout by name) over every weight but token_embd.
+  const ModelSpec dense = load_model("qwen3-8b");
+  const PlanWeights d = plan_weights(dense, "Q8_0:pure", std::nullopt);
+  uint64_t attn = 0, embd = 0, blk0_q = 0;
+  for (const TensorPlacement& t : d.layout.tensors) {
+    const std::string& name = t.tensor.name;
+    if (name.find("attn_") != std::string::npos) attn += t.bytes;
+    if (name.starts_with("blk.0.attn_q.")) blk0_q = t.bytes;
+    if (t.tensor.role == TensorRole::token_embd) embd = t.bytes;
+  }
+  const LayerSplit attn_host = layer_split(dense, d, 99, host_tensors(d, 0, parse_tensor_overrides("attn_=CPU", "-ot")));
+  CHECK(attn_host.override_host_tensors == 36 * 7);  // q, k, v, output and their norms: q_norm, k_norm, attn_norm
+  CHECK(attn_host.override_host_bytes == attn);
+  CHECK(attn_host.host_weights_bytes == attn);
+  CHECK(split_host_weight_share(attn_host) == doctest::Approx(double(attn) / double(d.bytes - embd)));
+  CHECK(layer_split_label(attn_host, dense).find("252 tensors") != std::string::npos);
+  // the first pattern decides: block 0's attn_q stays on the device
+  const LayerSplit but_one = layer_split(
+      dense, d, 99, host_tensors(d, 0, parse_tensor_overrides(R"(blk\.0\.attn_q\.=CUDA0,attn_=CPU)", "-ot")));
+  CHECK(but_one.override_host_bytes == attn - blk0_q);
+  // what llama.cpp refuses
+  CHECK_THROWS_WITH_AS(parse_tensor_overrides("exps", "-ot"), doctest::Contains("expected REGEX=BUFFER"), InputError);
+  CHECK_THROWS_WITH_AS(parse_tensor_overrides("exps=GPU", "-ot"), doctest::Contains("buffer 'GPU' is none llama.cpp names"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_tensor_overrides("(exps=CPU", "-ot"), doctest::Contains("is not a regular expression"),
+                       InputError);
+  CHECK(tensor_overrides_text(parse_tensor_overrides("a=CPU,b=CUDA0", "-ot")) == "a=CPU,b=CUDA0");
+  // a plan's field: a string or a list of them, written back as one string
+  const Plan plan = plan_from_json(Json::parse(R"({"model": "qwen3-8b", "override_tensor": ["a=CPU", "b=CPU,c=CUDA0"]})"), "p.json");
+  REQUIRE(plan.override_tensor.size() == 3);
+  CHECK_FALSE(plan.override_tensor[2].host);
+  CHECK(plan_to_json(plan).at("override_tensor") == "a=CPU,b=CPU,c=CUDA0");
+  CHECK_THROWS_WITH_AS(plan_from_json(Json::parse(R"({"override_tensor": 3})"), "p.json"),
+                       doctest::Contains("p.json: field 'override_tensor' is 3; expected \"REGEX=BUFFER\""), InputError);
+  CHECK_THROWS_WITH_AS(plan_from_json(Json::parse(R"({"override_tensor": ["a=CPU", 3]})"), "p.json"),
+                       doctest::Contains("p.json: field 'override_tensor' holds 3"), InputError);
 }
 
 TEST_CASE("llama.cpp deals layers to its devices by their cumulative shares, the head to the last") {
