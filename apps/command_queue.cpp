@@ -556,8 +556,9 @@ void add_queue_command(CLI::App& app) {
                       "KV capacity in tokens (e.g. 64K); each admitted request reserves prompt + output, or with "
                       "vLLM's KV on demand takes pages as it writes them (default unlimited)")
           ->type_name("TOKENS"));
-  sim(cmd->add_option("--max-batch", a->max_batch,
-                      "Most running requests (vLLM's --max-num-seqs; default: the engine's, vLLM 1024 on a device of 70 GiB "
+  sim(cmd->add_option("--max-batch,--max-num-seqs,--max-running-requests,--max-batch-size", a->max_batch,
+                      "Most running requests (vLLM's --max-num-seqs, SGLang's --max-running-requests, TensorRT-LLM's "
+                      "--max_batch_size; default: the engine's, vLLM 1024 on a device of 70 GiB "
                       "or more that is not an A100, else 256; 256 without an engine)")
       ->check(kNonNegativeCount)->type_name("N"));
   sim(cmd->add_option("--parallel", a->parallel,
@@ -567,7 +568,7 @@ void add_queue_command(CLI::App& app) {
                       "llama-server's n_batch (--engine llama.cpp): a step takes the slots' new tokens, then prompts' "
                       "tokens up to these many, a long prompt over several steps (default 2048)")
           ->check(kNonNegativeCount)->type_name("TOKENS"));
-  sim(cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
+  sim(cmd->add_option("--max-num-batched-tokens,--chunked-prefill-size,--max-num-tokens", a->max_num_batched_tokens,
                       "Chunked prefill (vLLM's name; SGLang's --chunked-prefill-size, TensorRT-LLM's --max_num_tokens): "
                       "a step decodes the batch and spends what is left of these many tokens on prompts, a long one "
                       "over several steps (default: the engine's, vLLM 8192 on a device of 70 GiB or more that is not an "

@@ -30,6 +30,23 @@ std::optional<bool> prefix_caching_setting(bool enable, bool disable) {
   return std::nullopt;
 }
 
+namespace {
+// vLLM's and SGLang's --quantization methods and the checkpoint format each loads (their names in
+// vllm/model_executor/layers/quantization); the others name a family of formats, which --weights spells.
+std::string quantization_format(const std::string& method) {
+  static const std::map<std::string, std::string, std::less<>> formats{
+      {"fp8", "FP8"},           {"awq", "AWQ_INT4_G128"},  {"awq_marlin", "AWQ_INT4_G128"},
+      {"gptq", "GPTQ_INT4_G128"}, {"gptq_marlin", "GPTQ_INT4_G128"}, {"mxfp4", "MXFP4_EXPERTS"},
+      {"modelopt_fp4", "NVFP4"}};
+  if (const auto it = formats.find(method); it != formats.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [name, format] : formats) names.push_back(name);
+  throw InputError(fmt::format("--quantization: '{}' is not a method infer-plan maps to one format; expected {}, or the "
+                               "checkpoint's format with --weights (e.g. FP8_CHANNEL, FP8_BLOCK128, INT8_W8A8 for "
+                               "compressed-tensors)", method, fmt::join(names, ", ")));
+}
+}  // namespace
+
 void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   const Plan d;
   cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
@@ -104,6 +121,17 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "SGLang's share of the device's free memory for weights and its KV pool (default: SGLang's own, "
                  "from the device's memory and TP: 0.835 on an H100 at TP 1, 0.907 on an H200)")
       ->type_name("F");
+  cmd.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
+                 "SGLang's largest batch captured as a CUDA graph (default: SGLang's, by the device's memory and TP: 256 "
+                 "on an H100 at TP 1, 512 at TP 4); each takes 2 MiB of the reserve its default mem_fraction_static "
+                 "keeps")
+      ->check(kNonNegativeCount)
+      ->type_name("N");
+  cmd.add_option("--quantization", quantization,
+                 "vLLM's and SGLang's name for the checkpoint's format, instead of --weights: fp8 (FP8), awq and "
+                 "awq_marlin (AWQ_INT4_G128), gptq and gptq_marlin (GPTQ_INT4_G128), mxfp4 (MXFP4_EXPERTS), "
+                 "modelopt_fp4 (NVFP4)")
+      ->type_name("METHOD");
   cmd.add_option("--kv-cache-free-gpu-memory-fraction,--free-gpu-memory-fraction", free_gpu_memory_fraction,
                  "TensorRT-LLM's share for its KV pool of the memory weights, activations and the CUDA context leave "
                  "(default 0.9, as trtllm-serve's)")
@@ -123,13 +151,13 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
                  "recommendedMaxWorkingSetSize (about 75% of memory; 2/3 on 32 GB and less), as the profile keeps it")
       ->type_name("SIZE");
-  cmd.add_option("--max-num-seqs", max_num_seqs,
+  cmd.add_option("--max-num-seqs,--max-running-requests,--max-batch-size", max_num_seqs,
                  "The most requests the engine runs at once (vLLM's; SGLang's --max-running-requests, TensorRT-LLM's "
                  "--max_batch_size; default: the engine's on this device, vLLM 1024 on 70 GiB or more except A100, "
                  "else 256); sizes vLLM's sampler reserve and bounds the serving simulation's batch")
       ->check(kNonNegativeCount)
       ->type_name("N");
-  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens,
+  cmd.add_option("--max-num-batched-tokens,--chunked-prefill-size,--max-num-tokens", max_num_batched_tokens,
                  "Tokens one engine step carries, decodes and prefill chunks together (vLLM's; SGLang's "
                  "--chunked-prefill-size, TensorRT-LLM's --max_num_tokens; default vLLM 8192 on 70 GiB or more "
                  "except A100, else 2048); sizes vLLM's profiling run")
@@ -237,6 +265,14 @@ Plan PlanOptions::resolve() const {
   if (ubatch) p.engine_settings.ubatch = *ubatch;
   if (batch) p.engine_settings.batch = *batch;
   if (max_num_batched_tokens) p.engine_settings.max_num_batched_tokens = *max_num_batched_tokens;
+  if (cuda_graph_max_bs) p.engine_settings.cuda_graph_max_bs = *cuda_graph_max_bs;
+  if (!quantization.empty()) {
+    const std::string format = quantization_format(quantization);
+    if (!weights.empty() && weights != format)
+      throw InputError(fmt::format("--quantization {} is --weights {}; --weights {} says otherwise: give one",
+                                   quantization, format, weights));
+    p.weights = format;
+  }
   if (!engine_version.empty()) p.engine_settings.engine_version = engine_version;
   if (enforce_eager) p.engine_settings.enforce_eager = true;
   if (const std::optional<bool> on = prefix_caching_setting(enable_prefix_caching, no_prefix_caching))
@@ -287,6 +323,7 @@ Plan PlanOptions::resolve() const {
       {"ubatch", {"--ubatch-size", ubatch.has_value()}},
       {"batch", {"--batch-size", batch.has_value()}},
       {"max_num_batched_tokens", {"--max-num-batched-tokens", max_num_batched_tokens.has_value()}},
+      {"cuda_graph_max_bs", {"--cuda-graph-max-bs", cuda_graph_max_bs.has_value()}},
       {"host_memory", {"--host-memory", !host_memory.empty()}},
       {"gpu_wired_limit", {"--gpu-wired-limit", !gpu_wired_limit.empty()}},
       {"tensor_split", {"--tensor-split", !tensor_split.empty()}},

@@ -170,7 +170,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     tp = std::max<uint64_t>(tp, 1);
     const uint64_t mib = hw.memory_capacity_bytes >> 20;
     const uint64_t prefill = engine_policy(engine, hw, settings).step_token_budget.value_or(kSglangChunkFallback);
-    const uint64_t graphs = sglang_cuda_graph_max_bs(hw.memory_capacity_bytes, tp);
+    const uint64_t graphs = settings.cuda_graph_max_bs.value_or(sglang_cuda_graph_max_bs(hw.memory_capacity_bytes, tp));
     double reserved_mib = 512 + 1.5 * static_cast<double>(std::max<uint64_t>(prefill, 2048)) +
                           2 * static_cast<double>(graphs) + 128 * static_cast<double>(tp);
     if (mib > 60 * 1024) reserved_mib = std::max(reserved_mib, 10.0 * 1024);

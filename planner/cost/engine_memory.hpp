@@ -78,6 +78,9 @@ struct EngineSettings {
   // Prefix caching (vLLM's --enable-prefix-caching, SGLang's radix cache, TensorRT-LLM's block
   // reuse; nullopt: the engine's default, planner/serving/engine_policy).
   std::optional<bool> enable_prefix_caching;
+  // SGLang's --cuda-graph-max-bs: the largest batch it captures a CUDA graph for (nullopt: its default by
+  // the device's memory and TP), two MiB of its reserve each
+  std::optional<uint64_t> cuda_graph_max_bs;
   bool operator==(const EngineSettings&) const = default;
 };
 

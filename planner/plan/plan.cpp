@@ -67,6 +67,7 @@ Json plan_to_json(const Plan& plan) {
   if (plan.engine_settings.max_num_batched_tokens) j["max_num_batched_tokens"] = *plan.engine_settings.max_num_batched_tokens;
   if (plan.engine_settings.engine_version) j["engine_version"] = *plan.engine_settings.engine_version;
   if (plan.engine_settings.enforce_eager) j["enforce_eager"] = true;
+  if (plan.engine_settings.cuda_graph_max_bs) j["cuda_graph_max_bs"] = *plan.engine_settings.cuda_graph_max_bs;
   if (plan.engine_settings.enable_prefix_caching) j["enable_prefix_caching"] = *plan.engine_settings.enable_prefix_caching;
   if (plan.decode_ms) j["decode_ms"] = *plan.decode_ms;
   if (plan.deadline_s) j["deadline_s"] = *plan.deadline_s;
@@ -111,7 +112,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                          "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "devices", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager",
-                         "enable_prefix_caching", "override_tensor"},
+                         "enable_prefix_caching", "override_tensor", "cuda_graph_max_bs"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -223,6 +224,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   p.engine_settings.engine_version = optional_string(j, "engine_version", where);
   p.engine_settings.enforce_eager = optional_bool(j, "enforce_eager", where).value_or(false);
   p.engine_settings.enable_prefix_caching = optional_bool(j, "enable_prefix_caching", where);
+  p.engine_settings.cuda_graph_max_bs = optional_uint(j, "cuda_graph_max_bs", where);
   p.decode_ms = optional_number(j, "decode_ms", where);
   p.deadline_s = optional_number(j, "deadline_s", where);
   if (j.contains("offload") && !j.at("offload").is_null()) {
@@ -326,6 +328,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
            "fraction of what weights and activations leave");
   if (const auto& n = p.engine_settings.max_num_seqs; n && (*n == 0 || *n > kMaxConcurrentRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} running requests", name("max_num_seqs"), *n,
+                                 kMaxConcurrentRequests));
+  if (const auto& n = p.engine_settings.cuda_graph_max_bs; n && (*n == 0 || *n > kMaxConcurrentRequests))
+    throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} requests", name("cuda_graph_max_bs"), *n,
                                  kMaxConcurrentRequests));
   for (const auto& [field, n] : {std::pair{"ubatch", p.engine_settings.ubatch}, std::pair{"batch", p.engine_settings.batch}})
     if (n && (*n == 0 || *n > kMaxContextTokens))

@@ -218,6 +218,10 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'mem_fraction_static' is SGLang's share of the device's memory for weights "
                                  "and KV; the plan's engine is {} (field 'engine': sglang)",
                                  plan.engine.empty() ? "not named" : plan.engine));
+  if (es.cuda_graph_max_bs && plan.engine != "sglang")
+    throw InputError(fmt::format("plan: field 'cuda_graph_max_bs' is SGLang's largest batch with a CUDA graph (it sizes "
+                                 "SGLang's reserve); the plan's engine is {} (field 'engine': sglang)",
+                                 plan.engine.empty() ? "not named" : plan.engine));
   if (es.free_gpu_memory_fraction && plan.engine != "trtllm")
     throw InputError(fmt::format("plan: field 'free_gpu_memory_fraction' is TensorRT-LLM's share for its KV pool of what "
                                  "weights and activations leave; the plan's engine is {} (field 'engine': trtllm)",

@@ -597,3 +597,23 @@ infer_plan_cli_case(bad_devices_tp EXIT 2 ARGS fit -m llama-3.1-8b -dev rtx-4090
   MATCH "--device: 2 devices and --tp 3")
 infer_plan_cli_case(bad_pd_engine_no_hw EXIT 2 ARGS pd --model llama-3.1-70b --engine vllm MATCH "--engine: needs --hw")
 infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")
+# The engines' own flag names: SGLang's --chunked-prefill-size and --cuda-graph-max-bs size its reserve,
+# 512 + 1.5 x 16384 + 2 x 512 + 128 = 26240 MiB, so (81559 - 26240) / 81559 = 0.678 on an H100
+infer_plan_cli_case(fit_sglang_own_flags EXIT 0 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine sglang --requests 1 -c 8K
+  --cuda-graph-max-bs 512 --chunked-prefill-size 16384 --max-running-requests 64
+  MATCH "mem_fraction_static 0.678" "reserved = 512 \\+ 1.5 x max.16384, 2048. \\+ 2 x 512 \\+ 128 x 1")
+infer_plan_cli_case(fit_trtllm_own_flags EXIT 0 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine trtllm --requests 1
+  --max-batch-size 64 --max-num-tokens 4096 MATCH "max_num_tokens 4096")
+# vLLM's --quantization fp8 is the FP8 checkpoint format
+infer_plan_cli_case(fit_vllm_quantization EXIT 0 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm --quantization fp8
+  --requests 1 -c 8K MATCH "weights +8.46 GiB +FP8 .uniform.")
+infer_plan_cli_case(bad_quantization_method EXIT 2 ARGS fit -m llama-3.1-8b --quantization bitsandbytes
+  MATCH "--quantization: 'bitsandbytes' is not a method infer-plan maps to one format")
+infer_plan_cli_case(bad_quantization_and_weights EXIT 2 ARGS fit -m llama-3.1-8b --quantization fp8 -w AWQ_INT4_G128
+  MATCH "--quantization fp8 is --weights FP8; --weights AWQ_INT4_G128 says otherwise")
+infer_plan_cli_case(bad_cuda_graph_max_bs_engine EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm --cuda-graph-max-bs 8
+  MATCH "field 'cuda_graph_max_bs' is SGLang's")
+# queue takes the engines' names for their limits: SGLang's --max-running-requests 1 runs one request at a time
+infer_plan_cli_case(queue_sglang_max_running_requests EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b
+  --input-len 1024 --output-len 128 --num-prompts 50 --engine sglang --max-running-requests 1 --chunked-prefill-size 4096
+  MATCH "mean batch 1.00; peak KV 1152 tokens")
