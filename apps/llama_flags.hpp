@@ -10,6 +10,6 @@ inline constexpr std::pair<std::string_view, std::string_view> kLlamaCppShortFla
     {"-ngl", "--n-gpu-layers"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
     {"-np", "--parallel"},      {"-fa", "--flash-attn"},    {"-ub", "--ubatch-size"}, {"-ot", "--override-tensor"},
     {"-ts", "--tensor-split"},  {"-fit", "--fit"},          {"-fitt", "--fit-target"},  {"-fitc", "--fit-ctx"},
-    {"-dev", "--device"}};
+    {"-dev", "--device"},       {"-sm", "--split-mode"}};
 
 }  // namespace infer_plan::apps

@@ -146,6 +146,10 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "the first and --tp to their number); each holds whole layers by its share of the memory (or "
                  "--tensor-split) and runs them at its own speed; the fit shows the device with the least to spare")
       ->type_name("NAME[,NAME...]");
+  cmd.add_option("--split-mode", split_mode,
+                 "llama.cpp's -sm: layer (the default: each device holds whole layers, run one after another), none "
+                 "(one device); row is not modelled and says why")
+      ->type_name("layer|none|row");
   cmd.add_option("--gpu-wired-limit", gpu_wired_limit,
                  "Apple silicon: the GPU memory macOS lets Metal wire, raised with `sudo sysctl "
                  "iogpu.wired_limit_mb=N` (give N MiB, e.g. 180000MiB); default: Metal's own limit, "
@@ -302,6 +306,21 @@ Plan PlanOptions::resolve() const {
   if (n_cpu_moe && cpu_moe) throw InputError("--n-cpu-moe and --cpu-moe: give one (--cpu-moe is every layer)");
   if (n_cpu_moe) p.cpu_moe_layers = *n_cpu_moe;
   if (cpu_moe) p.cpu_moe_layers = Plan::kAllLayers;
+  if (!split_mode.empty()) {
+    if (!p.engine.empty() && p.engine != "llama.cpp")
+      throw InputError(fmt::format("--split-mode: llama.cpp's; the plan's engine is {}", p.engine));
+    if (split_mode == "row" || split_mode == "tensor")
+      throw InputError(fmt::format(
+          "--split-mode {}: llama.cpp's {} split (each matrix {} over every device) is not modelled: no published "
+          "step times of it were gathered, and llama.cpp's own multi-GPU guide of 2026 marks row deprecated; "
+          "layer (the default) is",
+          split_mode, split_mode, split_mode == "row" ? "by rows" : "and the KV cache"));
+    if (split_mode == "none" && (p.tp > 1 || !p.devices.empty()))
+      throw InputError(fmt::format("--split-mode none runs on one device (llama.cpp's main GPU); the plan has {} (--tp, "
+                                   "--device)", std::max<uint64_t>(p.tp, p.devices.size())));
+    if (split_mode != "layer" && split_mode != "none")
+      throw InputError(fmt::format("--split-mode: '{}'; expected layer, none or row", split_mode));
+  }
   if (!override_tensor.empty()) {
     p.override_tensor.clear();
     for (const std::string& text : override_tensor)

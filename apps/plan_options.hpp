@@ -68,7 +68,8 @@ struct PlanOptions {
   std::optional<double> decode_ms, deadline_s, scale, gpu_memory_utilization, mem_fraction_static,
       free_gpu_memory_fraction;
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens, cuda_graph_max_bs;
-  std::string quantization;  // vLLM's and SGLang's --quantization: a checkpoint format by their name
+  std::string quantization;
+  std::string split_mode;    // llama.cpp's -sm: layer (the only one modelled), none, row  // vLLM's and SGLang's --quantization: a checkpoint format by their name
   std::string gpu_wired_limit, flash_attn, tensor_split, engine_version, devices;
   std::optional<uint64_t> ubatch, batch, n_cpu_moe;
   bool cpu_moe = false, enforce_eager = false;

@@ -617,3 +617,12 @@ infer_plan_cli_case(bad_cuda_graph_max_bs_engine EXIT 2 ARGS fit -m llama-3.1-8b
 infer_plan_cli_case(queue_sglang_max_running_requests EXIT 0 ARGS queue --simulate --rate 2 --hw h100-sxm -m llama-3.1-8b
   --input-len 1024 --output-len 128 --num-prompts 50 --engine sglang --max-running-requests 1 --chunked-prefill-size 4096
   MATCH "mean batch 1.00; peak KV 1152 tokens")
+# llama.cpp's -sm: layer is what the split models; row is refused with the reason, none takes one device
+infer_plan_cli_case(fit_split_mode_layer EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-3090 --tp 2 -c 8K -np 1
+  --engine llama.cpp -sm layer MATCH "verdict: FITS")
+infer_plan_cli_case(bad_split_mode_row EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-3090 --tp 2 --engine llama.cpp
+  -sm row MATCH "--split-mode row: llama.cpp's row split .each matrix by rows over every device. is not modelled")
+infer_plan_cli_case(bad_split_mode_none EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-3090 --tp 2 --engine llama.cpp
+  -sm none MATCH "--split-mode none runs on one device")
+infer_plan_cli_case(bad_split_mode_engine EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm -sm layer
+  MATCH "--split-mode: llama.cpp's; the plan's engine is vllm")
