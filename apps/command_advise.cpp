@@ -37,7 +37,7 @@ namespace {
 
 struct AdviseArgs {
   OutputOptions out;
-  std::string model = "qwen3-8b", engine;
+  std::string model = "qwen3-8b", engine = "any";
   std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude, exclude_kv;
   std::string tp, max_batch = "8,16,32,64,128,256";
   uint64_t max_devices = 64, top = 10, num_prompts = 400, seed = 1;
@@ -115,12 +115,14 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   }
   q.weights = without_excluded(!a.weights.empty()          ? a.weights
                                : a.engine == "llama.cpp" ? kLlamaCppWeights
-                               : a.engine == "vllm"      ? kVllmWeights
-                                                         : kAllWeights,
+                               : a.engine == "vllm" || a.engine == "sglang" || a.engine == "trtllm" ? kVllmWeights
+                                                                                                   : kAllWeights,
                                a.exclude, "--exclude", "weight");
-  const std::vector<std::string> kv = !a.kv.empty()         ? a.kv
-                                      : a.engine == "vllm" ? std::vector<std::string>{"bf16", "fp8"}
-                                                           : std::vector<std::string>{"bf16", "q8_0", "q4_0"};
+  const bool datacenter = a.engine == "vllm" || a.engine == "sglang" || a.engine == "trtllm";
+  const std::vector<std::string> kv = !a.kv.empty()          ? a.kv
+                                      : datacenter           ? std::vector<std::string>{"bf16", "fp8"}
+                                      : a.engine == "llama.cpp" ? std::vector<std::string>{"bf16", "q8_0", "q4_0"}
+                                                              : std::vector<std::string>{"bf16", "fp8", "q8_0", "q4_0"};
   for (const std::string& k : without_excluded(kv, a.exclude_kv, "--exclude-kv", "KV")) {
     const GgmlType t = kv_cache_type(k, "--kv").type;
     q.kv.push_back({t, t});
@@ -167,16 +169,17 @@ std::string usd(std::optional<double> v) { return v ? fmt::format("{:.3g}", *v) 
 
 // One line per device of the plans shown: what their latencies rest on.
 void print_bases(const std::vector<const std::vector<AdviseCandidate>*>& lists) {
-  std::map<std::string, const AdviseCandidate*> by_hw;
+  std::map<std::string, const AdviseCandidate*> by_hw;  // profile and engine
   for (const auto* list : lists)
-    for (const AdviseCandidate& c : *list) by_hw.emplace(c.hw, &c);
+    for (const AdviseCandidate& c : *list) by_hw.emplace(fmt::format("{} {}", c.hw, c.engine), &c);
   if (by_hw.empty()) return;
   fmt::print("\nlatencies rest on:\n");
-  for (const auto& [hw, c] : by_hw) fmt::print("  {:<14} {}: {}\n", hw, c->basis, c->basis_note);
+  for (const auto& [hw, c] : by_hw) fmt::print("  {:<24} {}: {}\n", hw, c->basis, c->basis_note);
 }
 
 Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
   Json j{{"hw", c.hw},
+         {"engine", c.engine},
          {"basis", c.basis},
          {"basis_note", c.basis_note},
          {"weights", c.weights},
@@ -267,16 +270,16 @@ std::string slo_line(const AdviseQuery& q) {
 
 std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
   const std::string cost = r.priced ? "$/M tok" : "dev-h/M tok";
-  TextTable t{{"#", "hardware", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99", "E2EL p99",
-               "basis", cost, r.priced ? "$/h" : "devices"},
-              {true, false, false, false, true, true, true, true, true, true, true, false, true, true},
+  TextTable t{{"#", "hardware", "engine", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99",
+               "E2EL p99", "basis", cost, r.priced ? "$/h" : "devices"},
+              {true, false, false, false, false, true, true, true, true, true, true, true, false, true, true},
               {}};
   uint64_t i = 0;
   for (const AdviseCandidate& c : rows) {
     ++i;
     const ServingResult& s = *c.serving;
     auto lat = [&](auto f) { return s.latency ? f(*s.latency) : std::string("-"); };
-    t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw,
+    t.rows.push_back({ranked ? fmt::format("{}", i) : "-", c.hw, c.engine.empty() ? "none" : c.engine,
                       fmt::format("{}{}{}", c.weights, c.offload_every ? fmt::format(" (FFN 1/{} off)", *c.offload_every) : "",
                                   c.below_quality_floor ? "*" : ""),
                       kv_types_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
@@ -293,12 +296,13 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
 }
 
 std::string capacity_table(const AdviseResult& r) {
-  TextTable t{{"#", "hardware", "weights", "KV", "TP", "layers", "context", "requests", "weights/device", "spare", "tok/s each"},
-              {true, false, false, false, true, true, true, true, true, true, true},
+  TextTable t{{"#", "hardware", "engine", "weights", "KV", "TP", "layers", "context", "requests", "weights/device", "spare",
+               "tok/s each"},
+              {true, false, false, false, false, true, true, true, true, true, true, true},
               {}};
   uint64_t i = 0;
   for (const AdviseCandidate& c : r.ranked)
-    t.rows.push_back({fmt::format("{}", ++i), c.hw, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
+    t.rows.push_back({fmt::format("{}", ++i), c.hw, c.engine.empty() ? "none" : c.engine, fmt::format("{}{}", c.weights, c.below_quality_floor ? "*" : ""),
                       kv_types_label(c.kv), fmt::format("{}", c.tp),
                       c.gpu_layers ? fmt::format("{}/{}", *c.gpu_layers, c.layers) : "all", fmt::format("{}", c.context),
                       fmt::format("{}", c.max_batch),
@@ -492,14 +496,18 @@ void add_advise_command(CLI::App& app) {
                   "(e.g. --price h100-sxm=2.49,a100-80gb=1.29)")
       ->type_name("NAME=USD[,...]")->delimiter(',');
   cmd->add_option("--engine", a->engine,
-                  "llama.cpp or vllm: its memory beside weights and KV, its step model where calibrated, and its "
-                  "weight and KV types (default: none; every type below)")
-      ->check(CLI::IsMember({"llama.cpp", "vllm"}))->type_name("NAME");
+                  "The engine that serves the plans: llama.cpp, vllm, sglang or trtllm (its memory beside weights and "
+                  "KV, its step model, its scheduling, and only the weight and KV types, splits and speculation it "
+                  "runs); any (the default): every engine that runs a configuration on the device and has a step "
+                  "model there, each plan naming its own; none: weights, KV and the profile's reserves alone on the "
+                  "datasheet ceiling (the SPEC's budget)")
+      ->check(CLI::IsMember({"any", "none", "llama.cpp", "vllm", "sglang", "trtllm"}))->type_name("NAME");
   cmd->add_option("--weights,-w", a->weights,
                   "Candidate weight types, most bits first (default BF16,FP8,Q8_0,Q6_K,Q5_K_M,Q4_K_M,AWQ_INT4_G128,"
                   "Q3_K_M,Q2_K; llama.cpp's or vLLM's with --engine)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
-  cmd->add_option("--kv", a->kv, "Candidate KV cache types, most bits first (default bf16,q8_0,q4_0; bf16,fp8 with --engine vllm)")
+  cmd->add_option("--kv", a->kv, "Candidate KV cache types, most bits first, each tried with the engines that have it (default "
+                  "bf16,fp8,q8_0,q4_0; bf16,q8_0,q4_0 with --engine llama.cpp; bf16,fp8 with vllm, sglang or trtllm)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--exclude", a->exclude,
                   "Weight types never to propose (a quality floor of your own; by default types under 4 bits are "

@@ -228,6 +228,7 @@ void run(const FitArgs& a) {
     plan = chose->plan;
   }
   const ResolvedPlan rp = resolve_plan(plan);
+  require_engine_runs(rp);
   const ModelSpec& spec = rp.spec;
   const HwProfile& hw = rp.hw;
   const FitResult& r = rp.fit;

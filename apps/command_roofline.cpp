@@ -48,6 +48,7 @@ void run(const RooflineArgs& a) {
   if (a.batch) plan.requests = *a.batch;
   if (plan.requests == 0) throw InputError("--batch: expected at least 1 sequence");
   const ResolvedPlan rp = resolve_plan(plan);
+  require_engine_runs(rp);
   const LatencyEstimate e = estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output);
   if (a.out.json()) {
     Json j = latency_figures(e, rp.roofline->rates());

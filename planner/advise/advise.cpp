@@ -16,6 +16,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/model_spec.hpp"
+#include "planner/cost/engine_capabilities.hpp"
 #include "planner/cost/layer_split.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
 #include "planner/cost/speculative.hpp"
@@ -37,11 +38,11 @@ double bits_per_weight(const ResolvedPlan& rp) {
   return 8.0 * static_cast<double>(rp.weights.bytes) / static_cast<double>(std::max<uint64_t>(parameter_count(rp.spec).total, 1));
 }
 
-Plan candidate_plan(const AdviseQuery& q, const std::string& hw, const std::string& weights, KvTypes kv, uint64_t tp,
-                    uint64_t context, uint64_t requests, uint64_t output) {
+Plan candidate_plan(const AdviseQuery& q, const std::string& engine, const std::string& hw, const std::string& weights,
+                    KvTypes kv, uint64_t tp, uint64_t context, uint64_t requests, uint64_t output) {
   Plan p;
   p.model = q.model;
-  p.engine = q.engine;
+  p.engine = engine;
   p.hw = hw;
   p.weights = weights;
   p.kv = kv;
@@ -55,11 +56,13 @@ Plan candidate_plan(const AdviseQuery& q, const std::string& hw, const std::stri
 }  // namespace
 
 std::string advise_plan_label(const AdviseCandidate& c) {
+  const EngineCapabilities* e = find_engine_capabilities(c.engine);
+  const std::string engine = e ? fmt::format("{}: ", e->title) : "";
   const std::string replica = c.tp == 1 ? c.hw : fmt::format("{} x {} (tensor parallel)", c.tp, c.hw);
   const std::string replicas = c.pd_prefill ? fmt::format("{} prefill + {} decode replicas of ", *c.pd_prefill, *c.pd_decode)
                                : c.replicas == 1 ? ""
                                                  : fmt::format("{} replicas of ", c.replicas);
-  return fmt::format("{}{}, {} weights{}, KV {}{}, max batch {}", replicas, replica, c.weights,
+  return fmt::format("{}{}{}, {} weights{}, KV {}{}, max batch {}", engine, replicas, replica, c.weights,
                      c.offload_every ? fmt::format(" (FFN of 1 layer in {} offloaded)", *c.offload_every) : "", kv_types_label(c.kv),
                      c.spec_block ? fmt::format(", speculative block {}", *c.spec_block) : "", c.max_batch);
 }
@@ -180,10 +183,11 @@ class Pruning {
   std::vector<AdvisePruned> pruned_;
 };
 
-// What the search needs of one profile: its name, price and, with an engine, the profile with
-// that engine's step model fitted once (resolve_plan would fit it again for every candidate).
+// What the search needs of one profile and engine: its name, price and the profile with that
+// engine's step model fitted once (resolve_plan would fit it again for every candidate).
 struct HwChoice {
   std::string name;   // as the user gave it (name or path)
+  std::string engine;  // "vllm"; empty: the profile's own calibration's, or chosen from the weights
   HwProfile profile;
   std::optional<double> price;
   std::optional<Json> calibrated;  // the profile's JSON with the engine's built-in calibration
@@ -206,18 +210,50 @@ void take_basis(AdviseCandidate& c, const HwChoice& hw, const ResolvedPlan& rp) 
   if (c.basis_note.starts_with(c.basis + ": ")) c.basis_note.erase(0, c.basis.size() + 2);  // said beside it
 }
 
-std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced) {
+// The engines searched: the one named (""': each plan's chosen from its weights), or every engine
+// in the table ("any").
+std::vector<std::string> searched_engines(const AdviseQuery& q) {
+  if (q.engine != "any") return {q.engine};
+  std::vector<std::string> out;
+  for (const EngineCapabilities& e : engine_capability_table()) out.emplace_back(e.name);
+  return out;
+}
+
+// Each profile once per engine that serves it: with the engine's step model fitted once. Searching
+// every engine, one with nothing but the datasheet ceiling on a device is left out (said in `notes`)
+// unless no engine has more, when the plans' engines are chosen from their weights.
+std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* priced, std::vector<std::string>& notes) {
   std::vector<HwChoice> out;
+  const std::vector<std::string> engines = searched_engines(q);
+  const bool any = engines.size() > 1;
+  std::vector<std::string> names;
   for (const std::string& h : q.hw) {
-    HwChoice c{h, load_hw_profile(h), std::nullopt, std::nullopt, "ceiling", ""};
-    for (const HwChoice& earlier : out)
-      if (earlier.profile.name == c.profile.name)
-        throw InputError(fmt::format("--hw: {} is given twice", c.profile.name));
-    if (auto it = q.prices.find(c.profile.name); it != q.prices.end()) c.price = it->second;
-    else if (auto given = q.prices.find(h); given != q.prices.end()) c.price = given->second;
-    else c.price = c.profile.price_per_hour;
-    if (!q.engine.empty() && !(c.profile.calibration && c.profile.calibration->engine == q.engine))
-      if (const std::optional<StepCalibration> cal = engine_step_calibration(c.profile, q.engine)) {
+    const HwProfile profile = load_hw_profile(h);
+    if (std::find(names.begin(), names.end(), profile.name) != names.end())
+      throw InputError(fmt::format("--hw: {} is given twice", profile.name));
+    names.push_back(profile.name);
+    std::optional<double> price = profile.price_per_hour;
+    if (auto it = q.prices.find(profile.name); it != q.prices.end()) price = it->second;
+    else if (auto given = q.prices.find(h); given != q.prices.end()) price = given->second;
+    std::vector<HwChoice> mine;
+    std::vector<std::string> ceilings;
+    for (const std::string& engine : engines) {
+      if (const std::optional<std::string> why = engine_refuses_device(engine, profile.arch)) {
+        if (!any) throw InputError(fmt::format("--engine {} --hw {}: {}", engine, h, *why));
+        continue;
+      }
+      HwChoice c{h, engine, profile, price, std::nullopt, "ceiling", ""};
+      if (engine.empty()) {  // as resolve_plan chooses
+        if (c.profile.calibration) {
+          c.basis = c.profile.calibration->basis;
+          c.basis_note = fmt::format("{}, {}", c.profile.calibration->engine, c.profile.calibration->source);
+        } else {
+          c.basis_note = "each plan's engine chosen from its weights (resolve_plan's default_engine)";
+        }
+      } else if (c.profile.calibration && c.profile.calibration->engine == engine) {  // the profile's own block (calibrate --out)
+        c.basis = c.profile.calibration->basis;
+        c.basis_note = fmt::format("{}, {}", engine, c.profile.calibration->source);
+      } else if (const std::optional<StepCalibration> cal = engine_step_calibration(c.profile, engine)) {
         Json j = hw_profile_json(h);
         j["calibration"] = step_calibration_to_json(*cal);
         c.calibrated = std::move(j);
@@ -225,14 +261,29 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
         c.basis_note = cal->basis == "transferred" ? fmt::format("{}, {}", cal->engine, cal->basis_note)
                                                    : fmt::format("{}, {}", cal->engine, cal->source);
       }
-    if (c.profile.calibration) {  // the profile's own block (calibrate --out)
-      c.basis = c.profile.calibration->basis;
-      c.basis_note = fmt::format("{}, {}", c.profile.calibration->engine, c.profile.calibration->source);
+      if (c.basis == "ceiling" && !engine.empty()) {
+        c.basis_note = engine == kNoEngine ? std::string("engine none: the datasheet roofline")
+                                           : fmt::format("the datasheet roofline: no {} measurements to transfer", engine);
+        if (any) {
+          ceilings.push_back(std::string(find_engine_capabilities(engine)->title));
+          continue;
+        }
+      }
+      mine.push_back(std::move(c));
     }
-    if (c.basis == "ceiling")
-      c.basis_note = q.engine.empty() ? "each plan's engine chosen from its weights (resolve_plan's default_engine)"
-                                      : fmt::format("the datasheet roofline: no {} measurements to transfer", q.engine);
-    out.push_back(std::move(c));
+    if (any && mine.empty()) {  // no engine's measurements reach this device: each plan's engine from its weights
+      HwChoice c{h, "", profile, price, std::nullopt, "ceiling",
+                 "each plan's engine chosen from its weights (resolve_plan's default_engine)"};
+      if (c.profile.calibration) {
+        c.basis = c.profile.calibration->basis;
+        c.basis_note = fmt::format("{}, {}", c.profile.calibration->engine, c.profile.calibration->source);
+      }
+      mine.push_back(std::move(c));
+    } else if (!ceilings.empty()) {
+      notes.push_back(fmt::format("{} on {}: not searched, no step model there but the datasheet ceiling (--engine NAME "
+                                  "searches it, named as such)", fmt::join(ceilings, ", "), profile.name));
+    }
+    for (HwChoice& c : mine) out.push_back(std::move(c));
   }
   for (const auto& priced_hw : q.prices) {
     const std::string& name = priced_hw.first;  // a plain reference: lambdas may not capture structured bindings before C++20's clang 16
@@ -387,9 +438,10 @@ struct ServingSearch {
     g.last_resort = last_resort;
     g.spec_block = spec_block;
     const uint64_t longest = q.prompt.max_tokens + q.output.max_tokens;
-    g.plan = candidate_plan(q, hw.name, weights, kv, tp, longest, 1, q.output.max_tokens);
+    g.plan = candidate_plan(q, hw.engine, hw.name, weights, kv, tp, longest, 1, q.output.max_tokens);
     use_profile(g.plan, hw);
-    g.where = fmt::format("{} on {}{}", weights, tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name),
+    g.where = fmt::format("{}{} on {}{}", hw.engine.empty() ? "" : hw.engine + " ", weights,
+                          tp == 1 ? hw.profile.name : fmt::format("{} x {}", tp, hw.profile.name),
                           spec_block ? fmt::format(", speculative block {}", *spec_block) : "");
     if (tp > q.max_devices) {
       pruning.add("devices", fmt::format("{}: {} devices > --max-devices {}", g.where, tp, q.max_devices), n);
@@ -401,12 +453,22 @@ struct ServingSearch {
       pruning.add("tensor parallel", fmt::format("{}: {}", g.where, e.what()), n);
       return std::nullopt;
     }
+    const EngineCapabilities* caps = find_engine_capabilities(g.rp->engine);
+    if (const std::optional<std::string> why = engine_refuses_types(g.rp->engine, g.rp->weights.layout, kv)) {
+      pruning.add("engine", fmt::format("{}: {}", g.where, *why), n);  // an engine chosen from the weights
+      return std::nullopt;
+    }
+    if (spec_block && q.speculative->draft_layers && caps) {
+      pruning.add("engine", fmt::format("{}: {} has no draft of the model's own first layers (a separate --draft model "
+                                        "is its speculative decoding)", g.where, caps->title), n);
+      return std::nullopt;
+    }
     if (!g.rp->fit.fits) {
       const FitResult& short_fit = g.rp->fit;
       const std::string example = fmt::format("{}: weights {} per device and one {}-token request need {} more than the {} usable",
                                               g.where, gib(short_fit.device_weights_bytes), longest,
                                               gib(-short_fit.headroom_bytes), gib(short_fit.usable_bytes));
-      if (spec_block || !offload(g)) {
+      if (spec_block || (caps && !caps->weight_offload) || !offload(g)) {
         pruning.add("memory", example, n);
         return std::nullopt;
       }
@@ -477,6 +539,7 @@ struct ServingSearch {
     const double rate = *q.rate_per_s;
     AdviseCandidate c;
     c.hw = g.hw->profile.name;
+    c.engine = g.rp->engine;
     take_basis(c, *g.hw, *g.rp);
     c.weights = g.weights;
     c.kv = g.kv;
@@ -580,7 +643,13 @@ struct ServingSearch {
                      [](const ServingGroup& a, const ServingGroup& b) { return a.cost_floor < b.cost_floor; });
     for (ServingGroup& g : groups) {
       evaluate(g);
-      if (q.pd && !g.spec_block) evaluate_pd(g);
+      if (!q.pd || g.spec_block) continue;
+      const EngineCapabilities* caps = find_engine_capabilities(g.rp->engine);
+      if (caps && !caps->pd_disaggregation)
+        pruning.add("engine", fmt::format("{}, prefill/decode split: {} serves prefill and decode together", g.where,
+                                          caps->title), q.max_batch.size());
+      else
+        evaluate_pd(g);
     }
   }
 
@@ -730,12 +799,15 @@ std::string money(const AdviseResult& r, double v) {
 // what against the highest-precision plan on the same hardware, and the other hardware's best.
 void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<AdviseCandidate>& all_met,
                      const std::vector<HwChoice>& hws) {
-  // The cheapest plan of the first weights and KV types on a profile, searched on its own (the
-  // main search may have set it aside as dominated); nullopt when none meets the SLOs.
+  // The cheapest plan of the first weights and KV types on a profile with the same engine, searched
+  // on its own (the main search may have set it aside as dominated); nullopt when none meets the SLOs.
   std::map<std::string, std::optional<AdviseCandidate>> references;
-  auto reference_for = [&](const std::string& hw) -> const std::optional<AdviseCandidate>& {
-    if (auto it = references.find(hw); it != references.end()) return it->second;
-    const auto choice = std::find_if(hws.begin(), hws.end(), [&](const HwChoice& h) { return h.profile.name == hw; });
+  auto reference_for = [&](const AdviseCandidate& c) -> const std::optional<AdviseCandidate>& {
+    const std::string key = c.hw + " " + c.engine;
+    if (auto it = references.find(key); it != references.end()) return it->second;
+    auto choice = std::find_if(hws.begin(), hws.end(), [&](const HwChoice& h) { return h.profile.name == c.hw && h.engine == c.engine; });
+    if (choice == hws.end())  // an engine chosen from the weights
+      choice = std::find_if(hws.begin(), hws.end(), [&](const HwChoice& h) { return h.profile.name == c.hw; });
     AdviseQuery sub = q;
     sub.top = 1;
     ServingSearch s{sub, {}, 0, 0, {}, {}};
@@ -747,7 +819,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
     std::optional<AdviseCandidate> best;
     for (AdviseCandidate& m : s.met)
       if (!best || *m.cost_per_million_tokens < *best->cost_per_million_tokens) best = std::move(m);
-    return references[hw] = std::move(best);
+    return references[key] = std::move(best);
   };
   for (AdviseCandidate& c : r.ranked) {
     const ServingResult& s = *c.serving;
@@ -783,7 +855,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                                       "decodes {:.1f} tokens/s", *c.spec_block, expected, c.decode_tokens_per_s));
     }
     // Against the cheapest plan with the most bits on the same hardware (the first weights and KV asked).
-    const std::optional<AdviseCandidate>& ref = reference_for(c.hw);
+    const std::optional<AdviseCandidate>& ref = reference_for(c);
     const AdviseCandidate* reference = ref ? &*ref : nullptr;
     if (c.weights != q.weights.front() || c.kv.k != q.kv.front().k) {
       std::string lever;
@@ -814,7 +886,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
       }
     }
     for (const HwChoice& h : hws) {
-      if (h.profile.name == c.hw) continue;
+      if (h.profile.name == c.hw || (&h != &hws.front() && (&h - 1)->profile.name == h.profile.name)) continue;
       const auto best = std::find_if(all_met.begin(), all_met.end(), [&](const AdviseCandidate& o) { return o.hw == h.profile.name; });
       if (best == all_met.end()) c.reasons.push_back(fmt::format("{}: no plan meets the SLOs", h.profile.name));
       else if (&c == &r.ranked.front())
@@ -832,7 +904,7 @@ AdviseResult advise_serving(const AdviseQuery& q) {
     throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99, --slo-tpot-p99 or --slo-e2el-p99");
   AdviseResult result;
   result.serving = true;
-  const std::vector<HwChoice> hws = hardware(q, true, &result.priced);
+  const std::vector<HwChoice> hws = hardware(q, true, &result.priced, result.notes);
   ServingSearch s{q, {}, 0, 0, {}, {}};
   std::vector<ServingGroup> groups;
   for (bool last_resort : {false, true}) {
@@ -888,6 +960,7 @@ AdviseCandidate capacity_candidate(const AdviseQuery& q, const HwChoice& hw, con
                                    uint64_t context, const ResolvedPlan& rp, bool last_resort) {
   AdviseCandidate c;
   c.hw = hw.profile.name;
+  c.engine = rp.engine;
   take_basis(c, hw, rp);
   c.weights = w;
   c.kv = kv;
@@ -913,7 +986,7 @@ uint64_t round_context(uint64_t tokens) { return tokens >= 1024 ? tokens / 1024 
 
 AdviseResult advise_capacity(const AdviseQuery& q) {
   AdviseResult result;
-  const std::vector<HwChoice> hws = hardware(q, false, &result.priced);
+  const std::vector<HwChoice> hws = hardware(q, false, &result.priced, result.notes);
   Pruning pruning;
   std::vector<AdviseCandidate> fits, shorter;
   struct Short {
@@ -928,7 +1001,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
       for (const std::string& w : q.weights)
         for (const KvTypes& kv : q.kv)
           for (uint64_t tp : q.tp) {
-            Plan plan = candidate_plan(q, hw.name, w, kv, tp, q.context, q.requests, 256);
+            Plan plan = candidate_plan(q, hw.engine, hw.name, w, kv, tp, q.context, q.requests, 256);
             use_profile(plan, hw);
             std::optional<ResolvedPlan> rp;
             try {
@@ -942,12 +1015,17 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
             }
             if (advise_below_quality_floor(w, kv) != last_resort) continue;
             result.space += 1;
+            if (const std::optional<std::string> why = engine_refuses_types(rp->engine, rp->weights.layout, kv)) {
+              pruning.add("engine", fmt::format("{} {} KV {} on {}: {}", rp->engine, w, kv_types_label(kv), hw.profile.name, *why));
+              continue;
+            }
             if (rp->fit.fits) {
               fits.push_back(capacity_candidate(q, hw, w, kv, tp, q.context, *rp, last_resort));
               continue;
             }
             shorts.push_back({hw.profile.name, w, kv, tp, rp->fit});
-            if (hw.profile.host && tp == 1) {  // llama.cpp's layer split: the most layers the device holds
+            const EngineCapabilities* caps = find_engine_capabilities(rp->engine);
+            if (hw.profile.host && tp == 1 && (!caps || caps->host_layers)) {  // llama.cpp's layer split
               Plan split = plan;
               split.gpu_layers_auto = true;
               try {
@@ -999,6 +1077,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
     // Why the context asked for fits nowhere: the smallest weights with the highest and the
     // lowest KV precision asked, per profile.
     for (const HwChoice& hw : hws) {
+      if (&hw != &hws.front() && (&hw - 1)->profile.name == hw.profile.name) continue;  // once per profile
       const Short* smallest = nullptr;
       for (const Short& s : shorts)
         if (s.hw == hw.profile.name && s.tp == q.tp.front() &&

@@ -49,7 +49,12 @@ struct AdviseSpeculative {
 
 struct AdviseQuery {
   std::string model = "qwen3-8b";
-  std::string engine;                      // "llama.cpp", "vllm": its memory and step model; empty: none
+  // "llama.cpp", "vllm", "sglang", "trtllm": its memory, step model and what it runs; "any" (the
+  // command's default): every engine that runs a configuration on the device, each with a step model
+  // of its own there (calibrated or transferred; a datasheet ceiling is searched only for the engine
+  // named); "none": the bare budget and ceiling; empty: each plan's engine chosen from its weights
+  // (resolve_plan's default_engine), without its memory
+  std::string engine;
   std::vector<std::string> hw;             // profile names or paths
   std::map<std::string, double> prices;    // profile name -> US dollars per device-hour (over the profile's)
   std::vector<std::string> weights;        // candidate weight types, most bits first
@@ -76,6 +81,7 @@ struct AdviseQuery {
 // One deployment: a configuration, what it costs and, for serving, what the simulation measured.
 struct AdviseCandidate {
   std::string hw;                          // the profile's name
+  std::string engine;                      // what serves it ("vllm")
   // What its latencies rest on: "calibrated" (the engine's measurements of this device),
   // "transferred" (other devices' pooled, basis_note says which) or "ceiling" (datasheet only).
   std::string basis = "ceiling";

@@ -13,6 +13,7 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
+#include "planner/cost/engine_capabilities.hpp"
 #include "planner/serving/engine_policy.hpp"
 
 namespace infer_plan {
@@ -116,7 +117,11 @@ uint64_t sglang_cuda_graph_max_bs(uint64_t capacity_bytes, uint64_t tp) {
 }
 
 const std::vector<std::string>& known_engines() {
-  static const std::vector<std::string> engines{"llama.cpp", "vllm", "sglang", "trtllm"};
+  static const std::vector<std::string> engines = [] {
+    std::vector<std::string> names;
+    for (const EngineCapabilities& e : engine_capability_table()) names.emplace_back(e.name);
+    return names;
+  }();
   return engines;
 }
 

@@ -12,6 +12,7 @@
 #include "planner/calibration/step_prior.hpp"
 #include "planner/model/device_arch.hpp"
 #include "planner/weights/gguf_reader.hpp"
+#include "planner/cost/engine_capabilities.hpp"
 #include "planner/cost/engine_memory.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/core/input_error.hpp"
@@ -104,6 +105,17 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     rp.engine = rp.hw.calibration->engine;  // the profile's own (probe, calibrate)
   } else if (plan.engine.empty() && !steps) {
     std::tie(rp.engine, rp.engine_choice) = default_engine(rp.spec, rp.weights, rp.hw);
+    // What only llama.cpp runs decides before the weights do: its KV types, its layer split and
+    // flash-attention fields (a llama.cpp user's -ctk q8_0 -ngl 99 on a Hugging Face model).
+    const EngineSettings& es = plan.engine_settings;
+    const std::optional<std::string> kv_refused = engine_refuses_types(rp.engine, rp.weights.layout, plan.kv);
+    const bool llama_fields = plan.gpu_layers || plan.gpu_layers_auto || plan.cpu_moe_layers || !plan.override_tensor.empty() ||
+                              !plan.tensor_split.empty() || !plan.devices.empty() || es.flash_attention || es.ubatch || es.batch;
+    if (rp.engine != "llama.cpp" && (kv_refused || llama_fields) &&
+        !engine_refuses_types("llama.cpp", rp.weights.layout, plan.kv))
+      std::tie(rp.engine, rp.engine_choice) = std::pair<std::string, std::string>{
+          "llama.cpp", kv_refused ? fmt::format("{} KV is llama.cpp's", kv_types_label(plan.kv))
+                                  : "the plan sets llama.cpp's own fields (layers on the device, flash attention, batch)"};
     rp.hw.calibration = engine_step_calibration(rp.hw, rp.engine);
     if (rp.hw.calibration)
       rp.hw.calibration->basis_note = fmt::format("{}{}engine {} chosen: {} (name an engine to choose one, none for the ceiling)",
@@ -265,6 +277,19 @@ std::pair<std::string, std::string> default_engine(const ModelSpec& spec, const 
   if (quantized) return {"llama.cpp", fmt::format("{} is a GGUF type", weights.label)};
   if (!gpu) return {"llama.cpp", fmt::format("vLLM does not serve {} devices", arch->vendor)};
   return {"vllm", fmt::format("{} weights of a Hugging Face model", weights.label)};
+}
+
+void require_engine_runs(const ResolvedPlan& rp) {
+  const EngineCapabilities* e = find_engine_capabilities(rp.engine);
+  if (!e) return;
+  if (const std::optional<std::string> why = engine_refuses_types(rp.engine, rp.weights.layout, rp.plan.kv))
+    throw InputError(fmt::format("plan: {} (fields 'engine', 'weights', 'kv'{})", *why,
+                                 rp.plan.engine.empty() ? "; the engine was chosen: " + rp.engine_choice : ""));
+  if (const std::optional<std::string> why = engine_refuses_device(rp.engine, rp.hw.arch))
+    throw InputError(fmt::format("plan: {} (fields 'engine', 'hw')", *why));
+  if (rp.plan.offload && !e->weight_offload)
+    throw InputError(fmt::format("plan: {} keeps no weights in host memory to copy in each step (field 'offload'){}",
+                                 e->title, e->host_layers ? "; it computes host layers on the CPU (field 'gpu_layers')" : ""));
 }
 
 LlamaCppFitChoice llama_cpp_fit(const Plan& plan, const LlamaCppFit& fit) {

@@ -41,6 +41,10 @@ struct ResolvedPlan {
   ServerModel server;
 };
 ResolvedPlan resolve_plan(const Plan& plan);
+// InputError, naming why, when the plan's engine (planner/cost/engine_capabilities) cannot run its
+// weights, KV types or offload section on a real device. resolve_plan does not ask: the CPU runtime
+// executes an engine's scheduling policy on any GGUF weights (report's plans).
+void require_engine_runs(const ResolvedPlan& rp);
 // The engine a plan that names none is served with, and why: llama.cpp for GGUF weights (a
 // .gguf, a llama.cpp file type or a GGML quantization) and on devices vLLM does not serve (Apple,
 // CPUs); vLLM for a checkpoint format, or 16- and 32-bit weights of a Hugging Face model, on an

@@ -626,3 +626,13 @@ infer_plan_cli_case(bad_split_mode_none EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K
   -sm none MATCH "--split-mode none runs on one device")
 infer_plan_cli_case(bad_split_mode_engine EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm -sm layer
   MATCH "--split-mode: llama.cpp's; the plan's engine is vllm")
+# What an engine cannot run is refused, naming why (the engine capability table): vLLM has no q8_0 KV
+# cache, llama.cpp loads no checkpoint format; without --engine, llama.cpp's own KV type chooses it
+infer_plan_cli_case(bad_engine_kv_type EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm --kv q8_0
+  MATCH "vLLM has no q8_0 KV cache; its KV types: f32, f16, bf16, fp8")
+infer_plan_cli_case(bad_engine_weights_format EXIT 2 ARGS roofline -m llama-3.1-8b --hw rtx-4090 -w FP8 --engine llama.cpp
+  MATCH "llama.cpp loads GGUF files; FP8 is a checkpoint format")
+infer_plan_cli_case(bad_engine_device EXIT 2 ARGS fit -m llama-3.1-8b --hw m2-ultra --engine trtllm
+  MATCH "TensorRT-LLM serves nvidia devices; apple-m2 is apple's")
+infer_plan_cli_case(roofline_kv_chooses_llama_cpp EXIT 0 ARGS roofline -m qwen3-8b --hw rtx-4090 -ctk q8_0 -ctv q8_0
+  MATCH "engine llama.cpp chosen: Q8_0 KV is llama.cpp's")

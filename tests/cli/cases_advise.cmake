@@ -1,20 +1,27 @@
 # advise (issue 20): the done-when searches from the command line, its exit status and bad input.
 infer_plan_cli_case(advise_70b_three_gpus EXIT 0 ARGS advise --model llama-3.1-70b --hw h100-sxm,h200,a100-80gb --rate 5
   --prompt 512:2048 --output 128:512 --slo-ttft-p99 2 --slo-tpot-p99 0.05
-  MATCH "cheapest plans meeting the SLOs" "   1  h(100-sxm|200) " "why #1:" "nearest its limit" "best on (h200|h100-sxm): "
-        "best on a100-80gb: "
-        "Pareto frontier" "set aside:" "TPOT floor +[0-9]+  e.g. BF16 on h100-sxm, FFN of 1 layer in 1 offloaded")
+  MATCH "cheapest plans meeting the SLOs" "   1  h(100-sxm|200) +(vllm|sglang) " "why #1:" "nearest its limit"
+        "best on (h200|h100-sxm): (vLLM|SGLang): " "best on a100-80gb: "
+        "Pareto frontier" "set aside:" "TPOT floor +[0-9]+  e.g. "
+        "engine +[0-9]+  e.g. llama.cpp BF16 on h100-sxm: llama.cpp has no fp8 KV cache"
+        "TensorRT-LLM on h100-sxm: not searched, no step model there but the datasheet ceiling")
 infer_plan_cli_case(advise_70b_json EXIT 0 ARGS advise --model llama-3.1-70b --hw h100-sxm,h200 --rate 5
   --prompt 512:2048 --output 128:512 --slo-ttft-p99 2 --slo-tpot-p99 0.05 --json
   MATCH "\"mode\": \"serving\"" "\"cost_per_million_tokens_usd\": " "\"rate_per_s\": 5.0")
-# seed 000: Q2_K with BF16 KV holds one 8K request (0.14 GiB to spare by llama.cpp's recipe); 32K
-# fits with no KV type (q4_0 is 0.05 GiB short), so advise exits 1 with the longest contexts.
+# seed 000 (the SPEC's budget, --engine none): Q2_K with BF16 KV holds one 8K request (0.14 GiB to
+# spare by llama.cpp's recipe); 32K fits with no KV type (q4_0 is 0.05 GiB short), so advise exits 1
+# with the longest contexts.
 set(_m2_advise --model qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json --parallel 1)
-infer_plan_cli_case(advise_m2_8k EXIT 0 ARGS advise ${_m2_advise} --ctx 8K
-  MATCH "plans that fit, best quality first" "1  m2-max-96gb-seed  Q2_K\\* +BF16 +1 +all +8192 +1 +79.80 GiB +0.14 GiB")
-infer_plan_cli_case(advise_m2_32k EXIT 1 ARGS advise ${_m2_advise} --ctx 32K
+infer_plan_cli_case(advise_m2_8k EXIT 0 ARGS advise ${_m2_advise} --ctx 8K --engine none
+  MATCH "plans that fit, best quality first" "1  m2-max-96gb-seed  none +Q2_K\\* +BF16 +1 +all +8192 +1 +79.80 GiB +0.14 GiB")
+infer_plan_cli_case(advise_m2_32k EXIT 1 ARGS advise ${_m2_advise} --ctx 32K --engine none
   MATCH "KV BF16 needs 5.88 GiB \\(4.27 GiB short\\)" "KV Q4_0 needs 1.65 GiB \\(0.05 GiB short\\)"
         "the longest contexts that fit" "Q2_K\\* +BF16 +1 +all +8192" "Q2_K\\* +Q8_0 +1 +all +16384")
+# ... and as llama.cpp serves it (the default, every engine that runs it: here llama.cpp alone), its
+# compute buffer (0.30 GiB at 8K) leaves BF16 KV 0.17 GiB short: q8_0 is the answer
+infer_plan_cli_case(advise_m2_8k_llama_cpp EXIT 0 ARGS advise ${_m2_advise} --ctx 8K
+  MATCH "1  m2-max-96gb-seed  llama.cpp  Q2_K\\* +Q8_0 +1 +all +8192 +1 +79.80 GiB +0.53 GiB")
 infer_plan_cli_case(advise_m2_as_built EXIT 1 ARGS advise --model qwen3-235b-a22b --hw m2-max-96gb --ctx 8K
   MATCH "Q2_K \\(79.80 GiB\\), are 7.80 GiB over the usable 72.00 GiB" "NOTHING FITS")
 infer_plan_cli_case(advise_none_meets EXIT 1 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.0001
@@ -34,7 +41,7 @@ infer_plan_cli_case(bad_advise_mixed_prices EXIT 2 ARGS advise --model qwen3-8b 
 infer_plan_cli_case(bad_advise_tp EXIT 2 ARGS advise --model qwen3-8b --tp 2,x MATCH "--tp: 'x' is not a whole number")
 infer_plan_cli_case(bad_advise_exclude EXIT 2 ARGS advise --model qwen3-8b --exclude Q9_K
   MATCH "--exclude: 'Q9_K' is none of the candidate weight types")
-infer_plan_cli_case(bad_advise_exclude_kv EXIT 2 ARGS advise --model qwen3-8b --exclude-kv bf16,q8_0,q4_0
+infer_plan_cli_case(bad_advise_exclude_kv EXIT 2 ARGS advise --model qwen3-8b --exclude-kv bf16,fp8,q8_0,q4_0
   MATCH "--exclude-kv: every KV type is excluded")
 infer_plan_cli_case(bad_advise_kv EXIT 2 ARGS advise --model qwen3-8b --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_advise_weights EXIT 2 ARGS advise --model qwen3-8b --weights Q9 MATCH "Q9")
@@ -55,6 +62,6 @@ infer_plan_cli_case(bad_advise_draft_layers EXIT 2 ARGS advise -m qwen3-8b --rat
   MATCH "--draft-layers: 36 is out of range 1..35")
 # A 70B model on one 24 GB card: only llama.cpp's layer split holds it; the faster split first.
 infer_plan_cli_case(advise_4090_layer_split EXIT 0 ARGS advise -m llama-3.1-70b --hw rtx-4090 -c 8K --weights Q8_0,Q4_K_M
-  MATCH "1  rtx-4090  Q4_K_M +Q8_0 +1 +48/81 +8192" "-ngl 48: 48 of 81 layers on the device" "llama.cpp's -ngl N")
+  MATCH "1  rtx-4090  llama.cpp  Q4_K_M +Q8_0 +1 +47/81 +8192" "-ngl 47: 47 of 81 layers on the device" "llama.cpp's -ngl N")
 infer_plan_cli_case(bad_advise_max_devices EXIT 2 ARGS advise -m qwen3-8b --max-devices 9223372036854775808
   MATCH "--max-devices: 9223372036854775808 is out of range 1..1000000")

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "planner/advise/advise.hpp"
 #include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
+#include "planner/cost/engine_capabilities.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/cost/roofline.hpp"
 #include "planner/cost/speculative.hpp"
@@ -287,4 +290,55 @@ TEST_CASE("with --engine, the search times each plan with the engine's step mode
   REQUIRE(rp.hw.calibration);
   // one request alone at the mean context, 512 + 128 / 2 = 576 tokens
   CHECK(r.ranked.front().decode_tokens_per_s == doctest::Approx(1.0 / rp.server.decode_iteration_s(1, 576)).epsilon(0.005));
+}
+
+TEST_CASE("every engine searched: each plan names one that runs its weights, KV type and split") {
+  AdviseQuery q = h200_serving();
+  q.engine = "any";
+  q.weights = {"BF16", "FP8", "Q8_0"};
+  q.kv = {{GgmlType::BF16, GgmlType::BF16}, {GgmlType::FP8, GgmlType::FP8}, {GgmlType::Q8_0, GgmlType::Q8_0}};
+  q.top = 50;
+  const AdviseResult r = advise(q);
+  REQUIRE_FALSE(r.ranked.empty());
+  std::set<std::string> engines;
+  for (const AdviseCandidate& c : r.ranked) {
+    CAPTURE(advise_plan_label(c));
+    engines.insert(c.engine);
+    REQUIRE(find_engine_capabilities(c.engine));
+    CHECK_FALSE(engine_refuses_types(c.engine, plan_weights(load_model(q.model), c.weights, std::nullopt).layout, c.kv));
+    if (c.pd_prefill) CHECK(find_engine_capabilities(c.engine)->pd_disaggregation);
+    if (c.engine != "llama.cpp") CHECK(c.kv.k != GgmlType::Q8_0);  // the datacenter engines' KV is 16-bit or fp8
+    if (c.engine == "llama.cpp") CHECK(c.kv.k != GgmlType::FP8);
+    CHECK(c.plan.engine == c.engine);
+  }
+  CHECK(engines.size() >= 2);  // several engines serve qwen3-8b on an H200 with a step model of their own
+  // what no engine runs is set aside, saying why: vLLM's q8_0 KV, llama.cpp's FP8 weights
+  const auto engine = std::find_if(r.pruned.begin(), r.pruned.end(), [](const AdvisePruned& p) { return p.reason == "engine"; });
+  REQUIRE(engine != r.pruned.end());
+  CHECK(engine->count > 0);
+  // TensorRT-LLM has no step model on the H200 here: not searched, and said so
+  CHECK(contains(r.notes, "TensorRT-LLM on h200: not searched"));
+}
+
+TEST_CASE("the engine capability table: what each engine loads, caches and serves") {
+  const ModelSpec spec = load_model("qwen3-8b");
+  const WeightsLayout bf16 = plan_weights(spec, "BF16", std::nullopt).layout;
+  const WeightsLayout q4 = plan_weights(spec, "Q4_K_M", std::nullopt).layout;
+  const WeightsLayout fp8 = plan_weights(spec, "FP8", std::nullopt).layout;
+  const KvTypes b{GgmlType::BF16, GgmlType::BF16}, q8{GgmlType::Q8_0, GgmlType::Q8_0}, f8{GgmlType::FP8, GgmlType::FP8};
+  CHECK_FALSE(engine_refuses_types("llama.cpp", q4, q8));
+  CHECK_FALSE(engine_refuses_types("llama.cpp", bf16, b));
+  CHECK(engine_refuses_types("llama.cpp", fp8, b)->find("FP8 is a checkpoint format") != std::string::npos);
+  CHECK(engine_refuses_types("llama.cpp", q4, f8)->find("llama.cpp has no fp8 KV cache") != std::string::npos);
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    CAPTURE(e);
+    CHECK_FALSE(engine_refuses_types(e, fp8, f8));
+    CHECK_FALSE(engine_refuses_types(e, bf16, b));
+    CHECK(engine_refuses_types(e, bf16, q8)->find("no q8_0 KV cache") != std::string::npos);
+    CHECK(engine_refuses_types(e, q4, b)->find("does not load Q4_K weights") != std::string::npos);
+  }
+  CHECK(engine_refuses_device("trtllm", "apple-m2")->find("serves nvidia devices") != std::string::npos);
+  CHECK(engine_refuses_device("vllm", "rdna3") == std::nullopt);  // AMD
+  CHECK(engine_refuses_device("llama.cpp", "apple-m2") == std::nullopt);
+  CHECK(engine_capability_table().size() == known_engines().size());
 }
