@@ -23,6 +23,7 @@
 #include "apps/output_files.hpp"
 #include "apps/svg_plot.hpp"
 #include "apps/text_table.hpp"
+#include "planner/plan/figures.hpp"
 #include "planner/advise/advise.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
@@ -41,7 +42,10 @@ struct AdviseArgs {
   std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude, exclude_kv;
   std::string tp, max_batch = "8,16,32,64,128,256";
   uint64_t max_devices = 64, top = 10, num_prompts = 400, seed = 1;
-  std::optional<double> rate, deadline, slo_ttft, slo_tpot, slo_e2el, slo_reject;
+  std::optional<double> rate, deadline, slo_reject;
+  // --slo-METRIC-pP VALUE (500ms, 2s; a bare number is ms), by flag name; and vLLM's --goodput KEY:MS
+  std::map<std::string, std::string> slo;
+  std::vector<std::string> goodput;
   std::string prompt = "512", output = "256", ctx = "8192";
   uint64_t requests = 1;
   std::string svg, verify_plan = "advise-verify.json", backend = "cpu";
@@ -78,6 +82,11 @@ std::vector<uint64_t> count_list(const std::string& text, std::string_view flag,
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// The metric of a flag --slo-METRIC-pP (ttft, tpot, itl or e2el: the flags are declared from these).
+SloMetric slo_metric(const std::string& name) {
+  return name == "ttft" ? SloMetric::ttft : name == "tpot" ? SloMetric::tpot : name == "itl" ? SloMetric::itl : SloMetric::e2el;
 }
 
 bool same_type_name(std::string_view x, std::string_view y) {
@@ -141,7 +150,19 @@ AdviseQuery advise_query(const AdviseArgs& a) {
     throw InputError(fmt::format("--num-prompts: {} is out of range 100..100000 (a p99 needs 100 requests)", a.num_prompts));
   q.seed = a.seed;
   q.deadline_s = a.deadline;
-  q.slo = {a.slo_ttft, a.slo_tpot, a.slo_e2el, a.slo_reject};
+  for (const auto& [flag, text] : a.slo) {
+    if (text.empty()) continue;
+    const SloMetric metric = slo_metric(flag.substr(6, flag.rfind("-p") - 6));  // --slo-ttft-p99
+    const double percentile = std::stod(flag.substr(flag.rfind("-p") + 2));
+    const double ms = parse_duration_ms(text, flag);
+    if (!(ms > 0) || ms > kMaxTimeS * 1e3) throw InputError(fmt::format("{}: {} is out of range; expected a time above 0", flag, text));
+    q.slo.at_most(metric, ms / 1e3, percentile);
+  }
+  const ServingLoad::Goodput goodput = parse_goodput(a.goodput);  // vLLM bench's form, each limit read at p99
+  for (const auto& [metric, limit] : {std::pair{SloMetric::ttft, goodput.ttft_s}, std::pair{SloMetric::tpot, goodput.tpot_s},
+                                      std::pair{SloMetric::e2el, goodput.e2el_s}})
+    if (limit) q.slo.at_most(metric, *limit, 99);
+  q.slo.rejection_max = a.slo_reject;
   q.pd = !a.no_pd;
   if (!a.spec_accept.empty() || !a.draft.empty() || a.draft_layers) {
     if (!a.rate) throw InputError("--spec-accept: speculative decoding is searched for a serving load: give --rate");
@@ -190,10 +211,10 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
          {"max_batch", c.max_batch},
          {"spec_block", c.spec_block ? Json(*c.spec_block) : Json(nullptr)},
          {"offload", c.offload_every ? Json{{"part", "ffn"}, {"every", *c.offload_every}, {"link", c.offload_link},
-                                            {"bytes_per_round", c.offload_bytes}, {"round_s", c.offload_round_s}}
+                                            {"bytes_per_round", c.offload_bytes}, {"round_ms", c.offload_round_s * 1e3}}
                                       : Json(nullptr)},
          {"pd", c.pd_prefill ? Json{{"prefill_replicas", *c.pd_prefill}, {"decode_replicas", *c.pd_decode}, {"link", c.pd_link},
-                                    {"transfer_s", c.pd_transfer_s}, {"prefill_ttft_p99_s", c.pd_prefill_ttft_p99_s}}
+                                    {"transfer_ms", c.pd_transfer_s * 1e3}, {"prefill_ttft_p99_ms", c.pd_prefill_ttft_p99_s * 1e3}}
                              : Json(nullptr)},
          {"weight_bits", c.weight_bits},
          {"kv_bits", c.kv_bits},
@@ -204,14 +225,20 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
          {"meets", c.meets},
          {"binding", c.binding},
          {"reasons", c.reasons},
+         {"launch", c.launch},
+         {"launch_notes", c.launch_notes},
          {"plan", plan_to_json(c.plan)}};
   if (r.serving) {
     j[r.priced ? "cost_per_million_tokens_usd" : "device_hours_per_million_tokens"] = *c.cost_per_million_tokens;
     const ServingResult& s = *c.serving;
     const bool l = s.latency.has_value();
-    j["ttft_p99_s"] = l ? Json(s.latency->ttft_s.p99) : Json(nullptr);
+    j["ttft_p99_ms"] = l ? Json(s.latency->ttft_s.p99 * 1e3) : Json(nullptr);
     j["tpot_p99_ms"] = l ? Json(s.latency->tpot_s.p99 * 1e3) : Json(nullptr);
-    j["e2el_p99_s"] = l ? Json(s.latency->sojourn_s.p99) : Json(nullptr);
+    j["e2el_p99_ms"] = l ? Json(s.latency->sojourn_s.p99 * 1e3) : Json(nullptr);
+    // the distributions in every command's one shape (queue's, run's): ms, median and p90/p95/p99
+    for (const auto& [key, member] : {std::pair{"ttft_ms", &ServingLatency::ttft_s}, std::pair{"tpot_ms", &ServingLatency::tpot_s},
+                                      std::pair{"itl_ms", &ServingLatency::itl_s}, std::pair{"e2el_ms", &ServingLatency::sojourn_s}})
+      j[key] = l && ((*s.latency).*member).count > 0 ? distribution_figures((*s.latency).*member, 1e3) : Json(nullptr);
     j["stable"] = s.stable;
     j["utilisation"] = s.utilisation;
     j["mean_batch"] = s.mean_batch;
@@ -244,6 +271,9 @@ Json result_json(const AdviseQuery& q, const AdviseResult& r) {
   for (const AdviseCandidate& c : r.ranked) j["ranked"].push_back(candidate_json(r, c));
   for (const AdviseCandidate& c : r.frontier) j["frontier"].push_back(candidate_json(r, c));
   for (const AdviseCandidate& c : r.near_misses) j["near_misses"].push_back(candidate_json(r, c));
+  j["slo"] = Json::array();
+  for (const SloBound& b : q.slo.bounds)
+    j["slo"].push_back({{"metric", slo_metric_name(b.metric)}, {"percentile", b.percentile}, {"limit_ms", b.limit_s * 1e3}});
   if (r.serving)
     j["workload"] = {{"rate_per_s", *q.rate_per_s},
                      {"input_len", {{"min", q.prompt.min_tokens}, {"max", q.prompt.max_tokens}}},
@@ -261,9 +291,8 @@ std::string lengths(TokenLengths t) {
 
 std::string slo_line(const AdviseQuery& q) {
   std::vector<std::string> parts;
-  if (q.slo.ttft_p99_s) parts.push_back(fmt::format("TTFT p99 <= {:.3g} s", *q.slo.ttft_p99_s));
-  if (q.slo.tpot_p99_s) parts.push_back(fmt::format("TPOT p99 <= {:.3g} ms", *q.slo.tpot_p99_s * 1e3));
-  if (q.slo.e2el_p99_s) parts.push_back(fmt::format("E2EL p99 <= {:.3g} s", *q.slo.e2el_p99_s));
+  for (const SloBound& b : q.slo.bounds)
+    parts.push_back(fmt::format("{} p{:g} <= {:.4g} ms", slo_metric_name(b.metric), b.percentile, b.limit_s * 1e3));
   if (q.slo.rejection_max) parts.push_back(fmt::format("rejections <= {:.3g}%", 100 * *q.slo.rejection_max));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -386,6 +415,14 @@ std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
                      kv_types_label(plan.kv), plan.requests, plan.context, plan.output, without);
 }
 
+// The commands that start a plan, and what to fill in beside them.
+void print_launch(const AdviseCandidate& c) {
+  if (c.launch.empty()) return;
+  fmt::print("  launch:\n");
+  for (const std::string& command : c.launch) fmt::print("    {}\n", command);
+  for (const std::string& note : c.launch_notes) fmt::print("    ({})\n", note);
+}
+
 void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) {
   fmt::print("advise: {}, {:g} req/s (Poisson), prompt {} tokens, output {} tokens; SLO {}\n", q.model, *q.rate_per_s,
              lengths(q.prompt), lengths(q.output), slo_line(q));
@@ -412,6 +449,7 @@ void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) 
     for (size_t i = 0; i < std::min<size_t>(3, r.ranked.size()); ++i) {
       fmt::print("\nwhy #{}:\n", i + 1);
       for (const std::string& reason : r.ranked[i].reasons) fmt::print("  - {}\n", reason);
+      print_launch(r.ranked[i]);
     }
     fmt::print("\nPareto frontier (each cheaper than every faster plan), cost against p99 E2EL:\n");
     for (const AdviseCandidate& c : r.frontier)
@@ -439,6 +477,7 @@ void print_capacity(const AdviseQuery& q, const AdviseResult& r, double seconds)
       fmt::print("  * below the quality floor ({})\n", kAdviseQualityFloor);
     fmt::print("\nwhy #1:\n");
     for (const std::string& reason : r.ranked.front().reasons) fmt::print("  - {}\n", reason);
+    print_launch(r.ranked.front());
   }
   print_bases({&r.ranked});
   print_pruned(r);
@@ -529,10 +568,19 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed of the arrivals and lengths (default 1)")->check(kNonNegativeCount)->type_name("N");
   cmd->add_option("--deadline", a->deadline, "Reject at arrival a request predicted to finish later than this, in s (default none)")
       ->check(kPositiveSeconds)->type_name("S");
-  cmd->add_option("--slo-ttft-p99", a->slo_ttft, "SLO: p99 time to first token, in seconds")->check(kPositiveSeconds)->type_name("S");
-  cmd->add_option("--slo-tpot-p99", a->slo_tpot, "SLO: p99 time per output token, in seconds (0.05 = 50 ms)")
-      ->check(kPositiveSeconds)->type_name("S");
-  cmd->add_option("--slo-e2el-p99", a->slo_e2el, "SLO: p99 end-to-end latency, in seconds")->check(kPositiveSeconds)->type_name("S");
+  for (const auto& [metric, what] : {std::pair{"ttft", "time to first token"}, std::pair{"tpot", "time per output token"},
+                                      std::pair{"itl", "inter-token latency (every gap)"},
+                                      std::pair{"e2el", "end-to-end latency"}})
+    for (const char* p : {"p50", "p90", "p95", "p99"}) {
+      const std::string flag = fmt::format("--slo-{}-{}", metric, p);
+      cmd->add_option(flag, a->slo[flag],
+                      fmt::format("SLO: the {} {} at most this: 500ms, 2s (a bare number is ms, as vLLM's --goodput)", p, what))
+          ->type_name("TIME");
+    }
+  cmd->add_option("--goodput", a->goodput,
+                  "vLLM bench's form, KEY:MS ...: ttft:500 tpot:50 (e2el too); each limit is met at p99 (vLLM counts "
+                  "the requests within all of them)")
+      ->type_name("KEY:MS ...");
   cmd->add_option("--slo-reject", a->slo_reject, "SLO: most rejected arrivals with --deadline, a fraction 0..1")
       ->check(kFraction)->type_name("FRACTION");
   cmd->add_option("--spec-accept", a->spec_accept,
@@ -562,20 +610,23 @@ void add_advise_command(CLI::App& app) {
   cmd->footer(
       "The search: every hardware x weights x KV x tensor-parallel x max-batch configuration (each also split into\n"
       "prefill and decode pools, and with --spec-accept speculative; weights that do not fit offload FFN layers over\n"
-      "the host link) is fitted, bounded in closed form (memory; one decode step against the TPOT SLO; the p99\n"
-      "prompt's prefill against the TTFT SLO; the replicas the arrivals' work needs; cheaper and faster plans\n"
+      "the host link), on every engine that runs it (--engine), is fitted, bounded in closed form (memory; one\n"
+      "decode step against the TPOT and ITL SLOs; the prefill of the prompt at the SLO's percentile against the\n"
+      "TTFT SLO; the replicas the arrivals' work needs; cheaper and faster plans\n"
       "already found), and the rest simulated (continuous batching, Poisson arrivals) at the fewest replicas\n"
       "meeting every SLO. Costs are per million output tokens at the offered rate, at the profiles' price_per_hour\n"
-      "(stated assumptions for h100-sxm, h200, a100-80gb) or --price. Types under 4-bit weights or 8-bit KV are\n"
+      "(stated assumptions for h100-sxm, h200, a100-80gb) or --price. SLOs are any of TTFT, TPOT, ITL and E2EL at p50,\n"
+      "p90, p95 or p99, in ms as vLLM writes them (--slo-ttft-p95 1000ms, --goodput ttft:1000 tpot:40). Types under 4-bit weights or 8-bit KV are\n"
       "proposed only when nothing above meets the request, and are marked *.\n\n"
       "Exit status: 0 a plan meets the request; 1 none does (the closest plans, or the longest contexts that fit,\n"
       "are listed); 2 bad input.\n\n"
       "Examples:\n"
       "  infer-plan advise -m llama-3.1-70b --hw h100-sxm,h200,a100-80gb --rate 5 -p 512:2048 -n 128:512 \\\n"
-      "      --slo-ttft-p99 2 --slo-tpot-p99 0.05\n"
+      "      --slo-ttft-p99 2s --slo-tpot-p99 50ms\n"
+      "  infer-plan advise -m llama-3.1-8b --hw h100-sxm --rate 8 --slo-ttft-p95 1000ms --slo-tpot-p95 40ms --engine vllm\n"
       "  infer-plan advise -m qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json -c 32K -np 1\n"
       "                                                # seed 000: what fits, and why not 32K\n"
-      "  infer-plan advise -m qwen3-8b --hw h200 --rate 4 --slo-tpot-p99 0.03 --verify");
+      "  infer-plan advise -m qwen3-8b --hw h200 --rate 4 --slo-tpot-p99 30ms --verify");
   cmd->callback([a] { run_advise(*a); });
 }
 

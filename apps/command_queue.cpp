@@ -204,25 +204,7 @@ Simulation build_simulation(const QueueArgs& a) {
   s.load.deadline_prediction =
       a.deadline_rule == "lower-bound" ? DeadlinePrediction::no_more_arrivals : DeadlinePrediction::load_persists;
   s.load.seed = a.seed;
-  for (const std::string& limit : a.goodput) {
-    const size_t colon = limit.find(':');
-    const std::string key = limit.substr(0, colon);
-    std::optional<double>* slot = key == "ttft"   ? &s.load.goodput.ttft_s
-                                  : key == "tpot" ? &s.load.goodput.tpot_s
-                                  : key == "e2el" ? &s.load.goodput.e2el_s
-                                                  : nullptr;
-    if (colon == std::string::npos || slot == nullptr)
-      throw InputError(fmt::format("--goodput: '{}' is not KEY:MS; KEY is ttft, tpot or e2el (vLLM's names), MS "
-                                   "a limit in milliseconds, e.g. --goodput ttft:500 tpot:50",
-                                   limit));
-    const std::string ms_text = limit.substr(colon + 1);
-    const double limit_ms = parse_number(ms_text).value_or(-1);
-    if (!std::isfinite(limit_ms) || limit_ms <= 0 || limit_ms > kMaxTimeS * 1e3)
-      throw InputError(fmt::format("--goodput: '{}': '{}' is not a time in milliseconds above 0 and at most {:g}",
-                                   limit, ms_text, kMaxTimeS * 1e3));
-    if (*slot) throw InputError(fmt::format("--goodput: {} is given twice", key));
-    *slot = limit_ms / 1e3;
-  }
+  s.load.goodput = parse_goodput(a.goodput);
   return s;
 }
 

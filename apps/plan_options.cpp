@@ -30,6 +30,30 @@ std::optional<bool> prefix_caching_setting(bool enable, bool disable) {
   return std::nullopt;
 }
 
+ServingLoad::Goodput parse_goodput(const std::vector<std::string>& limits) {
+  ServingLoad::Goodput g;
+  for (const std::string& limit : limits) {
+    const size_t colon = limit.find(':');
+    const std::string key = limit.substr(0, colon);
+    std::optional<double>* slot = key == "ttft"   ? &g.ttft_s
+                                  : key == "tpot" ? &g.tpot_s
+                                  : key == "e2el" ? &g.e2el_s
+                                                  : nullptr;
+    if (colon == std::string::npos || slot == nullptr)
+      throw InputError(fmt::format("--goodput: '{}' is not KEY:MS; KEY is ttft, tpot or e2el (vLLM's names), MS "
+                                   "a limit in milliseconds, e.g. --goodput ttft:500 tpot:50",
+                                   limit));
+    const std::string ms_text = limit.substr(colon + 1);
+    const double limit_ms = parse_number(ms_text).value_or(-1);
+    if (!std::isfinite(limit_ms) || limit_ms <= 0 || limit_ms > kMaxTimeS * 1e3)
+      throw InputError(fmt::format("--goodput: '{}': '{}' is not a time in milliseconds above 0 and at most {:g}",
+                                   limit, ms_text, kMaxTimeS * 1e3));
+    if (*slot) throw InputError(fmt::format("--goodput: {} is given twice", key));
+    *slot = limit_ms / 1e3;
+  }
+  return g;
+}
+
 namespace {
 // vLLM's and SGLang's --quantization methods and the checkpoint format each loads (their names in
 // vllm/model_executor/layers/quantization); the others name a family of formats, which --weights spells.

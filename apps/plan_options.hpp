@@ -10,6 +10,7 @@
 
 #include "apps/output.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/serving/serving_sim.hpp"
 
 namespace infer_plan::apps {
 
@@ -60,6 +61,8 @@ inline const CLI::Validator kFraction = number_in(0, 1, true);
 // (nullopt: neither, the engine's default), InputError when both are given.
 std::pair<CLI::Option*, CLI::Option*> add_prefix_caching_flags(CLI::App& cmd, bool& enable, bool& disable);
 std::optional<bool> prefix_caching_setting(bool enable, bool disable);
+// vLLM bench's --goodput KEY:MS ... (ttft, tpot, e2el; milliseconds): InputError naming the flag.
+ServingLoad::Goodput parse_goodput(const std::vector<std::string>& limits);
 
 struct PlanOptions {
   std::string plan_file;

@@ -24,8 +24,8 @@ AdviseQuery query(const char* model, std::vector<std::string> hw, std::vector<ui
   q.rate_per_s = rate;
   q.prompt = {512, 2048};
   q.output = {128, 512};
-  q.slo.ttft_p99_s = 2;
-  q.slo.tpot_p99_s = 0.05;
+  q.slo.at_most(SloMetric::ttft, 2);
+  q.slo.at_most(SloMetric::tpot, 0.05);
   return q;
 }
 

@@ -20,6 +20,7 @@
 #include "planner/cost/layer_split.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
 #include "planner/cost/speculative.hpp"
+#include "planner/plan/launch.hpp"
 #include "planner/plan/predict.hpp"
 
 namespace infer_plan {
@@ -54,6 +55,25 @@ Plan candidate_plan(const AdviseQuery& q, const std::string& engine, const std::
 }
 
 }  // namespace
+
+std::string_view slo_metric_name(SloMetric m) {
+  switch (m) {
+    case SloMetric::ttft: return "TTFT";
+    case SloMetric::tpot: return "TPOT";
+    case SloMetric::itl: return "ITL";
+    case SloMetric::e2el: return "E2EL";
+  }
+  return "?";
+}
+
+bool AdviseSlo::has(SloMetric m) const {
+  return std::any_of(bounds.begin(), bounds.end(), [m](const SloBound& b) { return b.metric == m; });
+}
+
+AdviseSlo& AdviseSlo::at_most(SloMetric m, double limit_s, double percentile) {
+  bounds.push_back({m, percentile, limit_s});
+  return *this;
+}
 
 std::string advise_plan_label(const AdviseCandidate& c) {
   const EngineCapabilities* e = find_engine_capabilities(c.engine);
@@ -125,6 +145,21 @@ struct SloCheck {
   double binding_ratio = 0;
 };
 
+// "812 ms", "48.2 ms", "2.31 s" past ten seconds: SLOs are written in ms.
+std::string milliseconds(double s) { return s >= 10 ? fmt::format("{:.3g} s", s) : fmt::format("{:.3g} ms", s * 1e3); }
+
+// The latency's distribution a bound reads, and its value there.
+const Distribution& slo_distribution(const ServingLatency& l, SloMetric m) {
+  switch (m) {
+    case SloMetric::ttft: return l.ttft_s;
+    case SloMetric::tpot: return l.tpot_s;
+    case SloMetric::itl: return l.itl_s;
+    case SloMetric::e2el: return l.sojourn_s;
+  }
+  return l.sojourn_s;
+}
+double slo_value(const ServingLatency& l, const SloBound& b) { return distribution_percentile(slo_distribution(l, b.metric), b.percentile); }
+
 SloCheck check_slo(const ServingResult& r, const AdviseSlo& slo) {
   SloCheck c;
   if (!r.stable) {
@@ -139,23 +174,19 @@ SloCheck check_slo(const ServingResult& r, const AdviseSlo& slo) {
     c.misses.push_back("no request completed");
     return c;
   }
-  const ServingLatency& l = *r.latency;
-  auto limit = [&](const char* name, double value, const std::optional<double>& bound, double unit, const char* u) {
-    if (!bound) return;
-    const double ratio = value / *bound;
+  for (const SloBound& b : slo.bounds) {
+    const double value = slo_value(*r.latency, b);
+    const double ratio = value / b.limit_s;
+    const std::string name = fmt::format("{} p{:g}", slo_metric_name(b.metric), b.percentile);
     if (ratio > c.binding_ratio) {
       c.binding_ratio = ratio;
-      c.binding = fmt::format("{} p99 {:.3g} {} of {:.3g} {} ({:.0f}%)", name, value * unit, u, *bound * unit, u,
-                              100 * ratio);
+      c.binding = fmt::format("{} {} of {} ({:.0f}%)", name, milliseconds(value), milliseconds(b.limit_s), 100 * ratio);
     }
-    if (value > *bound) {
+    if (value > b.limit_s) {
       c.meets = false;
-      c.misses.push_back(fmt::format("{} p99 {:.3g} {} > {:.3g} {}", name, value * unit, u, *bound * unit, u));
+      c.misses.push_back(fmt::format("{} {} > {}", name, milliseconds(value), milliseconds(b.limit_s)));
     }
-  };
-  limit("TTFT", l.ttft_s.p99, slo.ttft_p99_s, 1, "s");
-  limit("TPOT", l.tpot_s.p99, slo.tpot_p99_s, 1e3, "ms");
-  limit("E2EL", l.sojourn_s.p99, slo.e2el_p99_s, 1, "s");
+  }
   if (slo.rejection_max && r.rejection_rate > *slo.rejection_max) {
     c.meets = false;
     c.misses.push_back(fmt::format("rejections {:.1f}% > {:.1f}%", 100 * r.rejection_rate, 100 * *slo.rejection_max));
@@ -342,7 +373,7 @@ struct ServingSearch {
     l.output_tokens = q.output;
     l.deadline_s = q.deadline_s;
     l.seed = q.seed;
-    l.inter_token_latency = false;  // the SLOs read TTFT, TPOT and E2EL only
+    l.inter_token_latency = q.slo.has(SloMetric::itl);  // every gap recorded only when a bound reads them
     return l;
   }
 
@@ -488,27 +519,30 @@ struct ServingSearch {
     g.mean_context = static_cast<uint64_t>(mean_prompt + mean_output / 2);
     g.step1 = g.cache->decode(1, g.mean_context);
     g.compute_step1 = g.rp->server.decode_iteration_s(1, g.mean_context);
-    if (q.slo.tpot_p99_s && g.step1 > *q.slo.tpot_p99_s) {
-      pruning.add("TPOT floor", fmt::format("{}: one decode step alone takes {:.1f} ms > TPOT {:.0f} ms", g.where,
-                                            g.step1 * 1e3, *q.slo.tpot_p99_s * 1e3),
-                  n);
-      return std::nullopt;
+    // Each bound's floor: no token comes faster than one decode step alone (TPOT, ITL), no first
+    // token before the prefill of the prompt at the bound's percentile alone (TTFT), no request ends
+    // before that prefill and its output's steps alone (E2EL).
+    for (const SloBound& b : q.slo.bounds) {
+      const uint64_t prompt = percentile_tokens(q.prompt, b.percentile / 100), output = percentile_tokens(q.output, b.percentile / 100);
+      const std::string slo = fmt::format("{} p{:g} {}", slo_metric_name(b.metric), b.percentile, milliseconds(b.limit_s));
+      if ((b.metric == SloMetric::tpot || b.metric == SloMetric::itl) && g.step1 > b.limit_s) {
+        pruning.add("TPOT floor", fmt::format("{}: one decode step alone takes {} > {}", g.where, milliseconds(g.step1), slo), n);
+        return std::nullopt;
+      }
+      if (b.metric == SloMetric::ttft && g.cache->prefill(prompt) > b.limit_s) {
+        pruning.add("TTFT floor", fmt::format("{}: the prefill of a {}-token prompt alone takes {} > {}", g.where, prompt,
+                                              milliseconds(g.cache->prefill(prompt)), slo), n);
+        return std::nullopt;
+      }
+      const double e2el = g.cache->prefill(prompt) + static_cast<double>(output - 1) * g.step1;
+      if (b.metric == SloMetric::e2el && e2el > b.limit_s) {
+        pruning.add("E2EL floor", fmt::format("{}: a {}+{}-token request alone takes {} > {}", g.where, prompt, output,
+                                              milliseconds(e2el), slo), n);
+        return std::nullopt;
+      }
     }
     const uint64_t p99_prompt = percentile_tokens(q.prompt, 0.99), p99_output = percentile_tokens(q.output, 0.99);
-    const double prefill99 = g.cache->prefill(p99_prompt);
-    if (q.slo.ttft_p99_s && prefill99 > *q.slo.ttft_p99_s) {
-      pruning.add("TTFT floor", fmt::format("{}: the prefill of a {}-token prompt alone takes {:.2f} s > TTFT {:.3g} s",
-                                            g.where, p99_prompt, prefill99, *q.slo.ttft_p99_s),
-                  n);
-      return std::nullopt;
-    }
-    g.e2el_floor = prefill99 + static_cast<double>(p99_output - 1) * g.step1;
-    if (q.slo.e2el_p99_s && g.e2el_floor > *q.slo.e2el_p99_s) {
-      pruning.add("E2EL floor", fmt::format("{}: a {}+{}-token request alone takes {:.2f} s > E2EL {:.3g} s", g.where,
-                                            p99_prompt, p99_output, g.e2el_floor, *q.slo.e2el_p99_s),
-                  n);
-      return std::nullopt;
-    }
+    g.e2el_floor = g.cache->prefill(p99_prompt) + static_cast<double>(p99_output - 1) * g.step1;
     g.kv_tokens = kv_tokens;
     const auto mean_kv = static_cast<uint64_t>(std::ceil(mean_prompt + mean_output));
     g.kv_batch = std::max<uint64_t>(1, g.kv_tokens / std::max<uint64_t>(mean_kv, 1));
@@ -667,6 +701,13 @@ struct ServingSearch {
   // arrivals; the plan's TTFT p99 is the sum of the prefill pool's, the transfer of the p99 prompt
   // and the decode pool's wait for a slot, its E2EL p99 the prefill's, the transfer and the
   // decode pool's (sums of p99s: an upper bound on the p99 of the sums).
+  // The decode pool alone meets every TPOT and ITL bound (the prefill is the other pool's).
+  bool decode_meets(const ServingLatency& l) const {
+    for (const SloBound& b : q.slo.bounds)
+      if ((b.metric == SloMetric::tpot || b.metric == SloMetric::itl) && slo_value(l, b) > b.limit_s) return false;
+    return true;
+  }
+
   void evaluate_pd(ServingGroup& g) {
     const double rate = *q.rate_per_s, mean_prompt = q.prompt.mean(), mean_output = q.output.mean();
     const uint64_t p99_prompt = percentile_tokens(q.prompt, 0.99);
@@ -713,7 +754,7 @@ struct ServingSearch {
       for (; decode_replicas <= decode_floor + kReplicaTries; ++decode_replicas) {
         ServingResult r = simulate_serving(ds, load(rate / static_cast<double>(decode_replicas)));
         ++simulations;
-        if (r.stable && r.latency && (!q.slo.tpot_p99_s || r.latency->tpot_s.p99 <= *q.slo.tpot_p99_s)) {
+        if (r.stable && r.latency && decode_meets(*r.latency)) {
           decode = std::move(r);
           break;
         }
@@ -734,8 +775,10 @@ struct ServingSearch {
         const ServingResult& pr = prefill_run(prefill_replicas);
         if (!pr.stable || !pr.latency) continue;
         ServingResult combined = *decode;
-        combined.latency->ttft_s.p99 = pr.latency->ttft_s.p99 + transfer_s + dl.ttft_s.p99;
-        combined.latency->sojourn_s.p99 = pr.latency->ttft_s.p99 + transfer_s + dl.sojourn_s.p99;
+        for (double Distribution::*p : {&Distribution::p50, &Distribution::p90, &Distribution::p95, &Distribution::p99}) {
+          combined.latency->ttft_s.*p = pr.latency->ttft_s.*p + transfer_s + dl.ttft_s.*p;
+          combined.latency->sojourn_s.*p = pr.latency->ttft_s.*p + transfer_s + dl.sojourn_s.*p;
+        }
         const SloCheck check = check_slo(combined, q.slo);
         if (!check.meets) continue;
         AdviseCandidate c = candidate(g, max_batch, prefill_replicas + decode_replicas, combined, check);
@@ -795,6 +838,13 @@ std::string money(const AdviseResult& r, double v) {
   return r.priced ? fmt::format("${:.3g}", v) : fmt::format("{:.3g} device-h", v);
 }
 
+// The commands that start the plan on its engine.
+void set_launch(AdviseCandidate& c, const DeploymentShape& shape) {
+  const Launch l = launch_commands(resolve_plan(c.plan), shape);
+  c.launch = l.commands;
+  c.launch_notes = l.notes;
+}
+
 // Why the top plans, in the user's terms: what binds, what the memory holds, which lever bought
 // what against the highest-precision plan on the same hardware, and the other hardware's best.
 void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<AdviseCandidate>& all_met,
@@ -823,6 +873,13 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
   };
   for (AdviseCandidate& c : r.ranked) {
     const ServingResult& s = *c.serving;
+    DeploymentShape shape;
+    shape.replicas = c.replicas;
+    shape.prefill = c.pd_prefill;
+    shape.decode = c.pd_decode;
+    shape.max_model_len = q.prompt.max_tokens + q.output.max_tokens;
+    shape.max_batch = c.max_batch;
+    set_launch(c, shape);
     c.reasons.push_back(fmt::format("meets every SLO; nearest its limit: {}", c.binding));
     const uint64_t kv_requests = c.kv_capacity_tokens / std::max<uint64_t>(1, static_cast<uint64_t>(q.prompt.mean() + q.output.mean()));
     c.reasons.push_back(fmt::format("{} weights take {} per device and leave KV for {} tokens ({} requests of the mean "
@@ -901,7 +958,8 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
 
 AdviseResult advise_serving(const AdviseQuery& q) {
   if (!q.slo.any())
-    throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99, --slo-tpot-p99 or --slo-e2el-p99");
+    throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99 2s, --slo-tpot-p95 50ms, ... "
+                     "(TTFT, TPOT, ITL or E2EL at p50, p90, p95 or p99) or --goodput ttft:2000 tpot:50");
   AdviseResult result;
   result.serving = true;
   const std::vector<HwChoice> hws = hardware(q, true, &result.priced, result.notes);
@@ -1106,6 +1164,10 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
   if (chosen.size() > q.top) chosen.resize(q.top);
   result.ranked = std::move(chosen);
   for (AdviseCandidate& c : result.ranked) {
+    DeploymentShape shape;
+    shape.max_model_len = c.context;
+    shape.max_batch = c.max_batch;
+    set_launch(c, shape);
     c.reasons.push_back(fmt::format("{} weights {} + KV {} for {} x {} tokens{}: {} to spare", c.weights,
                                     gib(c.weights_bytes_per_device), kv_types_label(c.kv), c.max_batch, c.context,
                                     c.context < q.context ? fmt::format(" (not {})", q.context) : "", gib(c.headroom_bytes)));

@@ -22,10 +22,22 @@
 
 namespace infer_plan {
 
+// A service level as the field writes it (vLLM bench's --metric-percentiles, dashboards): one
+// latency's 50th, 90th, 95th or 99th percentile at most a limit.
+enum class SloMetric { ttft, tpot, itl, e2el };
+std::string_view slo_metric_name(SloMetric m);  // "TTFT"
+struct SloBound {
+  SloMetric metric = SloMetric::ttft;
+  double percentile = 99;  // 50, 90, 95 or 99
+  double limit_s = 0;
+};
 struct AdviseSlo {
-  std::optional<double> ttft_p99_s, tpot_p99_s, e2el_p99_s;
+  std::vector<SloBound> bounds;
   std::optional<double> rejection_max;  // fraction of arrivals rejected, with a deadline
-  bool any() const { return ttft_p99_s || tpot_p99_s || e2el_p99_s; }
+  bool any() const { return !bounds.empty(); }
+  bool has(SloMetric m) const;
+  // The metric's limit at percentile p (p99 unless said): for tests and callers that set one at a time.
+  AdviseSlo& at_most(SloMetric m, double limit_s, double percentile = 99);
 };
 
 // The default quality floor: weight types of fewer than 4 bits (llama.cpp's Q3_*, Q2_K, IQ3_*,
@@ -120,6 +132,8 @@ struct AdviseCandidate {
   double slo_ratio = 0;                    // serving: the largest p99 / its SLO (below 1 when it meets)
   std::string binding;                     // what limits it, in words
   std::vector<std::string> reasons;        // top plans: why, in the user's terms
+  std::vector<std::string> launch;         // top plans: the commands that start it on its engine (planner/plan/launch)
+  std::vector<std::string> launch_notes;   // ... and what to fill in or run beside them
   Plan plan;                               // one replica's plan (report and --verify run it)
 };
 

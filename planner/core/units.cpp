@@ -37,6 +37,8 @@ constexpr std::array kFlopsUnits{
     Unit{"FLOP/s", 1.0L},    Unit{"GFLOP/s", 1e9L},  Unit{"TFLOP/s", 1e12L}, Unit{"PFLOP/s", 1e15L},
     Unit{"OPS", 1.0L},       Unit{"GOPS", 1e9L},     Unit{"TOPS", 1e12L},    Unit{"POPS", 1e15L}};
 
+constexpr std::array kDurationUnits{Unit{"ms", 1.0L}, Unit{"s", 1e3L}, Unit{"us", 1e-3L}, Unit{"min", 6e4L}};  // in ms
+
 __extension__ typedef unsigned __int128 u128;  // exact size arithmetic (GCC/Clang)
 
 struct Number {
@@ -173,6 +175,10 @@ double parse_rate(std::string_view text, std::string_view what) {
 
 double parse_flops(std::string_view text, std::string_view what) {
   return parse_scaled(text, what, kFlopsUnits, "989 TFLOPS", "FLOPS");
+}
+
+double parse_duration_ms(std::string_view text, std::string_view what) {
+  return parse_scaled(text, what, kDurationUnits, "500ms", "ms");  // a bare number is ms, the base unit
 }
 
 double to_gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(GiB); }

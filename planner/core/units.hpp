@@ -21,6 +21,9 @@ uint64_t parse_bytes(std::string_view text, std::string_view what);
 double parse_rate(std::string_view text, std::string_view what);
 // "989 TFLOPS" -> 989e12 (operations per second).
 double parse_flops(std::string_view text, std::string_view what);
+// "500ms" or "500" -> 500, "2s" -> 2000, "250us" -> 0.25: milliseconds (a bare number is ms, as vLLM's
+// --goodput and SLO dashboards write them).
+double parse_duration_ms(std::string_view text, std::string_view what);
 
 double to_gib(uint64_t bytes);
 double to_mib(uint64_t bytes);

@@ -37,9 +37,10 @@ const std::vector<EngineCapabilities>& table() {
     llama.name = llama.title = "llama.cpp";
     llama.gguf_weights = true;
     llama.kv = {T::F32, T::F16, T::BF16, T::Q8_0, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::IQ4_NL};
-    llama.layer_split = llama.draft_model = llama.host_layers = true;
+    llama.layer_split = llama.draft_model = llama.draft_heads = llama.ngram = llama.host_layers = true;
     llama.source = "github.com/ggml-org/llama.cpp: tools/server/README.md (-ctk/-ctv types, -md, -ngl, --n-cpu-moe, "
-                   "-ot), docs/multi-gpu.md (-sm layer; row deprecated), 2026";
+                   "-ot), common/speculative.cpp (draft-simple, draft-eagle3, draft-mtp, ngram-simple), docs/multi-gpu.md "
+                   "(-sm layer; row deprecated), 2026";
     EngineCapabilities vllm = datacenter_engine(
         "vllm", "vLLM",
         "docs.vllm.ai: features/quantization, features/quantization/quantized_kvcache (--kv-cache-dtype "
@@ -64,7 +65,7 @@ const std::vector<EngineCapabilities>& table() {
   return rows;
 }
 
-std::string lower(std::string_view s) {
+std::string lower_name(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
@@ -73,7 +74,7 @@ std::string lower(std::string_view s) {
 std::string type_list(const std::vector<GgmlType>& types, bool as_kv) {
   std::string text;
   for (GgmlType t : types)
-    text += (text.empty() ? "" : ", ") + (as_kv ? lower(ggml_type_info(t).name) : std::string(ggml_type_info(t).name));
+    text += (text.empty() ? "" : ", ") + (as_kv ? lower_name(ggml_type_info(t).name) : std::string(ggml_type_info(t).name));
   return text;
 }
 
@@ -102,7 +103,7 @@ std::optional<std::string> engine_refuses_types(std::string_view engine, const W
   }
   for (GgmlType t : {kv.k, kv.v})
     if (std::find(e->kv.begin(), e->kv.end(), t) == e->kv.end())
-      return fmt::format("{} has no {} KV cache; its KV types: {}", e->title, lower(ggml_type_info(t).name),
+      return fmt::format("{} has no {} KV cache; its KV types: {}", e->title, lower_name(ggml_type_info(t).name),
                          type_list(e->kv, true));
   return std::nullopt;
 }

@@ -301,6 +301,9 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   ModelSpec s;
   s.name = name;
   s.source = where;
+  for (const char* key : {"_hf_id", "_name_or_path"})
+    if (const auto it = c.find(key); s.hf_id.empty() && it != c.end() && it->is_string()) s.hf_id = it->get<std::string>();
+  if (const auto it = c.find("_hf_weights"); it != c.end() && it->is_string()) s.hf_weights = it->get<std::string>();
   s.model_type = require_string(c, "model_type", where);
   const Architecture* arch = nullptr;
   for (const auto& a : kArchitectures)

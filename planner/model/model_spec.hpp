@@ -31,6 +31,9 @@ struct RopeScaling {
 struct ModelSpec {
   std::string name;          // "qwen3-8b", or the file stem for a path
   std::string source;        // where it was read from ("built-in", or a path)
+  std::string hf_id;         // its Hugging Face repository ("Qwen/Qwen3-8B": a built-in's _hf_id, a config's
+                             // _name_or_path); empty: not known
+  std::string hf_weights = "BF16";  // the weights format that repository holds (_hf_weights: DeepSeek-V3's FP8_BLOCK128)
   std::string model_type;    // HF model_type: qwen3, qwen3_moe, llama, mistral, qwen2
   std::string gguf_arch;     // llama.cpp architecture: qwen3, qwen3moe, llama, qwen2
 

@@ -127,10 +127,10 @@ Json offload_figures(const OffloadResult& r) {
 
 Json distribution_figures(const Distribution& d, double scale) {
   Json unresolved = Json::array();
-  for (const auto& [name, p] : {std::pair{"p90", 0.90}, std::pair{"p99", 0.99}})
+  for (const auto& [name, p] : {std::pair{"p90", 0.90}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}})
     if (!percentile_resolved(d.count, p)) unresolved.push_back(name);
-  return Json{{"mean", d.mean * scale}, {"median", d.p50 * scale}, {"p90", d.p90 * scale}, {"p99", d.p99 * scale},
-              {"max", d.max * scale},   {"count", d.count},          {"unresolved", unresolved}};
+  return Json{{"mean", d.mean * scale}, {"median", d.p50 * scale}, {"p90", d.p90 * scale}, {"p95", d.p95 * scale},
+              {"p99", d.p99 * scale},   {"max", d.max * scale},   {"count", d.count},          {"unresolved", unresolved}};
 }
 
 Json serving_metrics(const ServingResult& r) {

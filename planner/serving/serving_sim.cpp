@@ -273,6 +273,7 @@ Distribution summarize(std::vector<double> values) {
   };
   d.p50 = rank(0.50);
   d.p90 = rank(0.90);
+  d.p95 = rank(0.95);
   d.p99 = rank(0.99);
   d.max = values.back();
   return d;
@@ -297,9 +298,18 @@ Distribution summarize_weighted(std::vector<std::pair<double, uint64_t>> values)
   };
   d.p50 = rank(0.50);
   d.p90 = rank(0.90);
+  d.p95 = rank(0.95);
   d.p99 = rank(0.99);
   d.max = values.back().first;
   return d;
+}
+
+double distribution_percentile(const Distribution& d, double p) {
+  if (p == 50) return d.p50;
+  if (p == 90) return d.p90;
+  if (p == 95) return d.p95;
+  if (p == 99) return d.p99;
+  throw InputError(fmt::format("percentile {:g}: expected 50, 90, 95 or 99", p));
 }
 
 bool percentile_resolved(uint64_t count, double p) {

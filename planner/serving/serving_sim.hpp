@@ -155,7 +155,10 @@ std::vector<ServingRequest> serving_requests(const ServingLoad& load);
 struct Distribution {
   uint64_t count = 0;
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  double p95 = 0;
 };
+// Its 50th, 90th, 95th or 99th percentile (`p` one of those); InputError for another.
+double distribution_percentile(const Distribution& d, double p);
 
 // The mean and nearest-rank percentiles of a sample (all zero when it is empty); the runtime's
 // measured distributions use it too, so predicted and measured percentiles mean the same thing.

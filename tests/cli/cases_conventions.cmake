@@ -72,7 +72,7 @@ infer_plan_cli_case(queue_vllm_text EXIT 0 ARGS ${_serve} --goodput ttft:500 tpo
 infer_plan_cli_case(queue_few_samples EXIT 0 ARGS queue --simulate --rate 1 --num-prompts 4 --iteration-ms 10 -n 8
   MATCH "TTFT +[0-9.]+ +[0-9.]+ +[0-9.]+\\* +[0-9.]+\\*" "fewer samples than the percentile can resolve")
 infer_plan_cli_case(queue_few_samples_json EXIT 0 ARGS queue --simulate --rate 1 --num-prompts 4 --iteration-ms 10 -n 8 --json
-  MATCH "\"unresolved\": \\[\n +\"p90\",\n +\"p99\"\n +\\]")
+  MATCH "\"unresolved\": \\[\n +\"p90\",\n +\"p95\",\n +\"p99\"\n +\\]")
 infer_plan_cli_case(bad_goodput_key EXIT 2 ARGS ${_serve} --goodput ttfb:500 MATCH "--goodput: 'ttfb:500' is not KEY:MS; KEY is ttft, tpot or e2el")
 infer_plan_cli_case(bad_goodput_ms EXIT 2 ARGS ${_serve} --goodput tpot:-5 MATCH "--goodput: 'tpot:-5': '-5' is not a time in milliseconds")
 

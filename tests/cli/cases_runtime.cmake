@@ -142,7 +142,7 @@ infer_plan_cli_case(bad_run_mla EXIT 2 ARGS run -m deepseek-v2-lite --scale 0.05
   MATCH "multi-head latent attention \\(DeepSeek\\), which the planner models but the runtime does not execute yet")
 # advise --verify: the winner written as a plan and executed by report on this machine (the CPU,
 # the model scaled to ~150M parameters), predicted beside measured. Its timings are not checked.
-infer_plan_cli_case(advise_verify EXIT 0 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.05 --weights Q8_0
+infer_plan_cli_case(advise_verify EXIT 0 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 50ms --weights Q8_0
   --kv q8_0 --tp 1 --max-batch 8 --verify --verify-plan ${CMAKE_BINARY_DIR}/advise-verify.json
   MATCH "verify #1 on this machine \\(cpu\\): qwen3-8b at scale" "weights_bytes \\(B\\) +[0-9]+ +[0-9]+ +\\+0.0% +exact +ok"
         "decode_iteration_ms p50")

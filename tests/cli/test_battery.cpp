@@ -599,7 +599,7 @@ TEST_CASE("every key a command prints is in docs/json.md, byte figures are integ
       {"queue", "--simulate", "--rate", "4", "--iteration-ms", "20", "--goodput", "ttft:500", "--json"},
       {"queue", "--max-rate", "--iteration-ms", "20", "--slo-ttft-p99", "1", "--json"},
       {"admit", "--ttft", "0.196", "--generation", "6.76", "--deadline", "7", "--json"},
-      {"advise", "-m", "qwen3-8b", "--hw", "h200", "--rate", "2", "--slo-tpot-p99", "0.05", "--weights", "Q8_0", "--json"},
+      {"advise", "-m", "qwen3-8b", "--hw", "h200", "--rate", "2", "--slo-tpot-p99", "50ms", "--weights", "Q8_0", "--json"},
       {"advise", "-m", "qwen3-8b", "--hw", "h200", "-c", "8K", "--weights", "Q8_0", "--json"},
       {"gguf", "size", "--json"},
       {"gguf", "inspect", "tests/data/gguf/tiny-qwen3.gguf", "--json"},

@@ -48,8 +48,8 @@ AdviseQuery h200_serving() {
   q.prompt = {256, 1024};
   q.output = TokenLengths::fixed(256);
   q.simulated_requests = 200;
-  q.slo.ttft_p99_s = 1;
-  q.slo.tpot_p99_s = 0.05;
+  q.slo.at_most(SloMetric::ttft, 1);
+  q.slo.at_most(SloMetric::tpot, 0.05);
   return q;
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("a TPOT below one decode step's floor is answered by the bound alone, 
   AdviseQuery q = h200_serving();
   q.weights = {"BF16"};
   // qwen3-8b BF16 reads ~16.4 GB a step: 3.4 ms at 4.8 TB/s, so no batch decodes in 1 ms
-  q.slo.tpot_p99_s = 0.001;
+  q.slo.at_most(SloMetric::tpot, 0.001);
   const AdviseResult r = advise(q);
   CHECK(r.ranked.empty());
   CHECK(r.simulations == 0);
@@ -249,7 +249,7 @@ TEST_CASE("weights that do not fit stream their FFN over the host link: NVLink-C
   q.rate_per_s = 0.2;
   q.prompt = TokenLengths::fixed(2048);
   q.slo = {};
-  q.slo.tpot_p99_s = 0.2;
+  q.slo.at_most(SloMetric::tpot, 0.2);
   const AdviseResult r = advise(q);
   REQUIRE_FALSE(r.ranked.empty());
   for (const AdviseCandidate& c : r.ranked) CHECK(c.hw == "gh200");  // PCIe's copy alone exceeds 200 ms a token
@@ -341,4 +341,40 @@ TEST_CASE("the engine capability table: what each engine loads, caches and serve
   CHECK(engine_refuses_device("vllm", "rdna3") == std::nullopt);  // AMD
   CHECK(engine_refuses_device("llama.cpp", "apple-m2") == std::nullopt);
   CHECK(engine_capability_table().size() == known_engines().size());
+}
+
+TEST_CASE("SLOs at the percentiles the field writes: p95 TTFT and TPOT, every plan within them") {
+  AdviseQuery q = h200_serving();
+  q.slo = {};
+  q.slo.at_most(SloMetric::ttft, 1.0, 95).at_most(SloMetric::tpot, 0.04, 95);
+  const AdviseResult r = advise(q);
+  REQUIRE_FALSE(r.ranked.empty());
+  for (const AdviseCandidate& c : r.ranked) {
+    REQUIRE(c.serving->latency);
+    CHECK(c.serving->latency->ttft_s.p95 <= 1.0);
+    CHECK(c.serving->latency->tpot_s.p95 <= 0.04);
+    // p95 lies between the median and p99 of the same sample (nearest rank)
+    CHECK(c.serving->latency->ttft_s.p95 >= c.serving->latency->ttft_s.p50);
+    CHECK(c.serving->latency->ttft_s.p95 <= c.serving->latency->ttft_s.p99);
+  }
+  CHECK(r.ranked.front().binding.find(" p95 ") != std::string::npos);
+  // an ITL bound has the inter-token gaps recorded
+  AdviseQuery itl = h200_serving();
+  itl.slo = {};
+  itl.slo.at_most(SloMetric::itl, 0.05, 99);
+  const AdviseResult ri = advise(itl);
+  REQUIRE_FALSE(ri.ranked.empty());
+  CHECK(ri.ranked.front().serving->latency->itl_s.count > 0);
+  CHECK(ri.ranked.front().serving->latency->itl_s.p99 <= 0.05);
+}
+
+TEST_CASE("times as SLOs are written: a bare number is ms") {
+  CHECK(parse_duration_ms("500ms", "x") == 500);
+  CHECK(parse_duration_ms("500", "x") == 500);
+  CHECK(parse_duration_ms("2s", "x") == 2000);
+  CHECK(parse_duration_ms("1.5 s", "x") == 1500);
+  CHECK(parse_duration_ms("250us", "x") == doctest::Approx(0.25));
+  CHECK_THROWS_WITH_AS(parse_duration_ms("5 parsecs", "--slo-ttft-p99"), doctest::Contains("--slo-ttft-p99: unknown unit 'parsecs'"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_duration_ms("-5ms", "--slo-ttft-p99"), doctest::Contains("is negative"), InputError);
 }

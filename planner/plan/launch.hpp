@@ -1,0 +1,34 @@
+// The commands that start a deployment on its engine, with the engine's own flags and the plan's
+// numbers: vLLM's `vllm serve`, SGLang's `python -m sglang.launch_server`, llama.cpp's
+// `llama-server`, TensorRT-LLM's `trtllm-serve`; beyond one node their multi-node forms (vLLM over
+// Ray, SGLang's --nnodes, TensorRT-LLM under mpirun), and for a prefill/decode split their
+// disaggregated forms (vLLM's NixlConnector, SGLang's --disaggregation-mode, TensorRT-LLM's
+// `trtllm-serve disaggregated`). The flags are the engines' documented ones
+// (tests/data/engine_flags.json lists them with their sources; a test checks every flag emitted).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan/predict.hpp"
+
+namespace infer_plan {
+
+// How many of the plan's replicas, and how they serve.
+struct DeploymentShape {
+  uint64_t replicas = 1;                    // copies of the plan's tp devices behind one endpoint
+  std::optional<uint64_t> prefill, decode;  // a prefill/decode split: replicas of each pool
+  uint64_t max_model_len = 0;               // the longest request (prompt + output); 0: the plan's context
+  uint64_t max_batch = 0;                   // running requests per replica; 0: the plan's load.max_batch or requests
+};
+
+struct Launch {
+  std::vector<std::string> commands;  // one command line each, in the order to start them
+  std::vector<std::string> notes;     // what to fill in or run beside them
+};
+
+// Empty commands for a plan without an engine ("none"), with a note saying so.
+Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape);
+
+}  // namespace infer_plan
