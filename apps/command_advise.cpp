@@ -155,7 +155,7 @@ AdviseQuery advise_query(const AdviseArgs& a) {
     const SloMetric metric = slo_metric(flag.substr(6, flag.rfind("-p") - 6));  // --slo-ttft-p99
     const double percentile = std::stod(flag.substr(flag.rfind("-p") + 2));
     const double ms = parse_duration_ms(text, flag);
-    if (!(ms > 0) || ms > kMaxTimeS * 1e3) throw InputError(fmt::format("{}: {} is out of range; expected a time above 0", flag, text));
+    if (!(ms > 0) || ms > kMaxTimeS * 1e3) throw InputError(fmt::format("{}: {} is out of range; expected a time above 0 and at most {:g} s", flag, text, kMaxTimeS));
     q.slo.at_most(metric, ms / 1e3, percentile);
   }
   const ServingLoad::Goodput goodput = parse_goodput(a.goodput);  // vLLM bench's form, each limit read at p99
@@ -615,7 +615,8 @@ void add_advise_command(CLI::App& app) {
       "TTFT SLO; the replicas the arrivals' work needs; cheaper and faster plans\n"
       "already found), and the rest simulated (continuous batching, Poisson arrivals) at the fewest replicas\n"
       "meeting every SLO. Costs are per million output tokens at the offered rate, at the profiles' price_per_hour\n"
-      "(stated assumptions for h100-sxm, h200, a100-80gb) or --price. SLOs are any of TTFT, TPOT, ITL and E2EL at p50,\n"
+      "(an assumption every built-in profile states with its source and date: cloud on-demand rates, or for devices no\n"
+      "cloud rents a list price over three years) or --price. SLOs are any of TTFT, TPOT, ITL and E2EL at p50,\n"
       "p90, p95 or p99, in ms as vLLM writes them (--slo-ttft-p95 1000ms, --goodput ttft:1000 tpot:40). Types under 4-bit weights or 8-bit KV are\n"
       "proposed only when nothing above meets the request, and are marked *.\n\n"
       "Exit status: 0 a plan meets the request; 1 none does (the closest plans, or the longest contexts that fit,\n"

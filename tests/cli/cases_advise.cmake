@@ -27,8 +27,11 @@ infer_plan_cli_case(advise_m2_as_built EXIT 1 ARGS advise --model qwen3-235b-a22
   MATCH "Q2_K \\(79.80 GiB\\), are 7.80 GiB over the usable 72.00 GiB" "NOTHING FITS")
 infer_plan_cli_case(advise_none_meets EXIT 1 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.1ms
   MATCH "NO PLAN MEETS THE SLOs" "TPOT floor")
-infer_plan_cli_case(advise_unpriced EXIT 0 ARGS advise --model qwen3-8b --hw rtx-4090 --rate 1 --slo-tpot-p99 50ms --tp 1
-  MATCH "no prices given" "dev-h/M tok")
+# every built-in device carries an assumed price; a user's profile without one is costed in device-hours
+infer_plan_cli_case(advise_unpriced EXIT 0 ARGS advise --model qwen3-8b --hw tests/data/profile_m2_max_seed.json --rate 0.2
+  --slo-tpot-p99 200ms --tp 1 MATCH "no prices given" "dev-h/M tok")
+infer_plan_cli_case(advise_priced_consumer EXIT 0 ARGS advise --model qwen3-8b --hw rtx-4090 --rate 1 --slo-tpot-p99 50ms --tp 1
+  MATCH "\\$/M tok" "0.74")
 infer_plan_cli_case(bad_advise_slo_no_rate EXIT 2 ARGS advise --model qwen3-8b --slo-tpot-p99 50ms
   MATCH "--slo-\\*: service levels need a load: give --rate")
 infer_plan_cli_case(bad_advise_rate_no_slo EXIT 2 ARGS advise --model qwen3-8b --rate 2
@@ -37,8 +40,9 @@ infer_plan_cli_case(bad_advise_price EXIT 2 ARGS advise --model qwen3-8b --rate 
   MATCH "--price: 'h200=free' is not NAME=USD")
 infer_plan_cli_case(bad_advise_price_hw EXIT 2 ARGS advise --model qwen3-8b --rate 2 --slo-tpot-p99 50ms --price h100-sxm=2
   MATCH "--price: 'h100-sxm' is not one of the --hw profiles")
-infer_plan_cli_case(bad_advise_mixed_prices EXIT 2 ARGS advise --model qwen3-8b --hw h200,rtx-4090 --rate 2 --slo-tpot-p99 50ms
-  MATCH "--hw rtx-4090: the profile has no price_per_hour" "--price rtx-4090=USD")
+infer_plan_cli_case(bad_advise_mixed_prices EXIT 2 ARGS advise --model qwen3-8b --hw h200,tests/data/profile_m2_max_seed.json
+  --rate 2 --slo-tpot-p99 50ms
+  MATCH "--hw tests/data/profile_m2_max_seed.json: the profile has no price_per_hour" "--price m2-max-96gb-seed=USD")
 infer_plan_cli_case(bad_advise_tp EXIT 2 ARGS advise --model qwen3-8b --tp 2,x MATCH "--tp: 'x' is not a whole number")
 infer_plan_cli_case(bad_advise_exclude EXIT 2 ARGS advise --model qwen3-8b --exclude Q9_K
   MATCH "--exclude: 'Q9_K' is none of the candidate weight types")

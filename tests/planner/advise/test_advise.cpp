@@ -178,14 +178,16 @@ TEST_CASE("advise refuses what it cannot answer, naming the flag") {
   q.slo = {};
   CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--slo-ttft-p99"), InputError);
   q = h200_serving();
-  q.hw = {"h200", "rtx-4090"};  // rtx-4090 has no price beside h200's
-  CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--price rtx-4090=USD"), InputError);
-  q.prices["rtx-4090"] = 0.5;
+  q.hw = {"h200", "tests/data/profile_m2_max_seed.json"};  // a user's profile without a price beside h200's
+  CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--price m2-max-96gb-seed=USD"), InputError);
+  q.prices["m2-max-96gb-seed"] = 0.5;
   CHECK_NOTHROW(advise(q));
   q.prices["a100-80gb"] = 1;  // not a candidate
   CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--price: 'a100-80gb'"), InputError);
   q = h200_serving();
-  q.hw = {"rtx-4090"};  // no price at all: costs in device-hours
+  q.hw = {"tests/data/profile_m2_max_seed.json"};  // no price at all: costs in device-hours
+  q.slo = {};
+  q.slo.at_most(SloMetric::tpot, 0.5);
   const AdviseResult r = advise(q);
   CHECK_FALSE(r.priced);
 }
@@ -377,4 +379,18 @@ TEST_CASE("times as SLOs are written: a bare number is ms") {
   CHECK_THROWS_WITH_AS(parse_duration_ms("5 parsecs", "--slo-ttft-p99"), doctest::Contains("--slo-ttft-p99: unknown unit 'parsecs'"),
                        InputError);
   CHECK_THROWS_WITH_AS(parse_duration_ms("-5ms", "--slo-ttft-p99"), doctest::Contains("is negative"), InputError);
+}
+
+TEST_CASE("every built-in device can be advised without --price: an assumed price, with where it is from") {
+  for (const std::string& name : builtin_hw_names()) {
+    CAPTURE(name);
+    const HwProfile hw = load_hw_profile(name);
+    REQUIRE(hw.price_per_hour);
+    CHECK(*hw.price_per_hour > 0);
+    CHECK(*hw.price_per_hour < 20);  // per device-hour: no single device rents for more
+    const Json j = hw_profile_json(name);
+    const Json& sources = j.at("sources");
+    CHECK(std::any_of(sources.begin(), sources.end(),
+                      [](const Json& s) { return s.get<std::string>().starts_with("price_per_hour: a"); }));
+  }
 }
