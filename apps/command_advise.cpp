@@ -162,6 +162,9 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   for (const auto& [metric, limit] : {std::pair{SloMetric::ttft, goodput.ttft_s}, std::pair{SloMetric::tpot, goodput.tpot_s},
                                       std::pair{SloMetric::e2el, goodput.e2el_s}})
     if (limit) q.slo.at_most(metric, *limit, 99);
+  std::stable_sort(q.slo.bounds.begin(), q.slo.bounds.end(), [](const SloBound& x, const SloBound& y) {  // TTFT, TPOT, ITL, E2EL
+    return x.metric < y.metric;
+  });
   q.slo.rejection_max = a.slo_reject;
   q.pd = !a.no_pd;
   if (!a.spec_accept.empty() || !a.draft.empty() || a.draft_layers) {
@@ -297,10 +300,15 @@ std::string slo_line(const AdviseQuery& q) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
+// The table's latencies at the percentile the SLOs ask (the highest of them; p99 without any).
+std::string serving_table(const AdviseQuery& q, const AdviseResult& r, const std::vector<AdviseCandidate>& rows, bool ranked) {
   const std::string cost = r.priced ? "$/M tok" : "dev-h/M tok";
-  TextTable t{{"#", "hardware", "engine", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT p99", "TPOT p99",
-               "E2EL p99", "basis", cost, r.priced ? "$/h" : "devices"},
+  double p = 0;
+  for (const SloBound& b : q.slo.bounds) p = std::max(p, b.percentile);
+  if (p == 0) p = 99;
+  const std::string at = fmt::format(" p{:g}", p);
+  TextTable t{{"#", "hardware", "engine", "weights", "KV", "spec", "TP", "replicas", "max batch", "TTFT" + at, "TPOT" + at,
+               "E2EL" + at, "basis", cost, r.priced ? "$/h" : "devices"},
               {true, false, false, false, false, true, true, true, true, true, true, true, false, true, true},
               {}};
   uint64_t i = 0;
@@ -314,9 +322,9 @@ std::string serving_table(const AdviseResult& r, const std::vector<AdviseCandida
                       kv_types_label(c.kv), c.spec_block ? fmt::format("{}", *c.spec_block) : "-", fmt::format("{}", c.tp),
                       c.pd_prefill ? fmt::format("{}P+{}D", *c.pd_prefill, *c.pd_decode) : fmt::format("{}", c.replicas),
                       fmt::format("{}", c.max_batch),
-                      lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.ttft_s.p99); }),
-                      lat([](const ServingLatency& l) { return fmt::format("{:.1f} ms", l.tpot_s.p99 * 1e3); }),
-                      lat([](const ServingLatency& l) { return fmt::format("{:.3g} s", l.sojourn_s.p99); }),
+                      lat([&](const ServingLatency& l) { return fmt::format("{:.3g} s", distribution_percentile(l.ttft_s, p)); }),
+                      lat([&](const ServingLatency& l) { return fmt::format("{:.1f} ms", distribution_percentile(l.tpot_s, p) * 1e3); }),
+                      lat([&](const ServingLatency& l) { return fmt::format("{:.3g} s", distribution_percentile(l.sojourn_s, p)); }),
                       c.basis,  // what the latencies rest on (the lines after the table say more)
                       usd(c.cost_per_million_tokens),
                       r.priced ? fmt::format("{:.2f}", *c.price_per_hour) : fmt::format("{}", c.devices())});
@@ -438,12 +446,12 @@ void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) 
   if (r.ranked.empty()) {
     fmt::print("\nNO PLAN MEETS THE SLOs within {} devices.\n", q.max_devices);
     if (!r.near_misses.empty()) {
-      fmt::print("closest:\n{}", serving_table(r, r.near_misses, false));
+      fmt::print("closest:\n{}", serving_table(q, r, r.near_misses, false));
       for (const AdviseCandidate& c : r.near_misses) fmt::print("  {} {} {}: {}\n", c.hw, c.weights, kv_types_label(c.kv), c.binding);
     }
   } else {
     fmt::print("\ncheapest plans meeting the SLOs (cost per million output tokens at the offered rate):\n{}",
-               serving_table(r, r.ranked, true));
+               serving_table(q, r, r.ranked, true));
     if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.below_quality_floor; }))
       fmt::print("  * below the quality floor ({})\n", kAdviseQualityFloor);
     for (size_t i = 0; i < std::min<size_t>(3, r.ranked.size()); ++i) {

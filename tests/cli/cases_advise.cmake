@@ -91,3 +91,5 @@ infer_plan_cli_case(bad_advise_slo_unit EXIT 2 ARGS advise -m llama-3.1-8b --rat
   MATCH "--slo-ttft-p95: unknown unit 'parsecs'")
 infer_plan_cli_case(bad_advise_goodput_key EXIT 2 ARGS advise -m llama-3.1-8b --rate 8 --goodput latency:1000
   MATCH "--goodput: 'latency:1000' is not KEY:MS; KEY is ttft, tpot or e2el")
+infer_plan_cli_case(advise_slo_p95_table EXIT 0 ARGS advise -m llama-3.1-8b --hw h100-sxm --rate 8 --slo-tpot-p95 40ms
+  --slo-ttft-p95 1s --engine vllm --tp 1 MATCH "SLO TTFT p95 <= 1000 ms, TPOT p95 <= 40 ms" "TTFT p95 +TPOT p95 +E2EL p95")
