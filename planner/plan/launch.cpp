@@ -68,6 +68,22 @@ void add(std::vector<std::string>& argv, std::string_view flag, const std::strin
   argv.push_back(value);
 }
 
+// A prefill/decode split's two servers: `a` with each role's value of `flag` (none: the same command)
+// and its own port.
+std::pair<std::vector<std::string>, std::vector<std::string>> split_roles(const std::vector<std::string>& a,
+                                                                          std::string_view flag, const std::string& prefill,
+                                                                          const std::string& decode, uint64_t port,
+                                                                          uint64_t decode_port) {
+  std::vector<std::string> p = a, d = a;
+  if (!flag.empty()) {
+    add(p, flag, prefill);
+    add(d, flag, decode);
+  }
+  add(p, "--port", fmt::format("{}", port));
+  add(d, "--port", fmt::format("{}", decode_port));
+  return {p, d};
+}
+
 std::optional<std::string> draft_id(const ResolvedPlan& rp) {
   if (!rp.plan.speculative || rp.plan.speculative->draft.empty()) return std::nullopt;
   const ModelSpec d = load_model(rp.plan.speculative->draft);
@@ -111,11 +127,8 @@ Launch vllm(Shape& s) {
                                   s.nodes, s.per_node));
   }
   if (s.prefill) {
-    std::vector<std::string> p = a, d = a;
-    add(p, "--kv-transfer-config", "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'");
-    add(d, "--kv-transfer-config", "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'");
-    add(p, "--port", "8100");
-    add(d, "--port", "8200");
+    const std::string nixl = "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'";
+    const auto [p, d] = split_roles(a, "--kv-transfer-config", nixl, nixl, 8100, 8200);
     l.commands.push_back(command_line(p));
     l.commands.push_back(command_line(d));
     l.notes.push_back(fmt::format("{} prefill and {} decode servers as above, each on {}; a proxy sends each request to a "
@@ -171,11 +184,7 @@ Launch sglang(Shape& s) {
     }
   };
   if (s.prefill) {
-    std::vector<std::string> p = a, d = a;
-    add(p, "--disaggregation-mode", "prefill");
-    add(d, "--disaggregation-mode", "decode");
-    add(p, "--port", "30000");
-    add(d, "--port", "30001");
+    const auto [p, d] = split_roles(a, "--disaggregation-mode", "prefill", "decode", 30000, 30001);
     per_node(p);
     per_node(d);
     l.commands.push_back("python -m sglang_router.launch_router --pd-disaggregation --prefill http://PREFILL:30000 "
@@ -263,9 +272,7 @@ Launch trtllm(Shape& s) {
     l.notes.push_back(fmt::format("under MPI (or Slurm's srun) over {} nodes of {} devices", s.nodes, s.per_node));
   }
   if (s.prefill) {
-    std::vector<std::string> ctx = a, gen = a;
-    add(ctx, "--port", "8001");
-    add(gen, "--port", "8002");
+    const auto [ctx, gen] = split_roles(a, "", "", "", 8001, 8002);
     l.commands.push_back(command_line(ctx));
     l.commands.push_back(command_line(gen));
     l.commands.push_back("trtllm-serve disaggregated -c disagg_config.yaml");
