@@ -295,7 +295,7 @@ std::string lengths(TokenLengths t) {
 std::string slo_line(const AdviseQuery& q) {
   std::vector<std::string> parts;
   for (const SloBound& b : q.slo.bounds)
-    parts.push_back(fmt::format("{} p{:g} <= {:.4g} ms", slo_metric_name(b.metric), b.percentile, b.limit_s * 1e3));
+    parts.push_back(fmt::format("{} p{:g} <= {:g} ms", slo_metric_name(b.metric), b.percentile, b.limit_s * 1e3));
   if (q.slo.rejection_max) parts.push_back(fmt::format("rejections <= {:.3g}%", 100 * *q.slo.rejection_max));
   return fmt::format("{}", fmt::join(parts, ", "));
 }

@@ -145,8 +145,11 @@ struct SloCheck {
   double binding_ratio = 0;
 };
 
-// "812 ms", "48.2 ms", "2.31 s" past ten seconds: SLOs are written in ms.
-std::string milliseconds(double s) { return s >= 10 ? fmt::format("{:.3g} s", s) : fmt::format("{:.3g} ms", s * 1e3); }
+// "48.2 ms", "2450 ms", "12.3 s" from ten seconds: SLOs are written in ms.
+std::string milliseconds(double s) {
+  const double ms = s * 1e3;
+  return s >= 10 ? fmt::format("{:.3g} s", s) : ms >= 100 ? fmt::format("{:.0f} ms", ms) : fmt::format("{:.3g} ms", ms);
+}
 
 // The latency's distribution a bound reads, and its value there.
 const Distribution& slo_distribution(const ServingLatency& l, SloMetric m) {
