@@ -136,6 +136,7 @@ Simulation build_simulation(const QueueArgs& a) {
     });
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
     s.plan = std::make_shared<ResolvedPlan>(resolve_plan(plan));
+    require_engine_runs(*s.plan);
     s.basis = s.plan->roofline->rates().basis;
     // The plan's server, its KV pool all that fit leaves after the weights (one request's context
     // is irrelevant here).

@@ -112,3 +112,6 @@ infer_plan_cli_case(bad_queue_batch_size_zero EXIT 2 ARGS queue --simulate --rat
   -w Q4_K_M --engine llama.cpp -b 0 MATCH "--batch-size: 0 is out of range; expected 1 to 16777216 tokens")
 infer_plan_cli_case(bad_queue_parallel_zero EXIT 2 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b
   -w Q4_K_M --engine llama.cpp --parallel 0 MATCH "--parallel: 0 slots; expected at least 1")
+# queue refuses what its engine cannot run, as fit and roofline do
+infer_plan_cli_case(bad_queue_engine_kv EXIT 2 ARGS queue --simulate --hw h100-sxm -m llama-3.1-8b --rate 2 --engine vllm --kv q8_0
+  MATCH "vLLM has no q8_0 KV cache")
