@@ -50,6 +50,7 @@ struct AdviseArgs {
   uint64_t requests = 1;
   std::string svg, verify_plan = "advise-verify.json", backend = "cpu";
   bool verify = false, no_pd = false;
+  std::string emit;  // k8s: the winner's Kubernetes manifest instead of the report
   std::vector<double> spec_accept;
   std::string draft, spec_blocks = "2,4,6";
   std::optional<uint64_t> draft_layers;
@@ -502,9 +503,20 @@ void run_advise(const AdviseArgs& a) {
     if (!plan_verifier())
       throw InputError("--verify: this build has no runtime (configure with -DINFER_PLAN_RUNTIME=ON, as tools/setup.sh test does)");
   }
+  if (!a.emit.empty() && (a.verify || a.out.json()))
+    throw InputError("--emit k8s: the manifest is the whole output; leave --json and --verify out");
   const auto start = std::chrono::steady_clock::now();
   const AdviseResult r = advise(q);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!a.emit.empty()) {  // the winner's manifest alone, for kubectl apply -f -
+    if (r.ranked.empty() || !r.ranked.front().meets) {
+      fmt::print(stderr, "advise: no plan meets the request, so there is no manifest to emit (run without --emit to see why)\n");
+      throw ExitCode{kDoesNotFitExitCode};
+    }
+    const AdviseCandidate& c = r.ranked.front();
+    fmt::print("{}", k8s_manifest(resolve_plan(c.plan), c.shape, Launch{c.launch, c.launch_notes}));
+    return;
+  }
   if (a.out.json()) {
     print_json(result_json(q, r));
   } else if (r.serving) {
@@ -599,6 +611,10 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--draft-layers", a->draft_layers, "With --spec-accept: the draft is the target's first N layers and its head")
       ->check(kNonNegativeCount)->type_name("N");
   cmd->add_option("--spec-blocks", a->spec_blocks, "With --spec-accept: block lengths to try (default 2,4,6)")->type_name("N[,N...]");
+  cmd->add_option("--emit", a->emit,
+                  "k8s: print the cheapest plan's Kubernetes manifest instead of the report (a Deployment per server "
+                  "role, a LeaderWorkerSet when it spans nodes), for kubectl apply -f -")
+      ->check(CLI::IsMember({"k8s"}))->type_name("k8s");
   cmd->add_flag("--no-pd", a->no_pd,
                 "Leave prefill/decode splits out of the search (by default tried where the profile has a device or node "
                 "link: P prefill replicas, D decode replicas)");

@@ -14,7 +14,7 @@ mode=${1:-run}
 [ $# -gt 0 ] && shift
 
 packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev doctest-dev libbenchmark-dev
-          libpcre2-dev)
+          libpcre2-dev libyaml-cpp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

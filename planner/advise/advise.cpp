@@ -846,6 +846,7 @@ void set_launch(AdviseCandidate& c, const DeploymentShape& shape) {
   const Launch l = launch_commands(resolve_plan(c.plan), shape);
   c.launch = l.commands;
   c.launch_notes = l.notes;
+  c.shape = shape;
 }
 
 // Why the top plans, in the user's terms: what binds, what the memory holds, which lever bought

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "planner/cost/kv_cache.hpp"
+#include "planner/plan/launch.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/serving/serving_sim.hpp"
 
@@ -134,6 +135,7 @@ struct AdviseCandidate {
   std::vector<std::string> reasons;        // top plans: why, in the user's terms
   std::vector<std::string> launch;         // top plans: the commands that start it on its engine (planner/plan/launch)
   std::vector<std::string> launch_notes;   // ... and what to fill in or run beside them
+  DeploymentShape shape;                   // ... the replicas and roles they start (k8s_manifest)
   Plan plan;                               // one replica's plan (report and --verify run it)
 };
 

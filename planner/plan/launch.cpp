@@ -310,3 +310,139 @@ Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape) {
 }
 
 }  // namespace infer_plan
+
+namespace infer_plan {
+namespace {
+
+// The engine's published serving image.
+std::string_view engine_image(std::string_view engine) {
+  return engine == "vllm"     ? "vllm/vllm-openai:latest"
+         : engine == "sglang" ? "lmsysorg/sglang:latest"
+         : engine == "trtllm" ? "nvcr.io/nvidia/tensorrt-llm/release:latest"
+                              : "ghcr.io/ggml-org/llama.cpp:server-cuda";
+}
+
+// The words of a command line as an exec list: the shell's single quotes around a JSON value dropped.
+std::vector<std::string> exec_words(const std::string& command) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < command.size()) {
+    const size_t end = std::min(command.find(' ', at), command.size());
+    std::string w = command.substr(at, end - at);
+    if (w.size() >= 2 && w.front() == '\'' && w.back() == '\'') w = w.substr(1, w.size() - 2);
+    if (!w.empty()) out.push_back(std::move(w));
+    at = end + 1;
+  }
+  return out;
+}
+
+// A YAML double-quoted scalar (JSON's escapes are YAML's).
+std::string quoted(const std::string& s) { return Json(s).dump(); }
+
+std::string exec_list(const std::vector<std::string>& words) {
+  std::string out = "[";
+  for (size_t i = 0; i < words.size(); ++i) out += (i ? ", " : "") + quoted(words[i]);
+  return out + "]";
+}
+
+// A pod's container running `words` on `gpus` devices.
+std::string container(std::string_view engine, const std::vector<std::string>& words, uint64_t gpus, std::string_view indent) {
+  return fmt::format("{0}- name: server\n"
+                     "{0}  image: {1}\n"
+                     "{0}  command: {2}\n"
+                     "{0}  resources:\n"
+                     "{0}    limits:\n"
+                     "{0}      nvidia.com/gpu: {3}\n",
+                     indent, engine_image(engine), exec_list(words), gpus);
+}
+
+std::string deployment(std::string_view name, std::string_view engine, uint64_t replicas, const std::string& command,
+                       uint64_t gpus) {
+  return fmt::format("apiVersion: apps/v1\n"
+                     "kind: Deployment\n"
+                     "metadata:\n"
+                     "  name: {0}\n"
+                     "spec:\n"
+                     "  replicas: {1}\n"
+                     "  selector:\n"
+                     "    matchLabels:\n"
+                     "      app: {0}\n"
+                     "  template:\n"
+                     "    metadata:\n"
+                     "      labels:\n"
+                     "        app: {0}\n"
+                     "    spec:\n"
+                     "      containers:\n{2}",
+                     name, replicas, container(engine, exec_words(command), gpus, "        "));
+}
+
+// "llama-3.1-70b-vllm": a Kubernetes name (lower case, digits and dashes).
+std::string k8s_name(const ResolvedPlan& rp, std::string_view role) {
+  std::string name = fmt::format("{}-{}{}{}", rp.spec.name, rp.engine, role.empty() ? "" : "-", role);
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
+  return name;
+}
+
+}  // namespace
+
+std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, const Launch& launch) {
+  std::string out = fmt::format("# {} on {} ({}): {}\n", rp.spec.name, rp.hw.name, rp.engine,
+                                launch.commands.empty() ? "no engine, no launch" : "the launch advise printed");
+  for (const std::string& note : launch.notes) out += "# " + note + "\n";
+  if (launch.commands.empty()) return out;
+  const uint64_t tp = rp.plan.tp, per_node = rp.hw.devices_per_node;
+  const uint64_t nodes = per_node && tp > per_node ? (tp + per_node - 1) / per_node : 1;
+  std::vector<std::string> servers;  // the server commands (no ray start, no router)
+  std::string router;
+  for (const std::string& c : launch.commands) {
+    if (c.starts_with("ray start")) continue;
+    if (c.find("sglang_router") != std::string::npos || c.starts_with("trtllm-serve disaggregated")) router = c;
+    else servers.push_back(c);
+  }
+  if (nodes > 1) {  // one LeaderWorkerSet: the leader runs the server, the workers join it
+    const std::string leader_cmd = rp.engine == "vllm" ? "ray start --head --port 6379 && " + servers.front() : servers.front();
+    std::string worker_cmd = rp.engine == "vllm"     ? "ray start --address $(LWS_LEADER_ADDRESS):6379 --block"
+                             : rp.engine == "sglang" ? servers.back()
+                                                     : "/usr/sbin/sshd -D";  // mpirun reaches the workers over ssh
+    auto lws = [&](std::string text) {
+      for (size_t at = text.find("HEAD:"); at != std::string::npos; at = text.find("HEAD:", at)) text.replace(at, 4, "$(LWS_LEADER_ADDRESS)");
+      return text;
+    };
+    if (rp.engine == "sglang") {
+      const size_t rank = worker_cmd.rfind("--node-rank ");
+      worker_cmd = worker_cmd.substr(0, rank) + "--node-rank $(LWS_WORKER_INDEX)";
+    }
+    out += fmt::format("apiVersion: leaderworkerset.x-k8s.io/v1\n"
+                       "kind: LeaderWorkerSet\n"
+                       "metadata:\n"
+                       "  name: {}\n"
+                       "spec:\n"
+                       "  replicas: {}\n"
+                       "  leaderWorkerTemplate:\n"
+                       "    size: {}\n"
+                       "    leaderTemplate:\n"
+                       "      spec:\n"
+                       "        containers:\n{}"
+                       "    workerTemplate:\n"
+                       "      spec:\n"
+                       "        containers:\n{}",
+                       k8s_name(rp, ""), shape.replicas, nodes,
+                       container(rp.engine, {"sh", "-c", lws(leader_cmd)}, per_node, "        "),
+                       container(rp.engine, {"sh", "-c", lws(worker_cmd)}, per_node, "        "));
+    return out;
+  }
+  if (shape.prefill && servers.size() >= 2) {  // a prefill/decode split: a Deployment per role, and the router
+    out += deployment(k8s_name(rp, "prefill"), rp.engine, *shape.prefill, servers[0], tp);
+    out += "---\n" + deployment(k8s_name(rp, "decode"), rp.engine, *shape.decode, servers[1], tp);
+    if (!router.empty()) out += "---\n" + deployment(k8s_name(rp, "router"), rp.engine, 1, router, 0);
+    return out;
+  }
+  // One server: data parallel inside it (its devices all the replicas'), or one pod per replica.
+  const bool data_parallel = servers.front().find("--data-parallel-size") != std::string::npos ||
+                             servers.front().find("--dp ") != std::string::npos;
+  out += deployment(k8s_name(rp, ""), rp.engine, data_parallel ? 1 : shape.replicas, servers.front(),
+                    data_parallel ? tp * shape.replicas : tp);
+  return out;
+}
+
+}  // namespace infer_plan

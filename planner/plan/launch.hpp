@@ -32,3 +32,13 @@ struct Launch {
 Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape);
 
 }  // namespace infer_plan
+
+namespace infer_plan {
+
+// A Kubernetes manifest that runs `launch` (launch_commands' for the same plan and shape): a Deployment
+// per server role with the plan's devices per pod (nvidia.com/gpu), or, when the plan spans nodes, a
+// LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, as vLLM's and SGLang's multi-node guides deploy them)
+// whose group is one replica's nodes. The engines' published images; YAML comments say what to fill in.
+std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, const Launch& launch);
+
+}  // namespace infer_plan

@@ -93,3 +93,10 @@ infer_plan_cli_case(bad_advise_goodput_key EXIT 2 ARGS advise -m llama-3.1-8b --
   MATCH "--goodput: 'latency:1000' is not KEY:MS; KEY is ttft, tpot or e2el")
 infer_plan_cli_case(advise_slo_p95_table EXIT 0 ARGS advise -m llama-3.1-8b --hw h100-sxm --rate 8 --slo-tpot-p95 40ms
   --slo-ttft-p95 1s --engine vllm --tp 1 MATCH "SLO TTFT p95 <= 1000 ms, TPOT p95 <= 40 ms" "TTFT p95 +TPOT p95 +E2EL p95")
+# --emit k8s: the winner's manifest alone (tests/planner/plan/test_k8s.cpp parses them)
+infer_plan_cli_case(advise_emit_k8s EXIT 0 ARGS advise -m qwen3-8b --hw h100-sxm --rate 2 --slo-tpot-p99 50ms --engine vllm
+  --tp 1 --emit k8s MATCH "^# qwen3-8b on h100-sxm .vllm.: the launch advise printed\n" "\napiVersion: apps/v1\nkind: Deployment\n"
+  "command: .\"vllm\", \"serve\", \"Qwen/Qwen3-8B[^\"]*\"" "nvidia.com/gpu: 1")
+infer_plan_cli_case(bad_advise_emit_json EXIT 2 ARGS advise -m qwen3-8b --rate 2 --slo-tpot-p99 50ms --emit k8s --json
+  MATCH "--emit k8s: the manifest is the whole output")
+infer_plan_cli_case(bad_advise_emit_kind EXIT 2 ARGS advise -m qwen3-8b --rate 2 --slo-tpot-p99 50ms --emit helm MATCH "--emit")
