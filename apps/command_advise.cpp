@@ -23,6 +23,7 @@
 #include "apps/output_files.hpp"
 #include "apps/svg_plot.hpp"
 #include "apps/text_table.hpp"
+#include "apps/launch.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/advise/advise.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -167,6 +168,9 @@ AdviseQuery advise_query(const AdviseArgs& a) {
     return x.metric < y.metric;
   });
   q.slo.rejection_max = a.slo_reject;
+  if (q.rate_per_s && !q.slo.any())
+    throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99 2s, --slo-tpot-p95 50ms, ... "
+                     "(TTFT, TPOT, ITL or E2EL at p50, p90, p95 or p99) or --goodput ttft:2000 tpot:50");
   q.pd = !a.no_pd;
   if (!a.spec_accept.empty() || !a.draft.empty() || a.draft_layers) {
     if (!a.rate) throw InputError("--spec-accept: speculative decoding is searched for a serving load: give --rate");
@@ -202,7 +206,11 @@ void print_bases(const std::vector<const std::vector<AdviseCandidate>*>& lists) 
   for (const auto& [hw, c] : by_hw) fmt::print("  {:<24} {}: {}\n", hw, c->basis, c->basis_note);
 }
 
+// The commands that start a ranked plan on its engine; none for the others.
+Launch plan_launch(const AdviseCandidate& c) { return c.shape ? launch_commands(resolve_plan(c.plan), *c.shape) : Launch{}; }
+
 Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
+  const Launch launch = plan_launch(c);
   Json j{{"hw", c.hw},
          {"engine", c.engine},
          {"basis", c.basis},
@@ -229,8 +237,8 @@ Json candidate_json(const AdviseResult& r, const AdviseCandidate& c) {
          {"meets", c.meets},
          {"binding", c.binding},
          {"reasons", c.reasons},
-         {"launch", c.launch},
-         {"launch_notes", c.launch_notes},
+         {"launch", launch.commands},
+         {"launch_notes", launch.notes},
          {"plan", plan_to_json(c.plan)}};
   if (r.serving) {
     j[r.priced ? "cost_per_million_tokens_usd" : "device_hours_per_million_tokens"] = *c.cost_per_million_tokens;
@@ -424,12 +432,13 @@ std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
                      kv_types_label(plan.kv), plan.requests, plan.context, plan.output, without);
 }
 
-// The commands that start a plan, and what to fill in beside them.
+// ... and what to fill in beside them.
 void print_launch(const AdviseCandidate& c) {
-  if (c.launch.empty()) return;
+  const Launch l = plan_launch(c);
+  if (l.commands.empty()) return;
   fmt::print("  launch:\n");
-  for (const std::string& command : c.launch) fmt::print("    {}\n", command);
-  for (const std::string& note : c.launch_notes) fmt::print("    ({})\n", note);
+  for (const std::string& command : l.commands) fmt::print("    {}\n", command);
+  for (const std::string& note : l.notes) fmt::print("    ({})\n", note);
 }
 
 void print_serving(const AdviseQuery& q, const AdviseResult& r, double seconds) {
@@ -514,7 +523,8 @@ void run_advise(const AdviseArgs& a) {
       throw ExitCode{kDoesNotFitExitCode};
     }
     const AdviseCandidate& c = r.ranked.front();
-    fmt::print("{}", k8s_manifest(resolve_plan(c.plan), c.shape, Launch{c.launch, c.launch_notes}));
+    const ResolvedPlan rp = resolve_plan(c.plan);
+    fmt::print("{}", k8s_manifest(rp, *c.shape, launch_commands(rp, *c.shape)));
     return;
   }
   if (a.out.json()) {

@@ -20,7 +20,6 @@
 #include "planner/cost/layer_split.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
 #include "planner/cost/speculative.hpp"
-#include "planner/plan/launch.hpp"
 #include "planner/plan/predict.hpp"
 
 namespace infer_plan {
@@ -314,8 +313,8 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
       }
       mine.push_back(std::move(c));
     } else if (!ceilings.empty()) {
-      notes.push_back(fmt::format("{} on {}: not searched, no step model there but the datasheet ceiling (--engine NAME "
-                                  "searches it, named as such)", fmt::join(ceilings, ", "), profile.name));
+      notes.push_back(fmt::format("{} on {}: not searched, no step model there but the datasheet ceiling (naming the engine "
+                                  "searches it, marked as such)", fmt::join(ceilings, ", "), profile.name));
     }
     for (HwChoice& c : mine) out.push_back(std::move(c));
   }
@@ -493,7 +492,7 @@ struct ServingSearch {
       return std::nullopt;
     }
     if (spec_block && q.speculative->draft_layers && caps) {
-      pruning.add("engine", fmt::format("{}: {} has no draft of the model's own first layers (a separate --draft model "
+      pruning.add("engine", fmt::format("{}: {} has no draft of the model's own first layers (a separate draft model "
                                         "is its speculative decoding)", g.where, caps->title), n);
       return std::nullopt;
     }
@@ -841,14 +840,6 @@ std::string money(const AdviseResult& r, double v) {
   return r.priced ? fmt::format("${:.3g}", v) : fmt::format("{:.3g} device-h", v);
 }
 
-// The commands that start the plan on its engine.
-void set_launch(AdviseCandidate& c, const DeploymentShape& shape) {
-  const Launch l = launch_commands(resolve_plan(c.plan), shape);
-  c.launch = l.commands;
-  c.launch_notes = l.notes;
-  c.shape = shape;
-}
-
 // Why the top plans, in the user's terms: what binds, what the memory holds, which lever bought
 // what against the highest-precision plan on the same hardware, and the other hardware's best.
 void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<AdviseCandidate>& all_met,
@@ -883,7 +874,7 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
     shape.decode = c.pd_decode;
     shape.max_model_len = q.prompt.max_tokens + q.output.max_tokens;
     shape.max_batch = c.max_batch;
-    set_launch(c, shape);
+    c.shape = shape;
     c.reasons.push_back(fmt::format("meets every SLO; nearest its limit: {}", c.binding));
     const uint64_t kv_requests = c.kv_capacity_tokens / std::max<uint64_t>(1, static_cast<uint64_t>(q.prompt.mean() + q.output.mean()));
     c.reasons.push_back(fmt::format("{} weights take {} per device and leave KV for {} tokens ({} requests of the mean "
@@ -962,8 +953,8 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
 
 AdviseResult advise_serving(const AdviseQuery& q) {
   if (!q.slo.any())
-    throw InputError("--rate: a serving search needs a service level to meet: --slo-ttft-p99 2s, --slo-tpot-p95 50ms, ... "
-                     "(TTFT, TPOT, ITL or E2EL at p50, p90, p95 or p99) or --goodput ttft:2000 tpot:50");
+    throw InputError("advise: a serving search (rate_per_s) needs a service level to meet: a TTFT, TPOT, ITL or E2EL "
+                     "percentile at most a limit (slo)");
   AdviseResult result;
   result.serving = true;
   const std::vector<HwChoice> hws = hardware(q, true, &result.priced, result.notes);
@@ -1171,7 +1162,7 @@ AdviseResult advise_capacity(const AdviseQuery& q) {
     DeploymentShape shape;
     shape.max_model_len = c.context;
     shape.max_batch = c.max_batch;
-    set_launch(c, shape);
+    c.shape = shape;
     c.reasons.push_back(fmt::format("{} weights {} + KV {} for {} x {} tokens{}: {} to spare", c.weights,
                                     gib(c.weights_bytes_per_device), kv_types_label(c.kv), c.max_batch, c.context,
                                     c.context < q.context ? fmt::format(" (not {})", q.context) : "", gib(c.headroom_bytes)));

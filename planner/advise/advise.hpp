@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "planner/cost/kv_cache.hpp"
-#include "planner/plan/launch.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/serving/serving_sim.hpp"
 
@@ -58,6 +57,15 @@ struct AdviseSpeculative {
   std::string draft;                       // a draft model; empty: draft_layers
   std::optional<uint64_t> draft_layers;    // the target's first N layers and its head
   std::vector<uint64_t> blocks{2, 4, 6};   // block lengths tried beside plain decoding
+};
+
+// How a plan is deployed: how many of its replicas, and how they serve (apps/launch writes the
+// engine's commands for it).
+struct DeploymentShape {
+  uint64_t replicas = 1;                    // copies of the plan's tp devices behind one endpoint
+  std::optional<uint64_t> prefill, decode;  // a prefill/decode split: replicas of each pool
+  uint64_t max_model_len = 0;               // the longest request (prompt + output); 0: the plan's context
+  uint64_t max_batch = 0;                   // running requests per replica; 0: the plan's load.max_batch or requests
 };
 
 struct AdviseQuery {
@@ -133,9 +141,7 @@ struct AdviseCandidate {
   double slo_ratio = 0;                    // serving: the largest p99 / its SLO (below 1 when it meets)
   std::string binding;                     // what limits it, in words
   std::vector<std::string> reasons;        // top plans: why, in the user's terms
-  std::vector<std::string> launch;         // top plans: the commands that start it on its engine (planner/plan/launch)
-  std::vector<std::string> launch_notes;   // ... and what to fill in or run beside them
-  DeploymentShape shape;                   // ... the replicas and roles they start (k8s_manifest)
+  std::optional<DeploymentShape> shape;    // top plans: how it is deployed (apps/launch writes its commands)
   Plan plan;                               // one replica's plan (report and --verify run it)
 };
 

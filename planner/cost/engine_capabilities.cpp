@@ -38,19 +38,19 @@ const std::vector<EngineCapabilities>& table() {
     llama.gguf_weights = true;
     llama.kv = {T::F32, T::F16, T::BF16, T::Q8_0, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::IQ4_NL};
     llama.layer_split = llama.draft_model = llama.draft_heads = llama.ngram = llama.host_layers = true;
-    llama.source = "github.com/ggml-org/llama.cpp: tools/server/README.md (-ctk/-ctv types, -md, -ngl, --n-cpu-moe, "
-                   "-ot), common/speculative.cpp (draft-simple, draft-eagle3, draft-mtp, ngram-simple), docs/multi-gpu.md "
-                   "(-sm layer; row deprecated), 2026";
+    llama.source = "github.com/ggml-org/llama.cpp: tools/server/README.md (the KV cache types, a draft model, layers "
+                   "and experts in host memory, tensor overrides), common/speculative.cpp (draft-simple, draft-eagle3, "
+                   "draft-mtp, ngram-simple), docs/multi-gpu.md (the layer split; row deprecated), 2026";
     EngineCapabilities vllm = datacenter_engine(
         "vllm", "vLLM",
-        "docs.vllm.ai: features/quantization, features/quantization/quantized_kvcache (--kv-cache-dtype "
-        "auto|fp8|fp8_e4m3|fp8_e5m2), serving/parallelism_scaling, features/disagg_prefill, features/spec_decode, "
-        "--cpu-offload-gb; v0.11-0.20");
+        "docs.vllm.ai: features/quantization, features/quantization/quantized_kvcache (KV auto, fp8, fp8_e4m3, "
+        "fp8_e5m2), serving/parallelism_scaling, features/disagg_prefill, features/spec_decode, engine_args (CPU "
+        "offload of weights); v0.11-0.20");
     vllm.weight_offload = true;
     EngineCapabilities sglang = datacenter_engine(
         "sglang", "SGLang",
-        "docs.sglang.ai: advanced_features/server_arguments (--kv-cache-dtype auto|fp8_e5m2|fp8_e4m3, --quantization, "
-        "--cpu-offload-gb, --nnodes), pd_disaggregation, speculative_decoding (EAGLE, EAGLE3, MTP, STANDALONE, "
+        "docs.sglang.ai: advanced_features/server_arguments (KV auto, fp8_e5m2, fp8_e4m3; quantization methods; CPU "
+        "offload of weights; several nodes), pd_disaggregation, speculative_decoding (EAGLE, EAGLE3, MTP, STANDALONE, "
         "NGRAM); v0.5");
     sglang.weight_offload = true;
     EngineCapabilities trtllm = datacenter_engine(

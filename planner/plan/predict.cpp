@@ -141,7 +141,7 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
     throw InputError(fmt::format("plan: field 'cpu_moe_layers' keeps the routed experts of the first layers in host "
                                  "memory; {} has no experts", rp.spec.name));
   if (!plan.override_tensor.empty() && rp.engine != "llama.cpp")
-    throw InputError(fmt::format("plan: field 'override_tensor' places tensors by name as llama.cpp's -ot does; the "
+    throw InputError(fmt::format("plan: field 'override_tensor' places tensors by name as llama.cpp's tensor overrides do; the "
                                  "plan's engine is {} (field 'engine': llama.cpp)",
                                  rp.engine.empty() ? "not named" : rp.engine));
   if (!plan.override_tensor.empty() && plan.tp > 1)

@@ -176,7 +176,7 @@ TEST_CASE("types under the quality floor are proposed only when nothing above me
 TEST_CASE("advise refuses what it cannot answer, naming the flag") {
   AdviseQuery q = h200_serving();
   q.slo = {};
-  CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--slo-ttft-p99"), InputError);
+  CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("needs a service level to meet"), InputError);
   q = h200_serving();
   q.hw = {"h200", "tests/data/profile_m2_max_seed.json"};  // a user's profile without a price beside h200's
   CHECK_THROWS_WITH_AS(advise(q), doctest::Contains("--price m2-max-96gb-seed=USD"), InputError);

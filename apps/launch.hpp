@@ -11,17 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "planner/advise/advise.hpp"
 #include "planner/plan/predict.hpp"
 
-namespace infer_plan {
-
-// How many of the plan's replicas, and how they serve.
-struct DeploymentShape {
-  uint64_t replicas = 1;                    // copies of the plan's tp devices behind one endpoint
-  std::optional<uint64_t> prefill, decode;  // a prefill/decode split: replicas of each pool
-  uint64_t max_model_len = 0;               // the longest request (prompt + output); 0: the plan's context
-  uint64_t max_batch = 0;                   // running requests per replica; 0: the plan's load.max_batch or requests
-};
+namespace infer_plan::apps {
 
 struct Launch {
   std::vector<std::string> commands;  // one command line each, in the order to start them
@@ -31,9 +24,6 @@ struct Launch {
 // Empty commands for a plan without an engine ("none"), with a note saying so.
 Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape);
 
-}  // namespace infer_plan
-
-namespace infer_plan {
 
 // A Kubernetes manifest that runs `launch` (launch_commands' for the same plan and shape): a Deployment
 // per server role with the plan's devices per pod (nvidia.com/gpu), or, when the plan spans nodes, a
@@ -41,4 +31,4 @@ namespace infer_plan {
 // whose group is one replica's nodes. The engines' published images; YAML comments say what to fill in.
 std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, const Launch& launch);
 
-}  // namespace infer_plan
+}  // namespace infer_plan::apps

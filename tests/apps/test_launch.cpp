@@ -8,9 +8,10 @@
 
 #include "planner/advise/advise.hpp"
 #include "planner/core/json_fields.hpp"
-#include "planner/plan/launch.hpp"
+#include "apps/launch.hpp"
 
 using namespace infer_plan;
+using namespace infer_plan::apps;
 
 namespace {
 
@@ -119,8 +120,10 @@ TEST_CASE("every flag of every launch command advise prints is one its engine do
     const AdviseResult r = advise(q);
     REQUIRE_FALSE(r.ranked.empty());
     for (const AdviseCandidate& c : r.ranked) {
-      REQUIRE_FALSE(c.launch.empty());
-      for (const std::string& command : c.launch) {
+      REQUIRE(c.shape);
+      const Launch launch = launch_commands(resolve_plan(c.plan), *c.shape);
+      REQUIRE_FALSE(launch.commands.empty());
+      for (const std::string& command : launch.commands) {
         check_flags(flags, command);
         ++commands;
         multi_node += command.find("--nnodes") != std::string::npos || command.find("ray start") != std::string::npos ||

@@ -1,4 +1,4 @@
-#include "planner/plan/launch.hpp"
+#include "apps/launch.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,8 +11,8 @@
 #include "planner/cost/engine_memory.hpp"
 #include "planner/weights/gguf_reader.hpp"
 
-namespace infer_plan {
-namespace {
+namespace infer_plan::apps {
+namespace launch_detail {  // named: the commands library is compiled several files to a unit
 
 std::string lowercase(std::string_view s) {
   std::string out(s);
@@ -287,9 +287,10 @@ Launch trtllm(Shape& s) {
   return l;
 }
 
-}  // namespace
+}  // namespace launch_detail
 
 Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape) {
+  using namespace launch_detail;
   Shape s(rp);
   if (!find_engine_capabilities(rp.engine)) {
     Launch l;
@@ -309,10 +310,10 @@ Launch launch_commands(const ResolvedPlan& rp, const DeploymentShape& shape) {
   return l;
 }
 
-}  // namespace infer_plan
+}  // namespace infer_plan::apps
 
-namespace infer_plan {
-namespace {
+namespace infer_plan::apps {
+namespace launch_detail {
 
 // The engine's published serving image.
 std::string_view engine_image(std::string_view engine) {
@@ -383,9 +384,10 @@ std::string k8s_name(const ResolvedPlan& rp, std::string_view role) {
   return name;
 }
 
-}  // namespace
+}  // namespace launch_detail
 
 std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, const Launch& launch) {
+  using namespace launch_detail;
   std::string out = fmt::format("# {} on {} ({}): {}\n", rp.spec.name, rp.hw.name, rp.engine,
                                 launch.commands.empty() ? "no engine, no launch" : "the launch advise printed");
   for (const std::string& note : launch.notes) out += "# " + note + "\n";
@@ -445,4 +447,4 @@ std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, c
   return out;
 }
 
-}  // namespace infer_plan
+}  // namespace infer_plan::apps

@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/plan/launch.hpp"
+#include "apps/launch.hpp"
 
 using namespace infer_plan;
+using namespace infer_plan::apps;
 
 namespace {
 
