@@ -546,7 +546,7 @@ infer_plan_cli_case(bad_override_tensor_regex EXIT 2 ARGS fit -m gpt-oss-120b -o
 infer_plan_cli_case(bad_override_tensor_buffer EXIT 2 ARGS fit -m gpt-oss-120b -ot "exps=GPU0"
   MATCH "--override-tensor: buffer 'GPU0' is none llama.cpp names; expected CPU")
 infer_plan_cli_case(bad_override_tensor_engine EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_EXPERTS --engine vllm -ot "exps=CPU"
-  MATCH "field 'override_tensor' places tensors by name as llama.cpp's -ot does; the plan's engine is vllm")
+  MATCH "field 'override_tensor' places tensors by name as llama.cpp's tensor overrides do; the plan's engine is vllm")
 infer_plan_cli_case(bad_override_tensor_fit EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
   -ot "exps=CPU" --fit on MATCH "with tensors placed by name .field 'override_tensor'. llama.cpp's fit changes nothing")
 infer_plan_cli_case(bad_cpu_moe_no_host EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw h200 --cpu-moe
