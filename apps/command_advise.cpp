@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -362,19 +363,61 @@ void print_pruned(const AdviseResult& r) {
   for (const AdvisePruned& p : r.pruned) fmt::print("  {:<18} {:>5}  e.g. {}\n", p.reason, p.count, p.example);
 }
 
-std::string frontier_svg(const AdviseQuery& q, const AdviseResult& r, const std::vector<AdviseCandidate>& all) {
-  Series frontier{"frontier", {}, {}, false}, others{"other plans meeting the SLOs", {}, {}, true};
-  for (const AdviseCandidate& c : r.frontier) {
-    frontier.x.push_back(*c.cost_per_million_tokens);
-    frontier.y.push_back(c.serving->latency->sojourn_s.p99);
+// The frontier: cost against each latency the SLOs bound (TTFT and TPOT when none does), one
+// panel each at the bound's percentile, the bound as a line; every plan meeting the SLOs as a
+// marker, the cost / latency frontier joined and named by its rank, engine, device, weights and shape.
+std::string frontier_svg(const AdviseQuery& q, const AdviseResult& r) {
+  std::vector<std::pair<SloMetric, double>> axes;  // metric, percentile (the highest bound on it)
+  for (const SloBound& b : q.slo.bounds) {
+    auto at = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == b.metric; });
+    if (at == axes.end())
+      axes.emplace_back(b.metric, b.percentile);
+    else
+      at->second = std::max(at->second, b.percentile);
   }
-  for (const AdviseCandidate& c : all) {
-    others.x.push_back(*c.cost_per_million_tokens);
-    others.y.push_back(c.serving->latency->sojourn_s.p99);
+  if (axes.empty()) axes = {{SloMetric::ttft, 99}, {SloMetric::tpot, 99}};
+  auto name = [&](size_t rank, const AdviseCandidate& c) {
+    const std::string shape = c.pd_prefill  ? fmt::format("{}P+{}D", *c.pd_prefill, *c.pd_decode)
+                              : c.replicas > 1 ? fmt::format("{} x TP{}", c.replicas, c.tp)
+                                               : fmt::format("TP{}", c.tp);
+    return fmt::format("#{} {} {} {} {}", rank + 1, c.engine.empty() ? "none" : c.engine, c.hw, c.weights, shape);
+  };
+  std::vector<LinePanel> panels;
+  for (const auto& [metric, percentile] : axes) {
+    // Ranked is cheapest first: a plan is on this panel's frontier when it is faster than every
+    // cheaper one (of two at one cost, the faster); the recommendation is marked on its own.
+    Series frontier{"cost / latency frontier", {}, {}, false}, others{"plans meeting the SLOs", {}, {}, true},
+        chosen{"recommended (#1)", {}, {}, true};
+    double fastest = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < r.ranked.size(); ++i) {
+      const AdviseCandidate& c = r.ranked[i];
+      if (!c.serving || !c.serving->latency || !c.cost_per_million_tokens) continue;
+      const double cost = *c.cost_per_million_tokens;
+      const double ms = 1e3 * distribution_percentile(slo_distribution(*c.serving->latency, metric), percentile);
+      (i == 0 ? chosen : others).x.push_back(cost);
+      (i == 0 ? chosen : others).y.push_back(ms);
+      if (i == 0) chosen.labels.push_back(name(i, c));
+      if (!(ms < fastest)) continue;
+      fastest = ms;
+      if (!frontier.x.empty() && frontier.x.back() == cost) {
+        frontier.x.pop_back();
+        frontier.y.pop_back();
+        frontier.labels.pop_back();
+      }
+      frontier.x.push_back(cost);
+      frontier.y.push_back(ms);
+      frontier.labels.push_back(i == 0 ? "" : name(i, c));  // the recommendation's label is its own
+    }
+    LinePanel panel{r.priced ? "US dollars per million output tokens" : "device-hours per million output tokens",
+                    fmt::format("{} p{:g} (ms)", slo_metric_name(metric), percentile), {others, frontier, chosen}};
+    for (const SloBound& b : q.slo.bounds)
+      if (b.metric == metric)
+        panel.guides.push_back({fmt::format("SLO: {} p{:g} <= {:g} ms", slo_metric_name(metric), b.percentile, b.limit_s * 1e3),
+                                b.limit_s * 1e3});
+    panels.push_back(std::move(panel));
   }
-  return svg_line_chart(fmt::format("{}: {} req/s, cost against p99 end-to-end latency", q.model, *q.rate_per_s),
-                        r.priced ? "US dollars per million output tokens" : "device-hours per million output tokens",
-                        "p99 E2EL (s)", {others, frontier});
+  return svg_line_panels(fmt::format("{}: {:g} req/s, cost against the latencies the SLOs bound", q.model, *q.rate_per_s),
+                         panels);
 }
 
 // The winner, as this machine can execute it: the same weight and KV precision in a type the
@@ -534,7 +577,7 @@ void run_advise(const AdviseArgs& a) {
   } else {
     print_capacity(q, r, seconds);
   }
-  if (!a.svg.empty()) write_text_file(a.svg, frontier_svg(q, r, r.ranked), "--svg");
+  if (!a.svg.empty()) write_text_file(a.svg, frontier_svg(q, r), "--svg");
   const bool answered = !r.ranked.empty() && r.ranked.front().meets;
   if (a.verify) {
     if (r.ranked.empty()) throw InputError("--verify: no plan to verify");
@@ -632,7 +675,8 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--parallel,--requests", a->requests, "Without --rate: concurrent requests, llama.cpp's -np (default 1)")
       ->check(kNonNegativeCount)->type_name("N");
   cmd->add_option("--top", a->top, "Plans listed (default 10)")->check(kNonNegativeCount)->type_name("N");
-  cmd->add_option("--svg", a->svg, "Write the cost / latency frontier as an SVG chart to this file")->type_name("FILE");
+  cmd->add_option("--svg", a->svg, "Write the cost / latency frontier as an SVG chart to this file: one panel per latency the SLOs bound (TTFT and "
+                              "TPOT without SLOs) at the bound's percentile, the SLO as a line, frontier plans named")->type_name("FILE");
   cmd->add_flag("--verify", a->verify,
                 "Execute the top plan on this machine with `report` (the CPU: the model scaled to ~150M parameters "
                 "and the nearest types it runs) and print predicted against measured");

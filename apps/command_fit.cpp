@@ -10,7 +10,9 @@
 #include "apps/commands.hpp"
 #include "apps/exit_code.hpp"
 #include "apps/format.hpp"
+#include "apps/output_files.hpp"
 #include "apps/plan_options.hpp"
+#include "apps/svg_plot.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/plan/nearest_fits.hpp"
 #include "planner/plan/predict.hpp"
@@ -27,6 +29,7 @@ namespace {
 struct FitArgs {
   PlanOptions plan;
   OutputOptions out;
+  std::string svg;                // the breakdown as a waterfall chart
   std::string llama_fit = "off";  // llama.cpp's --fit on|off
   uint64_t fit_target_mib = 1024, fit_ctx = 4096;
 };
@@ -137,6 +140,70 @@ void print_split(const ResolvedPlan& rp) {
              rp.split ? fmt::format("; the host's part {:.1f} ms of it", d.host_s * 1e3) : "");
 }
 
+// The breakdown, top to bottom: each row a total (capacity, usable, headroom) or an amount taken
+// from (or given back to) the one above. The text and the SVG waterfall are drawn from it.
+struct FitRow {
+  std::string label;
+  int64_t bytes;
+  WaterfallStep::Kind kind;
+  std::string note = "";
+};
+
+std::vector<FitRow> fit_rows(const FitResult& r, const ModelSpec& spec) {
+  using Kind = WaterfallStep::Kind;
+  auto bytes = [](uint64_t b) { return static_cast<int64_t>(b); };
+  std::vector<FitRow> rows;
+  rows.push_back({"capacity", bytes(r.capacity_bytes), Kind::total, fmt::format("{} B", r.capacity_bytes)});
+  rows.push_back({"- reserved (system)", bytes(r.system_reserved_bytes), Kind::minus});
+  // An engine that takes a fraction of the memory (vLLM's gpu_memory_utilization) leaves the rest.
+  if (const uint64_t seen = r.capacity_bytes - std::min(r.system_reserved_bytes, r.capacity_bytes); r.usable_bytes < seen)
+    rows.push_back({"- outside the engine", bytes(seen - r.usable_bytes), Kind::minus,
+                    "what the engine's memory fraction leaves to others"});
+  rows.push_back({"= usable", bytes(r.usable_bytes), Kind::total});
+  if (r.split)
+    rows.push_back({"- weights (device)", bytes(r.device_weights_bytes), Kind::minus,
+                    fmt::format("{} of {}: {}", gib(r.device_weights_bytes), r.weights_label, layer_split_label(*r.split, spec))});
+  else
+    rows.push_back({"- weights", bytes(r.weights_bytes), Kind::minus, r.weights_label});
+  if (r.offload) {
+    rows.push_back({"+ offloaded to host", bytes(r.offload->freed_bytes), Kind::plus,
+                    fmt::format("{} x {}: {} of one layer in every {} (host memory; see `offload` for the time)",
+                                r.offload->layers_offloaded, format_bytes(r.offload->group_bytes),
+                                offload_part_name(r.offload->part), r.offload->every)});
+    rows.push_back({"- prefetch slots", bytes(r.offload->buffer_bytes), Kind::minus,
+                    fmt::format("{} x {} on the device", r.offload->buffers, format_bytes(r.offload->group_bytes))});
+  }
+  rows.push_back({"= free after weights", r.free_after_weights_bytes, Kind::total});
+  if (r.reserves.empty()) rows.push_back({"- runtime reserves", 0, Kind::minus, "none (add with --reserve NAME=SIZE)"});
+  for (const auto& n : r.reserves) rows.push_back({fmt::format("- reserve {}", n.name), bytes(n.bytes), Kind::minus});
+  if (r.kv_share < 1.0)
+    rows.push_back({fmt::format("x {} for the KV pool", r.kv_share), bytes(r.kv_room_bytes), Kind::total,
+                    "the engine's share of what is left"});
+  if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.cached_window())
+    rows.push_back({"- KV cache", bytes(r.kv_bytes), Kind::minus,
+                    fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}{}, x {} request{}",
+                                format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.cached_window(),
+                                spec.window_cache_tokens ? fmt::format(" (window {} + a micro-batch)", spec.sliding_window) : "",
+                                r.requests, r.requests == 1 ? "" : "s")});
+  else
+    rows.push_back({"- KV cache", bytes(r.kv_bytes), Kind::minus,
+                    fmt::format("{}/token x {} tokens x {} request{}", format_bytes(r.kv_bytes_per_token), r.context,
+                                r.requests, r.requests == 1 ? "" : "s")});
+  rows.push_back({"= headroom", r.headroom_bytes, Kind::total});
+  return rows;
+}
+
+// The same rows as horizontal bars, in GiB.
+std::string fit_svg(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
+  std::vector<WaterfallStep> steps;
+  for (const FitRow& f : fit_rows(r, spec))
+    steps.push_back({f.label, static_cast<double>(f.bytes) / static_cast<double>(uint64_t{1} << 30), f.kind, f.note});
+  return svg_waterfall(fmt::format("{} {} on {}, KV {}, {} x {}: {}", spec.name, r.weights_label, hw.name,
+                                   kv_types_label(plan.kv), r.requests, r.context,
+                                   r.fits ? fmt::format("fits, {} to spare", gib(r.headroom_bytes)) : "does not fit"),
+                       "GiB", steps);
+}
+
 void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, const Plan& plan) {
   fmt::print("fit: {} on {}{}\n", spec.name, hw.name, hw.description.empty() ? "" : " (" + hw.description + ")");
   fmt::print("     weights {}, KV {}, {} request{} x {} tokens{}\n\n", r.weights_label, kv_types_label(plan.kv),
@@ -145,43 +212,14 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
                                     r.layer_split ? "layers split" : "tensor parallel", r.tp,
                                     r.device_note.empty() ? "per device" : "for " + r.device_note)
                       : "");
-  auto row = [](std::string_view label, std::string value, std::string note = "") {
-    std::string line = fmt::format("  {:<22}{:>12}   {}", label, value, note);
+  const std::vector<FitRow> rows = fit_rows(r, spec);
+  size_t width = 22;  // the values in one column, however long an engine's reserve is named
+  for (const FitRow& f : rows) width = std::max(width, f.label.size() + 1);
+  for (const FitRow& f : rows) {
+    std::string line = fmt::format("  {:<{}}{:>12}   {}", f.label, width, gib(f.bytes), f.note);
     while (line.back() == ' ') line.pop_back();
     fmt::print("{}\n", line);
-  };
-  row("capacity", gib(r.capacity_bytes), fmt::format("{} B", r.capacity_bytes));
-  row("- reserved (system)", gib(r.system_reserved_bytes));
-  row("= usable", gib(r.usable_bytes));
-  if (r.split)
-    row("- weights (device)", gib(r.device_weights_bytes),
-        fmt::format("{} of {}: {}", gib(r.device_weights_bytes), r.weights_label, layer_split_label(*r.split, spec)));
-  else
-    row("- weights", gib(r.weights_bytes), r.weights_label);
-  if (r.offload) {
-    row("+ offloaded to host", gib(r.offload->freed_bytes),
-        fmt::format("{} x {}: {} of one layer in every {} (host memory; see `offload` for the time)",
-                    r.offload->layers_offloaded, format_bytes(r.offload->group_bytes),
-                    offload_part_name(r.offload->part), r.offload->every));
-    row("- prefetch slots", gib(r.offload->buffer_bytes),
-        fmt::format("{} x {} on the device", r.offload->buffers, format_bytes(r.offload->group_bytes)));
   }
-  row("= free after weights", gib(r.free_after_weights_bytes));
-  if (r.reserves.empty()) row("- runtime reserves", gib(uint64_t{0}), "none (add with --reserve NAME=SIZE)");
-  for (const auto& n : r.reserves) row(fmt::format("- reserve {}", n.name), gib(n.bytes));
-  if (r.kv_share < 1.0)
-    row(fmt::format("x {} for the KV pool", r.kv_share), gib(r.kv_room_bytes), "the engine's share of what is left");
-  if (const uint64_t window_layers = spec.window_layer_count(); window_layers && r.context > spec.cached_window())
-    row("- KV cache", gib(r.kv_bytes),
-        fmt::format("{}/token x {} tokens, {} of {} layers (window) only the last {}{}, x {} request{}",
-                    format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.cached_window(),
-                    spec.window_cache_tokens ? fmt::format(" (window {} + a micro-batch)", spec.sliding_window) : "",
-                    r.requests, r.requests == 1 ? "" : "s"));
-  else
-    row("- KV cache", gib(r.kv_bytes),
-        fmt::format("{}/token x {} tokens x {} request{}", format_bytes(r.kv_bytes_per_token), r.context,
-                    r.requests, r.requests == 1 ? "" : "s"));
-  row("= headroom", gib(r.headroom_bytes));
   fmt::print("\n");
   if (r.host && !r.host->fits && r.headroom_bytes >= 0)
     fmt::print("  verdict: DOES NOT FIT: the device holds its layers, but host memory is {} short\n",
@@ -211,6 +249,7 @@ void print_text(const FitResult& r, const ModelSpec& spec, const HwProfile& hw, 
 }
 
 void run(const FitArgs& a) {
+  if (!a.svg.empty()) check_chart_path(a.svg, "--svg");
   Plan plan = a.plan.resolve();
   std::optional<LlamaCppFitChoice> chose;
   if (a.llama_fit == "on") {
@@ -239,6 +278,7 @@ void run(const FitArgs& a) {
   const bool verdict_exits = !r.fits && !output_state().documents_wanted;
   const std::vector<FitSuggestion> suggestions = output_state().documents_wanted ? std::vector<FitSuggestion>{}
                                                                                  : nearest_fits(rp);
+  if (!a.svg.empty()) write_text_file(a.svg, fit_svg(r, spec, hw, plan), "--svg");
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
     if (chose)
@@ -307,6 +347,10 @@ void add_fit_command(CLI::App& app) {
       ->check(kNonNegativeCount)
       ->check(CLI::Range(uint64_t{1}, kMaxContextTokens))
       ->type_name("N");
+  cmd->add_option("--svg", args->svg,
+                  "Write the breakdown as an SVG waterfall to this file: capacity, each amount taken (weights, the engine's "
+                  "reserves, KV) and what is left, in GiB per device")
+      ->type_name("FILE");
   args->out.add_to(*cmd);
   cmd->footer(
       "Example (an M2 Max with 96 GiB, of which Metal wires 72 GiB for the GPU by default):\n"

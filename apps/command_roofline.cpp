@@ -2,11 +2,15 @@
 // over compute (plus the all-reduce with --tp); prefill likewise; TTFT, TPOT and tokens/s
 // ceilings. Says which rates were used (datasheet, efficiency, or measured by probe).
 #include <fmt/format.h>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
+#include "apps/output_files.hpp"
 #include "apps/plan_options.hpp"
+#include "apps/svg_plot.hpp"
 #include "planner/calibration/calibration.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/core/input_error.hpp"
@@ -20,7 +24,53 @@ struct RooflineArgs {
   PlanOptions plan;
   OutputOptions out;
   std::optional<uint64_t> batch;
+  std::string svg;
 };
+
+// Decode against batch size: the step time (with its interval where a step model gives one) and
+// the batch's tokens per second, at batch 1, 2, 4, ... 256 and the plan's own, which is named.
+std::string roofline_svg(const ResolvedPlan& rp, const Plan& plan) {
+  std::vector<uint64_t> batches{plan.requests};
+  for (uint64_t b = 1; b <= std::max<uint64_t>(256, plan.requests); b *= 2) batches.push_back(b);
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  const std::string basis = rp.roofline->rates().basis;
+  const bool modelled = basis != "ceiling";
+  Series step{modelled ? fmt::format("predicted ({})", basis) : "ceiling (datasheet rates; no step model)", {}, {}, false},
+      ceiling{"ceiling (speed of light)", {}, {}, false};
+  Series rate = step, rate_ceiling = ceiling;
+  for (uint64_t b : batches) {
+    const StepCost c = estimate_latency(*rp.roofline, b, plan.context, plan.output).decode;
+    const double x = static_cast<double>(b);
+    const std::string label = b == plan.requests ? fmt::format("batch {}", b) : "";
+    step.x.push_back(x);
+    step.y.push_back(c.time_s * 1e3);
+    step.labels.push_back(label);
+    rate.x.push_back(x);
+    rate.y.push_back(x / c.time_s);
+    rate.labels.push_back(label);
+    ceiling.x.push_back(x);
+    ceiling.y.push_back(c.ceiling_s * 1e3);
+    rate_ceiling.x.push_back(x);
+    rate_ceiling.y.push_back(x / c.ceiling_s);
+    if (modelled) {
+      step.lo.push_back(c.time_lo_s * 1e3);
+      step.hi.push_back(c.time_hi_s * 1e3);
+      rate.lo.push_back(x / c.time_hi_s);
+      rate.hi.push_back(x / c.time_lo_s);
+    }
+  }
+  std::vector<Series> time_series{step}, rate_series{rate};
+  if (modelled) {
+    time_series.push_back(ceiling);
+    rate_series.push_back(rate_ceiling);
+  }
+  const std::string x_label = "batch (sequences decoded together)";
+  return svg_line_panels(fmt::format("{} {} on {}: decode against batch (context {})", rp.spec.name, rp.weights.label,
+                                     rp.hw.name, plan.context),
+                         {LinePanel{x_label, "decode iteration (ms)", time_series},
+                          LinePanel{x_label, "tokens/s for the batch", rate_series}});
+}
 
 void print_step(std::string_view label, const StepCost& c) {
   if (c.calibrated) {  // the step model, then the ceiling it never undercuts
@@ -47,8 +97,10 @@ void run(const RooflineArgs& a) {
   Plan plan = a.plan.resolve();
   if (a.batch) plan.requests = *a.batch;
   if (plan.requests == 0) throw InputError("--batch: expected at least 1 sequence");
+  if (!a.svg.empty()) check_chart_path(a.svg, "--svg");
   const ResolvedPlan rp = resolve_plan(plan);
   require_engine_runs(rp);
+  if (!a.svg.empty()) write_text_file(a.svg, roofline_svg(rp, plan), "--svg");
   const LatencyEstimate e = estimate_latency(*rp.roofline, plan.requests, plan.context, plan.output);
   if (a.out.json()) {
     Json j = latency_figures(e, rp.roofline->rates());
@@ -101,6 +153,10 @@ void add_roofline_command(CLI::App& app) {
   args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory | PlanOptions::kGeneration);
   cmd->add_option("--batch", args->batch, "Sequences decoded together (default: --requests, 4)")
       ->check(CLI::Range(uint64_t{1}, kMaxConcurrentRequests))->type_name("N");
+  cmd->add_option("--svg", args->svg,
+                  "Write decode against batch size (1 to 256 and the plan's) as an SVG chart to this file: the step time "
+                  "with its interval, the ceiling, and tokens/s")
+      ->type_name("FILE");
   args->out.add_to(*cmd);
   cmd->footer("Examples (a 7B FP16 model at 1-2 TB/s takes at least 7-14 ms per token; llama.cpp adds its fixed time):\n"
               "  infer-plan roofline --model llama-2-7b --weights F16 --hw a100-80gb --batch 1\n"

@@ -8,7 +8,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/format.hpp"
+#include "apps/output_files.hpp"
 #include "apps/plan_options.hpp"
+#include "apps/svg_plot.hpp"
 #include "planner/weights/gguf_reader.hpp"
 #include "planner/plan/predict.hpp"
 #include "apps/text_table.hpp"
@@ -37,6 +39,7 @@ struct SpecArgs {
   std::string draft, draft_weights;
   std::optional<uint64_t> draft_layers;  // a draft of the target's first layers (the runtime's)
   uint64_t batch = 1;
+  std::string svg;           // ms per token against the block length, as a chart
   std::string derived_from;  // filled by run(): what the times came from
   SpecInputNames names;      // the flags, or the plan file's fields where those filled them
   const CLI::App* cmd = nullptr;  // to ask which flags were given
@@ -185,7 +188,24 @@ Json spec_json(const SpecInputs& in, const SpecResult& r, const SpecArgs& a, dou
                 {"block_max", rule.block_max}}}};
 }
 
+// ms per token against the block length, plain decoding as a line, the optimum named.
+std::string spec_svg(const SpecInputs& in, const SpecResult& r) {
+  Series rows{fmt::format("predicted, acceptance {}", rates_label(in.accept_rates)), {}, {}, false};
+  for (const SpecRow& row : r.rows) {
+    rows.x.push_back(static_cast<double>(row.block));
+    rows.y.push_back(row.ms_per_token);
+    rows.labels.push_back(row.block == r.best_block ? fmt::format("{} m={}: {:.2f} ms/token, {:.2f}x",
+                                                                  r.beats_plain ? "best" : "least slow", row.block,
+                                                                  row.ms_per_token, row.speedup)
+                                                    : "");
+  }
+  return svg_line_panels("speculative decoding: time per token against block length",
+                         {LinePanel{"block length m (drafts per round)", "ms per token", {rows},
+                                    {{fmt::format("plain decoding {:.2f} ms/token", r.plain_ms_per_token), r.plain_ms_per_token}}}});
+}
+
 void run(SpecArgs a) {
+  if (!a.svg.empty()) check_chart_path(a.svg, "--svg");
   apply_plan_section(a);
   // With the times given the target is not timed, but a model, profile or weights that was named
   // must still exist: a typo is not ignored.
@@ -248,6 +268,7 @@ void run(SpecArgs a) {
   const SpecResult r = speculative_table(in);
   const double rule_rate = spec_mean_accept_rate(in.accept_rates, in.max_block);
   const SpecRuleOfThumb rule = spec_rule_of_thumb(rule_rate);
+  if (!a.svg.empty()) write_text_file(a.svg, spec_svg(in, r), "--svg");
 
   if (a.out.json()) {
     print_json(spec_json(in, r, a, rule_rate, rule));
@@ -355,6 +376,10 @@ void add_spec_command(CLI::App& app) {
   cmd->get_option("--verify-ms")->excludes(draft)->excludes(draft_layers);
   cmd->get_option("--draft-ms")->excludes(draft)->excludes(draft_layers);
   draft->excludes(draft_layers);
+  cmd->add_option("--svg", args->svg,
+                  "Write ms per token against the block length as an SVG chart to this file, plain decoding as a line and "
+                  "the optimum named")
+      ->type_name("FILE");
   args->out.add_to(*cmd);
   args->cmd = cmd;
   cmd->callback([args] { run(*args); });

@@ -7,9 +7,17 @@
 #include <fstream>
 
 #include "apps/format.hpp"
+#include "apps/output.hpp"
 #include "planner/core/input_error.hpp"
 
 namespace infer_plan::apps {
+
+void check_chart_path(const std::string& path, std::string_view flag) {
+  if (output_state().documents_wanted)
+    throw InputError(fmt::format("{}: a chart of one plan; a sweep's points would each overwrite it (leave the sweep or {} out)",
+                                 flag, flag));
+  check_output_path(path, flag);
+}
 
 void check_output_path(const std::string& path, std::string_view flag) {
   if (path.empty()) return;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
+#include <tuple>
 
 namespace infer_plan::apps {
 namespace {
@@ -241,16 +243,32 @@ std::string svg_predicted_vs_measured(const std::string& title, const std::vecto
   return out + "</svg>\n";
 }
 
-std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
-                           const std::vector<Series>& series) {
-  std::string out;
-  const double height = line_canvas_height;
-  open_svg(out, title, height);
+namespace {
+
+// A text's box as the layout reserves it: from the font size above the baseline to a quarter below.
+struct TextBox {
+  double x0, y0, x1, y1;
+  bool meets(const TextBox& o) const { return !(x1 <= o.x0 || o.x1 <= x0 || y1 <= o.y0 || o.y1 <= y0); }
+};
+TextBox text_box(double x, double y, const char* anchor, std::string_view content, double font_size) {
+  const double w = svg_text_width(content, font_size);
+  const double left = anchor[0] == 'm' ? x - w / 2 : anchor[0] == 'e' ? x - w : x;
+  return {left, y - font_size, left + w, y + 0.25 * font_size};
+}
+
+constexpr double panel_stride = 370;  // one panel's plot, its x labels and notes, and a gap
+constexpr const char* guide_colour = "#222222";
+
+// One chart's axes, guides, series and labels, `shift` below the first panel's place; returns
+// false when it has no usable axis (then nothing was drawn).
+bool line_panel(std::string& out, const LinePanel& p, const std::vector<LegendEntry>& colours, double plot_top,
+                double shift) {
+  const double bottom = plot_bottom + shift;
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
   double y_lo = 0, y_hi = 0, predicted_top = 0;  // 0 is always on the y axis (see the header)
   bool whole_x = true;
   std::vector<double> measured_y;
-  for (const Series& s : series) {
+  for (const Series& s : p.series) {
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
       x_lo = std::min(x_lo, s.x[i]);
@@ -262,24 +280,28 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
         predicted_top = std::max(predicted_top, s.y[i]);
       else
         measured_y.push_back(s.y[i]);
+      for (const std::vector<double>* end : {&s.lo, &s.hi})
+        if (i < end->size() && std::isfinite((*end)[i])) {
+          y_lo = std::min(y_lo, (*end)[i]);
+          y_hi = std::max(y_hi, (*end)[i]);
+          if (s.name.starts_with("predicted")) predicted_top = std::max(predicted_top, (*end)[i]);
+        }
     }
   }
-  if (x_lo > x_hi) return close_with_no_data(out, height);
-  // Outliers: the axis ends at 1.25 x max(the predictions' top, the measured points' 90th percentile).
-  double y_cap = y_hi;
+  if (x_lo > x_hi) return false;
+  double guide_top = 0;
+  for (const Guide& g : p.guides)
+    if (std::isfinite(g.y)) guide_top = std::max(guide_top, g.y);
+  // Outliers: the axis ends at 1.25 x max(the predictions' top, the measured points' 90th
+  // percentile, the guides), and always reaches the highest guide.
+  double y_cap = std::max(y_hi, guide_top);
   if (!measured_y.empty()) {
     std::sort(measured_y.begin(), measured_y.end());
     const auto k = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(measured_y.size())));
     const double q90 = measured_y[std::clamp<size_t>(k, 1, measured_y.size()) - 1];
-    const double cap = 1.25 * std::max(predicted_top, q90);
-    if (cap > 0 && y_hi > cap) y_cap = cap;
+    const double cap = 1.25 * std::max({predicted_top, q90, guide_top});
+    if (cap > 0 && y_cap > cap) y_cap = cap;
   }
-
-  std::vector<LegendEntry> entries;
-  size_t predicted_used = 0, others_used = 0;
-  for (const Series& s : series) entries.push_back({s.name, series_colour(s.name, predicted_used, others_used)});
-  const int legend_rows = legend(out, entries, plot_left);
-  const double plot_top = plot_top_base + (legend_rows - 1) * legend_row;
 
   // x ticks: as many as fit with their labels apart.
   std::vector<double> x_ticks;
@@ -294,11 +316,11 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
   // Ranges near the limits of double can leave no usable axis; say so rather than print "inf".
   if (x_ticks.size() < 2 || y_ticks.size() < 2 || !(x_ticks.back() > x_ticks.front()) ||
       !(y_ticks.back() > y_ticks.front()))
-    return close_with_no_data(out, height);
+    return false;
   const double x0 = x_ticks.front(), x_span = x_ticks.back() - x0;
   const double y0 = y_ticks.front(), y_span = y_ticks.back() - y0;
   auto map_x = [&](double x) { return plot_left + (x - x0) / x_span * (plot_right - plot_left); };
-  auto map_y = [&](double y) { return plot_bottom - (y - y0) / y_span * (plot_bottom - plot_top); };
+  auto map_y = [&](double y) { return bottom - (y - y0) / y_span * (bottom - plot_top); };
 
   out += "<g>\n";
   for (double t : y_ticks) {
@@ -306,22 +328,41 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
     text(out, plot_left - 6, map_y(t) + 4, "end", fit_text(value_text(t), 11, plot_left - 36), 11);
   }
   for (double t : x_ticks) {
-    line(out, map_x(t), plot_bottom, map_x(t), plot_bottom + 5, "#000000");
-    text(out, map_x(t), plot_bottom + 18, "middle", value_text(t), 11);
+    line(out, map_x(t), bottom, map_x(t), bottom + 5, "#000000");
+    text(out, map_x(t), bottom + 18, "middle", value_text(t), 11);
   }
-  line(out, plot_left, plot_bottom, plot_right, plot_bottom, "#000000");
-  line(out, plot_left, plot_top, plot_left, plot_bottom, "#000000");
-  text(out, (plot_left + plot_right) / 2, plot_bottom + 38, "middle", fit_text(x_label, 12, plot_right - plot_left), 12);
-  const double y_label_x = 18, y_label_y = (plot_top + plot_bottom) / 2;
-  text(out, y_label_x, y_label_y, "middle", fit_text(y_label, 12, plot_bottom - plot_top), 12,
+  line(out, plot_left, bottom, plot_right, bottom, "#000000");
+  line(out, plot_left, plot_top, plot_left, bottom, "#000000");
+  text(out, (plot_left + plot_right) / 2, bottom + 38, "middle", fit_text(p.x_label, 12, plot_right - plot_left), 12);
+  const double y_label_x = 18, y_label_y = (plot_top + bottom) / 2;
+  text(out, y_label_x, y_label_y, "middle", fit_text(p.y_label, 12, bottom - plot_top), 12,
        fmt::format(" transform=\"rotate(-90 {} {})\"", coord(y_label_x), coord(y_label_y)));
   out += "</g>\n";
 
-  size_t above = 0;
+  // Guides, and the texts that point labels must keep clear of.
+  std::vector<TextBox> placed;
+  for (const Guide& g : p.guides) {
+    if (!std::isfinite(g.y) || g.y > y_ticks.back() || g.y < y0) continue;
+    const double y = map_y(g.y);
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.5\" "
+                       "stroke-dasharray=\"5 4\"/>\n",
+                       coord(plot_left), coord(y), coord(plot_right), coord(y), guide_colour);
+    const std::string label = fit_text(g.label, 10, (plot_right - plot_left) / 2);
+    const double ly = std::max(y - 4, plot_top + 10);
+    const TextBox box = text_box(plot_right - 4, ly, "end", label, 10);
+    if (std::none_of(placed.begin(), placed.end(), [&](const TextBox& b) { return b.meets(box); })) {
+      text(out, plot_right - 4, ly, "end", label, 10, fmt::format(" fill=\"{}\"", guide_colour));
+      placed.push_back(box);
+    }
+  }
+
+  size_t above = 0, unlabelled = 0;
   double above_max = 0;
-  for (size_t k = 0; k < series.size(); ++k) {
-    const Series& s = series[k];
-    const char* colour = entries[k].colour;
+  for (size_t k = 0; k < p.series.size(); ++k) {
+    const Series& s = p.series[k];
+    const char* colour = colours.front().colour;
+    for (const LegendEntry& e : colours)
+      if (e.name == s.name) colour = e.colour;
     const bool dashed = colour == predicted_second_colour;
     out += "<g>\n";
     // Lines first, markers on top. A skipped point ends a run; a run of one point is a marker only.
@@ -334,34 +375,164 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
       run.clear();
       run_points = 0;
     };
-    std::string markers;
+    std::string markers, labels;
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) {
         flush_run();
         continue;
       }
       const bool clipped = s.y[i] > y_ticks.back();
-      const std::string px = coord(map_x(s.x[i])), py = coord(map_y(std::min(s.y[i], y_ticks.back())));
+      const double cx = map_x(s.x[i]), cy = map_y(std::min(s.y[i], y_ticks.back()));
+      const std::string px = coord(cx), py = coord(cy);
       run += (run_points++ ? " " : "") + px + "," + py;
+      if (i < s.lo.size() && i < s.hi.size() && std::isfinite(s.lo[i]) && std::isfinite(s.hi[i])) {
+        const double top = map_y(std::min(s.hi[i], y_ticks.back())), base = map_y(std::max(s.lo[i], y0));
+        line(markers, cx, top, cx, base, colour);
+        line(markers, cx - 3, top, cx + 3, top, colour);
+        line(markers, cx - 3, base, cx + 3, base, colour);
+      }
       if (clipped) {  // a triangle on the top edge, pointing up
         ++above;
         above_max = std::max(above_max, s.y[i]);
-        const double cx = map_x(s.x[i]), cy = plot_top;
-        markers += fmt::format("<polygon points=\"{},{} {},{} {},{}\" fill=\"{}\"/>\n", coord(cx - 4), coord(cy + 4),
-                               coord(cx + 4), coord(cy + 4), coord(cx), coord(cy - 3), colour);
+        markers += fmt::format("<polygon points=\"{},{} {},{} {},{}\" fill=\"{}\"/>\n", coord(cx - 4), coord(plot_top + 4),
+                               coord(cx + 4), coord(plot_top + 4), coord(cx), coord(plot_top - 3), colour);
       } else {
         markers += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", px, py, colour);
       }
+      if (i >= s.labels.size() || s.labels[i].empty()) continue;
+      // Right and above, right and below, left and above, left and below: the first that stays in
+      // the plot and meets no text already placed.
+      const std::string label = fit_text(s.labels[i], 10, (plot_right - plot_left) / 2);
+      bool done = false;
+      for (const auto& [dx, dy, anchor] : {std::tuple{6.0, -5.0, "start"}, std::tuple{6.0, 13.0, "start"},
+                                           std::tuple{-6.0, -5.0, "end"}, std::tuple{-6.0, 13.0, "end"}}) {
+        const double lx = cx + dx, ly = (clipped ? plot_top + 4 : cy) + dy;
+        const TextBox box = text_box(lx, ly, anchor, label, 10);
+        if (box.x0 < plot_left + 2 || box.x1 > plot_right || box.y0 < plot_top || box.y1 > bottom) continue;
+        if (std::any_of(placed.begin(), placed.end(), [&](const TextBox& b) { return b.meets(box); })) continue;
+        // On a white ground, so that a line it crosses does not cut through it.
+        labels += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#FFFFFF\" fill-opacity=\"0.85\"/>\n",
+                              coord(box.x0 - 1), coord(box.y0 + 1), coord(box.x1 - box.x0 + 2), coord(box.y1 - box.y0));
+        text(labels, lx, ly, anchor, label, 10, " fill=\"#333333\"");
+        placed.push_back(box);
+        done = true;
+        break;
+      }
+      unlabelled += !done;
     }
     flush_run();
-    out += markers + "</g>\n";
+    out += markers + labels + "</g>\n";
   }
+  std::vector<std::string> notes;
   if (above > 0)
-    text(out, plot_left, plot_bottom + 58, "start",
-         fit_text(fmt::format("triangles: {} point{} above the axis, the largest {}", above, above == 1 ? "" : "s",
-                              value_text(above_max)),
-                  11, plot_right - plot_left),
+    notes.push_back(fmt::format("triangles: {} point{} above the axis, the largest {}", above, above == 1 ? "" : "s",
+                                value_text(above_max)));
+  if (unlabelled > 0)
+    notes.push_back(fmt::format("{} label{} left out where {} would meet another", unlabelled,
+                                unlabelled == 1 ? "" : "s", unlabelled == 1 ? "it" : "they"));
+  if (!notes.empty())
+    text(out, plot_left, bottom + 58, "start", fit_text(fmt::format("{}", fmt::join(notes, "; ")), 11, plot_right - plot_left),
          11, " fill=\"#555555\"");
+  return true;
+}
+
+}  // namespace
+
+std::string svg_line_panels(const std::string& title, const std::vector<LinePanel>& panels) {
+  std::string out;
+  const size_t count = std::max<size_t>(panels.size(), 1);
+  const double height = line_canvas_height + static_cast<double>(count - 1) * panel_stride;
+  open_svg(out, title, height);
+  // A series keeps its colour in every panel: one legend entry per name, in order of appearance.
+  std::vector<LegendEntry> entries;
+  size_t predicted_used = 0, others_used = 0, points = 0;
+  for (const LinePanel& p : panels)
+    for (const Series& s : p.series) {
+      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) points += std::isfinite(s.x[i]) && std::isfinite(s.y[i]);
+      if (std::none_of(entries.begin(), entries.end(), [&](const LegendEntry& e) { return e.name == s.name; }))
+        entries.push_back({s.name, series_colour(s.name, predicted_used, others_used)});
+    }
+  if (points == 0) return close_with_no_data(out, height);
+  const int legend_rows = legend(out, entries, plot_left);
+  const double plot_top = plot_top_base + (legend_rows - 1) * legend_row;
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const double shift = static_cast<double>(k) * panel_stride;
+    if (line_panel(out, panels[k], entries, plot_top + (k == 0 ? 0 : shift - (legend_rows - 1) * legend_row), shift))
+      continue;
+    if (panels.size() == 1) {  // as before panels: the whole chart says it
+      out.resize(out.find("<g>\n"));
+      return close_with_no_data(out, height);
+    }
+    text(out, canvas_width / 2.0, shift + (plot_top_base + plot_bottom) / 2, "middle", "no data", 14,
+         " fill=\"#888888\"");
+  }
+  return out + "</svg>\n";
+}
+
+std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                           const std::vector<Series>& series) {
+  return svg_line_panels(title, {LinePanel{x_label, y_label, series}});
+}
+
+std::string svg_waterfall(const std::string& title, const std::string& unit, const std::vector<WaterfallStep>& steps) {
+  constexpr double top = 62, row = 24, bar = 14, label_right = 316, bar_left = 326, bar_right = 606, value_left = 616;
+  const double bottom = top + row * static_cast<double>(steps.size());
+  const double height = bottom + 50;
+  std::string out;
+  open_svg(out, title, height);
+  // Each row's bar as [from, to] along the axis.
+  std::vector<std::pair<double, double>> spans;
+  double running = 0, lo = 0, hi = 0;
+  bool any = false;
+  for (const WaterfallStep& st : steps) {
+    if (!std::isfinite(st.value)) {
+      spans.emplace_back(std::nan(""), std::nan(""));
+      continue;
+    }
+    any = true;
+    const double from = st.kind == WaterfallStep::Kind::total ? 0 : running;
+    const double to = st.kind == WaterfallStep::Kind::total   ? st.value
+                      : st.kind == WaterfallStep::Kind::minus ? running - st.value
+                                                              : running + st.value;
+    running = to;
+    spans.emplace_back(from, to);
+    lo = std::min({lo, from, to});
+    hi = std::max({hi, from, to});
+  }
+  if (!any) return close_with_no_data(out, height);
+  const std::vector<double> ticks = nice_ticks(lo, hi > lo ? hi : lo + 1, 5);
+  if (ticks.size() < 2 || !(ticks.back() > ticks.front())) return close_with_no_data(out, height);
+  auto map_x = [&](double v) { return bar_left + (v - ticks.front()) / (ticks.back() - ticks.front()) * (bar_right - bar_left); };
+  out += "<g>\n";
+  for (double t : ticks) {
+    line(out, map_x(t), top - 4, map_x(t), bottom, "#E5E5E5");
+    line(out, map_x(t), bottom, map_x(t), bottom + 5, "#000000");
+    text(out, map_x(t), bottom + 18, "middle", value_text(t), 11);
+  }
+  line(out, bar_left, bottom, bar_right, bottom, "#000000");
+  line(out, map_x(0), top - 4, map_x(0), bottom, "#000000");
+  text(out, (bar_left + bar_right) / 2, bottom + 38, "middle", unit, 12);
+  out += "</g>\n";
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const WaterfallStep& st = steps[k];
+    const double y = top + row * static_cast<double>(k);
+    out += "<g>\n";
+    text(out, 16, y + bar - 2, "start", fit_text(st.label, 12, label_right - 16), 12);
+    const auto [from, to] = spans[k];
+    if (std::isfinite(from)) {
+      const char* colour = st.kind == WaterfallStep::Kind::minus ? measured_colour
+                           : st.kind == WaterfallStep::Kind::plus ? other_colours[0]
+                           : to < 0                               ? other_colours[1]
+                                                                  : predicted_colour;
+      const double x0 = map_x(std::min(from, to)), x1 = map_x(std::max(from, to));
+      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">", coord(x0), coord(y),
+                         coord(std::max(x1 - x0, 1.0)), coord(bar), colour);
+      out += st.note.empty() ? std::string("</rect>\n") : "<title>" + xml_escape(st.note) + "</title></rect>\n";
+      text(out, value_left, y + bar - 2, "start", fit_text(value_text(st.value) + " " + unit, 11, canvas_width - value_left - 6),
+           11);
+    }
+    out += "</g>\n";
+  }
   return out + "</svg>\n";
 }
 

@@ -29,6 +29,25 @@ struct Series {
   std::string name;  // "predicted" and "measured" get the report's two fixed colours
   std::vector<double> x, y;
   bool markers_only = false;
+  // Beside each point's marker, where it meets no other text (empty or missing: none): a plan's
+  // name on a frontier. A label that cannot be placed is left out and counted in a note.
+  std::vector<std::string> labels = {};
+  // Each point's interval (empty or missing: none), a vertical bar with caps; the y axis reaches it.
+  std::vector<double> lo = {}, hi = {};
+};
+
+// A horizontal line across the plot at y (a service level), dashed, its label at the right end.
+// The y axis always reaches it.
+struct Guide {
+  std::string label;
+  double y;
+};
+
+// One x-y chart of a figure of several, stacked one above the other on the same canvas width.
+struct LinePanel {
+  std::string x_label, y_label;
+  std::vector<Series> series;
+  std::vector<Guide> guides = {};
 };
 
 // Axes with round ticks, axis labels and a legend. The y axis always includes 0: the charts show
@@ -40,6 +59,25 @@ struct Series {
 // "predicted" are blue (the second one dashed), "measured" orange, in every chart.
 std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<Series>& series);
+// Several such charts under one title and one legend (a series keeps its colour in every panel),
+// each with its own axes; a panel with no points says so.
+std::string svg_line_panels(const std::string& title, const std::vector<LinePanel>& panels);
+
+// One row of a memory waterfall: a total (capacity, usable, headroom) drawn from 0, or an amount
+// taken from the running total (weights, KV) or given back to it (offloaded to the host), drawn
+// from where the row above ended.
+struct WaterfallStep {
+  enum class Kind { total, minus, plus };
+  std::string label;
+  double value;
+  Kind kind;
+  std::string note = {};  // the bar's tooltip (<title>)
+};
+
+// Horizontal bars, one row per step, on one axis in `unit` from 0 (or below, for a negative
+// total, drawn red) to the largest total: totals blue, amounts taken orange, given back green;
+// each row's label on the left and its value on the right.
+std::string svg_waterfall(const std::string& title, const std::string& unit, const std::vector<WaterfallStep>& steps);
 
 // Exposed for tests.
 // Ticks at multiples of a round step (1, 2 or 5 times a power of ten): the smallest such step with

@@ -55,6 +55,16 @@ Plan candidate_plan(const AdviseQuery& q, const std::string& engine, const std::
 
 }  // namespace
 
+const Distribution& slo_distribution(const ServingLatency& l, SloMetric m) {
+  switch (m) {
+    case SloMetric::ttft: return l.ttft_s;
+    case SloMetric::tpot: return l.tpot_s;
+    case SloMetric::itl: return l.itl_s;
+    case SloMetric::e2el: return l.sojourn_s;
+  }
+  return l.sojourn_s;
+}
+
 std::string_view slo_metric_name(SloMetric m) {
   switch (m) {
     case SloMetric::ttft: return "TTFT";
@@ -150,16 +160,7 @@ std::string milliseconds(double s) {
   return s >= 10 ? fmt::format("{:.3g} s", s) : ms >= 100 ? fmt::format("{:.0f} ms", ms) : fmt::format("{:.3g} ms", ms);
 }
 
-// The latency's distribution a bound reads, and its value there.
-const Distribution& slo_distribution(const ServingLatency& l, SloMetric m) {
-  switch (m) {
-    case SloMetric::ttft: return l.ttft_s;
-    case SloMetric::tpot: return l.tpot_s;
-    case SloMetric::itl: return l.itl_s;
-    case SloMetric::e2el: return l.sojourn_s;
-  }
-  return l.sojourn_s;
-}
+// A bound's value: its distribution at its percentile.
 double slo_value(const ServingLatency& l, const SloBound& b) { return distribution_percentile(slo_distribution(l, b.metric), b.percentile); }
 
 SloCheck check_slo(const ServingResult& r, const AdviseSlo& slo) {

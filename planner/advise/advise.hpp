@@ -39,6 +39,8 @@ struct AdviseSlo {
   // The metric's limit at percentile p (p99 unless said): for tests and callers that set one at a time.
   AdviseSlo& at_most(SloMetric m, double limit_s, double percentile = 99);
 };
+// The distribution of a simulation's latencies that a bound on `m` reads (E2EL: the sojourn).
+const Distribution& slo_distribution(const ServingLatency& l, SloMetric m);
 
 // The default quality floor: weight types of fewer than 4 bits (llama.cpp's Q3_*, Q2_K, IQ3_*,
 // IQ2_*, IQ1_*, TQ*) and KV types of fewer than 8 bits are a last resort, tried only when nothing

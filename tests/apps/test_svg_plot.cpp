@@ -368,3 +368,104 @@ TEST_CASE("lines: whole-number x gets whole-number ticks; outliers are marked, n
   CHECK(spec.find("fill=\"#DD8452\"") != std::string::npos);
   CHECK(spec.find("#55A868") == std::string::npos);
 }
+
+TEST_CASE("panels: one legend, a colour per series in every panel, guides reached, labels apart") {
+  // The advise frontier's shape: cost on x, a latency on y, the SLO as a guide above every point.
+  std::vector<double> cost, ttft, tpot;
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) {  // twelve plans crowded together: not every label can be placed
+    cost.push_back(1.0 + 0.01 * i);
+    ttft.push_back(300 + i);
+    tpot.push_back(20 + 0.1 * i);
+    names.push_back("#" + std::to_string(i + 1) + " vllm h200 FP8 TP1");
+  }
+  const std::vector<LinePanel> panels{
+      {"US dollars per million output tokens", "TTFT p99 (ms)",
+       {{"other plans", {5, 6}, {100, 200}, true}, {"frontier", cost, ttft, false, names}},
+       {{"SLO: TTFT p99 <= 2000 ms", 2000}}},
+      {"US dollars per million output tokens", "TPOT p99 (ms)",
+       {{"other plans", {5, 6}, {10, 12}, true}, {"frontier", cost, tpot, false, names}},
+       {{"SLO: TPOT p99 <= 50 ms", 50}}}};
+  const std::string svg = svg_line_panels("qwen3-8b: 5 req/s", panels);
+  check_standalone_svg(svg);
+  check_no_overlap(svg);
+  // Two panels: the canvas is one chart's 420 plus one more panel's 370.
+  CHECK(svg.find("height=\"790\"") != std::string::npos);
+  // One legend entry per series, though each is drawn in both panels.
+  CHECK(count(svg, ">frontier</text>") == 1);
+  CHECK(count(svg, ">other plans</text>") == 1);
+  CHECK(count(svg, "<polyline ") == 2);
+  // Both polylines in the frontier's colour: the same series, the same colour.
+  const size_t first = svg.find("<polyline "), second = svg.find("<polyline ", first + 1);
+  CHECK(attribute(svg.substr(first, svg.find("/>", first) - first), "stroke") ==
+        attribute(svg.substr(second, svg.find("/>", second) - second), "stroke"));
+  // The guides are drawn though every point lies far below them (2000 ms against 311 ms at most).
+  CHECK(count(svg, "stroke-dasharray=\"5 4\"") == 2);
+  CHECK(svg.find(">SLO: TTFT p99 &lt;= 2000 ms</text>") != std::string::npos);
+  CHECK(svg.find(">SLO: TPOT p99 &lt;= 50 ms</text>") != std::string::npos);
+  // Some labels placed, the rest counted: twelve points 0.01 apart on an axis of about 5.
+  const size_t placed = count(svg, " vllm h200 FP8 TP1</text>");
+  CHECK(placed >= 2);
+  CHECK(placed < 24);
+  size_t left_out = 0;  // each panel's note counts its own
+  for (size_t at = svg.find(" labels left out"); at != std::string::npos; at = svg.find(" labels left out", at + 1))
+    left_out += std::stoul(svg.substr(svg.rfind('>', at) + 1));
+  CHECK(left_out == 24 - placed);
+  CHECK(svg.find(">#1 vllm h200 FP8 TP1</text>") != std::string::npos);
+
+  // A panel without points says so while the other is drawn.
+  const std::string half = svg_line_panels("half", {panels[0], LinePanel{"x", "y", {{"frontier", {}, {}, false}}}});
+  check_standalone_svg(half);
+  check_no_overlap(half);
+  CHECK(count(half, ">no data</text>") == 1);
+  CHECK(count(half, "<polyline ") == 1);
+}
+
+TEST_CASE("waterfall: totals from 0, amounts from the row above, a negative total red, labels apart") {
+  using Kind = WaterfallStep::Kind;
+  // capacity 24, weights 20 taken, 4 left, KV 5 taken: headroom -1 (the 70B on one 24 GB card).
+  const std::string svg = svg_waterfall("does not fit", "GiB",
+                                        {{"capacity", 24, Kind::total, "25769803776 B"},
+                                         {"- weights", 20, Kind::minus},
+                                         {"+ offloaded to host", 2, Kind::plus},
+                                         {"= free after weights", 6, Kind::total},
+                                         {"- KV cache", 7, Kind::minus},
+                                         {"= headroom", -1, Kind::total}});
+  check_standalone_svg(svg);
+  check_no_overlap(svg);
+  // Axis -5..25 (nice_ticks(-1, 24, 5): step 5) over the bars' 280 px: 9.333 px per GiB.
+  std::vector<double> x, width;
+  for (size_t pos = svg.find("<rect x=\""); pos != std::string::npos; pos = svg.find("<rect x=\"", pos + 1)) {
+    const std::string tag = svg.substr(pos, svg.find('>', pos) - pos);
+    if (attribute(tag, "height") != "14.0") continue;  // the bars, not the background
+    x.push_back(std::stod(attribute(tag, "x")));
+    width.push_back(std::stod(attribute(tag, "width")));
+  }
+  REQUIRE(x.size() == 6);
+  const double per_gib = 280.0 / 30, zero = 326 + 5 * per_gib;
+  CHECK(x[0] == doctest::Approx(zero).epsilon(0.001));            // capacity from 0
+  CHECK(width[0] == doctest::Approx(24 * per_gib).epsilon(0.01));
+  CHECK(x[1] == doctest::Approx(zero + 4 * per_gib).epsilon(0.01));  // weights: 24 down to 4
+  CHECK(width[1] == doctest::Approx(20 * per_gib).epsilon(0.01));
+  CHECK(x[2] == doctest::Approx(zero + 4 * per_gib).epsilon(0.01));  // given back: 4 up to 6
+  CHECK(x[4] == doctest::Approx(zero - 1 * per_gib).epsilon(0.01));  // KV: 6 down to -1
+  CHECK(x[5] == doctest::Approx(zero - 1 * per_gib).epsilon(0.01));  // headroom -1, leftwards
+  CHECK(width[5] == doctest::Approx(per_gib).epsilon(0.01));
+  CHECK(count(svg, "fill=\"#C44E52\"") == 1);  // only the negative total is red
+  CHECK(svg.find("<title>25769803776 B</title>") != std::string::npos);
+  CHECK(svg.find(">-1 GiB</text>") != std::string::npos);
+  check_no_overlap(svg_waterfall(std::string(200, 'W'), "GiB",
+                                 {{std::string(100, 'r'), 1e15, Kind::total}, {"nan", nan_value, Kind::minus}}));
+  CHECK(svg_waterfall("none", "GiB", {{"nan", nan_value, Kind::total}}).find(">no data</text>") != std::string::npos);
+}
+
+TEST_CASE("lines: an interval is a bar with caps, and the axis reaches its top") {
+  const std::string svg = svg_line_chart("step", "batch", "ms", {{"predicted (calibrated)", {1, 2}, {10, 20}, false, {}, {8, 16}, {40, 24}}});
+  check_standalone_svg(svg);
+  // 3 lines per interval, 2 intervals; the y axis runs to 40 (the top of the first bar), not 20.
+  CHECK(svg.find(">40</text>") != std::string::npos);
+  size_t bars = 0;
+  for (size_t pos = svg.find("<line "); pos != std::string::npos; pos = svg.find("<line ", pos + 1))
+    bars += svg.substr(pos, svg.find("/>", pos) - pos).find("#4C72B0") != std::string::npos;
+  CHECK(bars == 6);
+}

@@ -1,15 +1,16 @@
 # CLI cases run the real binary: seed figures reproduced from the command line, and bad input
 # that must exit 2 with a message naming the flag, field or file.
-# infer_plan_cli_case(NAME EXIT CODE MATCH regex... [NOMATCH regex...] ARGS args...)
+# infer_plan_cli_case(NAME EXIT CODE [FILE path] MATCH regex... [NOMATCH regex...] ARGS args...)
+# FILE: a file the command writes (removed before it runs), matched with its output.
 function(infer_plan_cli_case NAME)
-  cmake_parse_arguments(C "" "EXIT" "MATCH;NOMATCH;ARGS" ${ARGN})
+  cmake_parse_arguments(C "" "EXIT;FILE" "MATCH;NOMATCH;ARGS" ${ARGN})
   string(REPLACE ";" "#SEP#" _args "${C_ARGS}")
   string(REPLACE ";" "#SEP#" _match "${C_MATCH}")
   string(REPLACE ";" "#SEP#" _nomatch "${C_NOMATCH}")
   add_test(NAME cli_${NAME}
            COMMAND ${CMAKE_COMMAND} "-DEXE=$<TARGET_FILE:infer-plan>" "-DARGS=${_args}"
                    "-DEXPECT_EXIT=${C_EXIT}" "-DMATCH=${_match}" "-DNOMATCH=${_nomatch}"
-                   "-DWORKDIR=${PROJECT_SOURCE_DIR}"
+                   "-DWORKDIR=${PROJECT_SOURCE_DIR}" "-DREAD=${C_FILE}"
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_case.cmake)
 endfunction()
 
@@ -636,3 +637,17 @@ infer_plan_cli_case(bad_engine_device EXIT 2 ARGS fit -m llama-3.1-8b --hw m2-ul
   MATCH "TensorRT-LLM serves nvidia devices; apple-m2 is apple's")
 infer_plan_cli_case(roofline_kv_chooses_llama_cpp EXIT 0 ARGS roofline -m qwen3-8b --hw rtx-4090 -ctk q8_0 -ctv q8_0
   MATCH "engine llama.cpp chosen: Q8_0 KV is llama.cpp's")
+# --svg on one plan: fit's breakdown as a waterfall (the 70B at 32K on two 24 GB cards is 1.41 GiB
+# short: its headroom bar is the one red total), roofline's decode against batch with the plan's
+# batch named, spec's time per token against the block length with plain decoding as a line (seed
+# times 26.3 ms verify, 3.6 ms draft; at 0.7, m = 3: (26.3 + 3 x 3.6) / (1 + .7 + .49 + .343) = 14.65 ms).
+infer_plan_cli_case(fit_svg_waterfall EXIT 1 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 -c 32K --requests 1
+  --engine llama.cpp --tp 2 --svg ${CMAKE_BINARY_DIR}/cli_fit.svg FILE ${CMAKE_BINARY_DIR}/cli_fit.svg
+  MATCH "<svg " ">= headroom</text>" ">- KV cache</text>" ">-1.406 GiB</text>" "fill=.#C44E52.")
+infer_plan_cli_case(roofline_svg_batches EXIT 0 ARGS roofline -m llama-2-7b -w Q4_0 --hw rtx-4090 --engine llama.cpp
+  --batch 3 --svg ${CMAKE_BINARY_DIR}/cli_roofline.svg FILE ${CMAKE_BINARY_DIR}/cli_roofline.svg
+  MATCH ">predicted .calibrated.</text>" ">ceiling .speed of light.</text>" ">batch 3</text>" ">tokens/s for the batch</text>")
+infer_plan_cli_case(spec_svg_blocks EXIT 0 ARGS spec --accept 0.7 --svg ${CMAKE_BINARY_DIR}/cli_spec.svg FILE ${CMAKE_BINARY_DIR}/cli_spec.svg
+  MATCH ">plain decoding 26.30 ms/token</text>" ">best m=3: 14.65 ms/token, 1.80x</text>")
+infer_plan_cli_case(bad_fit_svg_sweep EXIT 2 ARGS fit -m qwen3-8b --hw h100-sxm -c 4K,8K --svg ${CMAKE_BINARY_DIR}/never.svg
+  MATCH "--svg: a chart of one plan; a sweep's points would each overwrite it")

@@ -100,3 +100,9 @@ infer_plan_cli_case(advise_emit_k8s EXIT 0 ARGS advise -m qwen3-8b --hw h100-sxm
 infer_plan_cli_case(bad_advise_emit_json EXIT 2 ARGS advise -m qwen3-8b --rate 2 --slo-tpot-p99 50ms --emit k8s --json
   MATCH "--emit k8s: the manifest is the whole output")
 infer_plan_cli_case(bad_advise_emit_kind EXIT 2 ARGS advise -m qwen3-8b --rate 2 --slo-tpot-p99 50ms --emit helm MATCH "--emit")
+# The frontier drawn: one panel per latency the SLOs bound, at the bound's percentile, each bound a
+# labelled line, the recommendation marked and named by its engine, device, weights and shape.
+infer_plan_cli_case(advise_svg_frontier_panels EXIT 0 ARGS advise -m llama-3.1-8b --hw h100-sxm --rate 4 -p 512 -n 128
+  --slo-ttft-p95 500ms --slo-tpot-p90 40ms --engine vllm --svg ${CMAKE_BINARY_DIR}/cli_advise.svg FILE ${CMAKE_BINARY_DIR}/cli_advise.svg
+  MATCH "height=.790." "TTFT p95 .ms.</text>" "TPOT p90 .ms.</text>" "SLO: TTFT p95 &lt.= 500 ms</text>"
+        "SLO: TPOT p90 &lt.= 40 ms</text>" ">#1 vllm h100-sxm [A-Z0-9_]+ [0-9 xTP+D]+</text>" "recommended .#1.</text>")

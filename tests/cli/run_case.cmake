@@ -1,11 +1,23 @@
-# Runs one CLI case: checks the exit code, that every MATCH regex occurs in stdout+stderr and
-# that no NOMATCH regex does.
+# Runs one CLI case: checks the exit code, that every MATCH regex occurs in stdout+stderr (and the
+# file READ, when given) and that no NOMATCH regex does.
 string(REPLACE "#SEP#" ";" ARGS "${ARGS}")
 string(REPLACE "#SEP#" ";" MATCH "${MATCH}")
 string(REPLACE "#SEP#" ";" NOMATCH "${NOMATCH}")
+# READ: a file the command writes, matched with what it prints; removed first, so that a file
+# left by an earlier run cannot pass for this one's.
+if(READ)
+  file(REMOVE "${READ}")
+endif()
 execute_process(COMMAND ${EXE} ${ARGS} WORKING_DIRECTORY ${WORKDIR}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
+if(READ)
+  if(NOT EXISTS "${READ}")
+    message(FATAL_ERROR "infer-plan ${ARGS}: wrote no ${READ}\n${all}")
+  endif()
+  file(READ "${READ}" written)
+  string(APPEND all "${written}")
+endif()
 if(NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
   message(FATAL_ERROR "infer-plan ${ARGS}: exit ${rc}, expected ${EXPECT_EXIT}\n${all}")
 endif()
