@@ -34,6 +34,7 @@
 #include "planner/cost/kv_cache.hpp"
 #include "planner/model/model_scale.hpp"
 #include "planner/model/model_spec.hpp"
+#include "planner/serving/engine_policy.hpp"
 
 namespace infer_plan::apps {
 namespace {
@@ -421,9 +422,13 @@ std::string frontier_svg(const AdviseQuery& q, const AdviseResult& r) {
 }
 
 // The winner, as this machine can execute it: the same weight and KV precision in a type the
-// CPU runtime has (Q8_0 for 8-bit, Q4_0 for 4-bit), a model scaled to about 150M parameters,
-// its mean batch (at most 4) and a short prompt; one device. Returns what changed, in words.
-std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
+// CPU runtime has (Q8_0 for 8-bit, Q4_0 for 4-bit), a model scaled to about 150M parameters, one
+// device. A serving search's winner keeps its load: Poisson arrivals at the rate that fills this
+// machine's batch (at most 4) as the winner's simulation fills its own (load.in_system; report
+// solves the rate on the profile it probes), its engine's scheduling policy, and its mean prompt
+// and output scaled to at most 128 and 32 tokens; a capacity answer runs its batch closed.
+// Returns what changed, in words.
+std::string verify_plan_for_cpu(const AdviseQuery& q, const AdviseCandidate& c, Plan& plan) {
   plan = c.plan;
   const std::string w = c.weights;
   // ':pure': every tensor of that type (llama.cpp's recipes keep some, e.g. the output head, at
@@ -453,26 +458,61 @@ std::string verify_plan_for_cpu(const AdviseCandidate& c, Plan& plan) {
   plan.hw = "h200";  // report --probe replaces it with this machine's profile
   plan.hw_inline.reset();
   plan.tp = 1;
-  // The winner's operating point: its mean batch in the simulation, at most 4 on a CPU.
-  plan.requests = c.serving ? std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(c.serving->mean_batch)), 1, 4)
-                            : std::min<uint64_t>(c.max_batch, 4);
-  plan.context = 96;
-  plan.output = 32;
-  plan.load.reset();
   plan.deadline_s.reset();
   // The levers the CPU run does not reproduce at this scale: said, not silently dropped.
   std::vector<std::string> left;
   if (plan.speculative) left.push_back(fmt::format("speculative decoding (block {})", *c.spec_block));
   if (plan.offload) left.push_back("the offload");
-  if (c.pd_prefill) left.push_back("the prefill/decode split");
+  if (c.pd_prefill) left.push_back("the prefill/decode split (one colocated server)");
+  if (c.tp > 1) left.push_back(fmt::format("TP {} (one device)", c.tp));
+  if (c.replicas > 1 && !c.pd_prefill) left.push_back(fmt::format("{} replicas (one, at its share of the rate)", c.replicas));
+  if (q.deadline_s) left.push_back("the deadline");
   plan.speculative.reset();
   plan.offload.reset();
-  const std::string without = left.empty() ? "" : fmt::format("; without {}: their steps are not run here", fmt::join(left, ", "));
-  return fmt::format("{} at scale {:g} ({} parameters), weights {}{}, KV {}, {} x {} tokens ({} generated), closed batch, "
-                     "one device{}",
-                     c.plan.model, plan.scale, parameter_count(scale_model_spec(full, plan.scale, "scale")).total,
-                     plan.weights, plan.weights != c.weights ? fmt::format(" for {}", c.weights) : "",
-                     kv_types_label(plan.kv), plan.requests, plan.context, plan.output, without);
+  const uint64_t batch = std::min<uint64_t>(c.max_batch, 4);
+  std::string load_words;
+  if (c.serving && c.serving->latency && q.rate_per_s) {
+    // Lengths: the means, scaled by one factor so that the prompt : output ratio stays.
+    auto mean = [](TokenLengths t) { return 0.5 * static_cast<double>(t.min_tokens + t.max_tokens); };
+    const double factor = std::min({1.0, 128 / mean(q.prompt), 32 / mean(q.output)});
+    const uint64_t prompt = std::max<uint64_t>(8, std::llround(mean(q.prompt) * factor));
+    plan.output = std::max<uint64_t>(4, std::llround(mean(q.output) * factor));
+    plan.context = prompt + plan.output;
+    // The winner's batch as full as its simulation kept it (queue included), at most 0.8 of this
+    // one's: near saturation a CPU run of a few dozen requests says little.
+    const double occupancy = c.serving->latency->mean_in_system / static_cast<double>(c.max_batch);
+    LoadPlan load;
+    load.in_system = std::round(std::clamp(occupancy, 0.125, 0.8) * static_cast<double>(batch) * 100) / 100;
+    load.simulate = true;
+    load.requests = 24;
+    load.max_batch = batch;
+    plan.load = load;
+    plan.requests = batch;
+    // The engine's step budget (chunked prefill) scaled with the prompts; its batch limit this one.
+    if (!c.engine.empty() && c.engine != "llama.cpp") {
+      const EnginePolicy policy = engine_policy(c.engine, load_hw_profile(c.hw), c.plan.engine_settings);
+      if (policy.step_token_budget)
+        plan.engine_settings.max_num_batched_tokens =
+            std::max<uint64_t>(plan.context, std::llround(static_cast<double>(*policy.step_token_budget) * factor));
+      plan.engine_settings.max_num_seqs = batch;
+    }
+    load_words = fmt::format("Poisson arrivals keeping {:.2g} of {} in the system as #1's simulation keeps {:.3g} of {} "
+                             "({} scheduling), prompts of {} and outputs of {} tokens (the means{})",
+                             *load.in_system, batch, c.serving->latency->mean_in_system, c.max_batch,
+                             c.engine.empty() ? "no engine's" : c.engine + "'s", prompt, plan.output,
+                             factor < 1 ? fmt::format(" x {:.3g}", factor) : "");
+  } else {
+    plan.requests = batch;
+    plan.context = 96;
+    plan.output = 32;
+    plan.load.reset();
+    load_words = fmt::format("{} x {} tokens ({} generated), closed batch", plan.requests, plan.context, plan.output);
+  }
+  const std::string without = left.empty() ? "" : fmt::format("; without {}: not run here", fmt::join(left, ", "));
+  return fmt::format("{} at scale {:g} ({} parameters), weights {}{}, KV {}, {}, one device{}", c.plan.model, plan.scale,
+                     parameter_count(scale_model_spec(full, plan.scale, "scale")).total, plan.weights,
+                     plan.weights != c.weights ? fmt::format(" for {}", c.weights) : "", kv_types_label(plan.kv), load_words,
+                     without);
 }
 
 // ... and what to fill in beside them.
@@ -582,7 +622,7 @@ void run_advise(const AdviseArgs& a) {
   if (a.verify) {
     if (r.ranked.empty()) throw InputError("--verify: no plan to verify");
     Plan plan;
-    const std::string what = verify_plan_for_cpu(r.ranked.front(), plan);
+    const std::string what = verify_plan_for_cpu(q, r.ranked.front(), plan);
     write_text_file(a.verify_plan, json_text(plan_to_json(plan)) + "\n", "--verify-plan");
     fmt::print(a.out.json() ? stderr : stdout, "\nverify #1 on this machine ({}): {}; plan written to {}\n\n", a.backend, what,
                a.verify_plan);
@@ -679,7 +719,9 @@ void add_advise_command(CLI::App& app) {
                               "TPOT without SLOs) at the bound's percentile, the SLO as a line, frontier plans named")->type_name("FILE");
   cmd->add_flag("--verify", a->verify,
                 "Execute the top plan on this machine with `report` (the CPU: the model scaled to ~150M parameters "
-                "and the nearest types it runs) and print predicted against measured");
+                "and the nearest types it runs) under its own load: Poisson arrivals filling a batch of at most 4 as "
+                "the winner's simulation fills its own, its engine's scheduling, the mean lengths scaled to at most "
+                "128 + 32 tokens; prints predicted against measured and what it leaves out");
   cmd->add_option("--verify-plan", a->verify_plan, "Where --verify writes the plan it runs (default advise-verify.json)")
       ->type_name("FILE");
   cmd->add_option("--backend", a->backend, "--verify's backend: cpu or cuda (default cpu)")

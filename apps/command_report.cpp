@@ -349,6 +349,7 @@ struct Measurement {
   Prediction predicted;
   std::optional<SpecComparison> spec;
   std::vector<Row> rows;
+  bool rate_solved = false;  // the load's rate solved for its load.in_system
 };
 
 // With --probe the profile is measured moments before the run, so both see the same machine; on
@@ -411,9 +412,18 @@ class Prober {
 };
 
 // The serving run, and with a speculative section the sweep over block lengths; then the rows.
-Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober) {
+// solve_rate: the plan's load gives load.in_system for its rate (set in `plan` by each call).
+Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober, bool solve_rate) {
   Measurement m;
   m.rp = prober.before(plan);
+  // A load given by what it keeps in the system: the rate that does it on the profile just probed
+  // (again on a rerun's), which the run then offers and the prediction after it keeps.
+  if (solve_rate) {
+    m.rp.plan.load->rate_per_s.reset();
+    plan.load->rate_per_s = solve_serving_rate(m.rp);
+    m.rp.plan.load = plan.load;
+    m.rate_solved = true;
+  }
   m.run = execute_plan(m.rp, a.runtime);
   if (m.run.interrupted) {  // SIGINT: no sweep, no second probe, no comparison of a partial run
     m.measured = runtime::measured_figures(m.run);
@@ -472,7 +482,10 @@ std::string report_header(const Plan& plan, const Measurement& m) {
       m.rp.weights.label, kv_types_label(plan.kv), count_of(plan.load ? plan.load->requests : plan.requests, "request"),
       plan.context,
       plan.output,
-      plan.load && plan.load->rate_per_s ? fmt::format(", Poisson {:.3g} req/s", *plan.load->rate_per_s) : ", closed batch",
+      plan.load && plan.load->rate_per_s
+          ? fmt::format(", Poisson {:.3g} req/s{}", *plan.load->rate_per_s,
+                        m.rate_solved ? fmt::format(" (solved for {:g} in the system)", *plan.load->in_system) : "")
+          : ", closed batch",
       // The CPU's compute threads; on the GPU the host's threads only write the weights.
       m.run.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.run.threads, "thread")) : m.run.backend, m.rp.hw.name,
       m.rp.roofline->rates().memory_source);
@@ -526,10 +539,13 @@ void run(const ReportArgs& a) {
   Plan plan = a.plan.resolve();
   check_output_path(a.out_path, "--out");
   check_output_dir(a.svg_dir, "--svg");
-  if (plan.load && plan.load->rate_per_s) plan.load->simulate = true;
+  // Arrivals at the load's rate, or at the rate that keeps its in_system (with no sojourn_s, which
+  // with in_system would give the rate by Little's law instead).
+  if (plan.load && (plan.load->rate_per_s || (plan.load->in_system && !plan.load->sojourn_s))) plan.load->simulate = true;
   if (plan.speculative) runtime::check_speculative_sweep(resolve_plan(plan), a.spec_repeats);  // before probing
   Prober prober(a, plan);
-  Measurement m = measure(a, plan, prober);
+  const bool solve_rate = plan.load && !plan.load->rate_per_s && plan.load->in_system && plan.load->simulate;
+  Measurement m = measure(a, plan, prober, solve_rate);
   if (m.run.interrupted) {
     fmt::print(stderr, "report: interrupted; {} requests ended, {} did not; the figures measured so far:\n",
                m.run.requests.size(), m.run.unfinished);
@@ -544,7 +560,7 @@ void run(const ReportArgs& a) {
         fmt::print(stderr, "report: {} fails its bound ({}: predicted {}, measured {}); probing and running once more\n",
                    r.figure, r.rule ? r.rule_name : fmt::format("{:+.1f}% against {:.0f}%", 100 * r.error(), 100 * r.bound.value_or(0)),
                    format_value(r.predicted, r.unit), format_value(r.measured, r.unit));
-    m = measure(a, plan, prober);
+    m = measure(a, plan, prober, solve_rate);
   }
   const Verdict v = verdict(a, m.rows, retried);
   const std::string header = report_header(plan, m);

@@ -287,8 +287,9 @@ Plan plan_from_json(const Json& j, const std::string& where) {
     lp.seed = optional_uint(o, "seed", lw).value_or(lp.seed);
     lp.max_batch = optional_uint(o, "max_batch", lw).value_or(lp.max_batch);
     lp.shared_prefix = optional_uint(o, "shared_prefix", lw).value_or(0);  // within the prompt: plan_serving_load
-    if (lp.simulate && !lp.rate_per_s)
-      throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second)", lw));
+    if (lp.simulate && !lp.rate_per_s && !lp.in_system)
+      throw InputError(fmt::format("{}: 'simulate' needs 'rate_per_s' (arrivals per second), or 'in_system' (the "
+                                   "requests kept in the system on average; the rate is solved for it)", lw));
     p.load = lp;
   }
   validate_plan(p, where);

@@ -417,6 +417,35 @@ ServingLoad plan_serving_load(const Plan& plan) {
   return load;
 }
 
+double solve_serving_rate(const ResolvedPlan& rp) {
+  if (!rp.plan.load || !rp.plan.load->in_system) throw InputError("plan: load.in_system is needed to solve for a rate");
+  const double target = *rp.plan.load->in_system;
+  Plan plan = rp.plan;
+  auto in_system_at = [&](double rate) {
+    plan.load->rate_per_s = rate;
+    const ServingResult r = simulate_serving(rp.server, plan_serving_load(plan));
+    return r.latency ? r.latency->mean_in_system : 0.0;
+  };
+  // The same seed at every rate scales one set of arrival gaps (common random numbers), so what is
+  // in the system grows with the rate: bracket it by doubling, then bisect the logarithm.
+  double lo = 1, hi = 1;
+  for (int i = 0; i < 60 && in_system_at(lo) > target; ++i) lo /= 2;
+  for (int i = 0; i < 60 && in_system_at(hi) < target; ++i) hi *= 2;
+  if (in_system_at(hi) < target * 0.99)
+    throw InputError(fmt::format("plan: load.in_system {:g}: no arrival rate keeps that many in the system (at {:.3g} "
+                                 "req/s, {:.3g}); at most the load's {} requests, or the server's batch and queue",
+                                 target, hi, in_system_at(hi), plan.load->requests));
+  for (int i = 0; i < 60 && hi / lo > 1.0001; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (in_system_at(mid) < target ? lo : hi) = mid;
+  }
+  const double rate = std::sqrt(lo * hi);
+  if (std::abs(in_system_at(rate) - target) > 0.02 * target + 0.1)
+    throw InputError(fmt::format("plan: load.in_system {:g}: the nearest the simulation comes is {:.3g} (at {:.3g} req/s)",
+                                 target, in_system_at(rate), rate));
+  return rate;
+}
+
 ModelSpec plan_model_spec(const Plan& plan) {
   return engine_model_spec(scale_model_spec(load_model(plan.model), plan.scale, "scale"), plan.engine,
                            plan.engine_settings);
@@ -475,7 +504,9 @@ SpecPrediction spec_prediction(const ResolvedPlan& rp) {
 // Poisson arrivals on the plan's server (its KV pool is the one the runtime allocates, so a
 // request waits for KV space in both at the same moments).
 ServingPrediction serving_prediction(const ResolvedPlan& rp) {
-  const ServingLoad load = plan_serving_load(rp.plan);
+  Plan plan = rp.plan;
+  if (plan.load && !plan.load->rate_per_s && plan.load->in_system) plan.load->rate_per_s = solve_serving_rate(rp);
+  const ServingLoad load = plan_serving_load(plan);
   return ServingPrediction{simulate_serving(rp.server, load), *rp.server.kv_capacity_tokens, load.rate_per_s};
 }
 

@@ -56,6 +56,11 @@ ResolvedPlan resolve_plan(const Plan& plan, const StepCalibration& steps);
 // The load a plan's `load` section offers: each request holds `context` tokens of KV, a prompt of
 // context - output tokens and `output` generated tokens; arrivals at load.rate_per_s.
 ServingLoad plan_serving_load(const Plan& plan);
+// A load given by its mean number in the system (load.in_system) and no rate: the Poisson rate at
+// which the serving simulation on the plan's server keeps that many requests in the system on
+// average (a time average, as the runtime measures it), within 2%. InputError when no rate
+// reaches it (more than the load's requests, or than its server holds).
+double solve_serving_rate(const ResolvedPlan& rp);
 // What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);

@@ -141,9 +141,13 @@ infer_plan_cli_case(model_deepseek_v3 EXIT 0 ARGS model deepseek-v3
 infer_plan_cli_case(bad_run_mla EXIT 2 ARGS run -m deepseek-v2-lite --scale 0.05 -c 64 -n 4 --quiet
   MATCH "multi-head latent attention \\(DeepSeek\\), which the planner models but the runtime does not execute yet")
 # advise --verify: the winner written as a plan and executed by report on this machine (the CPU,
-# the model scaled to ~150M parameters), predicted beside measured. Its timings are not checked.
+# the model scaled to ~150M parameters) under its own load, predicted beside measured: Poisson
+# arrivals at the rate report solves to fill the batch as the winner's simulation does (the
+# prompt 512 and output 256 scaled by min(128/512, 32/256) = 0.125), llama.cpp's scheduling, the
+# schedule replayed. Its timings are not checked.
 infer_plan_cli_case(advise_verify EXIT 0 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 50ms --weights Q8_0
   --kv q8_0 --tp 1 --max-batch 8 --verify --verify-plan ${CMAKE_BINARY_DIR}/advise-verify.json
   MATCH "verify #1 on this machine \\(cpu\\): qwen3-8b at scale" "weights_bytes \\(B\\) +[0-9]+ +[0-9]+ +\\+0.0% +exact +ok"
-        "decode_iteration_ms p50")
+        "decode_iteration_ms p50" "Poisson arrivals keeping [0-9.]+ of 4 in the system" "prompts of 64 and outputs of 32 tokens .the means x 0.125."
+        "llama.cpp's scheduling" "Poisson [0-9.]+ req/s .solved for [0-9.]+ in the system." "schedule replayed .steps. +([0-9]+) +([0-9]+) +.0.0% +identical +ok")
 set_tests_properties(cli_advise_verify PROPERTIES LABELS timing)

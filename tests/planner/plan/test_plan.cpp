@@ -1,6 +1,7 @@
 // plan.json: defaults, overrides, and field errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
 #include "planner/core/input_error.hpp"
@@ -231,4 +232,42 @@ TEST_CASE("llama.cpp's --fit: the context first, then experts in host memory, th
   // Not llama.cpp's: refused by name
   plan.engine = "vllm";
   CHECK_THROWS_WITH_AS(llama_cpp_fit(plan, {}), doctest::Contains("llama.cpp's automatic fit: the plan's engine is vllm"), InputError);
+}
+
+TEST_CASE("a load given by what it keeps in the system: the rate solved, as Little's law says") {
+  // One request at a time (load.max_batch 1), each the same length, few enough in the system that
+  // they seldom wait: L = lambda x W with W the time a request takes alone, S. Queueing adds
+  // M/D/1's rho^2 / (2 (1 - rho)): for L = 0.05, rho + rho^2 / (2 (1 - rho)) = 0.05 at
+  // rho = lambda x S = 0.04877 (by hand, two Newton steps from 0.05).
+  Plan plan;
+  plan.model = "qwen3-8b";
+  plan.hw = "h100-sxm";
+  plan.context = 1024;
+  plan.output = 64;
+  LoadPlan load;
+  load.in_system = 0.05;
+  load.simulate = true;
+  load.max_batch = 1;
+  load.requests = 4000;
+  plan.load = load;
+  const ResolvedPlan rp = resolve_plan(plan);
+  const double rate = solve_serving_rate(rp);
+  // S: arrivals far apart, a request's sojourn less the engine's front end (first_token_s: in the
+  // sojourn, but no request is in the server then, as the runtime counts it).
+  Plan alone = plan;
+  alone.load->rate_per_s = rate / 1000;
+  alone.load->requests = 20;
+  const double service_s =
+      simulate_serving(rp.server, plan_serving_load(alone)).latency->sojourn_s.mean - rp.server.first_token_s;
+  INFO("rate ", rate, " req/s, service ", service_s, " s");
+  // 4000 Poisson arrivals: their realized rate is within 1.6% (one sd) of the offered one (here
+  // 2.3% below it).
+  CHECK(rate * service_s == doctest::Approx(0.04877).epsilon(0.05).scale(0));
+  // The prediction offers that rate when none is given.
+  const Prediction p = predict(rp);
+  REQUIRE(p.serving);
+  CHECK(p.serving->rate_per_s == doctest::Approx(rate));
+  // More in the system than the load has requests: no rate does it.
+  plan.load->in_system = 5000;
+  CHECK_THROWS_WITH_AS(solve_serving_rate(resolve_plan(plan)), doctest::Contains("no arrival rate keeps"), InputError);
 }
