@@ -1,6 +1,7 @@
 // infer-plan's command line: wires the subcommands and maps errors to exit codes. In the
 // commands' library (apps/main.cpp only calls it), so it compiles with their precompiled headers
 // and in their unity units instead of parsing CLI11 again on its own.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/cli_main.hpp"
 #include "apps/commands.hpp"
@@ -19,6 +21,7 @@
 #include "apps/llama_flags.hpp"
 #include "apps/output.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/core/suggest.hpp"
 
 namespace {
 
@@ -118,10 +121,11 @@ struct Axis {
 
 // The comma lists among the flags of the command `args` names: a flag that takes one value, not
 // a file, whose type name does not itself say it takes a list.
-std::vector<Axis> sweep_axes(CLI::App& app, const std::vector<std::string>& args) {
+// The (sub)command the leading words of `args` name; `i` is left at the first argument after them.
+CLI::App* command_named(CLI::App& app, const std::vector<std::string>& args, size_t& i) {
   CLI::App* cmd = &app;
-  size_t i = 0;
-  while (i < args.size() && args[i][0] != '-') {
+  i = 0;
+  while (i < args.size() && !args[i].empty() && args[i][0] != '-') {
     CLI::App* sub = nullptr;
     for (CLI::App* candidate : cmd->get_subcommands([](CLI::App*) { return true; }))
       if (candidate->check_name(args[i])) sub = candidate;
@@ -129,6 +133,58 @@ std::vector<Axis> sweep_axes(CLI::App& app, const std::vector<std::string>& args
     cmd = sub;
     ++i;
   }
+  return cmd;
+}
+
+// A flag the command does not have, refused before CLI11 reads its value as a positional
+// ("File does not exist: x" for `calibrate f.json --engien x`), with the command's nearest flags.
+// Returns the message, or "" when every flag is known.
+std::string unknown_flag(CLI::App& app, const std::vector<std::string>& args) {
+  size_t i = 0;
+  CLI::App* cmd = command_named(app, args, i);
+  if (cmd->get_allow_extras()) return "";  // it reads what it is given itself (a build's absent command)
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;  // what follows is positional
+    // not a flag: a word, a lone dash, a negative number
+    if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.') continue;
+    const std::string name = arg.substr(0, arg.starts_with("--") ? arg.find('=') : std::string::npos);
+    const CLI::Option* opt = cmd->get_option_no_throw(name);
+    if (opt == nullptr) opt = app.get_option_no_throw(name);
+    if (opt != nullptr) {
+      // its value is the next argument, whatever it looks like (--ctx -1 is refused by --ctx itself)
+      if (opt->get_type_size() > 0 && name.size() == arg.size()) ++i;
+      continue;
+    }
+    // The nearest of the command's flags (and the program's: --help, -o), each by its first long name.
+    std::vector<std::string> bare;
+    std::vector<std::string> shown;
+    for (const CLI::App* owner : {static_cast<const CLI::App*>(cmd), static_cast<const CLI::App*>(&app)})
+      for (const CLI::Option* o : owner->get_options()) {
+        if (o->get_lnames().empty() && o->get_snames().empty()) continue;  // a positional
+        const std::string show = o->get_lnames().empty() ? "-" + o->get_snames().front() : "--" + o->get_lnames().front();
+        for (const std::string& n : o->get_lnames()) bare.push_back(n), shown.push_back(show);
+        for (const std::string& n : o->get_snames()) bare.push_back(n), shown.push_back(show);
+      }
+    std::vector<std::string> near;
+    for (const std::string& n : infer_plan::nearest_names(name.substr(name.find_first_not_of('-')), bare, bare.size()))
+      for (size_t k = 0; k < bare.size(); ++k)
+        if (bare[k] == n && std::find(near.begin(), near.end(), shown[k]) == near.end() && near.size() < 3)
+          near.push_back(shown[k]);
+    const std::string command = cmd == &app ? "infer-plan" : cmd->get_name();
+    if (near.empty())
+      return fmt::format("{}: unknown flag '{}' (infer-plan {} --help lists its flags)", command, name,
+                         cmd == &app ? "" : command);
+    return fmt::format("{}: unknown flag '{}'; did you mean {}?", command, name,
+                       near.size() == 1 ? near[0]
+                                        : fmt::format("{} or {}", fmt::join(near.begin(), near.end() - 1, ", "), near.back()));
+  }
+  return "";
+}
+
+std::vector<Axis> sweep_axes(CLI::App& app, const std::vector<std::string>& args) {
+  size_t i = 0;
+  CLI::App* cmd = command_named(app, args, i);
   std::vector<Axis> axes;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -212,6 +268,10 @@ int infer_plan::apps::cli_main(int argc, char** argv, AddCommandsFn add_runtime_
     }
   }
   if (!values_are_sane(args)) return 2;
+  if (const std::string unknown = unknown_flag(*app, args); !unknown.empty()) {
+    fmt::print(stderr, "infer-plan: error: {}\n", unknown);
+    return 2;
+  }
   std::vector<Axis> axes;
   try {
     axes = sweep_axes(*app, args);

@@ -8,6 +8,7 @@
 
 #include "planner/calibration/calibration.hpp"
 #include "planner/catalog/catalog.hpp"
+#include "planner/cost/kv_cache.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/core/units.hpp"
 #include "planner/plan/predict.hpp"
@@ -76,17 +77,18 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
       ->type_name("FILE");
   cmd.add_option("--model,-m", model,
-                 fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path "
-                             "(default {})", fmt::join(builtin_model_names(), ", "), d.model))
-      ->type_name("NAME|PATH");
+                 fmt::format("Model: a built-in name ({}), a Hugging Face config.json path or model folder, a "
+                             "Hugging Face id (ORG/NAME, read from the local hub cache under $HF_HOME; nothing is "
+                             "fetched), or a GGUF file (default {})", fmt::join(builtin_model_names(), ", "), d.model))
+      ->type_name("NAME|PATH|ORG/NAME");
   cmd.add_option("--scale", scale,
                  "Shrink the model by this factor (layers, widths, heads, vocab) for a CPU run; "
                  "figures are for the shrunk shape (default 1)")
       ->type_name("FACTOR");
   cmd.add_option("--kv,--kv-cache-dtype", kv,
-                 "KV cache type for K and V: bf16, f16, f32, q8_0 (8.5 bit), q4_0 (4.5 bit), q4_1, "
-                 "q5_0, q5_1 (default bf16, vLLM's auto for BF16 models; f16, llama.cpp's, for a .gguf or "
-                 "--engine llama.cpp)")
+                 fmt::format("KV cache type for K and V: {} (default bf16, vLLM's auto for BF16 models; f16, "
+                             "llama.cpp's, for a .gguf or --engine llama.cpp)",
+                             fmt::join(kv_cache_type_names(), ", ")))
       ->type_name("TYPE");
   cmd.add_option("--cache-type-k,--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
   cmd.add_option("--cache-type-v,--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");

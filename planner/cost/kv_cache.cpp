@@ -4,29 +4,54 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/suggest.hpp"
 #include "planner/core/limits.hpp"
 
 namespace infer_plan {
 
+namespace {
+
+// llama.cpp's --cache-type-k/-v types, and vLLM's --kv-cache-dtype fp8 (E4M3, one scale per layer)
+constexpr std::array kKvCacheTypes{GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,  GgmlType::Q4_0,
+                                   GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::FP8};
+// vLLM's fp8_e4m3 and fp8_e5m2: one byte per value either way
+constexpr std::array kFp8Aliases{"fp8_e4m3", "fp8_e5m2"};
+
+std::string lower_name(GgmlType t) {
+  std::string n(ggml_type_info(t).name);
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return n;
+}
+
+}  // namespace
+
+const std::vector<std::string>& kv_cache_type_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (GgmlType t : kKvCacheTypes) out.push_back(lower_name(t));
+    for (const char* alias : kFp8Aliases) out.emplace_back(alias);
+    return out;
+  }();
+  return names;
+}
+
 const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what) {
-  // llama.cpp's --cache-type-k/-v types, and vLLM's --kv-cache-dtype fp8 (E4M3, one scale per layer)
-  constexpr std::array allowed{GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                               GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                               GgmlType::IQ4_NL, GgmlType::FP8};
-  // vLLM's fp8_e4m3 and fp8_e5m2: one byte per value either way
-  if (name == "fp8_e4m3" || name == "fp8_e5m2") name = "fp8";
+  for (const char* alias : kFp8Aliases)
+    if (name == alias) name = "fp8";
   const GgmlTypeInfo* found = nullptr;
   try {
     found = &ggml_type_by_name(name, what);
   } catch (const InputError&) {
   }
-  for (GgmlType t : allowed)
+  for (GgmlType t : kKvCacheTypes)
     if (found && found->type == t) return *found;
-  throw InputError(fmt::format("{}: '{}' is not a KV cache type; expected one of: f32, f16, bf16, "
-                               "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, fp8 (fp8_e4m3, fp8_e5m2)", what, name));
+  throw InputError(fmt::format("{}: '{}' is not a KV cache type{}; expected one of: {}", what, name,
+                               did_you_mean(name, kv_cache_type_names()), fmt::join(kv_cache_type_names(), ", ")));
 }
 
 void check_tensor_parallel(const ModelSpec& s, uint64_t tp, std::string_view what) {

@@ -21,6 +21,8 @@ struct KvTypes {
 // The types llama.cpp accepts for its KV cache (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
 // and vLLM's fp8 (E4M3; its per-layer scales are not cache bytes).
 const GgmlTypeInfo& kv_cache_type(std::string_view name, std::string_view what);
+// The names kv_cache_type accepts, in its table's order (f32 ... fp8, then vLLM's fp8_e4m3 and fp8_e5m2).
+const std::vector<std::string>& kv_cache_type_names();
 
 // "BF16", or "K Q8_0 / V Q4_0" when the two differ.
 std::string kv_types_label(KvTypes types);
