@@ -104,11 +104,30 @@ infer_plan_cli_case(offload_plural EXIT 0 ARGS offload -np 1 MATCH "  1 request 
 # --- bash completion from the CLI's own definition ---
 infer_plan_cli_case(completion_bash EXIT 0 ARGS completion bash
   MATCH "complete -F _infer_plan infer-plan" "\n    fit\\) opts=\"[^\"]*--ctx-size[^\"]*-ctk" "h200" "Q4_K_M")
-infer_plan_cli_case(bad_completion_shell EXIT 2 ARGS completion zsh MATCH "'zsh' is not a shell it writes; accepted: bash")
+infer_plan_cli_case(bad_completion_shell EXIT 2 ARGS completion zhs MATCH "'zhs' is not a shell it writes .did you mean zsh.; accepted: bash, zsh, fish")
+# the KV types and engines come from their tables: fp8 and iq4_nl, sglang and trtllm among them
+infer_plan_cli_case(completion_bash_tables EXIT 0 ARGS completion bash MATCH "compgen -W .f32 [^\"]*iq4_nl fp8 fp8_e4m3" "--engine. COMPREPLY=.*sglang")
+infer_plan_cli_case(completion_zsh EXIT 0 ARGS completion zsh MATCH "^#compdef infer-plan" "bashcompinit" "complete -F _infer_plan infer-plan")
+infer_plan_cli_case(completion_fish EXIT 0 ARGS completion fish
+  MATCH "complete -c infer-plan -n '__fish_seen_subcommand_from fit' -l ctx-size[^\n]* -s c" "-a '[^']*iq4_nl fp8" "-o ngl")
 # and bash completes with it: a device name after --hw, llama.cpp's -ctk among fit's flags
 add_test(NAME cli_completion_in_bash
          COMMAND bash -c "source <('$<TARGET_FILE:infer-plan>' completion bash) && COMP_WORDS=(infer-plan fit --hw h2) && COMP_CWORD=3 && _infer_plan && echo \"hw: \${COMPREPLY[*]}\" && COMP_WORDS=(infer-plan fit -ct) && COMP_CWORD=2 && _infer_plan && echo \"flags: \${COMPREPLY[*]}\"")
 set_tests_properties(cli_completion_in_bash PROPERTIES PASS_REGULAR_EXPRESSION "hw: h200\nflags: -ctk -ctv\n")
+# and zsh and fish, where installed (Debian's zsh and fish packages)
+find_program(INFER_PLAN_ZSH zsh)
+if(INFER_PLAN_ZSH)
+  # (zsh runs the bash function through bashcompinit; here: that the script loads and registers it)
+  add_test(NAME cli_completion_in_zsh
+           COMMAND ${INFER_PLAN_ZSH} -f -c "source <('$<TARGET_FILE:infer-plan>' completion zsh) && (( \$+functions[_infer_plan] )) && (( \$+functions[compgen] )) && echo registered")
+  set_tests_properties(cli_completion_in_zsh PROPERTIES PASS_REGULAR_EXPRESSION "^registered\n$")
+endif()
+find_program(INFER_PLAN_FISH fish)
+if(INFER_PLAN_FISH)
+  add_test(NAME cli_completion_in_fish
+           COMMAND ${INFER_PLAN_FISH} --no-config -c "'$<TARGET_FILE:infer-plan>' completion fish | source; complete -C 'infer-plan fit --hw h2'; complete -C 'infer-plan fit --ctx-s'")
+  set_tests_properties(cli_completion_in_fish PROPERTIES PASS_REGULAR_EXPRESSION "h200[\t\n].*--ctx-size")
+endif()
 # each item of a comma list is checked as a value of its own: no wrap past 2^64 - 1, no NaN
 infer_plan_cli_case(bad_sweep_item_huge EXIT 2 ARGS fit -np 1,99999999999999999999999
   MATCH "--parallel: '99999999999999999999999' is beyond 2\\^64 - 1")
