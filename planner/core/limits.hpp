@@ -8,6 +8,7 @@ namespace infer_plan {
 inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;  // 16M tokens per request
 inline constexpr uint64_t kMaxConcurrentRequests = 1'000'000;     // requests (or sequences) in flight at once
 inline constexpr uint64_t kMaxSimulatedRequests = 10'000'000;     // arrivals one serving simulation draws (~50 B of records each)
+inline constexpr uint64_t kMaxScenarioPoints = 10'000;             // predictions one scenario sweeps (2 s of plain ones)
 inline constexpr uint64_t kMaxTensorParallel = 64;                // devices one model is split across
 inline constexpr double kMaxPricePerHour = 1e6;                   // US dollars per device-hour
 inline constexpr double kMaxTimeS = 1e7;                          // any time or deadline: 116 days

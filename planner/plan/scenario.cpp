@@ -9,6 +9,7 @@
 #include <set>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/cost/engine_memory.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
@@ -178,6 +179,26 @@ Scenario scenario_from_json(const Json& j, const std::string& where) {
       }
     }
     s.cases.push_back(std::move(sc));
+  }
+  // Every point is a prediction (0.2 ms for a plain one, a serving simulation far more): a product
+  // of axes past the limit would run for minutes without a word. Counted saturating: a product of
+  // axes can pass 2^64.
+  uint64_t points = 0;
+  for (const ScenarioCase& sc : s.cases) {
+    uint64_t product = 1;
+    for (const SweepAxis& a : sc.axes) product = product > kMaxScenarioPoints ? product : product * a.values.size();
+    points += std::min<uint64_t>(product, kMaxScenarioPoints + 1);
+    if (points > kMaxScenarioPoints) {
+      auto count = [](uint64_t n) {
+        return n > kMaxScenarioPoints ? fmt::format("more than {}", kMaxScenarioPoints) : fmt::format("{}", n);
+      };
+      const bool before = points != std::min<uint64_t>(product, kMaxScenarioPoints + 1);
+      throw InputError(fmt::format("{}: case '{}' sweeps {} points{}; at most {} in one scenario (split the axes "
+                                   "over files, or sweep fewer values)",
+                                   where, sc.name, count(product),
+                                   before ? fmt::format(" ({} with the cases before it)", count(points)) : "",
+                                   kMaxScenarioPoints));
+    }
   }
   return s;
 }

@@ -659,3 +659,7 @@ infer_plan_cli_case(spec_svg_blocks EXIT 0 ARGS spec --accept 0.7 --svg ${CMAKE_
   MATCH ">plain decoding 26.30 ms/token</text>" ">best m=3: 14.65 ms/token, 1.80x</text>")
 infer_plan_cli_case(bad_fit_svg_sweep EXIT 2 ARGS fit -m qwen3-8b --hw h100-sxm -c 4K,8K --svg ${CMAKE_BINARY_DIR}/never.svg
   MATCH "--svg: a chart of one plan; a sweep's points would each overwrite it")
+# A scenario of 2000 contexts x 2000 request counts: refused at once with the limit, not predicted
+# point by point for minutes.
+infer_plan_cli_case(bad_sweep_four_million EXIT 2 ARGS sweep tests/data/scenario_4m_points.json
+  MATCH "case 'grid' sweeps more than 10000 points; at most 10000 in one scenario")
