@@ -34,6 +34,7 @@ Json spec_json(const ModelSpec& s) {
               {"experts", s.experts}, {"experts_active", s.experts_active},
               {"moe_intermediate", s.moe_intermediate}, {"max_context", s.max_context},
               {"parameters_total", p.total}, {"parameters_active", p.active},
+              {"parameters_active_without_lookup", p.active_without_lookup(s.tied_embeddings)},
               {"parameters_embedding", p.embedding}, {"parameters_non_embedding", p.non_embedding()},
               {"shared_experts", s.shared_experts}, {"first_dense_layers", s.first_dense_layers},
               {"q_lora_rank", s.q_lora_rank}, {"kv_lora_rank", s.kv_lora_rank}, {"qk_rope_dim", s.qk_rope_dim},
@@ -118,6 +119,10 @@ void run(const ModelArgs& a) {
              s.max_context);
   fmt::print("  parameters: {} total ({:.3f} B), {} active per token ({:.3f} B), {} non-embedding ({:.3f} B)\n",
              p.total, p.total / 1e9, p.active, p.active / 1e9, p.non_embedding(), p.non_embedding() / 1e9);
+  if (p.active_without_lookup(s.tied_embeddings) != p.active)
+    fmt::print("  active per token without the input embedding (a lookup, not a product): {} ({:.3f} B); model cards "
+               "differ: DeepSeek's and GPT-OSS's count this one, Qwen's the one above\n",
+               p.active_without_lookup(s.tied_embeddings), p.active_without_lookup(s.tied_embeddings) / 1e9);
   fmt::print("  tensors: {}\n", inventory.size());
   if (a.tensors) {
     TextTable t{{"name", "shape (GGUF ne)", "elements"}, {false, false, true}, {}};

@@ -436,6 +436,7 @@ ParameterCount parameter_count(const ModelSpec& spec) {
     const uint64_t n = t.elements();
     p.total += n;
     if (t.role == TensorRole::token_embd || t.role == TensorRole::output) p.embedding += n;
+    if (t.role == TensorRole::token_embd) p.input_embedding += n;
     if (t.is_expert())
       p.active += n / spec.experts * spec.experts_active;  // routed: only the chosen experts
     else

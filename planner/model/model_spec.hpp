@@ -141,7 +141,11 @@ struct ParameterCount {
   uint64_t total = 0;
   uint64_t active = 0;          // per token: experts_active of experts (all of them when dense)
   uint64_t embedding = 0;       // token_embd, plus output when untied
+  uint64_t input_embedding = 0;  // token_embd alone: a row looked up per token, not multiplied
   uint64_t non_embedding() const { return total - embedding; }
+  // Active per token without the input embedding's lookup (when it is not also the output head, as
+  // with tied embeddings): DeepSeek's and GPT-OSS's cards count so, Qwen's count `active`.
+  uint64_t active_without_lookup(bool tied) const { return tied ? active : active - input_embedding; }
 };
 ParameterCount parameter_count(const ModelSpec& spec);
 

@@ -332,3 +332,16 @@ TEST_CASE("shape fields beyond their bounds are refused, naming the field (no di
   // the largest built-in passes (235 B parameters, 94 layers, 128 experts)
   CHECK(parameter_count(load_model("qwen3-235b-a22b")).total > 235'000'000'000ULL);
 }
+
+TEST_CASE("active parameters as the cards count them: GPT-OSS without the input embedding's lookup") {
+  // OpenAI's model card: gpt-oss-120b 5.1B active of 117B, gpt-oss-20b 3.6B of 21B, not counting
+  // the embedding (a row looked up per token); Qwen's cards count it (Qwen3-30B-A3B: 3.3B activated).
+  const ParameterCount big = parameter_count(load_model("gpt-oss-120b"));
+  CHECK(big.active_without_lookup(false) / 1e9 == doctest::Approx(5.1).epsilon(0.02));
+  CHECK(big.active - big.active_without_lookup(false) == 201088ull * 2880);  // vocab x hidden
+  CHECK(parameter_count(load_model("gpt-oss-20b")).active_without_lookup(false) / 1e9 == doctest::Approx(3.6).epsilon(0.02));
+  CHECK(parameter_count(load_model("qwen3-30b-a3b")).active / 1e9 == doctest::Approx(3.3).epsilon(0.02));
+  // tied embeddings: the input embedding is also the output head, a product: nothing to leave out
+  const ParameterCount tied = parameter_count(load_model("qwen3-0.6b"));
+  CHECK(tied.active_without_lookup(true) == tied.active);
+}
