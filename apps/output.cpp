@@ -196,6 +196,10 @@ std::string render_rows(const std::string& command, const std::vector<OutputRow>
       if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
       flat[i][key] = std::move(value);
     }
+  // A swept flag's column already shows what it set: a figure of the same name would repeat it.
+  std::erase_if(columns, [&](const std::string& c) {
+    return std::find(sweep_columns.begin(), sweep_columns.end(), c) != sweep_columns.end();
+  });
   if (format != OutputFormat::csv) {
     if (const auto* keep = headline(command)) {
       std::vector<std::string> chosen;
@@ -208,7 +212,9 @@ std::string render_rows(const std::string& command, const std::vector<OutputRow>
   }
   std::vector<std::string> headers;
   for (const std::string& f : sweep_columns) headers.push_back(f);
-  for (const std::string& c : columns) headers.push_back(c);
+  // For people, a size is printed in GiB (human_cell): its column says so ("_gib", not "_bytes").
+  for (const std::string& c : columns)
+    headers.push_back(format != OutputFormat::csv && ends_with(c, "_bytes") ? c.substr(0, c.size() - 6) + "_gib" : c);
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::string> line;

@@ -14,14 +14,20 @@ infer_plan_cli_case(fit_sweep_md EXIT 0 ARGS ${_sweep} -o md
   MATCH "^\\| ctx-size \\| cache-type-k \\| model" "\\| 32K \\| q8_0 \\| qwen3-8b \\| h200 \\| BF16 \\| Q8_0 \\| BF16 \\| 32768 \\| 4 \\| 15.26 GiB \\| 13.78 GiB \\|")
 infer_plan_cli_case(fit_sweep_text EXIT 0 ARGS ${_sweep}
   MATCH "ctx-size +cache-type-k +model" "32K +q8_0 +qwen3-8b +h200 +BF16 +Q8_0 +BF16 +32768 +4 +15.26 GiB +13.78 GiB")
+# a swept flag named like a figure (hw) is one column, not two; for people a size's column loses
+# "_bytes" for "_gib", its cells being in GiB
+infer_plan_cli_case(fit_sweep_hw_one_column EXIT 0 ARGS fit -m qwen3-8b --hw h100-sxm,h200 -o csv
+  MATCH "^hw,capacity_bytes," NOMATCH "_bytes,hw,")
+infer_plan_cli_case(fit_sweep_md_sizes EXIT 0 ARGS fit -m qwen3-8b --hw h100-sxm,h200 -o md
+  MATCH "^\\| hw \\| model \\| weights \\| kv_k \\| kv_v \\| context \\| requests \\| weights_gib \\| kv_gib \\| headroom_gib \\|" NOMATCH "_bytes")
 infer_plan_cli_case(fit_sweep_json EXIT 0 ARGS ${_sweep} --json
   MATCH "\"schema\": 1" "\"command\": \"fit\"" "\"sweep\": {[^}]*\"cache-type-k\": \"q8_0\"")
 infer_plan_cli_case(fit_sweep_jsonl EXIT 0 ARGS ${_sweep} -o jsonl
   MATCH "^{[^\n]*\"kv_bytes\":4831838208[^\n]*\"sweep\":{\"cache-type-k\":\"f16\",\"ctx-size\":\"8K\"}[^\n]*}\n{")
 infer_plan_cli_case(fit_sweep_weights EXIT 0 ARGS fit --weights Q4_K_M,Q8_0 -o csv MATCH "\nQ4_K_M,[^\n]*\nQ8_0,")
 infer_plan_cli_case(bad_sweep_item EXIT 2 ARGS fit -c 8K,,32K MATCH "--ctx-size: '8K,,32K' has an empty item")
-infer_plan_cli_case(bad_sweep_point EXIT 2 ARGS fit -c 8K,0 MATCH "\\[--ctx-size 0\\] --ctx-size: 0 tokens is out of range")
-infer_plan_cli_case(bad_output_format EXIT 2 ARGS fit -o xml MATCH "--output-format: 'xml' is not an output format; accepted: text, md, csv, json, jsonl")
+infer_plan_cli_case(bad_sweep_point EXIT 2 ARGS fit -c 8K,0 MATCH "\\[--ctx-size 0\\] -c: 0 tokens is out of range")
+infer_plan_cli_case(bad_output_format EXIT 2 ARGS fit -o xml MATCH "-o: 'xml' is not an output format; accepted: text, md, csv, json, jsonl")
 # a flag whose value is itself a list is not swept: per-position acceptance rates
 infer_plan_cli_case(spec_accept_list_not_swept EXIT 0 ARGS spec --accept 0.9,0.8,0.7 --max-block 3 -o json
   MATCH "\"schema\": 1" NOMATCH "\"runs\"")
@@ -34,11 +40,11 @@ infer_plan_cli_case(single_csv EXIT 0 ARGS kv -m qwen3-8b -c 8K -o csv
 infer_plan_cli_case(fit_llama_flags EXIT 0 ARGS fit -m qwen3-8b -c 32K -ctk q8_0 -ctv q8_0 -np 8 -ngl 99 --json
   MATCH "\"kv_k\": \"Q8_0\"" "\"kv_v\": \"Q8_0\"" "\"requests\": 8" "\"context\": 32768")
 infer_plan_cli_case(bad_ngl_no_host EXIT 2 ARGS fit -m qwen3-8b -ngl 20
-  MATCH "--n-gpu-layers: 20 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section; give the host's --host-memory and --host-bandwidth")
+  MATCH "-ngl: 20 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section; give the host's --host-memory and --host-bandwidth")
 infer_plan_cli_case(bad_ngl_plan_no_host EXIT 2 ARGS fit --plan tests/data/plan_gpu_layers_no_host.json
   MATCH "tests/data/plan_gpu_layers_no_host.json: field 'gpu_layers': 8 of 37 layers on the device leaves the rest in host memory, and profile h200 has no 'host' section")
 infer_plan_cli_case(bad_ngl_word EXIT 2 ARGS fit -m qwen3-8b -ngl most
-  MATCH "--n-gpu-layers: 'most' is not a layer count; expected N >= 0, all or auto")
+  MATCH "-ngl: 'most' is not a layer count; expected N >= 0, all or auto")
 infer_plan_cli_case(bad_host_bandwidth EXIT 2 ARGS fit -m qwen3-8b -ngl 20 --host-memory 64GiB --host-bandwidth fast
   MATCH "--host-bandwidth")
 # llama.cpp's layer split (issue 20): 70B Q4_K_M on a 24 GB card keeps 47 of 81 layers (the
@@ -53,8 +59,8 @@ infer_plan_cli_case(fit_ngl_auto EXIT 0 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw
 # GiB) need 13.65 GiB: 12 GiB of host memory is 1.65 GiB short
 infer_plan_cli_case(fit_ngl_host_given EXIT 1 ARGS fit -m llama-3.1-8b --hw h100-sxm -ngl 10 --host-memory 12GiB --host-bandwidth 50GB/s
   MATCH "verdict: DOES NOT FIT: the device holds its layers, but host memory is 1.65 GiB short" "its layers read at 50.0 GB/s")
-infer_plan_cli_case(bad_fa EXIT 2 ARGS fit --engine llama.cpp -fa maybe MATCH "--flash-attn: .maybe. is not a flash attention setting; expected on, off or auto")
-infer_plan_cli_case(bad_ub EXIT 2 ARGS fit --engine llama.cpp -ub 0 MATCH "--ubatch-size: 0 is out of range; expected 1 to")
+infer_plan_cli_case(bad_fa EXIT 2 ARGS fit --engine llama.cpp -fa maybe MATCH "-fa: .maybe. is not a flash attention setting; expected on, off or auto")
+infer_plan_cli_case(bad_ub EXIT 2 ARGS fit --engine llama.cpp -ub 0 MATCH "-ub: 0 is out of range; expected 1 to")
 infer_plan_cli_case(roofline_n_is_output EXIT 0 ARGS roofline -m qwen3-8b -n 100 -np 2 --json
   MATCH "\"output\": 100" "\"batch\": 2")
 infer_plan_cli_case(version EXIT 0 ARGS -V MATCH "^infer-plan [0-9]+\\.[0-9]+\\.[0-9]+\n$")
