@@ -221,6 +221,27 @@ std::vector<Axis> sweep_axes(CLI::App& app, const std::vector<std::string>& args
   return axes;
 }
 
+// The arguments as typed (before llama.cpp's short flags were read as their long names).
+std::vector<std::string> typed_args;
+
+// A refusal that begins with a flag ("--parallel: 0 is out of range") names it as the user typed
+// it (--requests, -np), when they typed one of that option's other names.
+std::string as_typed(CLI::App& app, const std::vector<std::string>& args, std::string message) {
+  const size_t colon = message.find(':');
+  if (!message.starts_with("-") || colon == std::string::npos) return message;
+  const std::string flag = message.substr(0, colon);
+  size_t i = 0;
+  const CLI::App* cmd = command_named(app, args, i);
+  const CLI::Option* opt = cmd->get_option_no_throw(flag);
+  if (opt == nullptr) return message;
+  for (const std::string& t : typed_args) {
+    const std::string name = t.substr(0, t.starts_with("--") ? t.find('=') : std::string::npos);
+    if (t.starts_with("-") && name != flag && opt->check_name(llama_cpp_long_name(name)))
+      return name + message.substr(colon);
+  }
+  return message;
+}
+
 // Parses and runs one command line with `app` (not parsed before); returns its exit code. `label`
 // prefixes errors (a sweep's point).
 int parse_and_run(std::unique_ptr<CLI::App> app, const std::vector<std::string>& args, const std::string& label) {
@@ -239,7 +260,7 @@ int parse_and_run(std::unique_ptr<CLI::App> app, const std::vector<std::string>&
   } catch (const infer_plan::apps::ExitCode& e) {
     return e.code;
   } catch (const infer_plan::InputError& e) {
-    fmt::print(stderr, "infer-plan: error: {}{}\n", label, e.what());
+    fmt::print(stderr, "infer-plan: error: {}{}\n", label, as_typed(*app, args, e.what()));
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "infer-plan: internal error: {}{}\n", label, e.what());
@@ -253,7 +274,11 @@ int parse_and_run(std::unique_ptr<CLI::App> app, const std::vector<std::string>&
 int infer_plan::apps::cli_main(int argc, char** argv, AddCommandsFn add_runtime_commands) {
   add_runtime = add_runtime_commands;
   std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) args.push_back(llama_cpp_long_name(argv[i]));
+  typed_args.clear();
+  for (int i = 1; i < argc; ++i) {
+    typed_args.emplace_back(argv[i]);
+    args.push_back(llama_cpp_long_name(argv[i]));
+  }
   auto app = make_app();
   if (!args.empty() && args[0][0] != '-') {
     bool known = false;

@@ -134,8 +134,8 @@ infer_plan_cli_case(bad_missing_file EXIT 2 ARGS fit --model no/such/config.json
 infer_plan_cli_case(bad_kv_type EXIT 2 ARGS fit --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_weights_type EXIT 2 ARGS fit --weights Q4_K_X MATCH "--weights: unknown type 'Q4_K_X'.*Q4_K_M")
 infer_plan_cli_case(bad_size EXIT 2 ARGS fit --weights-size 80GB/s MATCH "--weights-size: unknown unit 'GB/s'")
-infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit -c 0 MATCH "--ctx-size: 0 tokens is out of range")
-infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx-size: 'lots' is not a token count")
+infer_plan_cli_case(bad_ctx_zero EXIT 2 ARGS fit -c 0 MATCH "-c: 0 tokens is out of range")
+infer_plan_cli_case(bad_ctx_text EXIT 2 ARGS fit --ctx lots MATCH "--ctx: 'lots' is not a token count")
 infer_plan_cli_case(bad_requests EXIT 2 ARGS fit -np -3 MATCH "--parallel: '-3' is negative")
 infer_plan_cli_case(bad_tp EXIT 2 ARGS fit --tp 3 MATCH "--tp: 3 devices cannot split")
 infer_plan_cli_case(bad_reserve EXIT 2 ARGS fit --reserve cuda512MiB MATCH "--reserve: 'cuda512MiB' is not NAME=SIZE")
@@ -209,7 +209,7 @@ infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 
 infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 is out of range; expected above 0")
 infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
 infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")
-infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd -p 0 MATCH "--input-len: 0 tokens is out of range")
+infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd -p 0 MATCH "-p: 0 tokens is out of range")
 infer_plan_cli_case(bad_pd_prefill EXIT 2 ARGS pd --prefill-ms -3 MATCH "--prefill-ms: -3 is out of range")
 infer_plan_cli_case(bad_pd_decode_nan EXIT 2 ARGS pd --decode-ms nan MATCH "--decode-ms")
 infer_plan_cli_case(bad_pd_batch EXIT 2 ARGS pd --decode-batch 0 MATCH "--decode-batch: 0 decodes is out of range")
@@ -551,9 +551,9 @@ infer_plan_cli_case(fit_override_tensor_experts EXIT 0 ARGS fit -m qwen3-30b-a3b
 infer_plan_cli_case(fit_n_cpu_moe_20 EXIT 0 ARGS fit -m qwen3-30b-a3b -w Q4_K_M --hw rtx-4090 --engine llama.cpp
   -c 8K -np 1 --n-cpu-moe 20 MATCH "the routed experts of layers 0-19 in host memory" "weights +6.81 GiB +the routed experts of layers 0-19")
 infer_plan_cli_case(bad_override_tensor_regex EXIT 2 ARGS fit -m gpt-oss-120b -ot "(exps=CPU"
-  MATCH "--override-tensor: '.exps' is not a regular expression")
+  MATCH "-ot: '.exps' is not a regular expression")
 infer_plan_cli_case(bad_override_tensor_buffer EXIT 2 ARGS fit -m gpt-oss-120b -ot "exps=GPU0"
-  MATCH "--override-tensor: buffer 'GPU0' is none llama.cpp names; expected CPU")
+  MATCH "-ot: buffer 'GPU0' is none llama.cpp names; expected CPU")
 infer_plan_cli_case(bad_override_tensor_engine EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_EXPERTS --engine vllm -ot "exps=CPU"
   MATCH "field 'override_tensor' places tensors by name as llama.cpp's tensor overrides do; the plan's engine is vllm")
 infer_plan_cli_case(bad_override_tensor_fit EXIT 2 ARGS fit -m gpt-oss-120b -w MXFP4_MOE --hw rtx-4090 --engine llama.cpp
@@ -583,7 +583,7 @@ infer_plan_cli_case(bad_llama_cpp_fit_value EXIT 2 ARGS fit -m llama-3.1-8b --en
 infer_plan_cli_case(fit_llama_cpp_tensor_split EXIT 1 ARGS fit -m llama-3.1-70b -w Q4_K_M -c 8K --hw rtx-3090 --tp 2
   --engine llama.cpp -np 1 -ts 1,3 MATCH "layers split over 2 devices .figures for layers 21-79 and the output head, the device with the least to spare.")
 infer_plan_cli_case(bad_tensor_split_count EXIT 2 ARGS fit -m llama-3.1-70b --hw rtx-3090 --tp 2 --engine llama.cpp -ts 1,1,1
-  MATCH "--tensor-split: 3 shares for 2 devices")
+  MATCH "-ts: 3 shares for 2 devices")
 infer_plan_cli_case(bad_fit_target_huge EXIT 2 ARGS fit -m gpt-oss-120b --engine llama.cpp --fit on --fit-target 99999999999999999
   MATCH "--fit-target: Value 99999999999999999 not in range")
 infer_plan_cli_case(bad_fit_ctx_zero EXIT 2 ARGS fit -m llama-3.1-8b --engine llama.cpp --fit on --fit-ctx 0 MATCH "--fit-ctx: Value 0 not in range")
@@ -603,7 +603,7 @@ infer_plan_cli_case(roofline_devices_mixed EXIT 0 ARGS roofline -m llama-3.1-70b
 infer_plan_cli_case(bad_devices_engine EXIT 2 ARGS fit -m llama-3.1-8b -dev rtx-4090,rtx-4080 --engine vllm
   MATCH "field 'devices' lists different devices, each holding whole layers")
 infer_plan_cli_case(bad_devices_tp EXIT 2 ARGS fit -m llama-3.1-8b -dev rtx-4090,rtx-4080 --tp 3 --engine llama.cpp
-  MATCH "--device: 2 devices and --tp 3")
+  MATCH "-dev: 2 devices and --tp 3")
 infer_plan_cli_case(bad_pd_engine_no_hw EXIT 2 ARGS pd --model llama-3.1-70b --engine vllm MATCH "--engine: needs --hw")
 infer_plan_cli_case(bad_n_cpu_moe_negative EXIT 2 ARGS fit -m gpt-oss-120b --n-cpu-moe -1 MATCH "--n-cpu-moe: '-1' is negative")
 # The engines' own flag names: SGLang's --chunked-prefill-size and --cuda-graph-max-bs size its reserve,
@@ -634,7 +634,7 @@ infer_plan_cli_case(bad_split_mode_row EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K_
 infer_plan_cli_case(bad_split_mode_none EXIT 2 ARGS fit -m llama-3.1-70b -w Q4_K_M --hw rtx-3090 --tp 2 --engine llama.cpp
   -sm none MATCH "--split-mode none runs on one device")
 infer_plan_cli_case(bad_split_mode_engine EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm -sm layer
-  MATCH "--split-mode: llama.cpp's; the plan's engine is vllm")
+  MATCH "-sm: llama.cpp's; the plan's engine is vllm")
 # What an engine cannot run is refused, naming why (the engine capability table): vLLM has no q8_0 KV
 # cache, llama.cpp loads no checkpoint format; without --engine, llama.cpp's own KV type chooses it
 infer_plan_cli_case(bad_engine_kv_type EXIT 2 ARGS fit -m llama-3.1-8b --hw h100-sxm --engine vllm --kv q8_0
@@ -663,3 +663,9 @@ infer_plan_cli_case(bad_fit_svg_sweep EXIT 2 ARGS fit -m qwen3-8b --hw h100-sxm 
 # point by point for minutes.
 infer_plan_cli_case(bad_sweep_four_million EXIT 2 ARGS sweep tests/data/scenario_4m_points.json
   MATCH "case 'grid' sweeps more than 10000 points; at most 10000 in one scenario")
+# A refusal names the flag as typed, when the user typed another name of it (the battery checks
+# that every refusal names one)
+infer_plan_cli_case(bad_requests_as_typed EXIT 2 ARGS fit --requests 0 MATCH "^infer-plan: error: --requests: 0 is out of range")
+infer_plan_cli_case(bad_np_as_typed EXIT 2 ARGS fit -np 0 MATCH "^infer-plan: error: -np: 0 is out of range")
+infer_plan_cli_case(bad_vllm_tp_as_typed EXIT 2 ARGS fit -m qwen3-8b --tensor-parallel-size 3
+  MATCH "^infer-plan: error: --tensor-parallel-size: 3 devices cannot split qwen3-8b's 32 attention heads")

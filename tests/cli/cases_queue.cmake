@@ -109,7 +109,7 @@ infer_plan_cli_case(bad_queue_parallel_and_max_batch EXIT 2 ARGS queue --simulat
   -w Q4_K_M --engine llama.cpp --parallel 4 --max-batch 8
   MATCH "--parallel and --max-batch: both set the most running requests; give one")
 infer_plan_cli_case(bad_queue_batch_size_zero EXIT 2 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b
-  -w Q4_K_M --engine llama.cpp -b 0 MATCH "--batch-size: 0 is out of range; expected 1 to 16777216 tokens")
+  -w Q4_K_M --engine llama.cpp -b 0 MATCH "-b: 0 is out of range; expected 1 to 16777216 tokens")
 infer_plan_cli_case(bad_queue_parallel_zero EXIT 2 ARGS queue --simulate --rate 2 --hw rtx-4090 -m llama-3.1-8b
   -w Q4_K_M --engine llama.cpp --parallel 0 MATCH "--parallel: 0 slots; expected at least 1")
 # queue refuses what its engine cannot run, as fit and roofline do

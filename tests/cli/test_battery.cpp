@@ -295,7 +295,7 @@ TEST_CASE("unknown names: models, types, devices, links, commands, flags [names]
   cases.push_back({{"quant", "--quantize", "q9_9:x"}, "--quantize"});
   cases.push_back({{"sweep", "--format", "xml", "scenarios/"}, "--format"});
   for (const char* cmd : {"fit", "kv", "roofline", "queue", "sweep", "hw", "model"})
-    cases.push_back({{cmd, "-o", "xml"}, "--output-format"});
+    cases.push_back({{cmd, "-o", "xml"}, "-o: 'xml'"});  // as typed
   run_battery(cases);
 }
 
