@@ -377,6 +377,36 @@ std::string deployment(std::string_view name, std::string_view engine, uint64_t 
                      name, replicas, container(engine, exec_words(command), gpus, "        "));
 }
 
+// The port a server command listens on: its --port, else the engine's default (vllm serve and
+// trtllm-serve 8000, SGLang's server and router 30000, llama-server 8080).
+uint64_t server_port(std::string_view engine, const std::string& command) {
+  if (const size_t at = command.find("--port "); at != std::string::npos) {
+    uint64_t port = 0;
+    for (size_t i = at + 7; i < command.size() && std::isdigit(static_cast<unsigned char>(command[i])); ++i)
+      port = port * 10 + static_cast<uint64_t>(command[i] - '0');
+    if (port > 0) return port;
+  }
+  return engine == "sglang" ? 30000 : engine == "llama.cpp" ? 8080 : 8000;
+}
+
+// A ClusterIP Service: the pods `selector` (YAML lines at four spaces) picks, at `port`.
+std::string service(std::string_view name, std::string_view selector, uint64_t port) {
+  return fmt::format("---\n"
+                     "apiVersion: v1\n"
+                     "kind: Service\n"
+                     "metadata:\n"
+                     "  name: {0}\n"
+                     "spec:\n"
+                     "  selector:\n{1}"
+                     "  ports:\n"
+                     "  - port: {2}\n"
+                     "    targetPort: {2}\n",
+                     name, selector, port);
+}
+
+// A Deployment's pods, by the label deployment() gives them.
+std::string app_selector(std::string_view name) { return fmt::format("    app: {}\n", name); }
+
 // "llama-3.1-70b-vllm": a Kubernetes name (lower case, digits and dashes).
 std::string k8s_name(const ResolvedPlan& rp, std::string_view role) {
   std::string name = fmt::format("{}-{}{}{}", rp.spec.name, rp.engine, role.empty() ? "" : "-", role);
@@ -396,10 +426,15 @@ std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, c
   const uint64_t nodes = per_node && tp > per_node ? (tp + per_node - 1) / per_node : 1;
   std::vector<std::string> servers;  // the server commands (no ray start, no router)
   std::string router;
+  // In a pod a server must listen beyond localhost (SGLang's, its router's, llama-server's and
+  // trtllm-serve's default) for its Service to reach it.
+  auto listen_all = [](std::string c) {
+    return c.find("--host ") != std::string::npos || c.starts_with("trtllm-serve disaggregated") ? c : c + " --host 0.0.0.0";
+  };
   for (const std::string& c : launch.commands) {
     if (c.starts_with("ray start")) continue;
-    if (c.find("sglang_router") != std::string::npos || c.starts_with("trtllm-serve disaggregated")) router = c;
-    else servers.push_back(c);
+    if (c.find("sglang_router") != std::string::npos || c.starts_with("trtllm-serve disaggregated")) router = listen_all(c);
+    else servers.push_back(listen_all(c));
   }
   if (nodes > 1) {  // one LeaderWorkerSet: the leader runs the server, the workers join it
     const std::string leader_cmd = rp.engine == "vllm" ? "ray start --head --port 6379 && " + servers.front() : servers.front();
@@ -423,6 +458,9 @@ std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, c
                        "  leaderWorkerTemplate:\n"
                        "    size: {}\n"
                        "    leaderTemplate:\n"
+                       "      metadata:\n"
+                       "        labels:\n"
+                       "          role: leader\n"
                        "      spec:\n"
                        "        containers:\n{}"
                        "    workerTemplate:\n"
@@ -431,12 +469,26 @@ std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, c
                        k8s_name(rp, ""), shape.replicas, nodes,
                        container(rp.engine, {"sh", "-c", lws(leader_cmd)}, per_node, "        "),
                        container(rp.engine, {"sh", "-c", lws(worker_cmd)}, per_node, "        "));
+    // requests go to the leaders (LWS labels every pod with its set's name)
+    out += service(k8s_name(rp, ""),
+                   fmt::format("    leaderworkerset.sigs.k8s.io/name: {}\n    role: leader\n", k8s_name(rp, "")),
+                   server_port(rp.engine, servers.front()));
     return out;
   }
-  if (shape.prefill && servers.size() >= 2) {  // a prefill/decode split: a Deployment per role, and the router
-    out += deployment(k8s_name(rp, "prefill"), rp.engine, *shape.prefill, servers[0], tp);
-    out += "---\n" + deployment(k8s_name(rp, "decode"), rp.engine, *shape.decode, servers[1], tp);
-    if (!router.empty()) out += "---\n" + deployment(k8s_name(rp, "router"), rp.engine, 1, router, 0);
+  if (shape.prefill && servers.size() >= 2) {  // a prefill/decode split: a Deployment and Service per role, and the router
+    const std::string prefill = k8s_name(rp, "prefill"), decode = k8s_name(rp, "decode");
+    out += deployment(prefill, rp.engine, *shape.prefill, servers[0], tp);
+    out += service(prefill, app_selector(prefill), server_port(rp.engine, servers[0]));
+    out += "---\n" + deployment(decode, rp.engine, *shape.decode, servers[1], tp);
+    out += service(decode, app_selector(decode), server_port(rp.engine, servers[1]));
+    if (!router.empty()) {  // the router reaches each pool by its Service's name
+      for (const auto& [host, name] : {std::pair{std::string("PREFILL:"), prefill}, std::pair{std::string("DECODE:"), decode}})
+        for (size_t at = router.find(host); at != std::string::npos; at = router.find(host, at))
+          router.replace(at, host.size() - 1, name);
+      const std::string name = k8s_name(rp, "router");
+      out += "---\n" + deployment(name, rp.engine, 1, router, 0);
+      out += service(name, app_selector(name), server_port(rp.engine, router));
+    }
     return out;
   }
   // One server: data parallel inside it (its devices all the replicas'), or one pod per replica.
@@ -444,6 +496,7 @@ std::string k8s_manifest(const ResolvedPlan& rp, const DeploymentShape& shape, c
                              servers.front().find("--dp ") != std::string::npos;
   out += deployment(k8s_name(rp, ""), rp.engine, data_parallel ? 1 : shape.replicas, servers.front(),
                     data_parallel ? tp * shape.replicas : tp);
+  out += service(k8s_name(rp, ""), app_selector(k8s_name(rp, "")), server_port(rp.engine, servers.front()));
   return out;
 }
 
