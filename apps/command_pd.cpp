@@ -1,6 +1,6 @@
 // `infer-plan pd`: should prefill and decode run on separate GPUs or machines? The KV transfer
 // a split costs against the stall a prefill imposes on a mixed decode step, seed 002's decision
-// table, its link rules (>= 25 Gb/s, transfer vs prefill) and its 1:3 prefill:decode rule.
+// table, its link rules (>= 25 Gb/s, transfer vs prefill) and one prefill instance to three decode.
 #include <cctype>
 #include <fmt/format.h>
 #include <memory>
@@ -159,7 +159,7 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
     row("link load", fmt::format("{:.1f}%", 100.0 * r.link_load), "of the link's bandwidth, for KV alone");
   row("link needed", format_rate(r.link_needed_bytes_per_s), "transfer <= prefill and load < 1");
 
-  fmt::print("\n  the PD decision table (when a split pays, by workload):\n");
+  fmt::print("\n  when a split pays, by workload (a published rule of thumb; its thresholds under --help):\n");
   TextTable t{{"row", "workload", "advice", "match", "because"}, {true, false, false, false, false}, {}};
   for (const PdTableRow& tr : r.table)
     t.rows.push_back({fmt::format("{}", tr.row), tr.workload, tr.advice, tr.matched ? "yes" : "-", tr.because});
@@ -291,13 +291,10 @@ void run(const PdArgs& a) {
 void add_pd_command(CLI::App& app) {
   auto args = std::make_shared<PdArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "pd", "Prefill/decode disaggregation: KV transfer vs prefill stall, the decision table, the 1:3 rule");
-  cmd->add_option("--model,-m", args->model,
-                  fmt::format("Model: a built-in name ({}), or a Hugging Face config.json path (default qwen3-8b)",
-                              fmt::join(builtin_model_names(), ", ")))
-      ->type_name("NAME|PATH");
-  cmd->add_option("--kv", args->kv, "KV cache type for K and V: bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1 "
-                                    "(default bf16); the transfer moves the cache as stored")
+      "pd", "Prefill/decode disaggregation: the KV transfer against the prefill stall a split removes; when a split "
+            "pays, by workload; prefill instances at most a third of decode's");
+  cmd->add_option("--model,-m", args->model, model_option_help("qwen3-8b"))->type_name("NAME|PATH|ORG/NAME");
+  cmd->add_option("--kv,--kv-cache-dtype", args->kv, kv_option_help("default bf16; the transfer moves the cache as stored"))
       ->type_name("TYPE");
   cmd->add_option("--cache-type-k,--kv-k", args->kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
   cmd->add_option("--cache-type-v,--kv-v", args->kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
@@ -357,8 +354,9 @@ void add_pd_command(CLI::App& app) {
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_option("--gpus", args->gpus,
-                  "GPUs/instances to divide into prefill and decode groups at 1:3 (default: none, no split "
-                  "suggested; 1 means nothing to split)")
+                  "GPUs/instances to divide into prefill and decode groups, one prefill to three decode (prefill "
+                  "concurrency kept under a third of decode's; default: none, no split suggested; 1 means nothing "
+                  "to split)")
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd->add_flag("--same-machine", args->same_machine,
@@ -366,8 +364,9 @@ void add_pd_command(CLI::App& app) {
                 "(default: separate machines)");
   args->out.add_to(*cmd);
   cmd->footer(
-      "Thresholds (this tool's reading of the decision table): short input < 500 tokens, long input > 2000,\n"
-      "long output > 1000; low QPS < 2 req/s; medium concurrency 16-63, high >= 64.\n"
+      "When a split pays (a published rule of thumb; its thresholds as this tool reads it): short input\n"
+      "< 500 tokens, long input > 2000, long output > 1000; low QPS < 2 req/s; medium concurrency 16-63,\n"
+      "high >= 64.\n"
       "JSON: stall_ms is the decode step with the prefill inside (decode + prefill); stall_ratio is that\n"
       "over the step alone.\n"
       "Examples (a 40 ms prefill in a batch of 100 decodes at 5 ms; then the times from Qwen3-8B's roofline on an H200):\n"

@@ -72,23 +72,29 @@ std::string quantization_format(const std::string& method) {
 }
 }  // namespace
 
+std::string model_option_help(std::string_view default_model) {
+  return fmt::format("Model: a built-in name ({}), a Hugging Face config.json path or model folder, a Hugging Face id "
+                     "(ORG/NAME, read from the local hub cache under $HF_HOME; nothing is fetched), or a GGUF file "
+                     "(default {})",
+                     fmt::join(builtin_model_names(), ", "), default_model);
+}
+
+std::string kv_option_help(std::string_view default_note) {
+  return fmt::format("KV cache type for K and V: {} ({})", fmt::join(kv_cache_type_names(), ", "), default_note);
+}
+
 void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
   const Plan d;
   cmd.add_option("--plan", plan_file, "Plan JSON file; flags given here override its fields")
       ->type_name("FILE");
-  cmd.add_option("--model,-m", model,
-                 fmt::format("Model: a built-in name ({}), a Hugging Face config.json path or model folder, a "
-                             "Hugging Face id (ORG/NAME, read from the local hub cache under $HF_HOME; nothing is "
-                             "fetched), or a GGUF file (default {})", fmt::join(builtin_model_names(), ", "), d.model))
-      ->type_name("NAME|PATH|ORG/NAME");
+  cmd.add_option("--model,-m", model, model_option_help(d.model))->type_name("NAME|PATH|ORG/NAME");
   cmd.add_option("--scale", scale,
                  "Shrink the model by this factor (layers, widths, heads, vocab) for a CPU run; "
                  "figures are for the shrunk shape (default 1)")
       ->type_name("FACTOR");
   cmd.add_option("--kv,--kv-cache-dtype", kv,
-                 fmt::format("KV cache type for K and V: {} (default bf16, vLLM's auto for BF16 models; f16, "
-                             "llama.cpp's, for a .gguf or --engine llama.cpp)",
-                             fmt::join(kv_cache_type_names(), ", ")))
+                 kv_option_help("default bf16, vLLM's auto for BF16 models; f16, llama.cpp's, for a .gguf or --engine "
+                                "llama.cpp"))
       ->type_name("TYPE");
   cmd.add_option("--cache-type-k,--kv-k", kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
   cmd.add_option("--cache-type-v,--kv-v", kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");

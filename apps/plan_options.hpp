@@ -64,6 +64,11 @@ std::optional<bool> prefix_caching_setting(bool enable, bool disable);
 // vLLM bench's --goodput KEY:MS ... (ttft, tpot, e2el; milliseconds): InputError naming the flag.
 ServingLoad::Goodput parse_goodput(const std::vector<std::string>& limits);
 
+// The help of --model and of --kv, from the tables of built-in models and KV types (every command
+// that takes them says the same).
+std::string model_option_help(std::string_view default_model);
+std::string kv_option_help(std::string_view default_note);
+
 struct PlanOptions {
   std::string plan_file;
   std::string model, hw, engine, weights, weights_size, kv, kv_k, kv_v, ctx, gpu_layers, host_memory, host_bandwidth;

@@ -147,7 +147,7 @@ void read_table(const PdInputs& in, PdResult& r) {
                                        row.matched ? "matches" : "does not match", row.because));
     if (!row.matched) continue;
     if (!any)
-      r.reasons.push_back(fmt::format("the decision table's row {} matches ({}): {}", row.row, row.because, row.advice));
+      r.reasons.push_back(fmt::format("the rule of thumb's row {} matches ({}): {}", row.row, row.because, row.advice));
     else if (row.row == 4 && r.table_verdict != PdVerdict::No)
       r.reasons.push_back(fmt::format("row 4 also matches: {}, so the KV crosses {} rather than a network",
                                       row.advice, r.link.name));
@@ -156,7 +156,7 @@ void read_table(const PdInputs& in, PdResult& r) {
     any = true;
   }
   if (!any)
-    r.reasons.push_back("no row of the decision table matches; the rule of thumb: split when prefill steals more "
+    r.reasons.push_back("no row of the rule of thumb's table matches; its general form: split when prefill steals more "
                         "decode time than the split's transfer costs");
   r.reasons.push_back(fmt::format("a {} prefill inside a step of {} decodes at {} makes it {} ({:.1f}x); "
                                   "a split removes this stall", ms(r.prefill_ms), r.decode_batch,
@@ -210,7 +210,7 @@ void apply_concurrency_rule(const PdInputs& in, PdResult& r) {
     r.reasons.push_back(fmt::format("prefill concurrency {} is within 1/3 of decode's {} (at most {})",
                                     *c.prefill_concurrency, c.decode_concurrency, c.max_prefill_concurrency));
   else if (c.max_prefill_concurrency == 0)
-    r.reasons.push_back(fmt::format("decode concurrency {} is under 3: no prefill concurrency keeps the 1:3 rule",
+    r.reasons.push_back(fmt::format("decode concurrency {} is under 3: no prefill concurrency stays within a third of it",
                                     c.decode_concurrency));
   if (!in.deployment.gpus || *in.deployment.gpus < 2) return;
   r.gpu_split = split_pd_gpus(*in.deployment.gpus);
@@ -221,7 +221,7 @@ void apply_concurrency_rule(const PdInputs& in, PdResult& r) {
     r.reasons.push_back(fmt::format("{} GPUs: {} prefill + {} decode keeps prefill at most 1/3 of decode", s.gpus,
                                     s.prefill, s.decode));
   else
-    r.reasons.push_back(fmt::format("{} GPUs: {} prefill + {} decode; too few for 1:3 by count, so cap the prefill "
+    r.reasons.push_back(fmt::format("{} GPUs: {} prefill + {} decode; too few for one prefill to three decode by count, so cap the prefill "
                                     "side's concurrency at {}", s.gpus, s.prefill, s.decode,
                                     c.max_prefill_concurrency));
 }
