@@ -22,12 +22,22 @@ TEST_CASE("built-in profiles and links") {
     CHECK(p.memory_capacity_bytes > 0);
     CHECK(p.memory_bandwidth_bytes_per_s > 0);
   }
-  // a100-40gb, a100-80gb, a100-80gb-pcie, a40, dgx-spark, gh200, h100-pcie, h100-sxm, h200, l40s,
-  // m1, m1-pro, m1-max-64gb, m1-ultra, m2, m2-pro, m2-max-96gb, m2-ultra, m3, m3-pro, m3-max-36gb,
-  // m3-max-64gb, m3-ultra, m4, m4-pro, m4-max-36gb, m4-max, rtx-3090, rtx-4080, rtx-4090,
-  // rtx-6000-ada, rtx-a6000, rtx-pro-6000-blackwell, rx-7900-xtx, tesla-p40
+  // a10, a100-40gb, a100-80gb, a100-80gb-pcie, a40, b200, dgx-spark, gh200, h100-nvl, h100-pcie,
+  // h100-sxm, h20, h200, l4, l40, l40s, m1, m1-pro, m1-max-64gb, m1-ultra, m2, m2-pro, m2-max-96gb,
+  // m2-ultra, m3, m3-pro, m3-max-36gb, m3-max-64gb, m3-ultra, m4, m4-pro, m4-max-36gb, m4-max,
+  // mi300x, mi325x, rtx-3090, rtx-4080, rtx-4090, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000,
+  // rtx-pro-6000-blackwell, rx-7900-xtx, t4, tesla-p40
   // (hwprofiles/calibrations/ holds data, not profiles)
-  CHECK(builtin_hw_names().size() == 35);
+  CHECK(builtin_hw_names().size() == 46);
+  // the datasheets' bandwidths of the devices added last: B200 8 TB/s, MI300X 5.3 TB/s, MI325X
+  // 6 TB/s, H100 NVL 3.9 TB/s, H20 4.0 TB/s, L4 300 GB/s, T4 320 GB/s, L40 864 GB/s, A10 600 GB/s,
+  // RTX 5090 1792 GB/s, RTX 5080 960 GB/s
+  for (const auto& [name, bandwidth] : {std::pair{"b200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
+                                        {"h20", 4e12}, {"l4", 300e9}, {"t4", 320e9}, {"l40", 864e9}, {"a10", 600e9},
+                                        {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}}) {
+    CAPTURE(name);
+    CHECK(load_hw_profile(name).memory_bandwidth_bytes_per_s == doctest::Approx(bandwidth).epsilon(1e-9));
+  }
   // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
   // 936 GB/s, M2 Ultra 800 GB/s
   CHECK(load_hw_profile("a100-80gb-pcie").memory_bandwidth_bytes_per_s == 1.935e12);
@@ -100,7 +110,7 @@ TEST_CASE("profile errors name the file and field") {
   j["host_links"] = {"pcie-gen9"};
   CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
                        doctest::Contains("unknown link 'pcie-gen9'"), InputError);
-  CHECK_THROWS_WITH_AS(load_hw_profile("h300"), doctest::Contains("built-in: a100-40gb"), InputError);
+  CHECK_THROWS_WITH_AS(load_hw_profile("h300"), doctest::Contains("built-in: a10, a100-40gb"), InputError);
   CHECK_THROWS_WITH_AS(parse_json_text("{\n  \"memory\": {,\n}", "p.json"),
                        doctest::Contains("p.json: malformed JSON: parse error at line 2, column"), InputError);
 }
