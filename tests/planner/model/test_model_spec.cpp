@@ -345,3 +345,26 @@ TEST_CASE("active parameters as the cards count them: GPT-OSS without the input 
   const ParameterCount tied = parameter_count(load_model("qwen3-0.6b"));
   CHECK(tied.active_without_lookup(true) == tied.active);
 }
+
+TEST_CASE("the models of late 2026: parameters as their cards give them") {
+  struct Card {
+    const char* model;
+    double total_b, non_embedding_b;  // the card's figures in billions (0: the card gives none)
+    double within;                    // the card's rounding
+  };
+  // Qwen's cards (huggingface.co/Qwen/...): 32.8B / 31.2B non-embedding, 14.8B / 13.2B, 1.7B / 1.4B;
+  // Meta's Llama 3.2 cards: 1.23B and 3.21B; Qwen3-Coder-30B-A3B: 30.5B; Mistral Small 3.1: 24B
+  // (the text model here, without its vision encoder).
+  for (const Card& c : {Card{"qwen3-32b", 32.8, 31.2, 0.005}, Card{"qwen3-14b", 14.8, 13.2, 0.005},
+                        Card{"qwen3-1.7b", 1.7, 1.4, 0.02}, Card{"llama-3.2-1b", 1.23, 0, 0.005},
+                        Card{"llama-3.2-3b", 3.21, 0, 0.005}, Card{"qwen3-coder-30b-a3b", 30.5, 0, 0.005},
+                        Card{"mistral-small-3.1-24b", 24, 0, 0.02}}) {
+    CAPTURE(c.model);
+    const ParameterCount p = parameter_count(load_model(c.model));
+    CHECK(p.total / 1e9 == doctest::Approx(c.total_b).epsilon(c.within).scale(0));
+    if (c.non_embedding_b > 0)
+      CHECK(p.non_embedding() / 1e9 == doctest::Approx(c.non_embedding_b).epsilon(c.within).scale(0));
+  }
+  // Qwen3-Coder-30B-A3B: 3.3B activated (Qwen counts the input embedding)
+  CHECK(parameter_count(load_model("qwen3-coder-30b-a3b")).active / 1e9 == doctest::Approx(3.3).epsilon(0.02));
+}
