@@ -142,8 +142,9 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
                            uint64_t context_tokens, uint64_t requests, uint64_t tp, const EngineSettings& settings) {
   EngineMemory m;
   if (engine.empty() || engine == kNoEngine) {
-    m.assumption = "no engine: weights, KV and the reserves given only (--engine llama.cpp|vllm counts what the "
-                   "engine allocates beside them)";
+    m.assumption = fmt::format("no engine: weights, KV and the reserves given only (the plan's engine, one of {}, "
+                               "counts what it allocates beside them)",
+                               fmt::join(known_engines(), ", "));
     return m;
   }
   if (std::find(known_engines().begin(), known_engines().end(), engine) == known_engines().end())
