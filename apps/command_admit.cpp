@@ -1,4 +1,4 @@
-// `infer-plan admit`: admission by deadline for one request (SPEC 6): finish = queue wait +
+// `infer-plan admit`: admission by deadline for one request: finish = queue wait +
 // TTFT + generation against the deadline, the margin, and what to do instead of admitting.
 #include <cmath>
 #include <fmt/format.h>

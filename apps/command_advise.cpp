@@ -746,7 +746,7 @@ void add_advise_command(CLI::App& app) {
       "      --slo-ttft-p99 2s --slo-tpot-p99 50ms\n"
       "  infer-plan advise -m llama-3.1-8b --hw h100-sxm --rate 8 --slo-ttft-p95 1000ms --slo-tpot-p95 40ms --engine vllm\n"
       "  infer-plan advise -m qwen3-235b-a22b --hw tests/data/profile_m2_max_seed.json -c 32K -np 1\n"
-      "                                                # seed 000: what fits, and why not 32K\n"
+      "                                                # what fits a 96 GB Mac, and why not 32K\n"
       "  infer-plan advise -m qwen3-8b --hw h200 --rate 4 --slo-tpot-p99 30ms --verify");
   cmd->callback([a] { run_advise(*a); });
 }

@@ -44,7 +44,7 @@ void run(const KvArgs& a) {
   if (rows.empty())
     for (GgmlType t : {GgmlType::BF16, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) rows.push_back({t, t});
 
-  // One request's bytes at the plan's context, unpaged (SPEC 3's convention): each layer holds
+  // One request's bytes at the plan's context, unpaged (the KV table's convention): each layer holds
   // min(context, its window) tokens, so token bytes x context without windows.
   const auto layer_tokens = static_cast<uint64_t>(kv_attended_positions(kv_layer_windows(spec), plan.context));
   auto request_bytes = [&](KvTypes t) { return kv_bytes_per_token(spec, t, plan.tp) / spec.layers * layer_tokens; };

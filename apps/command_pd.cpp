@@ -1,5 +1,5 @@
 // `infer-plan pd`: should prefill and decode run on separate GPUs or machines? The KV transfer
-// a split costs against the stall a prefill imposes on a mixed decode step, seed 002's decision
+// a split costs against the stall a prefill imposes on a mixed decode step, the published decision
 // table, its link rules (>= 25 Gb/s, transfer vs prefill) and one prefill instance to three decode.
 #include <cctype>
 #include <fmt/format.h>
@@ -20,8 +20,8 @@
 namespace infer_plan::apps {
 namespace {
 
-// Defaults: SPEC 7's example (a 40 ms prefill inside a batch of 100 decodes at 5 ms) on Qwen3-8B
-// with a 2048-token prompt, over seed 002's minimum link.
+// Defaults: the example (a 40 ms prefill inside a batch of 100 decodes at 5 ms) on Qwen3-8B
+// with a 2048-token prompt, over the published minimum link.
 constexpr double kDefaultPrefillMs = 40;
 constexpr double kDefaultDecodeMs = 5;
 constexpr uint64_t kDefaultDecodeBatch = 100;

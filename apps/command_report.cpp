@@ -38,12 +38,12 @@
 namespace infer_plan::apps {
 namespace {
 
-// The bounds of issue 5 (the CI report fails when one does not hold).
+// The bounds a report checks (the CI report fails when one does not hold).
 constexpr double kDecodeBound = 0.25;   // decode iteration vs the roofline with a probed profile
 constexpr double kLittleBound = 0.10;   // measured in-system vs measured rate x sojourn
 constexpr double kSojournBound = 0.25;  // the serving simulation vs measured mean sojourn
-constexpr double kOffloadRoundBound = 0.20;  // issue 6: offload round vs bytes / probed copy bandwidth
-constexpr double kDriverMemoryBound = 0.01;  // issue 7: the device's memory as the driver sees it vs fit
+constexpr double kOffloadRoundBound = 0.20;  // offload round vs bytes / probed copy bandwidth
+constexpr double kDriverMemoryBound = 0.01;  // the device's memory as the driver sees it vs fit
 // Issue 7's kernel targets on the GPU: a batch-1 decode step streams its bytes at this fraction of
 // the probed device copy, or better (the sub-byte types' dequantization costs more).
 constexpr double kDecodeBandwidthTarget = 0.85, kDecodeBandwidthTargetLowBit = 0.70;
@@ -65,7 +65,7 @@ struct ReportArgs {
 // p50 are one value (v[n/2] had picked the upper middle of an even count).
 double median(std::vector<double> v) { return summarize(std::move(v)).p50; }
 
-// ---- Offload (issue 6): the plan's offload section predicted by planner/cost/offload and executed by
+// ---- Offload: the plan's offload section predicted by planner/cost/offload and executed by
 // runtime/offload_prefetcher. The link is the profile's first host link: with --probe, the probed
 // copy thread beside the compute threads' products (runtime/probe.hpp).
 
@@ -133,7 +133,7 @@ std::vector<Row> offload_rows(const ResolvedPlan& rp, const Prediction& p, const
 }
 
 // On the GPU: the bandwidth batch-1 decode steps reach (the roofline's bytes of each step over its
-// measured time, the median) against the probed device copy, with issue 7's target for the
+// measured time, the median) against the probed device copy, with the target for the
 // plan's dominant weight type.
 std::optional<Row> decode_bandwidth_row(const ResolvedPlan& rp, const runtime::RunResult& run) {
   if (run.backend != "cuda") return std::nullopt;

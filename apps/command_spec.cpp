@@ -1,6 +1,6 @@
 // `infer-plan spec`: speculative decoding, block length m = 1..M: expected tokens per round, round
-// time, ms per token and speedup over plain decoding, the optimum, and seed 002's rule of thumb
-// beside it. Defaults reproduce SPEC 5 (a = 0.75, verify 26.3 ms, draft 3.6 ms: optimum m = 4).
+// time, ms per token and speedup over plain decoding, the optimum, and the published rule of thumb
+// beside it. Defaults reproduce the worked example (a = 0.75, verify 26.3 ms, draft 3.6 ms: optimum m = 4).
 #include <charconv>
 #include <fmt/format.h>
 #include <memory>

@@ -1,4 +1,4 @@
-// Speculative decoding in `infer-plan report`: the planner's table (SPEC 5) computed from the
+// Speculative decoding in `infer-plan report`: the planner's table computed from the
 // acceptance the runtime measured (i.i.d. and per position) and the roofline's pass times, beside
 // the measured sweep over block lengths; the best block predicted vs measured.
 #pragma once

@@ -1,4 +1,4 @@
-// Offload's copies on the GPU (SPEC 4, issue 7): the prefetcher's copy thread issues
+// Offload's copies on the GPU: the prefetcher's copy thread issues
 // cudaMemcpyAsync from the pinned host pool on a stream of its own (non-blocking, so copies run
 // beside the compute stream's kernels) and waits for it; compute's release of a slot records an
 // event on the compute stream, and the next copy into that slot first waits for that event (the

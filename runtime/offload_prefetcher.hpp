@@ -1,4 +1,4 @@
-// Offload's prefetcher (SPEC 4): offloaded weight groups live in a host pool, and compute reads
+// Offload's prefetcher: offloaded weight groups live in a host pool, and compute reads
 // each from one of `slots` device buffers. A copy thread copies group after group into slot
 // after slot, as far ahead as free slots allow. On the CPU backend a copy is a memcpy and
 // compute is synchronous. On the CUDA backend (runtime/cuda_offload) a copy is cudaMemcpyAsync
@@ -9,7 +9,7 @@
 //
 // Passes read the groups in order 0..G-1, pass after pass. Ticket n = pass x G + group uses slot
 // n % slots, so the first group of the next pass is copied while the current pass finishes.
-// SPEC 4's two rules hold by construction, whatever the caller does:
+// The two rules hold by construction, whatever the caller does:
 //  - wait(g) returns only once the copy of g's ticket has completed;
 //  - the copy of ticket n starts only after ticket n - slots was released.
 #pragma once

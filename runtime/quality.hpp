@@ -1,4 +1,4 @@
-// The quality cost of quantization (issue 17; the serving guide's question of what Q4 costs
+// The quality cost of quantization (the serving guide's question of what Q4 costs
 // beside what it buys): a reference model and a quantized one run on the same token stream, and
 // the figures llama-perplexity --kl-divergence prints. The stream is cut into chunks of `ctx`
 // tokens; each chunk runs as one prompt and, as llama-perplexity scores, the second half of its

@@ -1,4 +1,4 @@
-// Speculative decoding of one sequence (SPEC 5): a draft proposes `block` tokens one at a time,
+// Speculative decoding of one sequence: a draft proposes `block` tokens one at a time,
 // the target verifies them all in one forward pass, and a prefix of them is kept plus one token of
 // the target's own (a correction, or a bonus token when every draft was kept).
 // - Greedy (temperature 0): a draft is kept while it equals the target's argmax; the output is
@@ -30,7 +30,7 @@ struct SpecDecodeStats {
   double acceptance_rate() const {
     return num_draft_tokens ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_draft_tokens) : 0;
   }
-  // Tokens per round: accepted drafts + 1 (SPEC 5's E_m, measured).
+  // Tokens per round: accepted drafts + 1 (E_m, measured).
   double tokens_per_round() const {
     return num_drafts ? static_cast<double>(num_emitted_tokens) / static_cast<double>(num_drafts) : 0;
   }

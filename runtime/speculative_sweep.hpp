@@ -1,4 +1,4 @@
-// Speculative decoding measured over block lengths (issue 6): one sequence (concurrency 1, as the
+// Speculative decoding measured over block lengths: one sequence (concurrency 1, as the
 // seed's measurements), plain generation and m = 1..max_block with a draft made of the target's
 // first layers, each generating the plan's `output` tokens after a prompt of context - output
 // tokens. The block lengths run interleaved, `repeats` times, so that a machine whose speed drifts

@@ -436,7 +436,7 @@ struct ServingSearch {
 
   // Weights that do not fit: the FFN of one layer in `every` (8, 4, 2, then all) kept in host
   // memory and copied in over the profile's first host link each step, two device slots
-  // prefetching (seed 000's offload, SPEC 4); the least offload that fits. False when none does.
+  // prefetching (the worked example's offload); the least offload that fits. False when none does.
   bool offload(ServingGroup& g) const {
     if (g.hw->profile.host_links.empty()) return false;
     const LinkProfile& link = g.hw->profile.host_links.front();
@@ -509,7 +509,7 @@ struct ServingSearch {
     }
     const FitResult& fit = g.rp->fit;
     ServerModel server = g.rp->server;
-    if (g.plan.offload) {  // prefetched: a step takes the longer of its compute and its copy (SPEC 4)
+    if (g.plan.offload) {  // prefetched: a step takes the longer of its compute and its copy
       const ServerModel base = server;
       const double round_s = g.offload_round_s;
       server.decode_iteration_s = [base, round_s](uint64_t b, uint64_t c) { return std::max(base.decode_iteration_s(b, c), round_s); };
@@ -698,7 +698,7 @@ struct ServingSearch {
     return std::nullopt;
   }
 
-  // Prefill/decode disaggregation (SPEC 7): `prefill` replicas that only prefill (each request
+  // Prefill/decode disaggregation: `prefill` replicas that only prefill (each request
   // alone, as the mixed server does), the KV sent over the link, `decode` replicas that only
   // decode (no prefill stalls their batch). Each pool is simulated on its own at its share of the
   // arrivals; the plan's TTFT p99 is the sum of the prefill pool's, the transfer of the p99 prompt
@@ -899,8 +899,8 @@ void explain_serving(const AdviseQuery& q, AdviseResult& r, const std::vector<Ad
                                       "host memory and is copied over {} every step, {:.1f} ms a round against {:.1f} ms of "
                                       "compute at batch 1: {}", c.tp, c.tp == 1 ? "" : "s", *c.offload_every,
                                       gib(c.offload_bytes), c.offload_link, c.offload_round_s * 1e3, c.offload_compute_s * 1e3,
-                                      c.offload_round_s > c.offload_compute_s ? "the copy sets the pace (SPEC 4's rule: viable "
-                                                                                "only if it is shorter)"
+                                      c.offload_round_s > c.offload_compute_s ? "the copy sets the pace (offload pays only "
+                                                                                "when the copy is the shorter)"
                                                                               : "hidden under compute by the prefetch"));
     if (c.spec_block) {
       const double expected = spec_expected_tokens(q.speculative->accept, *c.spec_block);

@@ -7,7 +7,7 @@
 //   plan's step model (the calibrated one where the profile or --engine has it) for their p99s;
 //   ranked by cost per million output tokens, with the Pareto frontier of cost against p99 E2EL.
 // - capacity (no rate): what fits `requests` concurrent requests of `context` tokens on one
-//   deployment, best quality first (seed 000's question: which weights, which KV type, how long a
+//   deployment, best quality first (the worked example's question: which weights, which KV type, how long a
 //   context), and when the context asked for fits nowhere, why, with the longest that does.
 #pragma once
 #include <cstdint>
@@ -50,7 +50,7 @@ const Distribution& slo_distribution(const ServingLatency& l, SloMetric m);
 inline constexpr const char* kAdviseQualityFloor = "4-bit weights, 8-bit KV";
 bool advise_below_quality_floor(std::string_view weights, KvTypes kv);
 
-// Speculative decoding as a lever (SPEC 5): a draft proposes `block` tokens a round, the target
+// Speculative decoding as a lever: a draft proposes `block` tokens a round, the target
 // verifies them in one pass; each accepted with `accept` (one i.i.d. rate, or one per position).
 // The serving steps become rounds: (verify of block + 1 tokens + block draft steps) / expected
 // tokens, and the draft's weights (a separate model) and KV come out of the KV pool.

@@ -1,5 +1,5 @@
 // Does it fit? usable = capacity - reserved; need = weights + runtime reserves + KV for every
-// request at its context. With an offload (SPEC 4) the device holds the weights less the groups
+// request at its context. With an offload the device holds the weights less the groups
 // moved to host memory, plus the prefetch slots. Also: the margin, what is left after weights, the most requests at
 // this context and the longest context at this request count. All figures are per device.
 #pragma once

@@ -1,4 +1,4 @@
-// SPEC 4 in numbers (Qwen3-8B BF16, FFN of one layer in every 4): 9 x 288 MiB = 2592 MiB freed;
+// In numbers (Qwen3-8B BF16, FFN of one layer in every 4): 9 x 288 MiB = 2592 MiB freed;
 // 1 buffer -> net 2304 MiB -> +2 requests of 1152 MiB; 2592 MiB = 2.72 GB per round over
 // 64 GB/s = 42.5 ms, above a 26.26 ms iteration: 255 rounds take 10.8 s.
 #include "planner/cost/offload.hpp"

@@ -1,4 +1,4 @@
-// Weight offload (SPEC 4): one layer in every k keeps a part (FFN, attention, or the whole layer)
+// Weight offload: one layer in every k keeps a part (FFN, attention, or the whole layer)
 // in host memory; a prefetcher copies each group into one of `buffers` device slots before it is
 // needed. It frees device memory for KV, and costs a transfer of every offloaded group per decode
 // round, which is hidden only while it is shorter than the decode iteration.

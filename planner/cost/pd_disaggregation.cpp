@@ -1,4 +1,4 @@
-// The verdict reads seed 002's table first (the first matching row of 1-3 decides; row 4, one
+// The verdict reads the rule of thumb's table first (the first matching row of 1-3 decides; row 4, one
 // machine, decides where to split and says yes on its own), then the link rules can veto a split:
 // a transfer longer than the prefill it moves, a link the KV traffic saturates, or one under
 // 25 Gb/s. Transfers are taken whole and uncontended (no layer-by-layer overlap), as the seed does.

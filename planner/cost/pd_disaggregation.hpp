@@ -1,6 +1,6 @@
-// Prefill/decode (PD) disaggregation (SPEC 7, seed 002 §4): what a split costs (one KV transfer
+// Prefill/decode (PD) disaggregation: what a split costs (one KV transfer
 // per request over a link), what it saves (the stall a long prefill imposes on a mixed decode
-// batch), seed 002's decision table, and its 1:3 prefill:decode concurrency rule.
+// batch), the published rule of thumb's table, and its 1:3 prefill:decode concurrency rule.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -14,7 +14,7 @@
 namespace infer_plan {
 
 // Seed 002's table says "short", "long", "low QPS", "medium" and "high concurrency"; the token
-// limits are its own (SPEC 7), the rate and concurrency bands are this tool's reading of it (the
+// limits are its own, the rate and concurrency bands are this tool's reading of it (the
 // seed gives no numbers). Medium starts at 16, the seed's prefill_batch_size; high starts at 64,
 // its decode worker's max_num_seqs. Low QPS: a prefill a second or two keeps a mixed GPU mostly
 // decoding.
@@ -80,7 +80,7 @@ struct PrefillStall {
   double delayed_request_ms = 0;  // added_ms x decode batch: the latency the batch absorbs
 };
 
-// One row of seed 002's decision table, and whether this workload matches it.
+// One row of the published rule of thumb's table, and whether this workload matches it.
 struct PdTableRow {
   int row = 0;             // 1..4, the seed's order
   std::string workload;    // "mean input < 500 tokens, low QPS"

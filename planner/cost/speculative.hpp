@@ -1,4 +1,4 @@
-// Speculative decoding cost model (SPEC 5): a draft proposes m tokens per round, the target checks
+// Speculative decoding cost model: a draft proposes m tokens per round, the target checks
 // them in one verify pass. Expected tokens per round, round time, ms per token against plain
 // decoding, and the best block length. Times are plain numbers or a callback (T_verify(m)) so the
 // roofline can fill them; the CLI gives constants.

@@ -1,5 +1,5 @@
-// When a plan does not fit: the nearest plans that do, one lever at a time, as seed 000's
-// checklist (SPEC 2) walks them but in the flags a user types: a smaller weight type, a smaller
+// When a plan does not fit: the nearest plans that do, one lever at a time, as a serving guide's
+// checklist walks them but in the flags a user types: a smaller weight type, a smaller
 // KV type, a shorter context, fewer requests, more tensor-parallel devices, llama.cpp's layer
 // split. Each lever's answer is the least change that fits (the largest weight type, the longest
 // context, the most requests, the fewest devices, the most layers on the device).

@@ -16,7 +16,7 @@
 
 namespace infer_plan {
 
-// The offload lever (SPEC 4); see planner/cost/offload.hpp.
+// The offload lever; see planner/cost/offload.hpp.
 struct OffloadPlan {
   std::string part = "ffn";   // ffn, attn or layer
   uint64_t every = 4;         // one layer in every k
@@ -24,7 +24,7 @@ struct OffloadPlan {
   std::string link;           // link name or path; empty = the profile's first host link
 };
 
-// The speculative decoding lever (SPEC 5); see planner/cost/speculative.hpp. Times are given, or
+// The speculative decoding lever; see planner/cost/speculative.hpp. Times are given, or
 // derived from the rooflines of the target (the plan's model) and `draft`.
 struct SpeculativePlan {
   std::vector<double> accept{0.75};  // one i.i.d. rate, or one per position
@@ -38,7 +38,7 @@ struct SpeculativePlan {
   std::optional<uint64_t> block;     // the block length the plan runs (figures at that m)
 };
 
-// Load on the server (SPEC 6): Little's law from any two of rate, sojourn and in-system; and, with
+// Load on the server: Little's law from any two of rate, sojourn and in-system; and, with
 // `simulate`, Poisson arrivals on a continuous-batching server timed by the roofline.
 struct LoadPlan {
   std::optional<double> rate_per_s;

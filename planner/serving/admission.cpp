@@ -1,4 +1,4 @@
-// Admission by deadline and KV space; the alternatives follow SPEC 6 (reject, hand off, switch
+// Admission by deadline and KV space; the alternatives (reject, hand off, switch
 // to a faster configuration), with the speed-up a faster configuration would need.
 #include "planner/serving/admission.hpp"
 

@@ -1,4 +1,4 @@
-// Admission by deadline (SPEC 6): a request finishes at queue wait + TTFT + generation, all
+// Admission by deadline: a request finishes at queue wait + TTFT + generation, all
 // measured from its arrival; it is admitted when that is no later than its deadline (margin >= 0).
 // Queueing time is part of the budget. When the margin is negative the server must say no
 // early: reject, hand off to another replica, or switch to a faster configuration.
@@ -14,7 +14,7 @@ struct AdmissionQuery {
   double ttft_s = 0;        // prefill: arrival-at-server to first token
   double generation_s = 0;  // first token to last token
   double deadline_s = 0;    // from arrival
-  // Optional KV check (SPEC 6: "check KV space and remaining deadline"): both or neither.
+  // Optional KV check ("check KV space and remaining deadline"): both or neither.
   std::optional<double> kv_free_tokens;    // KV tokens not reserved by admitted requests
   std::optional<double> kv_needed_tokens;  // prompt + output tokens this request reserves
 };

@@ -1,4 +1,4 @@
-// Little's law, n = lambda * T (SPEC 6): the mean number of requests in a stable system equals
+// Little's law, n = lambda * T: the mean number of requests in a stable system equals
 // the arrival rate times the mean time each spends in it. Given two of the three, solve for the
 // third. It says nothing about bursts or unstable loads (serving_sim.hpp covers those).
 #pragma once
