@@ -429,6 +429,19 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   return s;
 }
 
+std::vector<std::string> gguf_architectures() {
+  std::vector<std::string> out;
+  for (const Architecture& a : kArchitectures)
+    if (std::find(out.begin(), out.end(), a.gguf_arch) == out.end()) out.emplace_back(a.gguf_arch);
+  return out;
+}
+
+std::optional<std::string> model_type_of_gguf_arch(std::string_view gguf_arch) {
+  for (const Architecture& a : kArchitectures)
+    if (a.gguf_arch == gguf_arch) return std::string(a.model_type);
+  return std::nullopt;
+}
+
 ParameterCount parameter_count(const ModelSpec& spec) {
   ParameterCount p;
   for (const TensorInfo& t : tensor_inventory(spec)) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,5 +149,11 @@ struct ParameterCount {
   uint64_t active_without_lookup(bool tied) const { return tied ? active : active - input_embedding; }
 };
 ParameterCount parameter_count(const ModelSpec& spec);
+
+// llama.cpp's general.architecture names the architecture table knows, in its order, and the
+// Hugging Face model_type a GGUF file of each is read as (its first row: gemma3 -> gemma3_text);
+// nullopt for a name it does not know.
+std::vector<std::string> gguf_architectures();
+std::optional<std::string> model_type_of_gguf_arch(std::string_view gguf_arch);
 
 }  // namespace infer_plan

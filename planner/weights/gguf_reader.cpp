@@ -560,18 +560,15 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   if (!arch_v || arch_v->type != GgufType::string)
     throw InputError(fmt::format("{}: metadata key 'general.architecture' (a string) is missing", m.paths.front()));
   const std::string arch = arch_v->str;
-  static const std::map<std::string, std::string> kModelTypes{
-      {"qwen3", "qwen3"},   {"qwen3moe", "qwen3_moe"},    {"llama", "llama"},     {"qwen2", "qwen2"},
-      {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"gpt-oss", "gpt_oss"}, {"phi3", "phi3"},
-      {"deepseek2", "deepseek_v2"}};
-  const auto mt = kModelTypes.find(arch);
-  if (mt == kModelTypes.end())
-    throw InputError(fmt::format("{}: general.architecture '{}' is not supported; supported: qwen3, qwen3moe, llama, "
-                                 "qwen2, gemma2, gemma3, gpt-oss, phi3, deepseek2", m.paths.front(), arch));
+  // the architecture table's (planner/model/model_spec): a family added there is read here too
+  const std::optional<std::string> model_type = model_type_of_gguf_arch(arch);
+  if (!model_type)
+    throw InputError(fmt::format("{}: general.architecture '{}' is not supported; supported: {}", m.paths.front(), arch,
+                                 fmt::join(gguf_architectures(), ", ")));
   ModelSpec s;
   s.name = std::filesystem::path(m.paths.front()).stem().string();
   s.source = m.paths.front();
-  s.model_type = mt->second;
+  s.model_type = *model_type;
   s.gguf_arch = arch;
   s.hidden = key_u64(m, arch + ".embedding_length");
   s.layers = key_u64(m, arch + ".block_count");
