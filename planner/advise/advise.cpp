@@ -777,8 +777,12 @@ struct ServingSearch {
                                   link->all_reduce_latency_s.value_or(0);
         const ServingResult& pr = prefill_run(prefill_replicas);
         if (!pr.stable || !pr.latency) continue;
+        // A request's TTFT is its prefill pool's, the transfer and its wait in the decode pool: the
+        // mean of that sum is the sum of the means; its percentiles and largest value are bounded
+        // by the sums of the stages' (the stages' tails need not meet in one request).
         ServingResult combined = *decode;
-        for (double Distribution::*p : {&Distribution::p50, &Distribution::p90, &Distribution::p95, &Distribution::p99}) {
+        for (double Distribution::*p : {&Distribution::mean, &Distribution::p50, &Distribution::p90, &Distribution::p95,
+                                        &Distribution::p99, &Distribution::max}) {
           combined.latency->ttft_s.*p = pr.latency->ttft_s.*p + transfer_s + dl.ttft_s.*p;
           combined.latency->sojourn_s.*p = pr.latency->ttft_s.*p + transfer_s + dl.sojourn_s.*p;
         }

@@ -240,6 +240,15 @@ TEST_CASE("a prefill/decode split: its devices, its cost and its TTFT carry the 
   CHECK(pd->pd_transfer_s == doctest::Approx(transfer_s));
   CHECK(pd->serving->latency->ttft_s.p99 >= pd->pd_prefill_ttft_p99_s + transfer_s);
   CHECK(pd->serving->latency->ttft_s.p99 <= 1.0);
+  // the stages combined into one distribution that is still one: ordered, its mean within it
+  for (const Distribution* d : {&pd->serving->latency->ttft_s, &pd->serving->latency->sojourn_s}) {
+    CHECK(d->p50 <= d->p90);
+    CHECK(d->p90 <= d->p95);
+    CHECK(d->p95 <= d->p99);
+    CHECK(d->p99 <= d->max);
+    CHECK(d->mean <= d->max);
+    CHECK(d->mean >= transfer_s);
+  }
 }
 
 TEST_CASE("weights that do not fit stream their FFN over the host link: NVLink-C2C holds a TPOT that PCIe cannot (SPEC 4)") {
