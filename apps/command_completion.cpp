@@ -175,10 +175,12 @@ std::string fish_script(CLI::App& app) {
       for (const std::string& n : o->get_snames()) line += (n.size() == 1 ? " -s " : " -o ") + n;
       if (o->get_type_size() > 0) {
         line += file ? " -r -F" : " -r";
-        for (const auto& [flags, list] : values)
+        for (const auto& value : values) {  // (a pair, not a binding: clang before 16 cannot capture those)
+          const std::vector<std::string>& flags = value.first;
           if (std::any_of(names.begin(), names.end(),
                           [&](const std::string& n) { return std::find(flags.begin(), flags.end(), n) != flags.end(); }))
-            line += " -a " + fish_quote(words(list));
+            line += " -a " + fish_quote(words(value.second));
+        }
       }
       const std::string& d = o->get_description();
       line += " -d " + fish_quote(d.substr(0, std::min(d.find_first_of(".;(\n"), size_t{70})));
