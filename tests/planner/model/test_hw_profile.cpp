@@ -32,11 +32,11 @@ TEST_CASE("built-in profiles and links") {
   // the datasheets' bandwidths of the devices added last: B200 8 TB/s, MI300X 5.3 TB/s, MI325X
   // 6 TB/s, H100 NVL 3.9 TB/s, H20 4.0 TB/s, L4 300 GB/s, T4 320 GB/s, L40 864 GB/s, A10 600 GB/s,
   // RTX 5090 1792 GB/s, RTX 5080 960 GB/s
-  for (const auto& [name, bandwidth] : {std::pair{"b200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
-                                        {"h20", 4e12}, {"l4", 300e9}, {"t4", 320e9}, {"l40", 864e9}, {"a10", 600e9},
-                                        {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}}) {
-    CAPTURE(name);
-    CHECK(load_hw_profile(name).memory_bandwidth_bytes_per_s == doctest::Approx(bandwidth).epsilon(1e-9));
+  for (const auto& device : {std::pair{"b200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
+                             {"h20", 4e12}, {"l4", 300e9}, {"t4", 320e9}, {"l40", 864e9}, {"a10", 600e9},
+                             {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}}) {
+    CAPTURE(device.first);  // (a pair, not a binding: clang before 16 cannot capture those)
+    CHECK(load_hw_profile(device.first).memory_bandwidth_bytes_per_s == doctest::Approx(device.second).epsilon(1e-9));
   }
   // datasheet bandwidths: A100 80GB PCIe 1935 GB/s, H100 PCIe 2 TB/s, L40S 864 GB/s, RTX 3090
   // 936 GB/s, M2 Ultra 800 GB/s
