@@ -158,16 +158,20 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
     // Without flash attention: the F32 mask and the KQ scores of every head; with it: the F16 mask.
     const uint64_t attention = flash ? kF32 * n_ub * (1 + 4 * s.hidden) + kF16 * n_ub * n_ctx
                                      : kF32 * n_ub * (1 + 4 * s.hidden + n_ctx * (1 + s.heads));
-    const uint64_t output = kF32 * n_ub * (s.hidden + s.vocab);
+    // The output phase: the last hidden state and every token's logits, placed (ggml's allocator) after
+    // the F16 mask's place, which the layers kept until the last one.
+    const uint64_t output = kF32 * n_ub * (s.hidden + s.vocab) + (flash ? kF16 * n_ub * n_ctx : 0);
     m.reserves.push_back({"llama.cpp compute buffer", std::max(attention, output)});
     if (cuda) m.reserves.push_back({"CUDA context", cuda});
     const std::string attention_rule =
         flash ? fmt::format("4 x {} x (1 + 4 x {}) + 2 x {} x {}", n_ub, s.hidden, n_ub, n_ctx)
               : fmt::format("4 x {} x (1 + 4 x {} + {} x (1 + {}))", n_ub, s.hidden, n_ctx, s.heads);
+    const std::string output_rule =
+        fmt::format("4 x {} x ({} + {}){}", n_ub, s.hidden, s.vocab, flash ? fmt::format(" + 2 x {} x {}", n_ub, n_ctx) : "");
     m.assumption = fmt::format(
-        "llama.cpp: compute buffer = max(attention {}, output 4 x {} x ({} + {})) B = {} (n_ubatch {}, n_ctx {}, flash "
+        "llama.cpp: compute buffer = max(attention {}, output {}) B = {} (n_ubatch {}, n_ctx {}, flash "
         "attention {}){}",
-        attention_rule, n_ub, s.hidden, s.vocab, format_bytes(std::max(attention, output)), n_ub, n_ctx,
+        attention_rule, output_rule, format_bytes(std::max(attention, output)), n_ub, n_ctx,
         flash ? (settings.flash_attention ? "on" : "on: llama.cpp's auto") : "off",
         cuda ? fmt::format("; CUDA context {}", format_bytes(cuda)) : "");
     return m;

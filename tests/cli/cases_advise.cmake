@@ -22,7 +22,7 @@ infer_plan_cli_case(advise_m2_32k EXIT 1 ARGS advise ${_m2_advise} --ctx 32K --e
 # ... and as llama.cpp serves it (the default, every engine that runs it: here llama.cpp alone), its
 # compute buffer (0.30 GiB at 8K) leaves BF16 KV 0.17 GiB short: q8_0 is the answer
 infer_plan_cli_case(advise_m2_8k_llama_cpp EXIT 0 ARGS advise ${_m2_advise} --ctx 8K
-  MATCH "1  m2-max-96gb-seed  llama.cpp  Q2_K\\* +Q8_0 +1 +all +8192 +1 +79.80 GiB +0.53 GiB")
+  MATCH "1  m2-max-96gb-seed  llama.cpp  Q2_K\\* +Q8_0 +1 +all +8192 +1 +79.80 GiB +0.52 GiB")
 infer_plan_cli_case(advise_m2_as_built EXIT 1 ARGS advise --model qwen3-235b-a22b --hw m2-max-96gb --ctx 8K
   MATCH "Q2_K \\(79.80 GiB\\), are 7.80 GiB over the usable 72.00 GiB" "NOTHING FITS")
 infer_plan_cli_case(advise_none_meets EXIT 1 ARGS advise --model qwen3-8b --hw h200 --rate 2 --slo-tpot-p99 0.1ms
