@@ -156,7 +156,7 @@ void add_quant_command(CLI::App& app) {
   cmd->add_option("TYPE", args->type,
                   "One type to show (case-insensitive): " + ggml_type_names() + "; all when omitted");
   cmd->add_option("--quantize", args->quantize_path,
-                  "Raw little-endian float32 file to quantize to TYPE (Q8_0, Q4_0, Q2_K); its value count "
+                  "Raw little-endian float32 file to quantize to TYPE (" + std::string(kernels::quantizer_type_names()) + "); its value count "
                   "must be a whole number of blocks; writes packed ggml blocks to --out");
   cmd->add_option("--dequantize", args->dequantize_path,
                   "Packed ggml TYPE blocks to dequantize; writes little-endian float32 to --out");

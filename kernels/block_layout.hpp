@@ -74,6 +74,90 @@ inline constexpr uint32_t kQ2_KQs = offsetof(BlockQ2_K, qs);
 inline constexpr uint32_t kQ2_KD = offsetof(BlockQ2_K, d);
 inline constexpr uint32_t kQ2_KDmin = offsetof(BlockQ2_K, dmin);
 
+// --- Q4_K and Q5_K: a 256-value super-block of 8 sub-blocks of 32 values; in sub-block j each value
+// is d * scale_j * q - dmin * min_j, with q a 4-bit (Q4_K) or 5-bit (Q5_K) code and scale_j, min_j
+// 6-bit codes packed in 12 bytes (kernels read them through k_scale_min) -----------------------
+
+inline constexpr uint32_t kQ4_KValues = 256;
+inline constexpr uint32_t kQ4_KSubValues = 32;  // values per sub-block (one scale and min each)
+inline constexpr uint32_t kKScaleBytes = 12;    // ggml's K_SCALE_SIZE: 8 scales and 8 mins of 6 bits
+
+struct BlockQ4_K {
+  uint16_t d;                       // the scales' scale, as fp16 bits
+  uint16_t dmin;                    // the mins' scale, as fp16 bits
+  uint8_t scales[kKScaleBytes];     // bytes 0-3: scales 0-3 (low 6 bits), 4-7: mins 0-3 (low 6
+                                    // bits); 8-11: scale (low nibble) and min (high) of 4-7, whose
+                                    // top 2 bits ride in the top bits of bytes 0-3 and 4-7
+  uint8_t qs[kQ4_KValues / 2];      // each 64 values own 32 bytes: value l of them in byte l's low
+                                    // nibble, value 32 + l in its high nibble
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 2 + 2 + 12 + 128 bytes");
+static_assert(offsetof(BlockQ4_K, d) == 0 && offsetof(BlockQ4_K, dmin) == 2, "d, dmin start the block");
+static_assert(offsetof(BlockQ4_K, scales) == 4 && offsetof(BlockQ4_K, qs) == 16, "scales, then codes");
+
+inline constexpr uint32_t kQ4_KBytes = sizeof(BlockQ4_K);
+inline constexpr uint32_t kQ4_KD = offsetof(BlockQ4_K, d);
+inline constexpr uint32_t kQ4_KDmin = offsetof(BlockQ4_K, dmin);
+inline constexpr uint32_t kQ4_KScales = offsetof(BlockQ4_K, scales);
+inline constexpr uint32_t kQ4_KQs = offsetof(BlockQ4_K, qs);
+
+inline constexpr uint32_t kQ5_KValues = 256;
+
+struct BlockQ5_K {
+  uint16_t d;                    // as Q4_K
+  uint16_t dmin;
+  uint8_t scales[kKScaleBytes];  // as Q4_K
+  uint8_t qh[kQ5_KValues / 8];   // the codes' fifth bits: value 64 p + l (l < 32) in bit 2p of byte
+                                 // l, value 64 p + 32 + l in bit 2p + 1
+  uint8_t qs[kQ5_KValues / 2];   // the low 4 bits, placed as Q4_K's codes
+};
+static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block is 2 + 2 + 12 + 32 + 128 bytes");
+static_assert(offsetof(BlockQ5_K, scales) == 4 && offsetof(BlockQ5_K, qh) == 16 && offsetof(BlockQ5_K, qs) == 48,
+              "scales, high bits, low bits");
+
+inline constexpr uint32_t kQ5_KBytes = sizeof(BlockQ5_K);
+inline constexpr uint32_t kQ5_KD = offsetof(BlockQ5_K, d);
+inline constexpr uint32_t kQ5_KDmin = offsetof(BlockQ5_K, dmin);
+inline constexpr uint32_t kQ5_KScales = offsetof(BlockQ5_K, scales);
+inline constexpr uint32_t kQ5_KQh = offsetof(BlockQ5_K, qh);
+inline constexpr uint32_t kQ5_KQs = offsetof(BlockQ5_K, qs);
+
+// Sub-block j's 6-bit scale and min of a Q4_K or Q5_K block's 12 scale bytes (ggml's get_scale_min_k4).
+struct KScaleMin {
+  uint8_t scale;
+  uint8_t min;
+};
+inline KScaleMin k_scale_min(uint32_t j, const uint8_t* q) {
+  if (j < 4) return {static_cast<uint8_t>(q[j] & 63), static_cast<uint8_t>(q[j + 4] & 63)};
+  return {static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4)),
+          static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4))};
+}
+
+// --- Q6_K: a 256-value super-block of 16 sub-blocks of 16 values, each d * scale_j * (q - 32) with q
+// a 6-bit code and scale_j a signed 8-bit code --------------------------------------------------
+
+inline constexpr uint32_t kQ6_KValues = 256;
+inline constexpr uint32_t kQ6_KSubValues = 16;
+
+struct BlockQ6_K {
+  uint8_t ql[kQ6_KValues / 2];  // low 4 bits: each 128 values own 64 bytes; value l (l < 32) in byte
+                                // l's low nibble, 32 + l in byte 32 + l's low, 64 + l in byte l's
+                                // high, 96 + l in byte 32 + l's high
+  uint8_t qh[kQ6_KValues / 4];  // high 2 bits: each 128 values own 32 bytes; byte l holds values l,
+                                // 32 + l, 64 + l, 96 + l in bits 0-1, 2-3, 4-5, 6-7
+  int8_t scales[kQ6_KValues / kQ6_KSubValues];
+  uint16_t d;  // the scales' scale, as fp16 bits
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 128 + 64 + 16 + 2 bytes");
+static_assert(offsetof(BlockQ6_K, qh) == 128 && offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208,
+              "low bits, high bits, scales, d");
+
+inline constexpr uint32_t kQ6_KBytes = sizeof(BlockQ6_K);
+inline constexpr uint32_t kQ6_KQl = offsetof(BlockQ6_K, ql);
+inline constexpr uint32_t kQ6_KQh = offsetof(BlockQ6_K, qh);
+inline constexpr uint32_t kQ6_KScales = offsetof(BlockQ6_K, scales);
+inline constexpr uint32_t kQ6_KD = offsetof(BlockQ6_K, d);
+
 // --- Q8_K: 256 values, each d * q; what activations become for a dot with K-quant weights ------
 
 inline constexpr uint32_t kQ8_KValues = 256;

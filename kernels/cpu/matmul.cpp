@@ -131,6 +131,75 @@ float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   return sum;
 }
 
+// Q4_K and Q5_K x Q8_K (ggml's vec_dot_q4_K_q8_K, q5_K): weight value = d * scale_j * code -
+// dmin * min_j in sub-block j (32 values, two bsums entries), so the block's dot is
+//   d_x * d * sum_j scale_j * (codes_j . x_j)  -  d_x * dmin * sum_j min_j * (bsums_2j + bsums_2j+1),
+// both sums exact in int. Codes as dequantize_row_q4_k reads them (kernels/block_layout.hpp).
+template <int Bits>
+float dot_k_scale_min(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(Bits == 4 || Bits == 5);
+  constexpr uint32_t kBytes = Bits == 4 ? kQ4_KBytes : kQ5_KBytes;
+  constexpr uint32_t kScales = Bits == 4 ? kQ4_KScales : kQ5_KScales, kQs = Bits == 4 ? kQ4_KQs : kQ5_KQs;
+  static_assert(kQ4_KValues == kQ8_KValues && kQ4_KSubValues == 2 * kQ8_KSumValues, "two bsums per sub-block");
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kQ4_KValues; ++b) {
+    const uint8_t* wb = w + b * kBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + kQ8_KQs);
+    int isum = 0, min_sum = 0;
+    for (uint32_t j = 0; j < kQ4_KValues / kQ4_KSubValues; ++j) {
+      const KScaleMin m = k_scale_min(j, wb + kScales);
+      min_sum += m.min * (static_cast<int16_t>(load_u16(xb + kQ8_KBsums + 4 * j)) +
+                          static_cast<int16_t>(load_u16(xb + kQ8_KBsums + 4 * j + 2)));
+      const uint8_t* qs = wb + kQs + 32 * (j / 2);
+      const int shift = 4 * static_cast<int>(j % 2);
+      int sub = 0;
+      for (uint32_t l = 0; l < 32; ++l) {
+        int q = (qs[l] >> shift) & 0xF;
+        if constexpr (Bits == 5) q += ((wb[kQ5_KQh + l] >> j) & 1) << 4;
+        sub += q * q8[32 * j + l];
+      }
+      isum += m.scale * sub;
+    }
+    const float dx = load_f32(xb + kQ8_KD);
+    sum += dx * load_fp16(wb + (Bits == 4 ? kQ4_KD : kQ5_KD)) * static_cast<float>(isum) -
+           dx * load_fp16(wb + (Bits == 4 ? kQ4_KDmin : kQ5_KDmin)) * static_cast<float>(min_sum);
+  }
+  return sum;
+}
+
+// Q6_K x Q8_K (ggml's vec_dot_q6_K_q8_K): weight value = d * scale_j * (code - 32) in sub-block j
+// (16 values): d_x * d * sum_j scale_j * ((codes_j - 32) . x_j), exact in int.
+float dot_q6_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kQ6_KValues == kQ8_KValues);
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kQ6_KValues; ++b) {
+    const uint8_t* wb = w + b * kQ6_KBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + kQ8_KQs);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(wb + kQ6_KScales);
+    int isum = 0;
+    for (uint32_t h = 0; h < kQ6_KValues / 128; ++h) {
+      const uint8_t* ql = wb + kQ6_KQl + 64 * h;
+      const uint8_t* qh = wb + kQ6_KQh + 32 * h;
+      // quarter k of this 128: values 32 k + l, low bits from ql[32 (k % 2) + l] (nibble k / 2),
+      // high bits from qh[l] bits 2k, 2k + 1
+      for (uint32_t k = 0; k < 4; ++k) {
+        for (uint32_t half = 0; half < 2; ++half) {
+          int sub = 0;
+          for (uint32_t l = 16 * half; l < 16 * half + 16; ++l) {
+            const int q = (((ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF) | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+            sub += q * q8[128 * h + 32 * k + l];
+          }
+          isum += sc[8 * h + 2 * k + half] * sub;
+        }
+      }
+    }
+    sum += load_f32(xb + kQ8_KD) * load_fp16(wb + kQ6_KD) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 DotFn scalar_dot(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::F32: return dot_f32;
@@ -139,6 +208,9 @@ DotFn scalar_dot(GgmlType weight_type) {
     case GgmlType::Q8_0: return dot_q8_0;
     case GgmlType::Q4_0: return dot_q4_0;
     case GgmlType::Q2_K: return dot_q2_k;
+    case GgmlType::Q4_K: return dot_k_scale_min<4>;
+    case GgmlType::Q5_K: return dot_k_scale_min<5>;
+    case GgmlType::Q6_K: return dot_q6_k;
     default: return nullptr;
   }
 }
@@ -160,14 +232,17 @@ void check_matmul_type(GgmlType weight_type) {
 
 bool has_matmul(GgmlType weight_type) { return scalar_dot(weight_type) != nullptr; }
 
-std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K"; }
+std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K"; }
 
 GgmlType activation_type(GgmlType weight_type) {
   check_matmul_type(weight_type);
   switch (weight_type) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0: return GgmlType::Q8_0;
-    case GgmlType::Q2_K: return GgmlType::Q8_K;
+    case GgmlType::Q2_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return GgmlType::Q8_K;
     default: return weight_type;  // F32, F16, BF16 multiply in their own type
   }
 }

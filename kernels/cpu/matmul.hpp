@@ -1,7 +1,7 @@
 // Matrix products of a weight matrix stored as GGML rows with a small batch of activations, the
 // work of every projection in a decode step: y[b][r] = dot(W row r, x[b]). As ggml does, the
 // activations are first converted once to the weight type's "vec_dot type" (Q8_0 for Q8_0 and Q4_0
-// weights, Q8_K for Q2_K, F16 for F16, BF16 for BF16, F32 for F32) and each dot product then runs
+// weights, Q8_K for the K-quants, F16 for F16, BF16 for BF16, F32 for F32) and each dot product then runs
 // on blocks. Vectorised (AVX2) where the CPU has it, with a scalar fallback chosen at run time.
 #pragma once
 #include <cstdint>
@@ -14,9 +14,9 @@
 
 namespace infer_plan::kernels {
 
-// True for the weight types these products run on: F32, F16, BF16, Q8_0, Q4_0, Q2_K.
+// True for the weight types these products run on: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K.
 bool has_matmul(GgmlType weight_type);
-std::string_view matmul_type_names();  // "F32, F16, BF16, Q8_0, Q4_0, Q2_K" for messages
+std::string_view matmul_type_names();  // "F32, F16, BF16, Q8_0, ..." for messages
 // The type the activations are converted to for `weight_type` (ggml's vec_dot_type).
 GgmlType activation_type(GgmlType weight_type);
 

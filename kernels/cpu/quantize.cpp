@@ -34,18 +34,29 @@ const GgmlTypeInfo& q4_0() { return ggml_type_info(GgmlType::Q4_0); }
 const GgmlTypeInfo& q2_k() { return ggml_type_info(GgmlType::Q2_K); }
 const GgmlTypeInfo& q8_k() { return ggml_type_info(GgmlType::Q8_K); }
 
-// ggml's make_qkx2_quants for one Q2_K sub-block (n = 16, nmax = 3, rmin = -0.5, rdelta = 0.1,
-// nstep = 15, use_mad = true): fit x ~ scale * L - the_min with L in 0..3, weighting each value by
-// |x|. Start from the plain min/max grid, then try 16 slightly different grids, solve the weighted
-// least squares scale and min for each rounding, and keep the one with the smallest weighted
-// absolute error. Returns the scale; *the_min gets the (non-negative) min to subtract.
-float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float* the_min) {
-  constexpr int n = static_cast<int>(kQ2_KSubValues);
-  constexpr int nmax = 3;
-  constexpr float rmin = -0.5f;
-  constexpr float rdelta = 0.1f;
-  constexpr int nstep = 15;
-  std::array<uint8_t, kQ2_KSubValues> Laux{};
+// How make_qkx2_quants searches for one sub-block's grid (ggml's arguments, per type).
+struct GridSearch {
+  int n;         // values in the sub-block
+  int nmax;      // the largest code
+  float rmin;    // the first of the nstep + 1 grids tried: (nmax + rmin + rdelta * is) / (max - min)
+  float rdelta;
+  int nstep;
+  bool use_mad;  // error measured as the weighted absolute difference, else the weighted square
+};
+constexpr GridSearch kQ2_KGrid{16, 3, -0.5f, 0.1f, 15, true};
+constexpr GridSearch kQ4_KGrid{32, 15, -1.f, 0.1f, 20, false};
+constexpr GridSearch kQ5_KGrid{32, 31, -0.5f, 0.1f, 15, false};
+
+// ggml's make_qkx2_quants for one sub-block: fit x ~ scale * L - the_min with L in 0..nmax,
+// weighting each value by `weights`. Start from the plain min/max grid, then try nstep + 1 slightly
+// different grids, solve the weighted least squares scale and min for each rounding, and keep the
+// one with the smallest weighted error. Returns the scale; *the_min gets the (non-negative) min to
+// subtract.
+float fit_scale_and_min(const GridSearch& g, const float* x, const float* weights, uint8_t* L, float* the_min) {
+  const int n = g.n;
+  const int nmax = g.nmax;
+  std::array<uint8_t, 32> Laux{};
+  assert(n <= static_cast<int>(Laux.size()));
 
   float min = x[0];
   float max = x[0];
@@ -64,18 +75,18 @@ float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float*
     *the_min = -min;
     return 0.f;
   }
+  const auto error_of = [&](float diff) { return g.use_mad ? std::fabs(diff) : diff * diff; };
   float iscale = static_cast<float>(nmax) / (max - min);
   float scale = 1 / iscale;
   float best_error = 0;
   for (int i = 0; i < n; ++i) {
     const int l = nearest_int(iscale * (x[i] - min));
     L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
-    float diff = scale * static_cast<float>(L[i]) + min - x[i];
-    diff = std::fabs(diff);
-    best_error += weights[i] * diff;
+    const float diff = scale * static_cast<float>(L[i]) + min - x[i];
+    best_error += weights[i] * error_of(diff);
   }
-  for (int is = 0; is <= nstep; ++is) {
-    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+  for (int is = 0; is <= g.nstep; ++is) {
+    iscale = (g.rmin + g.rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < n; ++i) {
       int l = nearest_int(iscale * (x[i] - min));
@@ -98,9 +109,8 @@ float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float*
       }
       float cur_error = 0;
       for (int i = 0; i < n; ++i) {
-        float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
-        diff = std::fabs(diff);
-        cur_error += weights[i] * diff;
+        const float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
+        cur_error += weights[i] * error_of(diff);
       }
       if (cur_error < best_error) {
         for (int i = 0; i < n; ++i) L[i] = Laux[i];
@@ -111,6 +121,59 @@ float fit_scale_and_min(const float* x, const float* weights, uint8_t* L, float*
     }
   }
   *the_min = -min;
+  return scale;
+}
+
+// ggml's make_qx_quants with rmse_type 1 and no importance: a symmetric grid for n values, codes
+// -nmax..nmax-1 stored offset by nmax, each value weighted by its square; 19 grids around the one
+// that maps the largest magnitude to -nmax, keeping the one with the best weighted fit. Returns
+// the scale (its sign that of -max).
+float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
+  constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.f;
+  }
+  const auto code = [&](float iscale, int i) { return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))); };
+  float iscale = static_cast<float>(-nmax) / max;
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = code(iscale, i);
+    L[i] = static_cast<int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    const float lf = static_cast<float>(l);
+    sumlx += w * x[i] * lf;  // (w * x) * l, as ggml's w*x[i]*l
+    suml2 += w * lf * lf;
+  }
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = code(iscale, i);
+      const float w = x[i] * x[i];
+      const float lf = static_cast<float>(l);
+      sumlx += w * x[i] * lf;
+      suml2 += w * lf * lf;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(nmax + code(iscale, i));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
   return scale;
 }
 
@@ -133,11 +196,11 @@ int nearest_int(float x) {
 
 bool has_quantizer(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K ||
-         type == GgmlType::Q8_K || type == GgmlType::F32 || type == GgmlType::F16 ||
+         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K || type == GgmlType::Q8_K || type == GgmlType::F32 || type == GgmlType::F16 ||
          type == GgmlType::BF16;
 }
 
-std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q8_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K, Q8_K"; }
 
 // The float types as rows too, so weights and KV caches of any supported type are written and
 // read by the same two calls. Little-endian storage, as in a GGUF file.
@@ -259,7 +322,7 @@ void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks)
     float max_min = 0;
     for (size_t j = 0; j < kSubBlocks; ++j) {
       for (size_t l = 0; l < kQ2_KSubValues; ++l) weights[l] = std::fabs(x[kQ2_KSubValues * j + l]);
-      scales[j] = fit_scale_and_min(x + kQ2_KSubValues * j, weights.data(), L.data() + kQ2_KSubValues * j,
+      scales[j] = fit_scale_and_min(kQ2_KGrid, x + kQ2_KSubValues * j, weights.data(), L.data() + kQ2_KSubValues * j,
                                     &mins[j]);
       if (scales[j] > max_scale) max_scale = scales[j];
       if (mins[j] > max_min) max_min = mins[j];
@@ -337,6 +400,198 @@ void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> value
   }
 }
 
+// Q4_K and Q5_K (ggml's quantize_row_q4_K_ref / q5_K_ref, the path llama-quantize takes without an
+// importance matrix): each 32-value sub-block's scale and min fitted in float, both quantized to 6
+// bits against the block's largest, then every value re-rounded against the stored ones. `bits` is
+// 4 or 5; `out` is one block laid out as BlockQ4_K or BlockQ5_K.
+void quantize_block_k_scale_min(int bits, const float* x, uint8_t* out) {
+  constexpr size_t kSubBlocks = kQ4_KValues / kQ4_KSubValues;
+  const GridSearch& grid = bits == 4 ? kQ4_KGrid : kQ5_KGrid;
+  const int nmax = bits == 4 ? 15 : 31;
+  const uint32_t d_at = bits == 4 ? kQ4_KD : kQ5_KD, dmin_at = bits == 4 ? kQ4_KDmin : kQ5_KDmin;
+  uint8_t* sc = out + (bits == 4 ? kQ4_KScales : kQ5_KScales);
+  std::array<uint8_t, kQ4_KValues> L{};
+  std::array<float, kQ4_KSubValues> weights{};
+  std::array<float, kSubBlocks> scales{};
+  std::array<float, kSubBlocks> mins{};
+
+  // 1. Each sub-block's scale and min, values weighted by the sub-block's RMS plus their magnitude.
+  float max_scale = 0;
+  float max_min = 0;
+  for (size_t j = 0; j < kSubBlocks; ++j) {
+    const float* xj = x + kQ4_KSubValues * j;
+    float sum_x2 = 0;
+    for (size_t l = 0; l < kQ4_KSubValues; ++l) sum_x2 += xj[l] * xj[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (size_t l = 0; l < kQ4_KSubValues; ++l) weights[l] = av_x + std::fabs(xj[l]);
+    scales[j] = fit_scale_and_min(grid, xj, weights.data(), L.data() + kQ4_KSubValues * j, &mins[j]);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+
+  // 2. 6-bit codes of the scales and mins (ggml stores nearest_int in a uint8_t, then clamps to 63):
+  //    sub-blocks 0-3 whole in bytes 0-3 and 4-7, 4-7 as nibbles in bytes 8-11 with their top two
+  //    bits in the top of bytes 0-7.
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  for (size_t j = 0; j < kSubBlocks; ++j) {
+    const auto ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+    const auto lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
+    if (j < 4) {
+      sc[j] = ls;
+      sc[j + 4] = lm;
+    } else {
+      sc[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      sc[j - 4] = static_cast<uint8_t>(sc[j - 4] | ((ls >> 4) << 6));
+      sc[j] = static_cast<uint8_t>(sc[j] | ((lm >> 4) << 6));
+    }
+  }
+  store_fp16(out + d_at, max_scale / 63.f);
+  store_fp16(out + dmin_at, max_min / 63.f);
+
+  // 3. Re-round against the stored scale and min; a sub-block whose stored scale is 0 keeps step 1's.
+  for (uint32_t j = 0; j < kSubBlocks; ++j) {
+    const KScaleMin m = k_scale_min(j, sc);
+    const float d = load_fp16(out + d_at) * static_cast<float>(m.scale);
+    if (d == 0.0f) continue;
+    const float dm = load_fp16(out + dmin_at) * static_cast<float>(m.min);
+    for (size_t i = 0; i < kQ4_KSubValues; ++i) {
+      const int l = nearest_int((x[kQ4_KSubValues * j + i] + dm) / d);
+      L[kQ4_KSubValues * j + i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
+    }
+  }
+
+  // 4. Pack: each 64 values fill 32 bytes, value l in the low nibble of byte l and 32 + l in its
+  //    high nibble; Q5_K's fifth bits go to qh, bits 2p and 2p + 1 for the p-th 64.
+  uint8_t* qs = out + (bits == 4 ? kQ4_KQs : kQ5_KQs);
+  uint8_t* qh = out + kQ5_KQh;
+  if (bits == 5) std::memset(qh, 0, kQ5_KValues / 8);
+  for (size_t p = 0; p < kQ4_KValues / 64; ++p) {
+    for (size_t l = 0; l < 32; ++l) {
+      const uint8_t lo = L[64 * p + l], hi = L[64 * p + 32 + l];
+      if (bits == 5) qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * p)) | ((hi >> 4) << (2 * p + 1)));
+      qs[32 * p + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+    }
+  }
+}
+
+void dequantize_block_k_scale_min(int bits, const uint8_t* in, float* y) {
+  const float d = load_fp16(in + (bits == 4 ? kQ4_KD : kQ5_KD));
+  const float dmin = load_fp16(in + (bits == 4 ? kQ4_KDmin : kQ5_KDmin));
+  const uint8_t* sc = in + (bits == 4 ? kQ4_KScales : kQ5_KScales);
+  const uint8_t* qs = in + (bits == 4 ? kQ4_KQs : kQ5_KQs);
+  const uint8_t* qh = in + kQ5_KQh;
+  for (uint32_t p = 0; p < kQ4_KValues / 64; ++p) {
+    for (uint32_t half = 0; half < 2; ++half) {
+      const KScaleMin m = k_scale_min(2 * p + half, sc);
+      const float dl = d * static_cast<float>(m.scale);
+      const float ml = dmin * static_cast<float>(m.min);
+      for (size_t l = 0; l < 32; ++l) {
+        int q = (qs[32 * p + l] >> (4 * half)) & 0xF;
+        if (bits == 5 && (qh[l] >> (2 * p + half) & 1)) q += 16;
+        *y++ = dl * static_cast<float>(q) - ml;
+      }
+    }
+  }
+}
+
+void quantize_row_q4_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ4_KValues == 0 && blocks.size() == values.size() / kQ4_KValues * kQ4_KBytes);
+  for (size_t b = 0; b < values.size() / kQ4_KValues; ++b)
+    quantize_block_k_scale_min(4, values.data() + b * kQ4_KValues, blocks.data() + b * kQ4_KBytes);
+}
+void dequantize_row_q4_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kQ4_KValues == 0 && blocks.size() == values.size() / kQ4_KValues * kQ4_KBytes);
+  for (size_t b = 0; b < values.size() / kQ4_KValues; ++b)
+    dequantize_block_k_scale_min(4, blocks.data() + b * kQ4_KBytes, values.data() + b * kQ4_KValues);
+}
+void quantize_row_q5_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ5_KValues == 0 && blocks.size() == values.size() / kQ5_KValues * kQ5_KBytes);
+  for (size_t b = 0; b < values.size() / kQ5_KValues; ++b)
+    quantize_block_k_scale_min(5, values.data() + b * kQ5_KValues, blocks.data() + b * kQ5_KBytes);
+}
+void dequantize_row_q5_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kQ5_KValues == 0 && blocks.size() == values.size() / kQ5_KValues * kQ5_KBytes);
+  for (size_t b = 0; b < values.size() / kQ5_KValues; ++b)
+    dequantize_block_k_scale_min(5, blocks.data() + b * kQ5_KBytes, values.data() + b * kQ5_KValues);
+}
+
+// Q6_K (ggml's quantize_row_q6_K_ref): each 16-value sub-block a symmetric 6-bit grid, its scale an
+// 8-bit code of the block's largest-magnitude scale (which maps to -128).
+void quantize_row_q6_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ6_KValues == 0 && blocks.size() == values.size() / kQ6_KValues * kQ6_KBytes);
+  constexpr size_t kSubBlocks = kQ6_KValues / kQ6_KSubValues;
+  constexpr float kGroupMaxEps = 1e-15f;
+  for (size_t b = 0; b < values.size() / kQ6_KValues; ++b) {
+    const float* x = values.data() + b * kQ6_KValues;
+    uint8_t* out = blocks.data() + b * kQ6_KBytes;
+    std::array<int8_t, kQ6_KValues> L{};
+    std::array<float, kSubBlocks> scales{};
+    float max_scale = 0;
+    float max_abs_scale = 0;
+    for (size_t j = 0; j < kSubBlocks; ++j) {
+      scales[j] = fit_symmetric_scale(kQ6_KSubValues, 32, x + kQ6_KSubValues * j, L.data() + kQ6_KSubValues * j);
+      if (std::fabs(scales[j]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    if (max_abs_scale < kGroupMaxEps) {
+      std::memset(out, 0, kQ6_KBytes);
+      continue;
+    }
+    const float iscale = -128.f / max_scale;
+    store_fp16(out + kQ6_KD, 1 / iscale);
+    for (size_t j = 0; j < kSubBlocks; ++j)  // int8_t in ggml: modulo 256
+      out[kQ6_KScales + j] = static_cast<uint8_t>(std::min(127, nearest_int(iscale * scales[j])));
+    for (size_t j = 0; j < kSubBlocks; ++j) {
+      const float d = load_fp16(out + kQ6_KD) * static_cast<float>(static_cast<int8_t>(out[kQ6_KScales + j]));
+      if (d == 0.0f) continue;
+      for (size_t i = 0; i < kQ6_KSubValues; ++i) {
+        const int l = nearest_int(x[kQ6_KSubValues * j + i] / d);
+        L[kQ6_KSubValues * j + i] = static_cast<int8_t>(std::max(-32, std::min(31, l)) + 32);
+      }
+    }
+    for (size_t h = 0; h < kQ6_KValues / 128; ++h) {
+      uint8_t* ql = out + kQ6_KQl + 64 * h;
+      uint8_t* qh = out + kQ6_KQh + 32 * h;
+      const int8_t* Lh = L.data() + 128 * h;
+      for (size_t l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+        ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+        qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) |
+                                     ((Lh[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+void dequantize_row_q6_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kQ6_KValues == 0 && blocks.size() == values.size() / kQ6_KValues * kQ6_KBytes);
+  for (size_t b = 0; b < values.size() / kQ6_KValues; ++b) {
+    const uint8_t* in = blocks.data() + b * kQ6_KBytes;
+    float* y = values.data() + b * kQ6_KValues;
+    const float d = load_fp16(in + kQ6_KD);
+    for (size_t h = 0; h < kQ6_KValues / 128; ++h) {
+      const uint8_t* ql = in + kQ6_KQl + 64 * h;
+      const uint8_t* qh = in + kQ6_KQh + 32 * h;
+      const auto* sc = reinterpret_cast<const int8_t*>(in + kQ6_KScales + 8 * h);
+      for (size_t l = 0; l < 32; ++l) {
+        const size_t is = l / 16;
+        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        // ggml: d * sc * q, left to right with sc and q as floats
+        y[128 * h + l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+        y[128 * h + l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+        y[128 * h + l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+        y[128 * h + l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
 // Q8_K is what activations become before a dot product with K-quant weights: a float scale (not
 // fp16), 8-bit codes, and the sum of each 16 codes so the weights' per-sub-block mins can be
 // applied with one multiply per sub-block instead of one per value.
@@ -402,6 +657,9 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
+    case GgmlType::Q4_K: return quantize_row_q4_k(values, blocks);
+    case GgmlType::Q5_K: return quantize_row_q5_k(values, blocks);
+    case GgmlType::Q6_K: return quantize_row_q6_k(values, blocks);
     case GgmlType::Q8_K: return quantize_row_q8_k(values, blocks);
     case GgmlType::F32:
     case GgmlType::F16:
@@ -419,6 +677,9 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
+    case GgmlType::Q4_K: return dequantize_row_q4_k(blocks, values);
+    case GgmlType::Q5_K: return dequantize_row_q5_k(blocks, values);
+    case GgmlType::Q6_K: return dequantize_row_q6_k(blocks, values);
     case GgmlType::Q8_K: return dequantize_row_q8_k(blocks, values);
     case GgmlType::F32:
     case GgmlType::F16:

@@ -1,4 +1,4 @@
-// Quantize and dequantize rows of Q8_0, Q4_0, Q2_K and Q8_K blocks (and convert F32/F16/BF16 rows), bit-identical to ggml's reference
+// Quantize and dequantize rows of Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K and Q8_K blocks (and convert F32/F16/BF16 rows), bit-identical to ggml's reference
 // quantizers (quantize_row_*_ref) and dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
 // packed byte arrays with no padding, laid out as ggml-common.h's block structs; block sizes come
 // from planner/core/ggml_type (the one table of layouts).
@@ -10,11 +10,11 @@
 
 namespace infer_plan::kernels {
 
-// True for the types this file can quantize and dequantize: Q8_0, Q4_0, Q2_K, Q8_K (ggml's
+// True for the types this file can quantize and dequantize: Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K, Q8_K (ggml's
 // activation type for K-quant dot products), and the float types F32, F16, BF16 (converted with
 // round-to-nearest-even, stored little-endian).
 bool has_quantizer(GgmlType type);
-std::string_view quantizer_type_names();  // "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q8_K" for messages
+std::string_view quantizer_type_names();  // "F32, F16, BF16, Q8_0, ..." for messages
 
 // `values.size()` must be a whole number of blocks and `blocks.size()` exactly the row's bytes
 // (ggml_row_bytes); throws InputError otherwise (`what` names the input for the message).
@@ -27,10 +27,16 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
 void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q4_k(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q5_k(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q6_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks);
 void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q4_k(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q5_k(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q6_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q8_k(std::span<const uint8_t> blocks, std::span<float> values);
 
 // ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23 and reading the low

@@ -6,8 +6,9 @@
 // NODE_MODULES holds node-llama-cpp and @node-llama-cpp/linux-x64 (prebuilt llama.cpp for the
 // CPU: tools/setup.sh test installs them from npm). Without them the test is skipped (exit 77).
 //
-// Logits: for qwen3 (tied, q/k norms), qwen2 (biases) and llama (normal RoPE) at F16, Q8_0, Q4_0
-// and Q2_K, and each with YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
+// Logits: for qwen3 (tied, q/k norms), qwen2 (biases) and llama (normal RoPE) at F16, Q8_0, Q4_0,
+// Q2_K, Q6_K and the K-quant mixes Q5_K_M and Q4_K_M (llama.cpp's per-tensor types), and each with
+// YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
 // logits, KV at F16 as llama.cpp keeps it); llama.cpp evaluates prompt + those tokens in one
 // teacher-forced batch. Checked at every step:
 //   - |logit difference| within a bound derived below from each model's sensitivity;
@@ -58,7 +59,7 @@ const sentence = "The planner answers in milliseconds, and then the runtime prov
                  "that does not fit is a model that does not run; a prediction that is wrong is worse than none.";
 const cases = [];
 for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama").split(","))
-  for (const type of (process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure").split(","))
+  for (const type of (process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M").split(","))
     for (const yarn of [false, true]) cases.push({arch, type, yarn});
 
 let failures = 0;

@@ -2,6 +2,7 @@
 // seeded random matrices, hand-checked products, row ranges, and the activation conversion.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,7 +20,8 @@ using namespace infer_plan::kernels;
 namespace {
 
 constexpr GgmlType kWeightTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                     GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K};
+                                     GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K,
+                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Uniform in [-1, 1) from the top 24 bits of mt19937 (whose output is fixed by the standard,
 // unlike std::uniform_real_distribution's).
@@ -41,9 +43,10 @@ std::vector<uint8_t> quantize_matrix(GgmlType type, const std::vector<float>& w,
 }
 
 // The size of the terms the kernel adds, per output: sum_i |w_i| |x_i| of the dequantized rows.
-// For Q2_K the kernel sums the scale part d*scale*code and the min part dmin*min separately before
-// subtracting them, so its rounding scales with (|d*scale*code| + |dmin*min|) |x_i|: we dequantize
-// two copies of the row, one with dmin zeroed (the scale part) and one with d zeroed (the min).
+// For Q2_K, Q4_K and Q5_K the kernel sums the scale part d*scale*code and the min part dmin*min
+// separately before subtracting them, so its rounding scales with (|d*scale*code| + |dmin*min|)
+// |x_i|: we dequantize two copies of the row, one with dmin zeroed (the scale part) and one with d
+// zeroed (the min).
 std::vector<double> term_magnitudes(GgmlType type, const std::vector<uint8_t>& w, uint64_t rows,
                                     const Activations& x) {
   const uint64_t row_bytes = ggml_row_bytes(type, x.cols, "test");
@@ -53,11 +56,17 @@ std::vector<double> term_magnitudes(GgmlType type, const std::vector<uint8_t>& w
     std::vector<uint8_t> row(w.begin() + static_cast<std::ptrdiff_t>(r * row_bytes),
                              w.begin() + static_cast<std::ptrdiff_t>((r + 1) * row_bytes));
     std::fill(mins.begin(), mins.end(), 0.0f);
-    if (type == GgmlType::Q2_K) {
+    // block bytes, and the offsets of d and dmin (kernels/block_layout.hpp)
+    const struct {
+      GgmlType type;
+      uint64_t bytes, d, dmin;
+    } with_mins[] = {{GgmlType::Q2_K, 84, 80, 82}, {GgmlType::Q4_K, 144, 0, 2}, {GgmlType::Q5_K, 176, 0, 2}};
+    const auto* m = std::find_if(std::begin(with_mins), std::end(with_mins), [&](const auto& e) { return e.type == type; });
+    if (m != std::end(with_mins)) {
       std::vector<uint8_t> scale_part = row, min_part = row;
-      for (uint64_t b = 0; b < row_bytes; b += 84) {
-        scale_part[b + 82] = scale_part[b + 83] = 0;  // dmin = 0
-        min_part[b + 80] = min_part[b + 81] = 0;      // d = 0
+      for (uint64_t b = 0; b < row_bytes; b += m->bytes) {
+        scale_part[b + m->dmin] = scale_part[b + m->dmin + 1] = 0;  // dmin = 0
+        min_part[b + m->d] = min_part[b + m->d + 1] = 0;            // d = 0
       }
       dequantize_row(type, scale_part, parts, "test");
       dequantize_row(type, min_part, mins, "test");
@@ -233,7 +242,8 @@ TEST_CASE("a product does not depend on the tokens computed beside it: a batch e
   };
   const Shape shapes[] = {{GgmlType::F32, 1000}, {GgmlType::F32, 77},   {GgmlType::F16, 1000},
                           {GgmlType::F16, 77},   {GgmlType::BF16, 1000}, {GgmlType::Q8_0, 512},
-                          {GgmlType::Q4_0, 512}, {GgmlType::Q2_K, 512}};
+                          {GgmlType::Q4_0, 512}, {GgmlType::Q2_K, 512}, {GgmlType::Q4_K, 512},
+                          {GgmlType::Q5_K, 512}, {GgmlType::Q6_K, 512}};
   constexpr uint64_t rows = 21, batch = 13;
   uint32_t seed = 90;
   for (const Shape& shape : shapes) {
@@ -271,6 +281,9 @@ TEST_CASE("activations are converted to ggml's vec_dot types") {
   CHECK(activation_type(GgmlType::Q8_0) == GgmlType::Q8_0);
   CHECK(activation_type(GgmlType::Q4_0) == GgmlType::Q8_0);
   CHECK(activation_type(GgmlType::Q2_K) == GgmlType::Q8_K);
+  CHECK(activation_type(GgmlType::Q4_K) == GgmlType::Q8_K);
+  CHECK(activation_type(GgmlType::Q5_K) == GgmlType::Q8_K);
+  CHECK(activation_type(GgmlType::Q6_K) == GgmlType::Q8_K);
 
   // Q2_K weights: each activation row is exactly quantize_row_q8_k's bytes.
   constexpr uint64_t cols = 512, batch = 2;
@@ -289,14 +302,15 @@ TEST_CASE("activations are converted to ggml's vec_dot types") {
 
 TEST_CASE("unsupported weight types and partial blocks are input errors") {
   CHECK(has_matmul(GgmlType::Q2_K));
-  CHECK_FALSE(has_matmul(GgmlType::Q4_K));
+  CHECK(has_matmul(GgmlType::Q4_K));
+  CHECK_FALSE(has_matmul(GgmlType::Q3_K));
   Activations x;
   const std::vector<float> xf(300, 0.0f);
-  CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q4_K, xf.data(), 1, 256, x),
-                       doctest::Contains("no matmul for Q4_K; known: F32, F16, BF16, Q8_0, Q4_0, Q2_K"), InputError);
+  CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q3_K, xf.data(), 1, 256, x),
+                       doctest::Contains("no matmul for Q3_K; known: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K"), InputError);
   CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q2_K, xf.data(), 1, 288, x),
                        doctest::Contains("288 values are not a whole number of Q2_K blocks of 256"), InputError);
-  CHECK_THROWS_AS(activation_type(GgmlType::Q6_K), InputError);
+  CHECK_THROWS_AS(activation_type(GgmlType::Q3_K), InputError);
 }
 
 TEST_CASE("forcing the scalar path is visible in matmul_implementation") {

@@ -218,7 +218,8 @@ TEST_CASE("Q8_K: an all-zero block is all zero bytes, whatever the buffer held")
 }
 
 TEST_CASE("edge cases: zeros, one nonzero, huge and tiny values") {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q8_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::Q8_K}) {
     CAPTURE(ggml_type_info(t).name);
     const std::vector<float> zeros(256, 0.0f);
     const std::vector<uint8_t> b = quantize(t, zeros);
@@ -309,7 +310,8 @@ TEST_CASE("bit-identical to ggml's reference quantizers and dequantizers") {
   const struct {
     GgmlType type;
     const char* name;
-  } cases[] = {{GgmlType::Q8_0, "q8_0"}, {GgmlType::Q4_0, "q4_0"}, {GgmlType::Q2_K, "q2_k"}};
+  } cases[] = {{GgmlType::Q8_0, "q8_0"}, {GgmlType::Q4_0, "q4_0"}, {GgmlType::Q2_K, "q2_k"},
+               {GgmlType::Q4_K, "q4_k"}, {GgmlType::Q5_K, "q5_k"}, {GgmlType::Q6_K, "q6_k"}};
   for (const auto& c : cases) {
     CAPTURE(c.name);
     const std::vector<uint8_t> want = read_bytes(std::string("tests/data/quant/") + c.name + ".bin");
@@ -348,11 +350,15 @@ TEST_CASE("sizes that are not whole blocks are input errors naming the input") {
   std::vector<uint8_t> short_blocks(33);
   CHECK_THROWS_WITH_AS(dequantize_row(GgmlType::Q8_0, short_blocks, y, "x"),
                        doctest::Contains("need 34 bytes, got 33"), InputError);
-  CHECK_THROWS_AS(quantize_row(GgmlType::Q4_K, y, b, "x"), InputError);
+  CHECK_THROWS_AS(quantize_row(GgmlType::Q4_K, y, b, "x"), InputError);  // 32 values: not a block of 256
   CHECK(has_quantizer(GgmlType::Q2_K));
   CHECK(has_quantizer(GgmlType::F16));
   CHECK(has_quantizer(GgmlType::Q8_K));
-  CHECK_FALSE(has_quantizer(GgmlType::Q6_K));
+  CHECK(has_quantizer(GgmlType::Q6_K));
+  CHECK_FALSE(has_quantizer(GgmlType::Q3_K));
+  std::vector<float> block(256);
+  std::vector<uint8_t> q3(110);
+  CHECK_THROWS_WITH_AS(quantize_row(GgmlType::Q3_K, block, q3, "x"), doctest::Contains("x: no quantizer for Q3_K"), InputError);
 }
 
 TEST_CASE("float rows: F16 and BF16 rows round to nearest even, little-endian; F32 is a copy") {
@@ -386,6 +392,9 @@ TEST_CASE("kernels/block_layout.hpp's blocks agree with the planner's GGML type 
   for (const Layout& l : {Layout{GgmlType::Q8_0, kQ8_0Values, kQ8_0Bytes, sizeof(BlockQ8_0::qs)},
                           Layout{GgmlType::Q4_0, kQ4_0Values, kQ4_0Bytes, sizeof(BlockQ4_0::qs)},
                           Layout{GgmlType::Q2_K, kQ2_KValues, kQ2_KBytes, sizeof(BlockQ2_K::qs)},
+                          Layout{GgmlType::Q4_K, kQ4_KValues, kQ4_KBytes, sizeof(BlockQ4_K::qs)},
+                          Layout{GgmlType::Q5_K, kQ5_KValues, kQ5_KBytes, sizeof(BlockQ5_K::qs) + sizeof(BlockQ5_K::qh)},
+                          Layout{GgmlType::Q6_K, kQ6_KValues, kQ6_KBytes, sizeof(BlockQ6_K::ql) + sizeof(BlockQ6_K::qh)},
                           Layout{GgmlType::Q8_K, kQ8_KValues, kQ8_KBytes, sizeof(BlockQ8_K::qs)}}) {
     const GgmlTypeInfo& info = ggml_type_info(l.type);
     CAPTURE(info.name);
