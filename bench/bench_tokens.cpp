@@ -100,14 +100,16 @@ int main(int argc, char** argv) {
   const uint64_t rows = std::strtoull(take_flag(argc, argv, "rows", "0").c_str(), nullptr, 10);  // 0: fill 96 MiB
   const int threads = std::atoi(take_flag(argc, argv, "threads", "2").c_str());
   if (cols == 0 || cols % 32 != 0 || cols > (1u << 20) || rows > (1u << 20) || threads < 1 || threads > 64) {
-    std::fprintf(stderr, "bench_tokens: --cols must be a multiple of 32 up to 2^20 (Q2_K runs at multiples of "
+    std::fprintf(stderr, "bench_tokens: --cols must be a multiple of 32 up to 2^20 (the K-quants run at multiples of "
                          "256), --rows up to 2^20, --threads 1..64\n");
     return 2;
   }
   benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
   benchmark::AddCustomContext("cols", std::to_string(cols));
   benchmark::AddCustomContext("threads", std::to_string(threads));
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K,
+                        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                        GgmlType::IQ4_XS}) {
     if (cols % ggml_type_info(type).block_values != 0) continue;  // not whole blocks
     benchmark::RegisterBenchmark(("product/" + std::string(ggml_type_info(type).name)).c_str(), BM_product, type, cols,
                                  rows, threads)

@@ -74,6 +74,35 @@ inline constexpr uint32_t kQ2_KQs = offsetof(BlockQ2_K, qs);
 inline constexpr uint32_t kQ2_KD = offsetof(BlockQ2_K, d);
 inline constexpr uint32_t kQ2_KDmin = offsetof(BlockQ2_K, dmin);
 
+// --- Q3_K: a 256-value super-block of 16 sub-blocks of 16 values, each d * (scale_j - 32) * q with q
+// a 3-bit code -4..3 (two low bits in qs, the third in hmask, set for q >= 0) and scale_j a 6-bit code
+
+inline constexpr uint32_t kQ3_KValues = 256;
+inline constexpr uint32_t kQ3_KSubValues = 16;
+
+struct BlockQ3_K {
+  uint8_t hmask[kQ3_KValues / 8];  // value 32 s + l (s < 8, l < 32): bit s of byte l
+  uint8_t qs[kQ3_KValues / 4];     // low two bits, placed as Q2_K's codes
+  uint8_t scales[12];              // scale j's low nibble: byte j (j < 8) or byte j - 8's high nibble;
+                                   // its top two bits: bits 2 (j / 4) of byte 8 + j % 4
+  uint16_t d;                      // the scales' scale, as fp16 bits
+};
+static_assert(sizeof(BlockQ3_K) == 110, "Q3_K block is 32 + 64 + 12 + 2 bytes");
+static_assert(offsetof(BlockQ3_K, qs) == 32 && offsetof(BlockQ3_K, scales) == 96 && offsetof(BlockQ3_K, d) == 108,
+              "high bits, low bits, scales, d");
+
+inline constexpr uint32_t kQ3_KBytes = sizeof(BlockQ3_K);
+inline constexpr uint32_t kQ3_KHmask = offsetof(BlockQ3_K, hmask);
+inline constexpr uint32_t kQ3_KQs = offsetof(BlockQ3_K, qs);
+inline constexpr uint32_t kQ3_KScales = offsetof(BlockQ3_K, scales);
+inline constexpr uint32_t kQ3_KD = offsetof(BlockQ3_K, d);
+
+// Sub-block j's scale of a Q3_K block's 12 scale bytes, less its offset of 32: -32..31.
+inline int q3_k_scale(uint32_t j, const uint8_t* q) {
+  const int low = j < 8 ? q[j] & 0xF : q[j - 8] >> 4;
+  return (low | (((q[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
 // --- Q4_K and Q5_K: a 256-value super-block of 8 sub-blocks of 32 values; in sub-block j each value
 // is d * scale_j * q - dmin * min_j, with q a 4-bit (Q4_K) or 5-bit (Q5_K) code and scale_j, min_j
 // 6-bit codes packed in 12 bytes (kernels read them through k_scale_min) -----------------------
@@ -157,6 +186,76 @@ inline constexpr uint32_t kQ6_KQl = offsetof(BlockQ6_K, ql);
 inline constexpr uint32_t kQ6_KQh = offsetof(BlockQ6_K, qh);
 inline constexpr uint32_t kQ6_KScales = offsetof(BlockQ6_K, scales);
 inline constexpr uint32_t kQ6_KD = offsetof(BlockQ6_K, d);
+
+// --- IQ4_NL and IQ4_XS: 4-bit indices into one non-linear table of 16 values (ggml's kvalues_iq4nl),
+// times a scale: IQ4_NL per block of 32 (an fp16 d), IQ4_XS per sub-block of 32 of a 256-value block
+// (d * (6-bit scale - 32)) ---------------------------------------------------------------------
+
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+inline constexpr uint32_t kIQ4_NLValues = 32;
+
+struct BlockIQ4_NL {
+  uint16_t d;                       // the scale, as fp16 bits
+  uint8_t qs[kIQ4_NLValues / 2];    // as Q4_0: value j in byte j's low nibble, j + 16 in its high
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "IQ4_NL block is 2 + 16 bytes");
+static_assert(offsetof(BlockIQ4_NL, qs) == 2, "indices follow d");
+
+inline constexpr uint32_t kIQ4_NLBytes = sizeof(BlockIQ4_NL);
+inline constexpr uint32_t kIQ4_NLD = offsetof(BlockIQ4_NL, d);
+inline constexpr uint32_t kIQ4_NLQs = offsetof(BlockIQ4_NL, qs);
+
+inline constexpr uint32_t kIQ4_XSValues = 256;
+inline constexpr uint32_t kIQ4_XSSubValues = 32;
+
+struct BlockIQ4_XS {
+  uint16_t d;                       // the scales' scale, as fp16 bits
+  uint16_t scales_h;                // sub-block j's scale's top two bits at bits 2j, 2j + 1
+  uint8_t scales_l[kIQ4_XSValues / 64];  // its low nibble: byte j / 2, nibble j % 2
+  uint8_t qs[kIQ4_XSValues / 2];    // each sub-block's 16 bytes as an IQ4_NL block's
+};
+static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block is 2 + 2 + 4 + 128 bytes");
+static_assert(offsetof(BlockIQ4_XS, scales_h) == 2 && offsetof(BlockIQ4_XS, scales_l) == 4 && offsetof(BlockIQ4_XS, qs) == 8,
+              "d, high bits, low nibbles, indices");
+
+inline constexpr uint32_t kIQ4_XSBytes = sizeof(BlockIQ4_XS);
+inline constexpr uint32_t kIQ4_XSD = offsetof(BlockIQ4_XS, d);
+inline constexpr uint32_t kIQ4_XSScalesH = offsetof(BlockIQ4_XS, scales_h);
+inline constexpr uint32_t kIQ4_XSScalesL = offsetof(BlockIQ4_XS, scales_l);
+inline constexpr uint32_t kIQ4_XSQs = offsetof(BlockIQ4_XS, qs);
+
+// Sub-block j's scale of an IQ4_XS block, less its offset of 32: -32..31.
+inline int iq4_xs_scale(uint32_t j, const uint8_t* block) {
+  const int high = ((block[kIQ4_XSScalesH] | (block[kIQ4_XSScalesH + 1] << 8)) >> (2 * j)) & 3;
+  return (((block[kIQ4_XSScalesL + j / 2] >> (4 * (j % 2))) & 0xF) | (high << 4)) - 32;
+}
+
+// --- MXFP4: 32 values, each 2^(e - 127) times an E2M1 value; ggml keeps the E2M1 values doubled
+// (kMxfp4Values) and the scale halved (mxfp4_scale) --------------------------------------------
+
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+inline constexpr uint32_t kMXFP4Values = 32;
+
+struct BlockMXFP4 {
+  uint8_t e;                      // the scale's exponent, E8M0
+  uint8_t qs[kMXFP4Values / 2];   // as Q4_0: value j in byte j's low nibble, j + 16 in its high
+};
+static_assert(sizeof(BlockMXFP4) == 17, "MXFP4 block is 1 + 16 bytes");
+
+inline constexpr uint32_t kMXFP4Bytes = sizeof(BlockMXFP4);
+inline constexpr uint32_t kMXFP4E = offsetof(BlockMXFP4, e);
+inline constexpr uint32_t kMXFP4Qs = offsetof(BlockMXFP4, qs);
+
+// Half of 2^(e - 127), the scale of the doubled values (ggml's ggml_e8m0_to_fp32_half): a float
+// with exponent field e - 1, or for e < 2 the subnormals 2^-128 and 2^-127.
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
 
 // --- Q8_K: 256 values, each d * q; what activations become for a dot with K-quant weights ------
 

@@ -301,6 +301,7 @@ INFER_PLAN_AVX512_BF16 void BF16DotKernel::tile(const uint8_t* w, uint64_t w_str
 struct Q8_0Codes {
   static constexpr uint64_t kBytes = kQ8_0Bytes;
   static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) { return load256(block + kQ8_0Qs); }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
 // Q4_0 {fp16 d; u8 qs[16]}: value j is the low nibble of byte j, value j + 16 the high nibble, each
 // minus 8. The 16 bytes go to both halves of a register, one variable shift (0 bits low, 4 bits
@@ -313,7 +314,43 @@ struct Q4_0Codes {
                                              _mm256_set1_epi8(0x0F));
     return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
   }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
+// IQ4_NL {fp16 d; u8 qs[16]}: Q4_0's nibbles, each an index into the table of 16 signed values.
+INFER_PLAN_AVX2 inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+}
+INFER_PLAN_AVX2 inline __m256i iq4_codes(const uint8_t* qs, __m256i table) {
+  const __m256i bytes = _mm256_broadcastsi128_si256(load128(qs));
+  const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+                                           _mm256_set1_epi8(0x0F));
+  return _mm256_shuffle_epi8(table, nibbles);
+}
+struct IQ4_NLCodes {
+  static constexpr uint64_t kBytes = kIQ4_NLBytes;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) { return iq4_codes(block + kIQ4_NLQs, iq4_table()); }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
+};
+// MXFP4 {u8 e; u8 qs[16]}: the nibbles index the doubled E2M1 values; the scale is the halved E8M0
+// one, from a table of all 256.
+const float* mxfp4_scales() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (uint32_t e = 0; e < 256; ++e) t[e] = mxfp4_scale(static_cast<uint8_t>(e));
+    return t;
+  }();
+  return table.data();
+}
+struct MXFP4Codes {
+  static constexpr uint64_t kBytes = kMXFP4Bytes;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
+    return iq4_codes(block + kMXFP4Qs,
+                     _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values))));
+  }
+  static const float* scale(const uint8_t* block, const float*) { return mxfp4_scales() + block[kMXFP4E]; }
+};
+static_assert(kMXFP4Values == kQ8_0Values, "one activation block per weight block");
+static_assert(kIQ4_NLD == 0 && kIQ4_NLValues == kQ8_0Values, "as Q4_0: d first, one activation block per block");
 static_assert(kQ8_0D == 0 && kQ4_0D == 0, "both scales at the block's start");
 static_assert(kQ4_0Values == kQ8_0Values, "one activation block per weight block");
 
@@ -341,7 +378,7 @@ INFER_PLAN_AVX2 __attribute__((always_inline)) inline void q0_block(__m256 (&acc
     INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
       const __m256i pairs = _mm256_maddubs_epi16(x_abs, _mm256_sign_epi8(codes[r], xq));
       const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-      const __m256 d = _mm256_mul_ps(_mm256_broadcast_ss(fp16_entry(table, w + r * w_stride)), dx);
+      const __m256 d = _mm256_mul_ps(_mm256_broadcast_ss(C::scale(w + r * w_stride, table)), dx);
       acc[r][t] = _mm256_fmadd_ps(lanes, d, acc[r][t]);
     }
   }
@@ -476,6 +513,287 @@ INFER_PLAN_AVX2 void Q2KKernel::tile(const uint8_t* w, uint64_t, const uint8_t* 
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
 }
+
+// --- Q4_K, Q5_K and Q6_K weights by Q8_K activations --------------------------------------------
+
+// One row by T tokens (T <= kKQuantTokens), as the scalar dot_k_scale_min and dot_q6_k: per block an
+// int32 sum per token in eight lanes of scale * code * activation, the mins (Q4_K, Q5_K) or the codes'
+// offset of 32 (Q6_K) taken off through Q8_K's sums of 16 codes, then one float multiply-add. The
+// codes, scales and mins are decoded once per block and shared by the T tokens.
+constexpr uint64_t kKQuantTokens = 4;
+constexpr int kKQuantRows[kKQuantTokens + 1] = {0, 1, 1, 1, 1};
+
+// Q4_K's and Q5_K's twelve scale bytes as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15),
+// the arithmetic of k_scale_min on four bytes at a time: scales 0-3 and mins 0-3 are the low six bits
+// of bytes 0-3 and 4-7; scales 4-7 and mins 4-7 the nibbles of bytes 8-11 with the top two bits of
+// bytes 0-3 and 4-7 above them.
+inline __m128i k_scales_and_mins(const uint8_t* p) {
+  uint32_t u[3];
+  std::memcpy(u, p, 12);
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  const uint32_t scales_lo = u[0] & kLow6, mins_lo = u[1] & kLow6;
+  const uint32_t scales_hi = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+  const uint32_t mins_hi = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+  return _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo), static_cast<int>(scales_hi),
+                       static_cast<int>(scales_lo));
+}
+
+// Shuffles that spread 16-bit lane j of a 128-bit register (broadcast to both halves) over all 16 lanes.
+alignas(32) constexpr std::array<std::array<uint8_t, 32>, 8> kLaneSpreads = [] {
+  std::array<std::array<uint8_t, 32>, 8> m{};
+  for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < 32; i += 2) {
+      m[j][i] = static_cast<uint8_t>(2 * j);
+      m[j][i + 1] = static_cast<uint8_t>(2 * j + 1);
+    }
+  return m;
+}();
+// For Q6_K's quarter k of a 128-value half: 16-bit lane 2k of the half's eight scales over the low
+// eight lanes (maddubs' lanes from bytes 0-15, sub-block 2k), lane 2k + 1 over the high eight.
+alignas(32) constexpr std::array<std::array<uint8_t, 32>, 4> kQ6KScaleSpreads = [] {
+  std::array<std::array<uint8_t, 32>, 4> m{};
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 32; i += 2) {
+      const int lane = 2 * k + (i < 16 ? 0 : 1);
+      m[k][i] = static_cast<uint8_t>(2 * lane);
+      m[k][i + 1] = static_cast<uint8_t>(2 * lane + 1);
+    }
+  return m;
+}();
+
+template <int Bits>
+struct KScaleMinKernel {
+  static constexpr uint64_t kMaxTokens = kKQuantTokens;
+  static constexpr const int* kRows = kKQuantRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    static_assert(R == 1, "K-quants run one row at a time");
+    constexpr uint32_t kBytes = Bits == 4 ? kQ4_KBytes : kQ5_KBytes;
+    constexpr uint32_t kScales = Bits == 4 ? kQ4_KScales : kQ5_KScales, kQs = Bits == 4 ? kQ4_KQs : kQ5_KQs;
+    const uint64_t blocks = cols / kQ4_KValues;
+    const float* table = fp16_table();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const uint8_t* wb = w + b * kBytes;
+      prefetch_ahead(wb);
+      prefetch_ahead(wb + 64);
+      prefetch_ahead(wb + 128);
+      const __m256i scales_and_mins = _mm256_cvtepu8_epi16(k_scales_and_mins(wb + kScales));  // 8 scales, 8 mins
+      const __m256i scales = _mm256_permute2x128_si256(scales_and_mins, scales_and_mins, 0x00);
+      const __m128i mins = _mm256_extracti128_si256(scales_and_mins, 1);
+      __m256i isum[T];
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      [[maybe_unused]] const __m256i qh = Bits == 5 ? load256(wb + kQ5_KQh) : _mm256_setzero_si256();
+      INFER_PLAN_UNROLL for (int p = 0; p < 4; ++p) {
+        const __m256i q = load256(wb + kQs + 32 * p);
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (Bits == 5) {  // fifth bits 2p (lo) and 2p + 1 (hi) of qh's bytes, as 16
+          const __m256i one = _mm256_set1_epi8(1);
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one), 4));
+        }
+        const __m256i scale_lo = _mm256_shuffle_epi8(scales, load256(kLaneSpreads[2 * p].data()));
+        const __m256i scale_hi = _mm256_shuffle_epi8(scales, load256(kLaneSpreads[2 * p + 1].data()));
+        INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+          const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 64 * p;
+          // codes 0..31 (unsigned) x int8: pair sums within +-7874, no saturation
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale_lo, _mm256_maddubs_epi16(lo, load256(xq))));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale_hi, _mm256_maddubs_epi16(hi, load256(xq + 32))));
+        }
+      }
+      const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + (Bits == 4 ? kQ4_KD : kQ5_KD)));
+      const __m256 dmin = _mm256_broadcast_ss(fp16_entry(table, wb + (Bits == 4 ? kQ4_KDmin : kQ5_KDmin)));
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+        // sub-block j's activation sum: bsums 2j + 2j+1, side by side in eight 16-bit lanes
+        const __m256i bsums = load256(xb + kQ8_KBsums);
+        const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        const __m256i mins_dot = _mm256_zextsi128_si256(_mm_madd_epi16(mins, pair_sums));
+        __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
+        block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+      }
+    }
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+  }
+};
+
+struct Q6KKernel {
+  static constexpr uint64_t kMaxTokens = kKQuantTokens;
+  static constexpr const int* kRows = kKQuantRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    static_assert(R == 1, "K-quants run one row at a time");
+    const uint64_t blocks = cols / kQ6_KValues;
+    const float* table = fp16_table();
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+    __m256 acc[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const uint8_t* wb = w + b * kQ6_KBytes;
+      prefetch_ahead(wb);
+      prefetch_ahead(wb + 64);
+      prefetch_ahead(wb + 128);
+      prefetch_ahead(wb + 192);
+      const __m256i scales16 = _mm256_cvtepi8_epi16(load128(wb + kQ6_KScales));  // 16 signed scales
+      __m256i isum[T];
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      INFER_PLAN_UNROLL for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = load256(wb + kQ6_KQl + 64 * h), ql1 = load256(wb + kQ6_KQl + 64 * h + 32);
+        const __m256i qh = load256(wb + kQ6_KQh + 32 * h);
+        // this half's eight scales (sub-blocks 8h..8h+7) in both 128-bit halves
+        const __m256i half_scales = _mm256_permute2x128_si256(scales16, scales16, h ? 0x11 : 0x00);
+        INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
+          // quarter k: low bits from ql0 (k even) or ql1, nibble k / 2; high bits 2k, 2k + 1 of qh
+          const __m256i ql = k % 2 ? ql1 : ql0;
+          const __m256i low = _mm256_and_si256(k / 2 ? _mm256_srli_epi16(ql, 4) : ql, low4);
+          const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), low2), 4);
+          const __m256i codes = _mm256_or_si256(low, high);  // 0..63, the offset of 32 comes off below
+          const __m256i scale16 = _mm256_shuffle_epi8(half_scales, load256(kQ6KScaleSpreads[k].data()));
+          INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+            const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 128 * h + 32 * k;
+            // codes 0..63 (unsigned) x int8: pair sums within +-16002, no saturation
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale16, _mm256_maddubs_epi16(codes, load256(xq))));
+          }
+        }
+      }
+      const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kQ6_KD));
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+        // 32 x sum_j scale_j x bsums_j: the codes' offset
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(xb + kQ8_KBsums)), 5);
+        const __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], offset)), d);
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+      }
+    }
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+  }
+};
+
+// Q3_K's sixteen scales less 32, as 16-bit lanes: the arithmetic of q3_k_scale on four bytes at a time
+// (low nibbles from bytes 0-7, top two bits from bytes 8-11).
+INFER_PLAN_AVX2 inline __m256i q3_k_scales(const uint8_t* p) {
+  uint32_t u[3];
+  std::memcpy(u, p, 12);
+  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  const uint32_t s0 = (u[0] & kLow4) | ((u[2] & kLow2) << 4);
+  const uint32_t s1 = (u[1] & kLow4) | (((u[2] >> 2) & kLow2) << 4);
+  const uint32_t s2 = ((u[0] >> 4) & kLow4) | (((u[2] >> 4) & kLow2) << 4);
+  const uint32_t s3 = ((u[1] >> 4) & kLow4) | (((u[2] >> 6) & kLow2) << 4);
+  const __m128i codes = _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
+  return _mm256_cvtepi8_epi16(_mm_sub_epi8(codes, _mm_set1_epi8(32)));
+}
+
+// Q3_K as Q6_K: codes made unsigned (the low two bits and the high bit, 0..7) for maddubs, their
+// offset of 4 taken off through Q8_K's sums of 16 codes.
+struct Q3KKernel {
+  static constexpr uint64_t kMaxTokens = kKQuantTokens;
+  static constexpr const int* kRows = kKQuantRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    static_assert(R == 1, "K-quants run one row at a time");
+    const uint64_t blocks = cols / kQ3_KValues;
+    const float* table = fp16_table();
+    const __m256i low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const uint8_t* wb = w + b * kQ3_KBytes;
+      prefetch_ahead(wb);
+      prefetch_ahead(wb + 64);
+      const __m256i scales16 = q3_k_scales(wb + kQ3_KScales);
+      const __m256i hmask = load256(wb + kQ3_KHmask);
+      __m256i isum[T];
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      INFER_PLAN_UNROLL for (int h = 0; h < 2; ++h) {
+        const __m256i q = load256(wb + kQ3_KQs + 32 * h);
+        const __m256i half_scales = _mm256_permute2x128_si256(scales16, scales16, h ? 0x11 : 0x00);
+        INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
+          // values 128 h + 32 k + l: bits 2k, 2k + 1 of qs byte l, bit 4h + k of hmask byte l
+          const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), low2);
+          const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + k), one), 2);
+          const __m256i codes = _mm256_or_si256(low, high);  // 0..7, the offset of 4 comes off below
+          const __m256i scale16 = _mm256_shuffle_epi8(half_scales, load256(kQ6KScaleSpreads[k].data()));
+          INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+            const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 128 * h + 32 * k;
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale16, _mm256_maddubs_epi16(codes, load256(xq))));
+          }
+        }
+      }
+      const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kQ3_KD));
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(xb + kQ8_KBsums)), 2);
+        const __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], offset)), d);
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+      }
+    }
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+  }
+};
+
+// IQ4_XS's eight sub-block scales less 32 as 16-bit lanes: low nibbles from scales_l (even sub-blocks
+// in the low nibbles), top two bits from scales_h (bits 2j, 2j + 1), each lane's moved to bits 14-15
+// by a multiply and back down by a shift.
+INFER_PLAN_AVX2 inline __m128i iq4_xs_scales(const uint8_t* block) {
+  uint32_t low;
+  std::memcpy(&low, block + kIQ4_XSScalesL, 4);
+  const __m128i l = _mm_cvtsi32_si128(static_cast<int>(low));
+  const __m128i nibbles = _mm_unpacklo_epi8(_mm_and_si128(l, _mm_set1_epi8(0x0F)),
+                                            _mm_and_si128(_mm_srli_epi16(l, 4), _mm_set1_epi8(0x0F)));
+  const __m128i high = _mm_srli_epi16(
+      _mm_mullo_epi16(_mm_set1_epi16(static_cast<int16_t>(block[kIQ4_XSScalesH] | (block[kIQ4_XSScalesH + 1] << 8))),
+                      _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1)),
+      14);
+  return _mm_sub_epi16(_mm_or_si128(_mm_cvtepu8_epi16(nibbles), _mm_slli_epi16(high, 4)), _mm_set1_epi16(32));
+}
+
+struct IQ4XSKernel {
+  static constexpr uint64_t kMaxTokens = kKQuantTokens;
+  static constexpr const int* kRows = kKQuantRows;
+  template <int R, int T>
+  static INFER_PLAN_AVX2 void tile(const uint8_t* w, uint64_t, const uint8_t* x, uint64_t x_stride, uint64_t cols,
+                                   float* y, uint64_t y_stride) {
+    static_assert(R == 1, "IQ4_XS runs one row at a time");
+    const uint64_t blocks = cols / kIQ4_XSValues;
+    const float* table = fp16_table();
+    const __m256i values = iq4_table();
+    __m256 acc[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const uint8_t* wb = w + b * kIQ4_XSBytes;
+      prefetch_ahead(wb);
+      prefetch_ahead(wb + 64);
+      prefetch_ahead(wb + 128);
+      const __m128i scales8 = iq4_xs_scales(wb);
+      const __m256i scales = _mm256_broadcastsi128_si256(scales8);
+      __m256i isum[T];
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      INFER_PLAN_UNROLL for (int j = 0; j < 8; ++j) {
+        const __m256i codes = iq4_codes(wb + kIQ4_XSQs + 16 * j, values);
+        const __m256i scale = _mm256_shuffle_epi8(scales, load256(kLaneSpreads[j].data()));
+        INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+          const __m256i xq = load256(x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * j);
+          // signed by signed: the activation's sign moves onto the value (pair sums within 2 x 127 x 127)
+          const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(xq), _mm256_sign_epi8(codes, xq));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(scale, pairs));
+        }
+      }
+      const __m256 d = _mm256_broadcast_ss(fp16_entry(table, wb + kIQ4_XSD));
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+        const __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+      }
+    }
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride] = horizontal_sum(acc[t]);
+  }
+};
 
 // The same sums with AVX-512 VNNI on 512-bit registers, where the CPU has it. Register m holds
 // values 64m..64m+63 of a block: codes from one 32-byte half of qs, broadcast to both 256-bit
@@ -741,6 +1059,13 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512) {
     case GgmlType::Q8_0: return blocked_product<Q0Kernel<Q8_0Codes>>;
     case GgmlType::Q4_0: return blocked_product<Q0Kernel<Q4_0Codes>>;
     case GgmlType::Q2_K: return blocked_product<Q2KKernel>;
+    case GgmlType::Q3_K: return blocked_product<Q3KKernel>;
+    case GgmlType::Q4_K: return blocked_product<KScaleMinKernel<4>>;
+    case GgmlType::Q5_K: return blocked_product<KScaleMinKernel<5>>;
+    case GgmlType::Q6_K: return blocked_product<Q6KKernel>;
+    case GgmlType::IQ4_NL: return blocked_product<Q0Kernel<IQ4_NLCodes>>;
+    case GgmlType::IQ4_XS: return blocked_product<IQ4XSKernel>;
+    case GgmlType::MXFP4: return blocked_product<Q0Kernel<MXFP4Codes>>;
     default: return nullptr;
   }
 }

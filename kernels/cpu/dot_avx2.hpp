@@ -18,7 +18,8 @@ namespace infer_plan::kernels {
 using RowsDotFn = void (*)(const uint8_t* w, uint64_t w_stride, uint64_t rows, const uint8_t* x,
                            uint64_t x_stride, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
 
-// The product for `weight_type` (F32, F16, BF16, Q8_0, Q4_0, Q2_K), or nullptr when this CPU
+// The product for `weight_type` (F32, F16, BF16, Q8_0, Q4_0, Q2_K-Q6_K, IQ4_NL, IQ4_XS, MXFP4), or
+// nullptr when this CPU
 // lacks AVX2, FMA or F16C, the build is not for x86-64, or the type has none. With `avx512`, where
 // the CPU has them: Q2_K on AVX-512 VNNI (the AVX2 product's bits, tested), BF16 on AVX512_BF16
 // (the same sum in another order: bits may differ from the AVX2 product's).

@@ -131,6 +131,32 @@ float dot_q2_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   return sum;
 }
 
+// Q3_K x Q8_K (ggml's vec_dot_q3_K_q8_K): weight value = d * scale_j * q, q = the two low bits
+// minus 4 unless the high bit is set, in sub-block j (16 values): d_x * d * sum_j scale_j * (q_j . x_j),
+// exact in int.
+float dot_q3_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kQ3_KValues == kQ8_KValues);
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kQ3_KValues; ++b) {
+    const uint8_t* wb = w + b * kQ3_KBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + kQ8_KQs);
+    int isum = 0;
+    for (uint32_t j = 0; j < kQ3_KValues / kQ3_KSubValues; ++j) {
+      int sub = 0;
+      for (uint32_t v = 16 * j; v < 16 * j + 16; ++v) {
+        const uint32_t half = v / 128, s = (v % 128) / 32, l = v % 32;
+        const int low = (wb[kQ3_KQs + 32 * half + l] >> (2 * s)) & 3;
+        const int high = (wb[kQ3_KHmask + l] >> (4 * half + s)) & 1;
+        sub += (low - (high ? 0 : 4)) * q8[v];
+      }
+      isum += q3_k_scale(j, wb + kQ3_KScales) * sub;
+    }
+    sum += load_f32(xb + kQ8_KD) * load_fp16(wb + kQ3_KD) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 // Q4_K and Q5_K x Q8_K (ggml's vec_dot_q4_K_q8_K, q5_K): weight value = d * scale_j * code -
 // dmin * min_j in sub-block j (32 values, two bsums entries), so the block's dot is
 //   d_x * d * sum_j scale_j * (codes_j . x_j)  -  d_x * dmin * sum_j min_j * (bsums_2j + bsums_2j+1),
@@ -200,6 +226,62 @@ float dot_q6_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   return sum;
 }
 
+// IQ4_NL x Q8_0 (ggml's vec_dot_iq4_nl_q8_0): as Q4_0, with each nibble an index into the table.
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kIQ4_NLValues == kQ8_0Values, "one activation block per weight block");
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kIQ4_NLValues; ++b) {
+    const uint8_t* wb = w + b * kIQ4_NLBytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
+    int isum = 0;
+    for (uint32_t j = 0; j < kIQ4_NLValues / 2; ++j) {
+      isum += kIq4Values[wb[kIQ4_NLQs + j] & 0x0F] * static_cast<int8_t>(xb[kQ8_0Qs + j]) +
+              kIq4Values[wb[kIQ4_NLQs + j] >> 4] * static_cast<int8_t>(xb[kQ8_0Qs + kIQ4_NLValues / 2 + j]);
+    }
+    sum += static_cast<float>(isum) * (load_fp16(wb + kIQ4_NLD) * load_fp16(xb));
+  }
+  return sum;
+}
+
+// IQ4_XS x Q8_K (ggml's vec_dot_iq4_xs_q8_K): d_x * d * sum_j scale_j * (values_j . x_j), exact in int.
+float dot_iq4_xs(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kIQ4_XSValues == kQ8_KValues);
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kIQ4_XSValues; ++b) {
+    const uint8_t* wb = w + b * kIQ4_XSBytes;
+    const uint8_t* xb = x + b * kQ8_KBytes;
+    const int8_t* q8 = reinterpret_cast<const int8_t*>(xb + kQ8_KQs);
+    int isum = 0;
+    for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j) {
+      const uint8_t* qs = wb + kIQ4_XSQs + 16 * j;
+      int sub = 0;
+      for (uint32_t l = 0; l < 16; ++l)
+        sub += kIq4Values[qs[l] & 0x0F] * q8[32 * j + l] + kIq4Values[qs[l] >> 4] * q8[32 * j + 16 + l];
+      isum += iq4_xs_scale(j, wb) * sub;
+    }
+    sum += load_f32(xb + kQ8_KD) * load_fp16(wb + kIQ4_XSD) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// MXFP4 x Q8_0 (ggml's vec_dot_mxfp4_q8_0): as IQ4_NL with the doubled E2M1 values and the halved
+// E8M0 scale: d_x * scale * sum.
+float dot_mxfp4(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kMXFP4Values == kQ8_0Values, "one activation block per weight block");
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kMXFP4Values; ++b) {
+    const uint8_t* wb = w + b * kMXFP4Bytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
+    int isum = 0;
+    for (uint32_t j = 0; j < kMXFP4Values / 2; ++j) {
+      isum += kMxfp4Values[wb[kMXFP4Qs + j] & 0x0F] * static_cast<int8_t>(xb[kQ8_0Qs + j]) +
+              kMxfp4Values[wb[kMXFP4Qs + j] >> 4] * static_cast<int8_t>(xb[kQ8_0Qs + kMXFP4Values / 2 + j]);
+    }
+    sum += load_fp16(xb) * mxfp4_scale(wb[kMXFP4E]) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 DotFn scalar_dot(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::F32: return dot_f32;
@@ -208,9 +290,13 @@ DotFn scalar_dot(GgmlType weight_type) {
     case GgmlType::Q8_0: return dot_q8_0;
     case GgmlType::Q4_0: return dot_q4_0;
     case GgmlType::Q2_K: return dot_q2_k;
+    case GgmlType::Q3_K: return dot_q3_k;
     case GgmlType::Q4_K: return dot_k_scale_min<4>;
     case GgmlType::Q5_K: return dot_k_scale_min<5>;
     case GgmlType::Q6_K: return dot_q6_k;
+    case GgmlType::IQ4_NL: return dot_iq4_nl;
+    case GgmlType::IQ4_XS: return dot_iq4_xs;
+    case GgmlType::MXFP4: return dot_mxfp4;
     default: return nullptr;
   }
 }
@@ -232,17 +318,21 @@ void check_matmul_type(GgmlType weight_type) {
 
 bool has_matmul(GgmlType weight_type) { return scalar_dot(weight_type) != nullptr; }
 
-std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K"; }
+std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"; }
 
 GgmlType activation_type(GgmlType weight_type) {
   check_matmul_type(weight_type);
   switch (weight_type) {
     case GgmlType::Q8_0:
-    case GgmlType::Q4_0: return GgmlType::Q8_0;
+    case GgmlType::Q4_0:
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4: return GgmlType::Q8_0;
     case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
     default: return weight_type;  // F32, F16, BF16 multiply in their own type
   }
 }

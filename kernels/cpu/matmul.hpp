@@ -14,7 +14,8 @@
 
 namespace infer_plan::kernels {
 
-// True for the weight types these products run on: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K.
+// True for the weight types these products run on: F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, IQ4_NL, IQ4_XS, MXFP4.
 bool has_matmul(GgmlType weight_type);
 std::string_view matmul_type_names();  // "F32, F16, BF16, Q8_0, ..." for messages
 // The type the activations are converted to for `weight_type` (ggml's vec_dot_type).

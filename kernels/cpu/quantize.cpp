@@ -195,12 +195,26 @@ int nearest_int(float x) {
 }
 
 bool has_quantizer(GgmlType type) {
-  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q2_K ||
-         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K || type == GgmlType::Q8_K || type == GgmlType::F32 || type == GgmlType::F16 ||
-         type == GgmlType::BF16;
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+    case GgmlType::MXFP4:
+    case GgmlType::Q8_K: return true;
+    default: return false;
+  }
 }
 
-std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K, Q8_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K"; }
 
 // The float types as rows too, so weights and KV caches of any supported type are written and
 // read by the same two calls. Little-endian storage, as in a GGUF file.
@@ -400,6 +414,139 @@ void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> value
   }
 }
 
+// ggml's make_q3_quants with do_rmse: a symmetric grid of codes -nmax..nmax-1 (stored offset by
+// nmax), values weighted by their square, then up to five passes of moving single codes where that
+// raises the weighted fit's sumlx^2 / suml2. Returns the scale.
+float fit_symmetric_scale_refined(int n, int nmax, const float* x, int8_t* L) {
+  constexpr float kGroupMaxEps = 1e-15f;
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.f;
+  }
+  const float iscale = static_cast<float>(-nmax) / max;
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+    L[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    int n_changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const auto li = static_cast<float>(L[i]);
+      float slx = sumlx - w * x[i] * li;
+      if (slx > 0) {
+        float sl2 = suml2 - w * li * li;
+        const int new_l = std::max(-nmax, std::min(nmax - 1, nearest_int(x[i] * sl2 / slx)));
+        if (new_l != L[i]) {
+          const auto nl = static_cast<float>(new_l);
+          slx += w * x[i] * nl;
+          sl2 += w * nl * nl;
+          if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = static_cast<int8_t>(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++n_changed;
+          }
+        }
+      }
+    }
+    if (n_changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Q3_K (ggml's quantize_row_q3_K_ref): each 16-value sub-block a refined symmetric 3-bit grid, its
+// scale a 6-bit code of the block's largest-magnitude scale (which maps to -32).
+void quantize_row_q3_k(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kQ3_KValues == 0 && blocks.size() == values.size() / kQ3_KValues * kQ3_KBytes);
+  constexpr size_t kSubBlocks = kQ3_KValues / kQ3_KSubValues;
+  for (size_t b = 0; b < values.size() / kQ3_KValues; ++b) {
+    const float* x = values.data() + b * kQ3_KValues;
+    uint8_t* out = blocks.data() + b * kQ3_KBytes;
+    std::array<int8_t, kQ3_KValues> L{};
+    std::array<float, kSubBlocks> scales{};
+    float max_scale = 0;
+    float amax = 0;
+    for (size_t j = 0; j < kSubBlocks; ++j) {
+      scales[j] = fit_symmetric_scale_refined(kQ3_KSubValues, 4, x + kQ3_KSubValues * j, L.data() + kQ3_KSubValues * j);
+      if (std::fabs(scales[j]) > amax) {
+        amax = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    uint8_t* sc = out + kQ3_KScales;
+    std::memset(sc, 0, 12);
+    if (max_scale != 0) {
+      const float iscale = -32.f / max_scale;
+      for (size_t j = 0; j < kSubBlocks; ++j) {
+        // ggml keeps nearest_int in an int8_t, clamps to -32..31 and adds 32: 0..63
+        const int l = std::max(-32, std::min(31, static_cast<int>(static_cast<int8_t>(nearest_int(iscale * scales[j]))))) + 32;
+        if (j < 8)
+          sc[j] = static_cast<uint8_t>(l & 0xF);
+        else
+          sc[j - 8] = static_cast<uint8_t>(sc[j - 8] | ((l & 0xF) << 4));
+        sc[j % 4 + 8] = static_cast<uint8_t>(sc[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+      }
+      store_fp16(out + kQ3_KD, 1 / iscale);
+    } else {
+      store_fp16(out + kQ3_KD, 0.f);
+    }
+    for (uint32_t j = 0; j < kSubBlocks; ++j) {
+      const float d = load_fp16(out + kQ3_KD) * static_cast<float>(q3_k_scale(j, sc));
+      if (d == 0.0f) continue;
+      for (size_t i = 0; i < kQ3_KSubValues; ++i) {
+        const int l = nearest_int(x[kQ3_KSubValues * j + i] / d);
+        L[kQ3_KSubValues * j + i] = static_cast<int8_t>(std::max(-4, std::min(3, l)) + 4);
+      }
+    }
+    // the third bit of value 32 s + l is bit s of hmask byte l; the low two as Q2_K's codes
+    uint8_t* hmask = out + kQ3_KHmask;
+    std::memset(hmask, 0, kQ3_KValues / 8);
+    for (size_t j = 0; j < kQ3_KValues; ++j) {
+      if (L[j] > 3) {
+        hmask[j % 32] = static_cast<uint8_t>(hmask[j % 32] | (1 << (j / 32)));
+        L[j] = static_cast<int8_t>(L[j] - 4);
+      }
+    }
+    uint8_t* qs = out + kQ3_KQs;
+    for (size_t half = 0; half < kQ3_KValues; half += 128)
+      for (size_t l = 0; l < 32; ++l)
+        qs[half / 4 + l] = static_cast<uint8_t>(L[half + l] | (L[half + l + 32] << 2) | (L[half + l + 64] << 4) |
+                                                (L[half + l + 96] << 6));
+  }
+}
+
+void dequantize_row_q3_k(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kQ3_KValues == 0 && blocks.size() == values.size() / kQ3_KValues * kQ3_KBytes);
+  for (size_t b = 0; b < values.size() / kQ3_KValues; ++b) {
+    const uint8_t* in = blocks.data() + b * kQ3_KBytes;
+    float* y = values.data() + b * kQ3_KValues;
+    const float d_all = load_fp16(in + kQ3_KD);
+    for (uint32_t v = 0; v < kQ3_KValues; ++v) {
+      const uint32_t half = v / 128, s = (v % 128) / 32, l = v % 32;
+      const int low = (in[kQ3_KQs + 32 * half + l] >> (2 * s)) & 3;
+      const int high = (in[kQ3_KHmask + l] >> (4 * half + s)) & 1;
+      const float dl = d_all * static_cast<float>(q3_k_scale(v / 16, in + kQ3_KScales));
+      y[v] = dl * static_cast<float>(low - (high ? 0 : 4));
+    }
+  }
+}
+
 // Q4_K and Q5_K (ggml's quantize_row_q4_K_ref / q5_K_ref, the path llama-quantize takes without an
 // importance matrix): each 32-value sub-block's scale and min fitted in float, both quantized to 6
 // bits against the block's largest, then every value re-rounded against the stored ones. `bits` is
@@ -592,6 +739,195 @@ void dequantize_row_q6_k(std::span<const uint8_t> blocks, std::span<float> value
   }
 }
 
+// The index of the table value nearest x (ggml's best_index_int8; ties to the lower).
+int nearest_iq4_index(float x) {
+  const int8_t* val = kIq4Values;
+  if (x <= val[0]) return 0;
+  if (x >= val[15]) return 15;
+  int ml = 0, mu = 15;
+  while (mu - ml > 1) {
+    const int mav = (ml + mu) / 2;
+    if (x < val[mav]) mu = mav;
+    else ml = mav;
+  }
+  return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
+// IQ4_NL and IQ4_XS as llama-quantize writes them without an importance matrix (ggml's
+// quantize_iq4_nl / quantize_iq4_xs: quantize_row_iq4_nl_impl with 7 tries): each 32-value sub-block's
+// scale the weighted (x^2) least-squares fit over 15 grids around the one mapping the largest
+// magnitude to -127; IQ4_XS then codes the sub-blocks' scales in 6 bits against the largest and
+// re-picks every index against the scale as coded. `values` is one block of 32 (IQ4_NL) or 256.
+void quantize_block_iq4(bool xs, const float* x, uint8_t* out) {
+  constexpr float kGroupMaxEps = 1e-15f;
+  constexpr int kTries = 7;
+  const int n = xs ? static_cast<int>(kIQ4_XSValues) : static_cast<int>(kIQ4_NLValues);
+  const int subs = n / 32;
+  std::array<uint8_t, kIQ4_XSValues> L{};
+  std::array<float, kIQ4_XSValues / 32> scales{};
+  uint8_t* qs = out + (xs ? kIQ4_XSQs : kIQ4_NLQs);
+  std::memset(qs, 0, static_cast<size_t>(n) / 2);
+  float max_scale = 0, amax_scale = 0;
+  for (int ib = 0; ib < subs; ++ib) {
+    const float* xb = x + 32 * ib;
+    uint8_t* Lb = L.data() + 32 * ib;
+    std::array<float, 32> weight{};
+    for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float ax = std::fabs(xb[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = xb[j];
+      }
+    }
+    if (amax < kGroupMaxEps) {
+      scales[ib] = 0;
+      continue;
+    }
+    float d = -max / kIq4Values[0];
+    float id = 1 / d;
+    float sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int l = nearest_iq4_index(id * xb[j]);
+      Lb[j] = static_cast<uint8_t>(l);
+      const auto q = static_cast<float>(kIq4Values[l]);
+      sumqx += weight[j] * q * xb[j];
+      sumq2 += weight[j] * q * q;
+    }
+    d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+    float best = d * sumqx;
+    for (int itry = -kTries; itry <= kTries; ++itry) {
+      id = static_cast<float>(itry + kIq4Values[0]) / max;
+      sumqx = sumq2 = 0;
+      for (int j = 0; j < 32; ++j) {
+        const auto q = static_cast<float>(kIq4Values[nearest_iq4_index(id * xb[j])]);
+        sumqx += weight[j] * q * xb[j];
+        sumq2 += weight[j] * q * q;
+      }
+      if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+        d = sumqx / sumq2;
+        best = d * sumqx;
+      }
+    }
+    scales[ib] = d;
+    if (std::fabs(d) > amax_scale) {
+      amax_scale = std::fabs(d);
+      max_scale = d;
+    }
+  }
+  if (xs) {
+    uint8_t* scales_l = out + kIQ4_XSScalesL;
+    uint16_t scales_h = 0;
+    const float d = -max_scale / 32;
+    store_fp16(out + kIQ4_XSD, d);
+    const float id = d != 0 ? 1 / d : 0.f;
+    for (int ib = 0; ib < subs; ++ib) {
+      int l = std::max(-32, std::min(31, nearest_int(id * scales[ib])));
+      const float dl = d * static_cast<float>(l);
+      const float idl = dl != 0 ? 1 / dl : 0.f;
+      for (int j = 0; j < 32; ++j) L[32 * ib + j] = static_cast<uint8_t>(nearest_iq4_index(idl * x[32 * ib + j]));
+      l += 32;
+      if (ib % 2 == 0) scales_l[ib / 2] = static_cast<uint8_t>(l & 0xF);
+      else scales_l[ib / 2] = static_cast<uint8_t>(scales_l[ib / 2] | ((l & 0xF) << 4));
+      scales_h = static_cast<uint16_t>(scales_h | ((l >> 4) << (2 * (ib % 8))));
+    }
+    out[kIQ4_XSScalesH] = static_cast<uint8_t>(scales_h & 0xFF);
+    out[kIQ4_XSScalesH + 1] = static_cast<uint8_t>(scales_h >> 8);
+  } else {
+    store_fp16(out + kIQ4_NLD, scales[0]);
+    const float id = scales[0] != 0 ? 1 / scales[0] : 0;
+    for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(nearest_iq4_index(id * x[j]));
+  }
+  for (int i = 0; i < subs; ++i)
+    for (int j = 0; j < 16; ++j) qs[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+}
+
+void quantize_row_iq4_nl(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kIQ4_NLValues == 0 && blocks.size() == values.size() / kIQ4_NLValues * kIQ4_NLBytes);
+  for (size_t b = 0; b < values.size() / kIQ4_NLValues; ++b)
+    quantize_block_iq4(false, values.data() + b * kIQ4_NLValues, blocks.data() + b * kIQ4_NLBytes);
+}
+void quantize_row_iq4_xs(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kIQ4_XSValues == 0 && blocks.size() == values.size() / kIQ4_XSValues * kIQ4_XSBytes);
+  for (size_t b = 0; b < values.size() / kIQ4_XSValues; ++b)
+    quantize_block_iq4(true, values.data() + b * kIQ4_XSValues, blocks.data() + b * kIQ4_XSBytes);
+}
+
+void dequantize_row_iq4_nl(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kIQ4_NLValues == 0 && blocks.size() == values.size() / kIQ4_NLValues * kIQ4_NLBytes);
+  for (size_t b = 0; b < values.size() / kIQ4_NLValues; ++b) {
+    const uint8_t* in = blocks.data() + b * kIQ4_NLBytes;
+    float* y = values.data() + b * kIQ4_NLValues;
+    const float d = load_fp16(in + kIQ4_NLD);
+    for (size_t j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(kIq4Values[in[kIQ4_NLQs + j] & 0xF]);
+      y[j + 16] = d * static_cast<float>(kIq4Values[in[kIQ4_NLQs + j] >> 4]);
+    }
+  }
+}
+void dequantize_row_iq4_xs(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kIQ4_XSValues == 0 && blocks.size() == values.size() / kIQ4_XSValues * kIQ4_XSBytes);
+  for (size_t b = 0; b < values.size() / kIQ4_XSValues; ++b) {
+    const uint8_t* in = blocks.data() + b * kIQ4_XSBytes;
+    float* y = values.data() + b * kIQ4_XSValues;
+    const float d = load_fp16(in + kIQ4_XSD);
+    for (uint32_t ib = 0; ib < kIQ4_XSValues / 32; ++ib) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(ib, in));
+      const uint8_t* qs = in + kIQ4_XSQs + 16 * ib;
+      for (size_t j = 0; j < 16; ++j) {
+        y[32 * ib + j] = dl * static_cast<float>(kIq4Values[qs[j] & 0xF]);
+        y[32 * ib + j + 16] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
+      }
+    }
+  }
+}
+
+// MXFP4 (ggml's quantize_row_mxfp4_ref): the block's exponent from its largest magnitude
+// (floor(log2 amax) - 2, so that the largest E2M1 value, 6, reaches it), each value the E2M1 value
+// nearest x / scale (the first of equals).
+void quantize_row_mxfp4(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(values.size() % kMXFP4Values == 0 && blocks.size() == values.size() / kMXFP4Values * kMXFP4Bytes);
+  for (size_t b = 0; b < values.size() / kMXFP4Values; ++b) {
+    const float* x = values.data() + b * kMXFP4Values;
+    uint8_t* out = blocks.data() + b * kMXFP4Bytes;
+    float amax = 0.0f;
+    for (size_t j = 0; j < kMXFP4Values; ++j)
+      if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+    // ggml converts the float to uint8_t; below 2^-125 (negative) or at inf C leaves it undefined, and
+    // we give what x86 gives (the low byte of the truncated int)
+    const uint8_t e = amax > 0.0f ? static_cast<uint8_t>(truncate_to_int8(std::floor(std::log2(amax)) - 2 + 127)) : 0;
+    const float d = mxfp4_scale(e);
+    out[kMXFP4E] = e;
+    const auto best = [d](float v) {
+      int index = 0;
+      float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - v);
+      for (int i = 1; i < 16; ++i) {
+        const float err = std::fabs(static_cast<float>(kMxfp4Values[i]) * d - v);
+        if (err < best_err) {
+          index = i;
+          best_err = err;
+        }
+      }
+      return index;
+    };
+    for (size_t j = 0; j < kMXFP4Values / 2; ++j)
+      out[kMXFP4Qs + j] = static_cast<uint8_t>(best(x[j]) | (best(x[kMXFP4Values / 2 + j]) << 4));
+  }
+}
+
+void dequantize_row_mxfp4(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(values.size() % kMXFP4Values == 0 && blocks.size() == values.size() / kMXFP4Values * kMXFP4Bytes);
+  for (size_t b = 0; b < values.size() / kMXFP4Values; ++b) {
+    const uint8_t* in = blocks.data() + b * kMXFP4Bytes;
+    const float d = mxfp4_scale(in[kMXFP4E]);
+    for (size_t j = 0; j < kMXFP4Values / 2; ++j) {
+      values[b * kMXFP4Values + j] = static_cast<float>(kMxfp4Values[in[kMXFP4Qs + j] & 0x0F]) * d;
+      values[b * kMXFP4Values + kMXFP4Values / 2 + j] = static_cast<float>(kMxfp4Values[in[kMXFP4Qs + j] >> 4]) * d;
+    }
+  }
+}
+
 // Q8_K is what activations become before a dot product with K-quant weights: a float scale (not
 // fp16), 8-bit codes, and the sum of each 16 codes so the weights' per-sub-block mins can be
 // applied with one multiply per sub-block instead of one per value.
@@ -657,9 +993,13 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
+    case GgmlType::Q3_K: return quantize_row_q3_k(values, blocks);
     case GgmlType::Q4_K: return quantize_row_q4_k(values, blocks);
     case GgmlType::Q5_K: return quantize_row_q5_k(values, blocks);
     case GgmlType::Q6_K: return quantize_row_q6_k(values, blocks);
+    case GgmlType::IQ4_NL: return quantize_row_iq4_nl(values, blocks);
+    case GgmlType::IQ4_XS: return quantize_row_iq4_xs(values, blocks);
+    case GgmlType::MXFP4: return quantize_row_mxfp4(values, blocks);
     case GgmlType::Q8_K: return quantize_row_q8_k(values, blocks);
     case GgmlType::F32:
     case GgmlType::F16:
@@ -677,9 +1017,13 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
+    case GgmlType::Q3_K: return dequantize_row_q3_k(blocks, values);
     case GgmlType::Q4_K: return dequantize_row_q4_k(blocks, values);
     case GgmlType::Q5_K: return dequantize_row_q5_k(blocks, values);
     case GgmlType::Q6_K: return dequantize_row_q6_k(blocks, values);
+    case GgmlType::IQ4_NL: return dequantize_row_iq4_nl(blocks, values);
+    case GgmlType::IQ4_XS: return dequantize_row_iq4_xs(blocks, values);
+    case GgmlType::MXFP4: return dequantize_row_mxfp4(blocks, values);
     case GgmlType::Q8_K: return dequantize_row_q8_k(blocks, values);
     case GgmlType::F32:
     case GgmlType::F16:

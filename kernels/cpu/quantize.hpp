@@ -1,5 +1,7 @@
-// Quantize and dequantize rows of Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K and Q8_K blocks (and convert F32/F16/BF16 rows), bit-identical to ggml's reference
-// quantizers (quantize_row_*_ref) and dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
+// Quantize and dequantize rows of Q8_0, Q4_0, the K-quants, IQ4_NL, IQ4_XS, MXFP4 and Q8_K blocks (and
+// F32/F16/BF16 rows), bit-identical to ggml's reference quantizers (quantize_row_*_ref; for IQ4_NL and
+// IQ4_XS, what llama-quantize calls without an importance matrix, quantize_iq4_nl / quantize_iq4_xs) and
+// dequantizers (dequantize_row_*) in ggml-quants.c. Blocks are
 // packed byte arrays with no padding, laid out as ggml-common.h's block structs; block sizes come
 // from planner/core/ggml_type (the one table of layouts).
 #pragma once
@@ -10,7 +12,7 @@
 
 namespace infer_plan::kernels {
 
-// True for the types this file can quantize and dequantize: Q8_0, Q4_0, Q2_K, Q4_K, Q5_K, Q6_K, Q8_K (ggml's
+// True for the types this file can quantize and dequantize: Q8_0, Q4_0, Q2_K-Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K (ggml's
 // activation type for K-quant dot products), and the float types F32, F16, BF16 (converted with
 // round-to-nearest-even, stored little-endian).
 bool has_quantizer(GgmlType type);
@@ -27,16 +29,24 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
 void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q3_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q4_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q5_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q6_k(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_iq4_nl(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_iq4_xs(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_mxfp4(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks);
 void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q3_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q4_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q5_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q6_k(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_iq4_nl(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_iq4_xs(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_mxfp4(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q8_k(std::span<const uint8_t> blocks, std::span<float> values);
 
 // ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23 and reading the low

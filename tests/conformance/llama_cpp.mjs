@@ -7,12 +7,15 @@
 // CPU: tools/setup.sh test installs them from npm). Without them the test is skipped (exit 77).
 //
 // Logits: for qwen3 (tied, q/k norms), qwen2 (biases) and llama (normal RoPE) at F16, Q8_0, Q4_0,
-// Q2_K, Q6_K and the K-quant mixes Q5_K_M and Q4_K_M (llama.cpp's per-tensor types), and each with
+// Q2_K, Q6_K, the K-quant mixes Q5_K_M, Q4_K_M and Q3_K_M (llama.cpp's per-tensor types), IQ4_XS and
+// IQ4_NL and MXFP4 throughout, and each with
 // YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
 // logits, KV at F16 as llama.cpp keeps it); llama.cpp evaluates prompt + those tokens in one
 // teacher-forced batch. Checked at every step:
 //   - |logit difference| within a bound derived below from each model's sensitivity;
 //   - the same top-1 token, unless llama.cpp's own top-2 gap is within twice the bound.
+// Files: GPT-OSS written as MXFP4_MOE (a family the runtime does not run yet) loads in llama.cpp and
+// evaluates a token to finite logits.
 // Tokenizer: ~300 strings (ASCII, code, whitespace runs, CJK, emoji, accents, Cyrillic, special
 // tokens) give identical ids from `infer-plan tokenize` and llama.cpp's tokenizer, for Qwen's
 // pre-tokenizer, Llama 3's, and SentencePiece.
@@ -59,7 +62,7 @@ const sentence = "The planner answers in milliseconds, and then the runtime prov
                  "that does not fit is a model that does not run; a prediction that is wrong is worse than none.";
 const cases = [];
 for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama").split(","))
-  for (const type of (process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M").split(","))
+  for (const type of (process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M,Q3_K_M,IQ4_XS,IQ4_NL,MXFP4:pure").split(","))
     for (const yarn of [false, true]) cases.push({arch, type, yarn});
 
 let failures = 0;
@@ -199,5 +202,25 @@ for (const arch of ["qwen3", "llama", "spm"]) {
   console.log(`${differing.length ? "FAIL" : "ok  "} tokenizer ${pre}: ${same}/${texts.length} strings give the same ids`);
   for (const d of differing.slice(0, 10)) console.log(`     ${d}`);
   if (differing.length) ++failures;
+}
+// Files of families the runtime does not run yet, written as llama.cpp's file types: llama.cpp loads
+// them and evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0).
+for (const [model, type] of [["gpt-oss-20b", "MXFP4_MOE"]]) {
+  const gguf = path.join(work, `${model}-${type}.gguf`);
+  infer("gguf", "write", "-m", model, "--scale", "0.1", "-w", type, "--out", gguf, "-q");
+  let verdict;
+  try {
+    const m = await llama.loadModel({modelPath: gguf});
+    const context = await m.createContext({contextSize: 64, batchSize: 64, threads: 2});
+    const out = await context.getSequence().controlledEvaluate([[1, {generateNext: {logits: true}}]]);
+    const logits = [...out[0].next.logits.values()];
+    verdict = logits.length > 0 && logits.every(Number.isFinite) ? "" : "no finite logits";
+    await context.dispose();
+    await m.dispose();
+  } catch (e) {
+    verdict = e.message.split("\n")[0];
+  }
+  console.log(`${verdict ? "FAIL" : "ok  "} ${model}@0.1 ${type}: llama.cpp loads it and evaluates a token${verdict ? `: ${verdict}` : ""}`);
+  if (verdict) ++failures;
 }
 process.exit(failures ? 1 : 0);

@@ -218,8 +218,8 @@ TEST_CASE("Q8_K: an all-zero block is all zero bytes, whatever the buffer held")
 }
 
 TEST_CASE("edge cases: zeros, one nonzero, huge and tiny values") {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                     GgmlType::Q8_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                     GgmlType::Q6_K, GgmlType::Q8_K}) {
     CAPTURE(ggml_type_info(t).name);
     const std::vector<float> zeros(256, 0.0f);
     const std::vector<uint8_t> b = quantize(t, zeros);
@@ -301,9 +301,10 @@ TEST_CASE("round trip error is within one quantization step") {
 // tests/data/quant/: inputs.f32 is 2048 little-endian floats from Python's random.Random(5), eight
 // blocks of 256 in different regimes (N(0,1), N(0,1e-3), N(0,200), |N(0.5,1)|, -|N(0,3)|, 5%
 // N(0,50) outliers in N(0,0.1), 70% zeros else U(-2,2), multiples of 0.25 in -1.75..1.75).
-// TYPE.bin are the bytes of ggml's quantize_row_TYPE_ref and TYPE.f32 those bytes through ggml's
-// dequantize_row_TYPE, from ggml-org/ggml d99724f2 (ggml-base built outside this repo with
-// GGML_NATIVE=OFF and -ffp-contract=off, linked by a 20-line C driver).
+// TYPE.bin are the bytes of ggml's quantize_row_TYPE_ref (iq4_nl and iq4_xs: quantize_iq4_nl and
+// quantize_iq4_xs with no importance matrix, as llama-quantize calls them) and TYPE.f32 those bytes
+// through ggml's dequantize_row_TYPE, from ggml-org/ggml d99724f2 (ggml-base built outside this repo
+// with GGML_NATIVE=OFF and -ffp-contract=off, linked by a 20-line C driver).
 TEST_CASE("bit-identical to ggml's reference quantizers and dequantizers") {
   const std::vector<float> x = read_f32("tests/data/quant/inputs.f32");
   REQUIRE(x.size() == 2048);
@@ -311,7 +312,9 @@ TEST_CASE("bit-identical to ggml's reference quantizers and dequantizers") {
     GgmlType type;
     const char* name;
   } cases[] = {{GgmlType::Q8_0, "q8_0"}, {GgmlType::Q4_0, "q4_0"}, {GgmlType::Q2_K, "q2_k"},
-               {GgmlType::Q4_K, "q4_k"}, {GgmlType::Q5_K, "q5_k"}, {GgmlType::Q6_K, "q6_k"}};
+               {GgmlType::Q3_K, "q3_k"}, {GgmlType::Q4_K, "q4_k"}, {GgmlType::Q5_K, "q5_k"},
+               {GgmlType::Q6_K, "q6_k"}, {GgmlType::IQ4_NL, "iq4_nl"}, {GgmlType::IQ4_XS, "iq4_xs"},
+               {GgmlType::MXFP4, "mxfp4"}};
   for (const auto& c : cases) {
     CAPTURE(c.name);
     const std::vector<uint8_t> want = read_bytes(std::string("tests/data/quant/") + c.name + ".bin");
@@ -355,10 +358,12 @@ TEST_CASE("sizes that are not whole blocks are input errors naming the input") {
   CHECK(has_quantizer(GgmlType::F16));
   CHECK(has_quantizer(GgmlType::Q8_K));
   CHECK(has_quantizer(GgmlType::Q6_K));
-  CHECK_FALSE(has_quantizer(GgmlType::Q3_K));
+  CHECK(has_quantizer(GgmlType::Q3_K));
+  CHECK(has_quantizer(GgmlType::IQ4_XS));
+  CHECK_FALSE(has_quantizer(GgmlType::IQ2_XS));
   std::vector<float> block(256);
-  std::vector<uint8_t> q3(110);
-  CHECK_THROWS_WITH_AS(quantize_row(GgmlType::Q3_K, block, q3, "x"), doctest::Contains("x: no quantizer for Q3_K"), InputError);
+  std::vector<uint8_t> iq2(74);
+  CHECK_THROWS_WITH_AS(quantize_row(GgmlType::IQ2_XS, block, iq2, "x"), doctest::Contains("x: no quantizer for IQ2_XS"), InputError);
 }
 
 TEST_CASE("float rows: F16 and BF16 rows round to nearest even, little-endian; F32 is a copy") {
@@ -392,7 +397,11 @@ TEST_CASE("kernels/block_layout.hpp's blocks agree with the planner's GGML type 
   for (const Layout& l : {Layout{GgmlType::Q8_0, kQ8_0Values, kQ8_0Bytes, sizeof(BlockQ8_0::qs)},
                           Layout{GgmlType::Q4_0, kQ4_0Values, kQ4_0Bytes, sizeof(BlockQ4_0::qs)},
                           Layout{GgmlType::Q2_K, kQ2_KValues, kQ2_KBytes, sizeof(BlockQ2_K::qs)},
+                          Layout{GgmlType::Q3_K, kQ3_KValues, kQ3_KBytes, sizeof(BlockQ3_K::qs) + sizeof(BlockQ3_K::hmask)},
                           Layout{GgmlType::Q4_K, kQ4_KValues, kQ4_KBytes, sizeof(BlockQ4_K::qs)},
+                          Layout{GgmlType::IQ4_NL, kIQ4_NLValues, kIQ4_NLBytes, sizeof(BlockIQ4_NL::qs)},
+                          Layout{GgmlType::IQ4_XS, kIQ4_XSValues, kIQ4_XSBytes, sizeof(BlockIQ4_XS::qs)},
+                          Layout{GgmlType::MXFP4, kMXFP4Values, kMXFP4Bytes, sizeof(BlockMXFP4::qs)},
                           Layout{GgmlType::Q5_K, kQ5_KValues, kQ5_KBytes, sizeof(BlockQ5_K::qs) + sizeof(BlockQ5_K::qh)},
                           Layout{GgmlType::Q6_K, kQ6_KValues, kQ6_KBytes, sizeof(BlockQ6_K::ql) + sizeof(BlockQ6_K::qh)},
                           Layout{GgmlType::Q8_K, kQ8_KValues, kQ8_KBytes, sizeof(BlockQ8_K::qs)}}) {

@@ -9,6 +9,7 @@
 
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/weights/gguf_recipe.hpp"
 #include "planner/weights/weights_size.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/decoder.hpp"
@@ -55,6 +56,28 @@ TEST_CASE("quality: itself, then Q8_0 < Q4_0 < Q2_K from an F16 reference") {
     CHECK(q.top1_agreement < previous_top1);
     previous_kld = q.kld_mean;
     previous_top1 = q.top1_agreement;
+  }
+}
+
+TEST_CASE("quality: llama.cpp's K-quant files order as their bits, Q6_K < Q5_K_M < Q4_K_M < Q3_K_M") {
+  // Each file type as llama.cpp writes it (its per-tensor types: the output head at Q6_K, some
+  // attn_v and ffn_down a type up), quantized from the same F16 reference.
+  const ModelSpec spec = load_model("tests/conformance/models/llama.json");
+  CpuBackend backend;
+  ThreadPool pool(2);
+  const ModelWeights reference(backend, spec, uniform_weights_layout(spec, "F16"), 3, pool);
+  const KvTypes f16{GgmlType::F16, GgmlType::F16};
+  const std::vector<uint32_t> tokens = stream(130, spec.vocab);
+  double previous_kld = 0;
+  for (const char* name : {"Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M"}) {
+    CAPTURE(name);
+    const auto ftype = find_llama_file_type(name);
+    REQUIRE(ftype);
+    const ModelWeights quantized(backend, reference, recipe_weights_layout(spec, ftype->ftype), pool);
+    const QualityFigures q = compare_quality(backend, pool, {&reference, f16}, {&quantized, f16}, tokens, 64);
+    CHECK(q.kld_mean > previous_kld);
+    CHECK(q.kld_mean > 2 * q.kld_stderr);
+    previous_kld = q.kld_mean;
   }
 }
 
