@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
@@ -132,6 +134,13 @@ Json probe_profile(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy, 
   return runtime::probe_profile_json(probe_on(ro, quick, copy), name);
 }
 
+std::vector<GgmlType> plan_weight_types(const Plan& plan) {
+  std::vector<GgmlType> types;
+  for (const TensorPlacement& t : resolve_plan(plan).weights.layout.tensors)
+    if (std::find(types.begin(), types.end(), t.type) == types.end()) types.push_back(t.type);
+  return types;
+}
+
 runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeCopy& copy) {
   if (ro.backend == "cuda") (void)runtime::make_backend("cuda");  // says why not: no CUDA build or no device
   if (ro.backend != "cpu")
@@ -142,6 +151,7 @@ runtime::ProbeResult probe_on(const RuntimeOptions& ro, bool quick, const ProbeC
   po.copy_beside_type = copy.type;
   po.copy_beside_tokens = copy.tokens;
   po.product_cols = copy.product_cols;
+  po.types = copy.types;
   if (quick) {  // CI: smaller buffers, fewer passes (still beyond the 32 MiB L3 of the machines we run on)
     po.stream_bytes = uint64_t{256} << 20;
     po.matvec_bytes = uint64_t{128} << 20;

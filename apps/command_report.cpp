@@ -85,10 +85,11 @@ double offload_stall_ms(const ResolvedPlan& rp, double iteration_s) {
 ProbeCopy offload_probe_copy(const Plan& plan) {
   ProbeCopy copy;
   copy.product_cols = plan_model_spec(plan).hidden;  // the several-token products in the plan's row width
+  copy.types = plan_weight_types(plan);
   if (!plan.offload) return copy;
+  const ResolvedPlan rp = resolve_plan(plan);
   if (const GgmlTypeInfo* t = find_ggml_type(plan.weights)) copy.type = t->type;
   copy.tokens = plan.requests;
-  const ResolvedPlan rp = resolve_plan(plan);
   const OffloadPart part = parse_offload_part(plan.offload->part, "offload.part");
   for (uint64_t l = 0; l < rp.spec.layers; ++l)
     if (plan.offload->every > 0 && offload_layer_selected(l, plan.offload->every))

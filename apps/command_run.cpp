@@ -109,7 +109,9 @@ Plan with_backend_profile(Plan plan, const RuntimeOptions& runtime) {
   if (!runtime.quiet)
     fmt::print(stderr, "run: admission by deadline predicts with this CPU's profile instead of {}: probing it (about "
                        "20 s; --hw FILE from `infer-plan probe --out FILE` skips this)\n", plan.hw);
-  plan.hw_inline = probe_profile(runtime, true, ProbeCopy{}, "cpu-probed");
+  ProbeCopy copy;
+  copy.types = plan_weight_types(plan);
+  plan.hw_inline = probe_profile(runtime, true, copy, "cpu-probed");
   plan.hw = "inline";
   return plan;
 }

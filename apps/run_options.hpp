@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "apps/output_files.hpp"
 #include "planner/core/json_fields.hpp"
@@ -35,7 +36,11 @@ struct ProbeCopy {
   GgmlType type = GgmlType::Q8_0;
   uint64_t tokens = 1;
   uint64_t product_cols = 0;  // the several-token products' row width (a plan's hidden; 0: 4096)
+  std::vector<GgmlType> types;  // the weight types to probe (a plan's); empty: every type
 };
+
+// The GGML types of a plan's weights (its resolved layout's), for the probe to measure those only.
+std::vector<GgmlType> plan_weight_types(const Plan& plan);
 
 // Probes the CPU backend (runtime/probe.hpp); `quick` trades precision for time.
 runtime::ProbeResult probe_on(const RuntimeOptions& options, bool quick, const ProbeCopy& copy = {});

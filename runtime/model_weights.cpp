@@ -77,6 +77,64 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
         kernels::store_fp16(row + kernels::kQ2_KDmin, amplitude / 22.5f);
       }
       return;
+    case GgmlType::Q4_K:  // d, dmin; 6-bit scales s and mins m; 4-bit codes q: values d s q - dmin m
+    case GgmlType::Q5_K: {  // ... and 5-bit codes
+      // m = round(s (2^bits - 1) / 2) centres a sub-block on zero; s at most 8 (4 for Q5_K) keeps m
+      // within 6 bits, and d = dmin = amplitude / 60 bounds the values by the amplitude.
+      const bool five = type == GgmlType::Q5_K;
+      const uint32_t max_s = five ? 4 : 8;
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        uint8_t* sc = row + kernels::kQ4_KScales;  // Q5_K's sit at the same offset
+        for (int j = 0; j < 12; ++j) sc[j] = 0;
+        for (uint32_t j = 0; j < 8; ++j) {
+          const auto s = static_cast<uint8_t>(1 + below(max_s));
+          const auto m = static_cast<uint8_t>((s * (five ? 31 : 15) + 1) / 2);
+          if (j < 4) {
+            sc[j] = s;
+            sc[j + 4] = m;
+          } else {  // both below 16: the nibbles only
+            sc[j + 4] = static_cast<uint8_t>(s | (m << 4));
+          }
+        }
+        kernels::store_fp16(row + kernels::kQ4_KD, amplitude / 60);
+        kernels::store_fp16(row + kernels::kQ4_KDmin, amplitude / 60);
+        for (uint32_t i = kernels::kQ4_KScales + 12; i < info.block_bytes; ++i) row[i] = static_cast<uint8_t>(below(256));
+      }
+      return;
+    }
+    case GgmlType::Q6_K:  // 6-bit codes q, 8-bit scales s, d: values d s (q - 32)
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        for (uint32_t i = 0; i < kernels::kQ6_KScales; ++i) row[i] = static_cast<uint8_t>(below(256));
+        for (uint32_t j = 0; j < 16; ++j) row[kernels::kQ6_KScales + j] = static_cast<uint8_t>(1 + below(127));
+        kernels::store_fp16(row + kernels::kQ6_KD, amplitude / (127 * 32));
+      }
+      return;
+    case GgmlType::Q3_K:  // 3-bit codes q in -4..3, 6-bit scales s - 32, d: values d (s - 32) q
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        for (uint32_t i = 0; i < kernels::kQ3_KD; ++i) row[i] = static_cast<uint8_t>(below(256));
+        kernels::store_fp16(row + kernels::kQ3_KD, amplitude / (32 * 4));
+      }
+      return;
+    case GgmlType::IQ4_NL:  // d; 32 indices into the table of values within +-127: values d v
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        kernels::store_fp16(row + kernels::kIQ4_NLD, amplitude / 127);
+        for (uint32_t i = kernels::kIQ4_NLQs; i < info.block_bytes; ++i) row[i] = static_cast<uint8_t>(below(256));
+      }
+      return;
+    case GgmlType::IQ4_XS:  // d; 6-bit scales s - 32; indices: values d (s - 32) v
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        for (uint32_t i = kernels::kIQ4_XSScalesH; i < info.block_bytes; ++i) row[i] = static_cast<uint8_t>(below(256));
+        kernels::store_fp16(row + kernels::kIQ4_XSD, amplitude / (32 * 127));
+      }
+      return;
+    case GgmlType::MXFP4: {  // e; 32 E2M1 values: within +-6 x 2^(e - 127) <= amplitude, as the quantizer sets e
+      const auto e = static_cast<uint8_t>(std::clamp(std::floor(std::log2(amplitude)) - 2 + 127, 1.0f, 254.0f));
+      for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
+        row[kernels::kMXFP4E] = e;
+        for (uint32_t i = kernels::kMXFP4Qs; i < info.block_bytes; ++i) row[i] = static_cast<uint8_t>(below(256));
+      }
+      return;
+    }
     default: {
       if (!kernels::has_quantizer(type))
         throw InputError(fmt::format("synthetic weights: cannot write {} rows", info.name));

@@ -27,7 +27,9 @@ namespace {
 constexpr uint64_t kMatvecCols = 4096;       // a Qwen3-8B-wide row
 constexpr uint64_t kMatmulRows = 1024;       // 1024 x 1024: about 1 MiB at Q8_0, resident in L2/L3,
 constexpr uint64_t kMatmulCols = 1024;       // the shape of a small model's attention projections
-const GgmlType kProbedTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K};
+const GgmlType kProbedTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
+                                 GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+                                 GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -137,9 +139,14 @@ kernels::RowOrder decoder_order(GgmlType type, uint64_t unit, uint64_t rows, uin
 
 ProbeResult probe_cpu(const ProbeOptions& options) {
   ProbeOptions o = options;
-  // The copy runs beside a probed type (Q8_0 otherwise) and at most the batch x holds.
+  // The copy runs beside a type the CPU multiplies (Q8_0 otherwise), probed with the rest, and at
+  // most the batch x holds.
   if (std::find(std::begin(kProbedTypes), std::end(kProbedTypes), o.copy_beside_type) == std::end(kProbedTypes))
     o.copy_beside_type = GgmlType::Q8_0;
+  std::vector<GgmlType> types;
+  for (GgmlType t : kProbedTypes)
+    if (o.types.empty() || t == o.copy_beside_type || std::find(o.types.begin(), o.types.end(), t) != o.types.end())
+      types.push_back(t);
   o.copy_beside_tokens = std::clamp<uint64_t>(o.copy_beside_tokens, 1, kProbeMatmulBatch);
   ThreadPool pool(o.threads);
   ProbeResult r;
@@ -161,7 +168,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
   std::vector<float> x(kProbeMatmulBatch * kMatvecCols), y;
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 201) / 100.0f - 1.0f;
   kernels::Activations act;
-  for (GgmlType type : kProbedTypes) {
+  for (GgmlType type : types) {
     const std::string name(ggml_type_info(type).name);
     say(fmt::format("{} matrix-vector over {} MiB", name, o.matvec_bytes >> 20));
     const uint64_t row_bytes = ggml_row_bytes(type, kMatvecCols, "probe");
@@ -214,7 +221,7 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
     const uint64_t max_tokens = kProbeProductTokens[std::size(kProbeProductTokens) - 1];
     std::vector<float> xs(max_tokens * r.product_cols);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 7919) % 201) / 100.0f - 1.0f;
-    for (GgmlType type : kProbedTypes) {
+    for (GgmlType type : types) {
       const std::string name(ggml_type_info(type).name);
       const uint64_t row_bytes = ggml_row_bytes(type, r.product_cols, "probe");
       // One projection at a time, each `product_cols` rows (a square projection of the plan's

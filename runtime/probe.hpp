@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "planner/core/ggml_type.hpp"
 #include "planner/core/json_fields.hpp"
@@ -28,6 +29,8 @@ struct ProbeOptions {
   // (a plan's projection width; 0: 4096), over a matrix of at least 4x the last-level cache.
   uint64_t product_cols = 0;
   double product_point_s = 0.5;                // each T's pairs are timed for at least this long
+  // The weight types probed (with copy_beside_type): a plan's; empty: every type the CPU multiplies.
+  std::vector<GgmlType> types;
   std::function<void(const std::string&)> progress;
 };
 
