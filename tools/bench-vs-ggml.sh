@@ -9,7 +9,7 @@
 # nothing is downloaded here and none of its code enters this repository. Its test-backend-ops is
 # built in GGML_DIR/build-infer-plan (Release, native CPU); ours in build/ (tools/setup.sh test).
 # ggml's CPU backend uses every core the machine has (std::thread::hardware_concurrency()), so our
-# bench runs with $(nproc) threads. Environment: TYPES (default "F16 BF16 Q8_0 Q4_0 Q2_K"),
+# bench runs with $(nproc) threads. Environment: TYPES (default: every type the runtime multiplies),
 # TOKENS (default "1 2 4 8").
 set -euo pipefail
 
@@ -20,7 +20,7 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 ggml=$(cd "$1" && pwd)
 rounds=${2:-3}
-types=${TYPES:-F16 BF16 Q8_0 Q4_0 Q2_K}
+types=${TYPES:-F16 BF16 Q8_0 Q4_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4}
 tokens=${TOKENS:-1 2 4 8}
 threads=$(nproc)
 case $rounds in '' | *[!0-9]* | 0) echo "bench-vs-ggml: ROUNDS must be a positive integer" >&2; exit 2 ;; esac

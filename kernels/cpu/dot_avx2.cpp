@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -333,21 +334,19 @@ struct IQ4_NLCodes {
 };
 // MXFP4 {u8 e; u8 qs[16]}: the nibbles index the doubled E2M1 values; the scale is the halved E8M0
 // one, from a table of all 256.
-const float* mxfp4_scales() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (uint32_t e = 0; e < 256; ++e) t[e] = mxfp4_scale(static_cast<uint8_t>(e));
-    return t;
-  }();
-  return table.data();
-}
+alignas(64) constexpr std::array<float, 256> kMxfp4Scales = [] {
+  std::array<float, 256> t{};
+  for (uint32_t e = 0; e < 256; ++e)  // mxfp4_scale, at compile time
+    t[e] = std::bit_cast<float>(e < 2 ? uint32_t{0x00200000} << e : (e - 1) << 23);
+  return t;
+}();
 struct MXFP4Codes {
   static constexpr uint64_t kBytes = kMXFP4Bytes;
   static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
     return iq4_codes(block + kMXFP4Qs,
                      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values))));
   }
-  static const float* scale(const uint8_t* block, const float*) { return mxfp4_scales() + block[kMXFP4E]; }
+  static const float* scale(const uint8_t* block, const float*) { return kMxfp4Scales.data() + block[kMXFP4E]; }
 };
 static_assert(kMXFP4Values == kQ8_0Values, "one activation block per weight block");
 static_assert(kIQ4_NLD == 0 && kIQ4_NLValues == kQ8_0Values, "as Q4_0: d first, one activation block per block");
