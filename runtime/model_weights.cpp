@@ -65,22 +65,24 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
       return;
     case GgmlType::Q2_K:  // scales[16] (sc | m << 4); qs[64]; d; dmin: values d sc q - dmin m, q in 0..3
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
-        // m = round(1.5 sc) centres each sub-block on zero; 1.5 d sc 15 = amplitude at most.
+        // m = round(1.5 sc) centres each sub-block on zero, and sc at most 10 keeps m within 4 bits;
+        // with d = dmin = amplitude / 15 the values lie within d max(3 sc - m, m) <= amplitude.
         for (int j = 0; j < 16; ++j) {
-          const auto sc = static_cast<uint8_t>(1 + below(15));
-          const auto m = static_cast<uint8_t>(std::min<int>(15, (3 * sc + 1) / 2));
+          const auto sc = static_cast<uint8_t>(1 + below(10));
+          const auto m = static_cast<uint8_t>((3 * sc + 1) / 2);
           row[kernels::kQ2_KScales + j] = static_cast<uint8_t>(sc | (m << 4));
         }
         for (uint32_t i = 0; i < kernels::kQ2_KValues / 4; ++i)  // four 2-bit codes a byte
           row[kernels::kQ2_KQs + i] = static_cast<uint8_t>(below(256));
-        kernels::store_fp16(row + kernels::kQ2_KD, amplitude / 22.5f);
-        kernels::store_fp16(row + kernels::kQ2_KDmin, amplitude / 22.5f);
+        kernels::store_fp16(row + kernels::kQ2_KD, amplitude / 15);
+        kernels::store_fp16(row + kernels::kQ2_KDmin, amplitude / 15);
       }
       return;
     case GgmlType::Q4_K:  // d, dmin; 6-bit scales s and mins m; 4-bit codes q: values d s q - dmin m
     case GgmlType::Q5_K: {  // ... and 5-bit codes
       // m = round(s (2^bits - 1) / 2) centres a sub-block on zero; s at most 8 (4 for Q5_K) keeps m
-      // within 6 bits, and d = dmin = amplitude / 60 bounds the values by the amplitude.
+      // within 6 bits, and d = dmin = amplitude / 60 bounds the values by the amplitude. Packed as
+      // the quantizer packs them (kernels/block_layout.hpp's k_scale_min reads them back).
       const bool five = type == GgmlType::Q5_K;
       const uint32_t max_s = five ? 4 : 8;
       for (uint64_t b = 0; b < blocks; ++b, row += info.block_bytes) {
@@ -90,10 +92,12 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
           const auto s = static_cast<uint8_t>(1 + below(max_s));
           const auto m = static_cast<uint8_t>((s * (five ? 31 : 15) + 1) / 2);
           if (j < 4) {
-            sc[j] = s;
-            sc[j + 4] = m;
-          } else {  // both below 16: the nibbles only
-            sc[j + 4] = static_cast<uint8_t>(s | (m << 4));
+            sc[j] = static_cast<uint8_t>(sc[j] | s);
+            sc[j + 4] = static_cast<uint8_t>(sc[j + 4] | m);
+          } else {
+            sc[j + 4] = static_cast<uint8_t>((s & 0xF) | ((m & 0xF) << 4));
+            sc[j - 4] = static_cast<uint8_t>(sc[j - 4] | ((s >> 4) << 6));
+            sc[j] = static_cast<uint8_t>(sc[j] | ((m >> 4) << 6));
           }
         }
         kernels::store_fp16(row + kernels::kQ4_KD, amplitude / 60);
@@ -320,6 +324,7 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::attn_q: L.attn_q = &w; break;
       case TensorRole::attn_k: L.attn_k = &w; break;
       case TensorRole::attn_v: L.attn_v = &w; break;
+      case TensorRole::attn_qkv: L.attn_qkv = &w; break;
       case TensorRole::attn_output: L.attn_output = &w; break;
       case TensorRole::attn_q_norm: L.attn_q_norm = &w; break;
       case TensorRole::attn_k_norm: L.attn_k_norm = &w; break;
@@ -381,7 +386,8 @@ void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTenso
       &LayerWeights::attn_k_norm,   &LayerWeights::attn_q_bias,   &LayerWeights::attn_k_bias,
       &LayerWeights::attn_v_bias,   &LayerWeights::ffn_norm,      &LayerWeights::ffn_gate,
       &LayerWeights::ffn_up,        &LayerWeights::ffn_down,      &LayerWeights::ffn_gate_inp,
-      &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps};
+      &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps,
+      &LayerWeights::attn_qkv};
   for (auto m : members)
     if (L.*m == from) L.*m = to;
 }

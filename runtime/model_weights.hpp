@@ -37,8 +37,10 @@ struct WeightTensor {
 // Per layer, the tensors the decoder uses; absent ones are null (biases, q/k norms, MoE or dense).
 struct LayerWeights {
   const WeightTensor *attn_norm = nullptr, *attn_q = nullptr, *attn_k = nullptr, *attn_v = nullptr;
+  const WeightTensor* attn_qkv = nullptr;  // Phi-3/4: q, k and v rows in one matrix (then no attn_q/k/v)
   const WeightTensor *attn_output = nullptr, *attn_q_norm = nullptr, *attn_k_norm = nullptr;
   const WeightTensor *attn_q_bias = nullptr, *attn_k_bias = nullptr, *attn_v_bias = nullptr;
+  // Phi-3/4 have no ffn_gate: their ffn_up holds the gate's rows, then the up projection's
   const WeightTensor *ffn_norm = nullptr, *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
   const WeightTensor *ffn_gate_inp = nullptr, *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr,
                      *ffn_down_exps = nullptr;
