@@ -422,6 +422,9 @@ struct CudaDecoder::State {
 
 std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes kv,
                                                 std::span<const TensorPlacement> tensors) {
+  if (spec.fused_qkv)
+    return fmt::format("{}: Phi's fused q/k/v and gate/up matrices run on the CPU backend only (use --backend cpu)",
+                       spec.name);
   if (spec.window_layer_count() > 0)
     return fmt::format("{}: sliding-window layers run on the CPU backend only; the CUDA decoder reads every layer's "
                        "pages in full and expects no window (use --backend cpu)", spec.name);

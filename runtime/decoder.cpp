@@ -115,9 +115,15 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   grow(k_, tokens * KW);
   grow(v_, tokens * KW);
   grow(att_, tokens * QW);
-  project(*L.attn_q, xn_.data(), tokens, q_.data());
-  project(*L.attn_k, xn_.data(), tokens, k_.data());
-  project(*L.attn_v, xn_.data(), tokens, v_.data());
+  if (L.attn_qkv) {  // Phi: q's rows, then k's, then v's of one matrix
+    project(*L.attn_qkv, xn_.data(), tokens, q_.data(), 0, QW);
+    project(*L.attn_qkv, xn_.data(), tokens, k_.data(), QW, KW);
+    project(*L.attn_qkv, xn_.data(), tokens, v_.data(), QW + KW, KW);
+  } else {
+    project(*L.attn_q, xn_.data(), tokens, q_.data());
+    project(*L.attn_k, xn_.data(), tokens, k_.data());
+    project(*L.attn_v, xn_.data(), tokens, v_.data());
+  }
   add_bias(q_.data(), L.attn_q_bias, tokens, QW);
   add_bias(k_.data(), L.attn_k_bias, tokens, KW);
   add_bias(v_.data(), L.attn_v_bias, tokens, KW);
@@ -180,12 +186,15 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
 }
 
 void Decoder::ffn_dense(const LayerWeights& L, uint64_t tokens) {
-  const uint64_t H = spec_.hidden, F = L.ffn_gate->rows;
+  // Phi's fused ffn_up: the gate's F rows, then the up projection's (ggml's swiglu of one tensor
+  // takes its first half through SiLU)
+  const bool fused = L.ffn_gate == nullptr;
+  const uint64_t H = spec_.hidden, F = fused ? L.ffn_up->rows / 2 : L.ffn_gate->rows;
   grow(gate_, tokens * F);
   grow(up_, tokens * F);
   grow(out_, tokens * H);
-  project(*L.ffn_gate, xn_.data(), tokens, gate_.data());
-  project(*L.ffn_up, xn_.data(), tokens, up_.data());
+  project(fused ? *L.ffn_up : *L.ffn_gate, xn_.data(), tokens, gate_.data(), 0, F);
+  project(*L.ffn_up, xn_.data(), tokens, up_.data(), fused ? F : 0, F);
   kernels::swiglu(gate_.data(), up_.data(), tokens * F, gate_.data());
   project(*L.ffn_down, gate_.data(), tokens, out_.data());
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
