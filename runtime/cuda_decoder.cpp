@@ -422,6 +422,9 @@ struct CudaDecoder::State {
 
 std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes kv,
                                                 std::span<const TensorPlacement> tensors) {
+  if (spec.post_norms || spec.embedding_scale || spec.gelu_ffn)
+    return fmt::format("{}: Gemma's post-norms, embedding scale and GELU run on the CPU backend only (use --backend "
+                       "cpu)", spec.name);
   if (spec.fused_qkv)
     return fmt::format("{}: Phi's fused q/k/v and gate/up matrices run on the CPU backend only (use --backend cpu)",
                        spec.name);

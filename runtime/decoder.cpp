@@ -33,7 +33,14 @@ Decoder::Decoder(const ModelWeights& weights, PagedKvCache& cache, ThreadPool& p
                  OffloadPrefetcher* prefetcher)
     : weights_(weights), cache_(cache), pool_(pool), spec_(weights.spec()),
       layers_(layers == 0 ? spec_.layers : std::min(layers, spec_.layers)), prefetcher_(prefetcher),
-      rope_(rope_params(spec_, weights.rope_freqs() ? weights.rope_freqs()->floats() : nullptr)) {
+      rope_(rope_params(spec_, weights.rope_freqs() ? weights.rope_freqs()->floats() : nullptr)),
+      rope_local_(rope_) {
+  if (spec_.rope_local_theta > 0) {
+    ModelSpec local = spec_;
+    local.rope_theta = spec_.rope_local_theta;
+    local.rope_scaling = {};
+    rope_local_ = rope_params(local, nullptr);
+  }
   // The prefetcher hands out groups pass after pass in order: a pass must visit all of them.
   if (prefetcher_ && (layers_ != spec_.layers || prefetcher_->groups() != weights_.offload_groups().size()))
     throw std::logic_error("Decoder: a prefetcher needs the offloaded weights it copies and every layer");
@@ -71,6 +78,10 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
       positions_[t] = chunks[c].past + i;
       chunk_of_token_[t] = c;
     }
+  if (spec_.embedding_scale) {  // Gemma: the embedding times sqrt(n_embd), in float as ggml's scale
+    const float scale = std::sqrt(static_cast<float>(H));
+    for (uint64_t i = 0; i < tokens * H; ++i) x_[i] *= scale;
+  }
 
   const float eps = static_cast<float>(spec_.rms_norm_eps);
   for (uint64_t l = 0; l < layers_; ++l) {
@@ -103,6 +114,10 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
   const WeightTensor& head = weights_.output();
   grow(head_out_, n * head.rows);
   project(head, out_.data(), n, head_out_.data());
+  if (spec_.final_softcap > 0) {  // Gemma 2: the logits soft-capped as ggml does (scale, tanh, scale)
+    const auto cap = static_cast<float>(spec_.final_softcap), inv_cap = 1.0f / cap;
+    for (uint64_t i = 0; i < n * head.rows; ++i) head_out_[i] = std::tanh(head_out_[i] * inv_cap) * cap;
+  }
   logits.resize(n);
   for (uint64_t c = 0; c < n; ++c) logits[c].assign(head_out_.begin() + static_cast<ptrdiff_t>(c * head.rows),
                                                    head_out_.begin() + static_cast<ptrdiff_t>((c + 1) * head.rows));
@@ -135,8 +150,14 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       for (uint64_t h = 0; h < spec_.heads; ++h) kernels::rmsnorm(q + h * D, L.attn_q_norm->floats(), D, eps, q + h * D);
     if (L.attn_k_norm)
       for (uint64_t h = 0; h < spec_.kv_heads; ++h) kernels::rmsnorm(k + h * D, L.attn_k_norm->floats(), D, eps, k + h * D);
-    kernels::rope(q, spec_.heads, positions_[t], rope_);
-    kernels::rope(k, spec_.kv_heads, positions_[t], rope_);
+    const kernels::RopeParams& rope = spec_.layer_window(l) ? rope_local_ : rope_;
+    kernels::rope(q, spec_.heads, positions_[t], rope);
+    kernels::rope(k, spec_.kv_heads, positions_[t], rope);
+    // Gemma: q scaled by query_pre_attn_scalar^-1/2 where the attention applies head_dim^-1/2
+    if (spec_.query_pre_attn_scalar > 0 && spec_.query_pre_attn_scalar != static_cast<double>(D)) {
+      const auto rescale = static_cast<float>(std::sqrt(static_cast<double>(D) / spec_.query_pre_attn_scalar));
+      for (uint64_t i = 0; i < QW; ++i) q[i] *= rescale;
+    }
   }
   // Page tables per chunk, then each token attends to its sequence's positions [0, its own], or
   // in a sliding-window layer to the last `window` of them.
@@ -156,7 +177,7 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       wave = std::min(wave, ring - window + 1);
     }
   }
-  const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D};
+  const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D, static_cast<float>(spec_.attn_softcap)};
   std::vector<uint64_t> batch;
   for (uint64_t from = 0; batch.size() < tokens; from += wave) {
     const size_t before = batch.size();
@@ -182,7 +203,15 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   }
   grow(out_, tokens * H);
   project(*L.attn_output, att_.data(), tokens, out_.data());
+  post_norm(L.attn_post_norm, tokens);
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
+}
+
+void Decoder::post_norm(const WeightTensor* norm, uint64_t tokens) {
+  if (!norm) return;
+  const uint64_t H = spec_.hidden;
+  const float eps = static_cast<float>(spec_.rms_norm_eps);
+  for (uint64_t t = 0; t < tokens; ++t) kernels::rmsnorm(&out_[t * H], norm->floats(), H, eps, &out_[t * H]);
 }
 
 void Decoder::ffn_dense(const LayerWeights& L, uint64_t tokens) {
@@ -195,8 +224,10 @@ void Decoder::ffn_dense(const LayerWeights& L, uint64_t tokens) {
   grow(out_, tokens * H);
   project(fused ? *L.ffn_up : *L.ffn_gate, xn_.data(), tokens, gate_.data(), 0, F);
   project(*L.ffn_up, xn_.data(), tokens, up_.data(), fused ? F : 0, F);
-  kernels::swiglu(gate_.data(), up_.data(), tokens * F, gate_.data());
+  if (spec_.gelu_ffn) kernels::geglu(gate_.data(), up_.data(), tokens * F, gate_.data());
+  else kernels::swiglu(gate_.data(), up_.data(), tokens * F, gate_.data());
   project(*L.ffn_down, gate_.data(), tokens, out_.data());
+  post_norm(L.ffn_post_norm, tokens);
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
 }
 

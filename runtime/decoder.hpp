@@ -39,6 +39,8 @@ class Decoder final : public ForwardPass {
                uint64_t row_offset = 0, uint64_t rows = 0);
   void attention_layer(const LayerWeights& L, uint64_t layer, std::span<const SequenceChunk> chunks);
   void ffn_dense(const LayerWeights& L, uint64_t tokens);
+  // out_ (tokens x hidden) through `norm` in place, where the layer has one (Gemma)
+  void post_norm(const WeightTensor* norm, uint64_t tokens);
   void ffn_moe(const LayerWeights& L, uint64_t tokens);
 
   const ModelWeights& weights_;
@@ -49,6 +51,7 @@ class Decoder final : public ForwardPass {
   OffloadPrefetcher* prefetcher_ = nullptr;
   std::vector<WeightTensor> slot_views_;  // the offloaded tensors of the layer in flight, in its slot
   kernels::RopeParams rope_;  // the model's RoPE (runtime/rope_params)
+  kernels::RopeParams rope_local_;  // a sliding-window layer's (Gemma 3: its own base, no scaling)
   // Working buffers, tokens x width, grown as needed and reused across steps.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_, head_out_;
   std::vector<uint64_t> positions_;

@@ -157,7 +157,8 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
-                         t.role == TensorRole::attn_k_norm;
+                         t.role == TensorRole::attn_k_norm || t.role == TensorRole::attn_post_norm ||
+                         t.role == TensorRole::ffn_post_norm;
     if (t.role == TensorRole::rope_freqs) {  // llama3's factors from config.json (a GGUF's own are read)
       const std::vector<float> factors = llama3_rope_factors(spec);
       std::memcpy(data, factors.data(), std::min(w.placement.bytes, factors.size() * sizeof(float)));
@@ -325,6 +326,8 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::attn_k: L.attn_k = &w; break;
       case TensorRole::attn_v: L.attn_v = &w; break;
       case TensorRole::attn_qkv: L.attn_qkv = &w; break;
+      case TensorRole::attn_post_norm: L.attn_post_norm = &w; break;
+      case TensorRole::ffn_post_norm: L.ffn_post_norm = &w; break;
       case TensorRole::attn_output: L.attn_output = &w; break;
       case TensorRole::attn_q_norm: L.attn_q_norm = &w; break;
       case TensorRole::attn_k_norm: L.attn_k_norm = &w; break;
@@ -387,7 +390,7 @@ void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTenso
       &LayerWeights::attn_v_bias,   &LayerWeights::ffn_norm,      &LayerWeights::ffn_gate,
       &LayerWeights::ffn_up,        &LayerWeights::ffn_down,      &LayerWeights::ffn_gate_inp,
       &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps,
-      &LayerWeights::attn_qkv};
+      &LayerWeights::attn_qkv,      &LayerWeights::attn_post_norm, &LayerWeights::ffn_post_norm};
   for (auto m : members)
     if (L.*m == from) L.*m = to;
 }

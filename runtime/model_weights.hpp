@@ -38,6 +38,8 @@ struct WeightTensor {
 struct LayerWeights {
   const WeightTensor *attn_norm = nullptr, *attn_q = nullptr, *attn_k = nullptr, *attn_v = nullptr;
   const WeightTensor* attn_qkv = nullptr;  // Phi-3/4: q, k and v rows in one matrix (then no attn_q/k/v)
+  // Gemma: RMSNorm of the attention's and the FFN's outputs before they join the residual
+  const WeightTensor *attn_post_norm = nullptr, *ffn_post_norm = nullptr;
   const WeightTensor *attn_output = nullptr, *attn_q_norm = nullptr, *attn_k_norm = nullptr;
   const WeightTensor *attn_q_bias = nullptr, *attn_k_bias = nullptr, *attn_v_bias = nullptr;
   // Phi-3/4 have no ffn_gate: their ffn_up holds the gate's rows, then the up projection's

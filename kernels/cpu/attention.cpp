@@ -353,6 +353,10 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
       kernels.score_group(q + g * group * head_dim, row + g * head_dim, group, head_dim, scale,
                           scores + t * n_head + g * group);
   }
+  if (shape.softcap > 0.0f) {  // as ggml: scale by 1 / cap, tanh, scale by the cap
+    const float inv_cap = 1.0f / shape.softcap;
+    for (uint64_t i = 0; i < n_tokens * n_head; ++i) scores[i] = std::tanh(scores[i] * inv_cap) * shape.softcap;
+  }
   std::fill(max_score, max_score + n_head, -INFINITY);
   for (uint64_t t = 0; t < n_tokens; ++t)
     for (uint64_t h = 0; h < n_head; ++h) max_score[h] = std::max(max_score[h], scores[t * n_head + h]);
@@ -404,6 +408,7 @@ void attention_decode_reference(const AttentionShape& shape, const float* q, con
       for (uint64_t d = 0; d < head_dim; ++d)
         dot += static_cast<double>(q[h * head_dim + d]) * k_rows[t * row_values + kv_offset + d];
       weights[t] = dot / std::sqrt(static_cast<double>(head_dim));
+      if (shape.softcap > 0.0f) weights[t] = shape.softcap * std::tanh(weights[t] / shape.softcap);
       max_score = std::max(max_score, weights[t]);
     }
     double sum = 0.0;

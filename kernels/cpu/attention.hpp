@@ -32,6 +32,7 @@ struct AttentionShape {
   uint64_t n_head = 0;     // query heads
   uint64_t n_kv_head = 0;  // K/V heads; query head h reads K/V head h / (n_head / n_kv_head)
   uint64_t head_dim = 0;   // a whole number of the K and V types' blocks
+  float softcap = 0.0f;    // Gemma 2: each scaled score s becomes softcap tanh(s / softcap); 0: none
 };
 
 // q: n_head * head_dim floats (already RoPE'd); out: n_head * head_dim floats. Scores are scaled

@@ -6,6 +6,11 @@
 namespace infer_plan::kernels {
 
 void swiglu(const float* gate, const float* up, uint64_t n, float* out);  // out may alias gate
+
+// Gemma's: out[i] = gelu(gate[i]) * up[i], gelu the tanh approximation, as ggml's CPU backend computes
+// it: gate rounded to fp16, looked up in a table of fp16 results (0 at or below -10, the identity at
+// or above 10). out may alias gate.
+void geglu(const float* gate, const float* up, uint64_t n, float* out);
 void swiglu_reference(const float* gate, const float* up, uint64_t n, float* out);
 
 }  // namespace infer_plan::kernels

@@ -351,6 +351,14 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   read_windows(c, s, *arch, where);
   if (gemma) {
     s.post_norms = true;
+    s.embedding_scale = true;
+    s.gelu_ffn = true;
+    s.query_pre_attn_scalar = optional_number(c, "query_pre_attn_scalar", where).value_or(0.0);
+    if (s.query_pre_attn_scalar < 0)
+      throw InputError(fmt::format("{}: field 'query_pre_attn_scalar' is {}; expected a positive number", where,
+                                   s.query_pre_attn_scalar));
+    if (s.gguf_arch == "gemma3")  // transformers' default, and llama.cpp's fixed base for these layers
+      s.rope_local_theta = optional_number(c, "rope_local_base_freq", where).value_or(10000.0);
     s.attn_softcap = optional_number(c, "attn_logit_softcapping", where).value_or(0.0);
     s.final_softcap = optional_number(c, "final_logit_softcapping", where).value_or(0.0);
     if (s.attn_softcap < 0 || s.final_softcap < 0)

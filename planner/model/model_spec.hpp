@@ -52,6 +52,8 @@ struct ModelSpec {
   bool attn_output_bias = false;   // GPT-OSS: a bias on attn_output too
   bool attn_sinks = false;         // GPT-OSS: a learned sink logit per head in every softmax
   bool post_norms = false;         // Gemma 2/3: RMSNorm after attention and after the FFN as well
+  bool embedding_scale = false;    // Gemma 2/3: the input embedding times sqrt(hidden)
+  bool gelu_ffn = false;           // Gemma 2/3: the gated FFN through GELU (tanh) instead of SiLU
   bool fused_qkv = false;          // Phi-3/4: one attn_qkv and one ffn_up (gate and up) per layer in GGUF
   bool expert_bias = false;        // GPT-OSS: biases on the router and on every expert's projections
   double attn_softcap = 0.0;       // Gemma 2: scores capped as c tanh(s / c); 0: none
@@ -90,6 +92,10 @@ struct ModelSpec {
   // them all. 0: the window itself (vLLM, SGLang).
   uint64_t window_cache_tokens = 0;
   double rope_theta = 10000.0;
+  // Gemma 3: the sliding-window layers rotate with their own base and no scaling (0: as the rest)
+  double rope_local_theta = 0.0;
+  // Gemma 2/3: q is scaled by query_pre_attn_scalar^-1/2 instead of head_dim^-1/2 (0: head_dim)
+  double query_pre_attn_scalar = 0.0;
   double rms_norm_eps = 1e-6;
 
   bool is_moe() const { return experts > 0; }

@@ -645,6 +645,14 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     for (uint64_t l = 0; l < std::min<uint64_t>(s.layers, kMaxModelLayers); ++l)
       s.window_layers.push_back(arch == "gemma3" ? (l + 1) % 6 != 0 : l % 2 == 0);
   }
+  if (arch == "gemma2" || arch == "gemma3") {
+    s.embedding_scale = true;
+    s.gelu_ffn = true;
+    // llama.cpp scales q by head_dim^-1/2, by (hidden / heads)^-1/2 for the 27B models (62 and 46 layers)
+    if ((arch == "gemma3" && s.layers == 62) || (arch == "gemma2" && s.layers == 46))
+      s.query_pre_attn_scalar = static_cast<double>(s.hidden) / static_cast<double>(s.heads);
+  }
+  if (arch == "gemma3") s.rope_local_theta = key_f64(m, arch + ".rope.freq_base_swa", 10000.0);
   if (arch == "gemma2") {
     s.attn_softcap = key_f64(m, arch + ".attn_logit_softcapping", 0.0);
     s.final_softcap = key_f64(m, arch + ".final_logit_softcapping", 0.0);

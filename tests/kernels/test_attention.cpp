@@ -139,6 +139,15 @@ TEST_CASE("attention matches the reference for every K type x V type, shape and 
       for (const float q_scale : {4.0f, 64.0f}) check_all_type_pairs(shape, n_tokens, q_scale);
 }
 
+TEST_CASE("Gemma 2's soft-capped scores: every path against the reference") {
+  // q scaled by 64 gives scores up to ~+-100, so a cap of 5 binds on most of them (tanh saturates)
+  // and one of 50 on the largest; the reference caps in double.
+  for (const float cap : {5.0f, 50.0f}) {
+    CAPTURE(cap);
+    for (const uint64_t n_tokens : {17u, 300u}) check_all_type_pairs(AttentionShape{8, 2, 128, cap}, n_tokens, 64.0f);
+  }
+}
+
 TEST_CASE("attention with a head_dim that is not a multiple of 8 (float caches only)") {
   // head_dim 20: the 8-wide loops leave a 4-value tail in every row conversion, dot and axpy.
   // Quantized types need whole 32-value blocks, so only the float types take such a head.

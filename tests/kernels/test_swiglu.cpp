@@ -1,8 +1,9 @@
 // SwiGLU: silu's hand values (0 at 0, identity for large gates, 0 for very negative ones) and the
-// float kernel against the double reference.
+// float kernel against the double reference; Gemma's GEGLU against the tanh formula.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -40,4 +41,26 @@ TEST_CASE("swiglu matches the double reference, also with out aliasing gate") {
   CHECK(mismatches == 0);
   swiglu(gate.data(), up.data(), n, gate.data());
   for (uint64_t i = 0; i < n; ++i) REQUIRE(gate[i] == got[i]);
+}
+
+TEST_CASE("geglu: gelu (tanh) of the gate times up, through fp16 as ggml's table, 0 and identity past +-10") {
+  // gelu(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), by hand in double: the kernel rounds the
+  // gate to fp16 (2^-11 relative) and its result to fp16 (2^-11 more): within 2^-9 of the formula,
+  // where the derivative's factor at these gates stays below 1.2
+  const auto gelu = [](double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x))); };
+  const float gate[] = {0.0f, 1.0f, -1.0f, 2.5f, -3.0f, 9.99f, 10.0f, 12.0f, -10.0f, -50.0f};
+  const float up[] = {3.0f, 1.0f, 1.0f, 2.0f, 1.0f, 1.0f, 0.5f, 1.0f, 4.0f, 4.0f};
+  float out[10];
+  geglu(gate, up, 10, out);
+  CHECK(out[0] == 0.0f);
+  for (int i = 1; i < 6; ++i) {
+    CAPTURE(gate[i]);
+    CHECK(out[i] == doctest::Approx(gelu(gate[i]) * up[i]).epsilon(0x1p-9));
+  }
+  CHECK(out[6] == 5.0f);   // at 10 the identity: 10 x 0.5
+  CHECK(out[7] == 12.0f);
+  CHECK(out[8] == 0.0f);   // at -10 and below: 0
+  CHECK(out[9] == 0.0f);
+  // 0.841192 = gelu(1) by the formula; the table's fp16 result is the nearest of 0.8408 and 0.8413
+  CHECK(std::fabs(out[1] - 0.841192f) <= 0x1p-11f);
 }
