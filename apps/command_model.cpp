@@ -45,7 +45,8 @@ Json spec_json(const ModelSpec& s) {
               {"kv_window_tokens", s.window_layer_count() ? Json(s.sliding_window) : Json(nullptr)},
               {"attention_sinks", s.attn_sinks},
               {"attn_logit_softcap", s.attn_softcap > 0 ? Json(s.attn_softcap) : Json(nullptr)},
-              {"final_logit_softcap", s.final_softcap > 0 ? Json(s.final_softcap) : Json(nullptr)}};
+              {"final_logit_softcap", s.final_softcap > 0 ? Json(s.final_softcap) : Json(nullptr)},
+              {"swiglu_limit", s.swiglu_limit > 0 ? Json(s.swiglu_limit) : Json(nullptr)}};
 }
 
 // "36 layers see the whole context" or "18 full, 18 within a 128-token window (...)".
@@ -103,7 +104,8 @@ void run(const ModelArgs& a) {
   fmt::print("  layers {}, hidden {}, heads {} (KV {}), head_dim {} (attention width {}), vocab {}\n",
              s.layers, s.hidden, s.heads, s.kv_heads, s.head_dim, s.q_width(), s.vocab);
   if (s.is_moe())
-    fmt::print("  MoE: {} experts, {} active, expert FFN {}{}{}\n", s.experts, s.experts_active, s.moe_intermediate,
+    fmt::print("  MoE: {} experts, {} active, expert FFN {}{}{}{}\n", s.experts, s.experts_active, s.moe_intermediate,
+               s.swiglu_limit > 0 ? fmt::format(" (SwiGLU clamped at {})", s.swiglu_limit) : "",
                s.shared_experts ? fmt::format(", {} shared", s.shared_experts) : "",
                s.first_dense_layers ? fmt::format("; first {} layers dense (FFN {})", s.first_dense_layers, s.intermediate)
                                     : "");

@@ -21,10 +21,13 @@ void grow(std::vector<float>& v, uint64_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-void add_bias(float* y, const WeightTensor* bias, uint64_t tokens, uint64_t width) {
+// y (tokens x width) += row `row` of `bias` (a vector's only row; an expert's of GPT-OSS's stacks)
+void add_bias(float* y, const WeightTensor* bias, uint64_t tokens, uint64_t width, uint64_t row = 0) {
   if (!bias) return;
+  assert(bias->cols == width && row < bias->rows);
+  const float* b = bias->floats() + row * width;
   for (uint64_t t = 0; t < tokens; ++t)
-    for (uint64_t i = 0; i < width; ++i) y[t * width + i] += bias->floats()[i];
+    for (uint64_t i = 0; i < width; ++i) y[t * width + i] += b[i];
 }
 
 }  // namespace
@@ -177,7 +180,8 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
       wave = std::min(wave, ring - window + 1);
     }
   }
-  const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D, static_cast<float>(spec_.attn_softcap)};
+  const kernels::AttentionShape shape{spec_.heads, spec_.kv_heads, D, static_cast<float>(spec_.attn_softcap),
+                                      L.attn_sinks ? L.attn_sinks->floats() : nullptr};
   std::vector<uint64_t> batch;
   for (uint64_t from = 0; batch.size() < tokens; from += wave) {
     const size_t before = batch.size();
@@ -203,6 +207,7 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   }
   grow(out_, tokens * H);
   project(*L.attn_output, att_.data(), tokens, out_.data());
+  add_bias(out_.data(), L.attn_output_bias, tokens, H);
   post_norm(L.attn_post_norm, tokens);
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
 }
@@ -235,7 +240,9 @@ void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
   const uint64_t H = spec_.hidden, E = spec_.experts, F = spec_.moe_intermediate;
   std::vector<float> router(tokens * E);
   project(*L.ffn_gate_inp, xn_.data(), tokens, router.data());
-  // Tokens per expert, with their routing weights.
+  add_bias(router.data(), L.ffn_gate_inp_bias, tokens, E);
+  // Tokens per expert, with their routing weights: the softmax over the top k (the same weights as
+  // Qwen's softmax over all, renormalised over the top k; GPT-OSS's rule).
   std::vector<std::vector<std::pair<uint64_t, float>>> routed(E);
   for (uint64_t t = 0; t < tokens; ++t)
     for (const kernels::ExpertChoice& ch :
@@ -253,8 +260,14 @@ void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
     down.resize(n * H);
     project(*L.ffn_gate_exps, xe.data(), n, gate_.data(), e * F, F);
     project(*L.ffn_up_exps, xe.data(), n, up_.data(), e * F, F);
-    kernels::swiglu(gate_.data(), up_.data(), n * F, gate_.data());
+    add_bias(gate_.data(), L.ffn_gate_exps_bias, n, F, e);
+    add_bias(up_.data(), L.ffn_up_exps_bias, n, F, e);
+    if (spec_.swiglu_limit > 0)
+      kernels::swiglu_oai(gate_.data(), up_.data(), n * F, static_cast<float>(spec_.swiglu_limit), gate_.data());
+    else
+      kernels::swiglu(gate_.data(), up_.data(), n * F, gate_.data());
     project(*L.ffn_down_exps, gate_.data(), n, down.data(), e * H, H);
+    add_bias(down.data(), L.ffn_down_exps_bias, n, H, e);
     for (uint64_t i = 0; i < n; ++i)
       for (uint64_t j = 0; j < H; ++j) x_[mine[i].first * H + j] += mine[i].second * down[i * H + j];
   }

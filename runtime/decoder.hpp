@@ -1,4 +1,4 @@
-// One forward pass of a Qwen3/Llama/Phi-3-style decoder over a batch of sequences, each bringing one
+// One forward pass of a Qwen3/Llama/Phi-3/Gemma/GPT-OSS-style decoder over a batch of sequences, each bringing one
 // or more new tokens (a decode step brings one per sequence; a prefill chunk brings many): embed,
 // then per layer RMSNorm, q/k/v projections (+ biases, + per-head q/k norms for Qwen3), RoPE,
 // K/V rows into the paged cache, attention over each sequence's own cache, output projection,

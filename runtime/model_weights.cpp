@@ -169,8 +169,10 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
       std::memcpy(data, ones.data(), w.placement.bytes);
       return;
     }
-    // Biases small; the embedding at unit scale (its rows are the residual stream's start).
-    const float amplitude = t.is_vector() ? 0.02f
+    // Biases small (GPT-OSS's per-expert ones are 2-D); the embedding at unit scale (its rows are the residual stream's start).
+    // A sink a few units either way, as trained ones are, so that it takes a visible share of a softmax.
+    const float amplitude = t.role == TensorRole::attn_sinks   ? 4.0f
+                            : !t.is_matrix()                   ? 0.02f
                             : t.role == TensorRole::token_embd ? 1.0f
                                                                : std::sqrt(3.0f / static_cast<float>(w.cols));
     pool.parallel_for(w.rows, [&](uint64_t b, uint64_t e) {
@@ -326,7 +328,8 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::attn_k: L.attn_k = &w; break;
       case TensorRole::attn_v: L.attn_v = &w; break;
       case TensorRole::attn_qkv: L.attn_qkv = &w; break;
-      case TensorRole::attn_post_norm: L.attn_post_norm = &w; break;
+      // GPT-OSS's only norm after attention is the FFN's input norm (llama.cpp's post_attention_norm)
+      case TensorRole::attn_post_norm: (spec_.post_norms ? L.attn_post_norm : L.ffn_norm) = &w; break;
       case TensorRole::ffn_post_norm: L.ffn_post_norm = &w; break;
       case TensorRole::attn_output: L.attn_output = &w; break;
       case TensorRole::attn_q_norm: L.attn_q_norm = &w; break;
@@ -342,6 +345,12 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::ffn_gate_exps: L.ffn_gate_exps = &w; break;
       case TensorRole::ffn_up_exps: L.ffn_up_exps = &w; break;
       case TensorRole::ffn_down_exps: L.ffn_down_exps = &w; break;
+      case TensorRole::attn_output_bias: L.attn_output_bias = &w; break;
+      case TensorRole::attn_sinks: L.attn_sinks = &w; break;
+      case TensorRole::ffn_gate_inp_bias: L.ffn_gate_inp_bias = &w; break;
+      case TensorRole::ffn_gate_exps_bias: L.ffn_gate_exps_bias = &w; break;
+      case TensorRole::ffn_up_exps_bias: L.ffn_up_exps_bias = &w; break;
+      case TensorRole::ffn_down_exps_bias: L.ffn_down_exps_bias = &w; break;
       default: break;
     }
   }
@@ -390,7 +399,9 @@ void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTenso
       &LayerWeights::attn_v_bias,   &LayerWeights::ffn_norm,      &LayerWeights::ffn_gate,
       &LayerWeights::ffn_up,        &LayerWeights::ffn_down,      &LayerWeights::ffn_gate_inp,
       &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps,
-      &LayerWeights::attn_qkv,      &LayerWeights::attn_post_norm, &LayerWeights::ffn_post_norm};
+      &LayerWeights::attn_qkv,      &LayerWeights::attn_post_norm, &LayerWeights::ffn_post_norm,
+      &LayerWeights::attn_output_bias, &LayerWeights::attn_sinks, &LayerWeights::ffn_gate_inp_bias,
+      &LayerWeights::ffn_gate_exps_bias, &LayerWeights::ffn_up_exps_bias, &LayerWeights::ffn_down_exps_bias};
   for (auto m : members)
     if (L.*m == from) L.*m = to;
 }

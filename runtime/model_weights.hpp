@@ -46,6 +46,11 @@ struct LayerWeights {
   const WeightTensor *ffn_norm = nullptr, *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
   const WeightTensor *ffn_gate_inp = nullptr, *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr,
                      *ffn_down_exps = nullptr;
+  // GPT-OSS: attn_output's bias, a sink logit per head, and biases on the router and on each expert's
+  // projections (one row per expert)
+  const WeightTensor *attn_output_bias = nullptr, *attn_sinks = nullptr;
+  const WeightTensor *ffn_gate_inp_bias = nullptr, *ffn_gate_exps_bias = nullptr, *ffn_up_exps_bias = nullptr,
+                     *ffn_down_exps_bias = nullptr;
 };
 
 // Which tensors live in the host pool (planner/cost/offload.hpp): `part` of layers k-1, 2k-1, ...

@@ -130,12 +130,12 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unus
   if (rp.spec.is_mla())
     throw InputError(fmt::format("run: {} uses multi-head latent attention (DeepSeek), which the planner models but the "
                                  "runtime does not execute yet", rp.spec.name));
-  static constexpr std::array<std::string_view, 7> kRunnable{"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2",
-                                                             "gemma3"};
+  static constexpr std::array<std::string_view, 8> kRunnable{"llama", "qwen2",  "qwen3",  "qwen3moe",
+                                                             "phi3",  "gemma2", "gemma3", "gpt-oss"};
   if (std::find(kRunnable.begin(), kRunnable.end(), rp.spec.gguf_arch) == kRunnable.end())
     throw InputError(fmt::format("run: {} is llama.cpp architecture {}, which the planner models but the runtime does "
                                  "not execute yet (it runs llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, "
-                                 "gemma2, gemma3)", rp.spec.name, rp.spec.gguf_arch));
+                                 "gemma2, gemma3, gpt_oss)", rp.spec.name, rp.spec.gguf_arch));
   // A window layer's ring keeps no room for drafted positions a verification rejects: they would
   // overwrite positions the window still needs.
   if (rp.spec.window_layer_count() && plan.speculative && plan.context > rp.spec.sliding_window)

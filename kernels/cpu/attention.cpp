@@ -358,9 +358,12 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
     for (uint64_t i = 0; i < n_tokens * n_head; ++i) scores[i] = std::tanh(scores[i] * inv_cap) * shape.softcap;
   }
   std::fill(max_score, max_score + n_head, -INFINITY);
+  if (shape.sinks) std::copy_n(shape.sinks, n_head, max_score);  // as ggml: the sink counts toward the max
   for (uint64_t t = 0; t < n_tokens; ++t)
     for (uint64_t h = 0; h < n_head; ++h) max_score[h] = std::max(max_score[h], scores[t * n_head + h]);
   std::fill(weight_sum, weight_sum + n_head, 0.0f);
+  if (shape.sinks)
+    for (uint64_t h = 0; h < n_head; ++h) weight_sum[h] = std::exp(shape.sinks[h] - max_score[h]);
   kernels.exponentiate(scores, n_tokens, n_head, max_score, weight_sum);
 
   std::fill(out, out + n_head * head_dim, 0.0f);
@@ -375,7 +378,7 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
       kernels.accumulate_group(scores + t * n_head + g * group, n_head, row + g * head_dim, row_values, tile, group,
                                head_dim, out + g * group * head_dim);
   }
-  // The largest weight of each head is exp(0) = 1, so the sum is >= 1: no division by zero.
+  // The largest weight of each head (or its sink's) is exp(0) = 1, so the sum is >= 1: no division by zero.
   for (uint64_t h = 0; h < n_head; ++h) {
     const float inv_sum = 1.0f / weight_sum[h];
     for (uint64_t d = 0; d < head_dim; ++d) out[h * head_dim + d] *= inv_sum;
@@ -411,7 +414,9 @@ void attention_decode_reference(const AttentionShape& shape, const float* q, con
       if (shape.softcap > 0.0f) weights[t] = shape.softcap * std::tanh(weights[t] / shape.softcap);
       max_score = std::max(max_score, weights[t]);
     }
-    double sum = 0.0;
+    const double sink = shape.sinks ? static_cast<double>(shape.sinks[h]) : -INFINITY;
+    max_score = std::max(max_score, sink);
+    double sum = shape.sinks ? std::exp(sink - max_score) : 0.0;
     for (uint64_t t = 0; t < n_tokens; ++t) {
       weights[t] = std::exp(weights[t] - max_score);
       sum += weights[t];

@@ -33,6 +33,9 @@ struct AttentionShape {
   uint64_t n_kv_head = 0;  // K/V heads; query head h reads K/V head h / (n_head / n_kv_head)
   uint64_t head_dim = 0;   // a whole number of the K and V types' blocks
   float softcap = 0.0f;    // Gemma 2: each scaled score s becomes softcap tanh(s / softcap); 0: none
+  // GPT-OSS: one learned logit per query head that joins each softmax's denominator (exp(sink -
+  // max)) and brings no value; nullptr: none
+  const float* sinks = nullptr;
 };
 
 // q: n_head * head_dim floats (already RoPE'd); out: n_head * head_dim floats. Scores are scaled

@@ -2,6 +2,7 @@
 // right limit, so no special case is needed.
 #include "kernels/cpu/swiglu.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -40,6 +41,14 @@ void geglu(const float* gate, const float* up, uint64_t n, float* out) {
     if (g <= -10.0f) out[i] = 0.0f;
     else if (g >= 10.0f) out[i] = g * up[i];
     else out[i] = fp16_to_fp32(table[fp32_to_fp16(g)]) * up[i];
+  }
+}
+
+void swiglu_oai(const float* gate, const float* up, uint64_t n, float limit, float* out) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const float x = std::min(gate[i], limit);
+    const float y = std::clamp(up[i], -limit, limit);
+    out[i] = x / (1.0f + std::exp(kSwigluOaiAlpha * -x)) * (y + 1.0f);
   }
 }
 

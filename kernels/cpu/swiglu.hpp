@@ -11,6 +11,10 @@ void swiglu(const float* gate, const float* up, uint64_t n, float* out);  // out
 // it: gate rounded to fp16, looked up in a table of fp16 results (0 at or below -10, the identity at
 // or above 10). out may alias gate.
 void geglu(const float* gate, const float* up, uint64_t n, float* out);
+// GPT-OSS's experts, as ggml's swiglu_oai: x = min(gate, limit), y = up clamped to +-limit,
+// out = x / (1 + exp(-alpha x)) * (y + 1), alpha 1.702. out may alias gate.
+constexpr float kSwigluOaiAlpha = 1.702f;
+void swiglu_oai(const float* gate, const float* up, uint64_t n, float limit, float* out);
 void swiglu_reference(const float* gate, const float* up, uint64_t n, float* out);
 
 }  // namespace infer_plan::kernels

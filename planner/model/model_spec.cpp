@@ -395,6 +395,9 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.expert_bias = true;
     s.attn_sinks = true;
     s.attn_output_bias = s.qkv_bias;
+    s.swiglu_limit = optional_number(c, "swiglu_limit", where).value_or(7.0);
+    if (!(s.swiglu_limit > 0.0))
+      throw InputError(fmt::format("{}: field 'swiglu_limit' is {}; expected a positive clamp", where, s.swiglu_limit));
   }
   if (arch->moe == Moe::deepseek) {
     s.kv_lora_rank = require_positive(c, "kv_lora_rank", where);

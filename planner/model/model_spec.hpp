@@ -58,6 +58,8 @@ struct ModelSpec {
   bool expert_bias = false;        // GPT-OSS: biases on the router and on every expert's projections
   double attn_softcap = 0.0;       // Gemma 2: scores capped as c tanh(s / c); 0: none
   double final_softcap = 0.0;      // Gemma 2: the logits likewise
+  double swiglu_limit = 0.0;       // GPT-OSS: the experts' gate clamped above at it and up within +-it, then
+                                   // gate sigmoid(1.702 gate) (up + 1); 0: plain SwiGLU
   RopeScaling rope_scaling;
   uint64_t rope_dims = 0;          // rotated values per head (0: all of head_dim; fewer: partial RoPE)
 

@@ -652,6 +652,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     if ((arch == "gemma3" && s.layers == 62) || (arch == "gemma2" && s.layers == 46))
       s.query_pre_attn_scalar = static_cast<double>(s.hidden) / static_cast<double>(s.heads);
   }
+  if (arch == "gpt-oss") s.swiglu_limit = 7.0;  // llama.cpp's constant (no key carries it)
   if (arch == "gemma3") s.rope_local_theta = key_f64(m, arch + ".rope.freq_base_swa", 10000.0);
   if (arch == "gemma2") {
     s.attn_softcap = key_f64(m, arch + ".attn_logit_softcapping", 0.0);

@@ -452,8 +452,6 @@ infer_plan_cli_case(kv_gpt_oss_128k EXIT 0 ARGS kv --model gpt-oss-120b --ctx 13
   MATCH "\"bytes_per_request\": 4836556800" "\"kv_window_tokens\": 128")
 infer_plan_cli_case(fit_gpt_oss_128k EXIT 1 ARGS fit --model gpt-oss-120b --hw h200 --ctx 131072 --requests 1 --explain
   MATCH "18 of 36 layers .window. only the last 128" "18 window layers x min.131072, 128.")
-infer_plan_cli_case(run_gpt_oss_refused EXIT 2 ARGS run --model gpt-oss-20b --scale 0.02 --ctx 64 --output 4 --requests 1
-  MATCH "gpt-oss, which the planner models but the runtime does not execute yet")
 # Formats: vLLM's checkpoints and --kv fp8 (1 B per value: 80 x 8 x 128 x 2 = 160 KiB per token);
 # AWQ g128's bytes are hand-checked in test_weights_size (39,767,785,472 B for llama-3.1-70b).
 infer_plan_cli_case(fit_awq_fp8_kv EXIT 0 ARGS fit -m llama-3.1-70b --hw h100-sxm -w AWQ-INT4-G128 --kv fp8 -c 32K -np 4 --json

@@ -14,8 +14,9 @@ infer_plan_cli_case(run_gemma3 EXIT 0 ARGS run --model gemma-3-27b --scale 0.1 -
 # Gemma 2 9B at a tenth: scores soft-capped at 50, logits at 30, every other layer sliding
 infer_plan_cli_case(run_gemma2 EXIT 0 ARGS run --model gemma-2-9b --scale 0.1 --weights Q8_0 --ctx 40 --output 8 --requests 2 --quiet
   MATCH "2 completed, 0 rejected")
-infer_plan_cli_case(bad_run_gpt_oss EXIT 2 ARGS run --model gpt-oss-20b --scale 0.1 --ctx 40 --output 8 --quiet
-  MATCH "architecture gpt-oss, which the planner models but the runtime does not execute yet")
+# GPT-OSS 20B at a tenth, as llama.cpp's MXFP4_MOE file: sinks, biases, clamped SwiGLU, top-4 of 32 experts
+infer_plan_cli_case(run_gpt_oss EXIT 0 ARGS run --model gpt-oss-20b --scale 0.1 --weights MXFP4_MOE --ctx 40 --output 8 --requests 2 --quiet
+  MATCH "2 completed, 0 rejected")
 # the most downloaded file type: Q4_K with Q6_K for half of attn_v and ffn_down and for the output head
 infer_plan_cli_case(run_q4_k_m EXIT 0 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q4_K_M --ctx 40 --output 8 --requests 2 --quiet
   MATCH "2 completed, 0 rejected")

@@ -7,8 +7,9 @@
 // CPU: tools/setup.sh test installs them from npm). Without them the test is skipped (exit 77).
 //
 // Logits: for qwen3 (tied, q/k norms), qwen2 (biases), llama (normal RoPE), phi (Phi-3's fused q/k/v
-// and gate/up), gemma3 (embedding scale, post-norms, GELU, sliding layers' own RoPE base) and gemma2
-// (soft-capped scores and logits) at F16, Q8_0, Q4_0,
+// and gate/up), gemma3 (embedding scale, post-norms, GELU, sliding layers' own RoPE base), gemma2
+// (soft-capped scores and logits) and gpt-oss (sinks, biases everywhere, routed experts with the
+// clamped SwiGLU; also as MXFP4_MOE) at F16, Q8_0, Q4_0,
 // Q2_K, Q6_K, the K-quant mixes Q5_K_M, Q4_K_M and Q3_K_M (llama.cpp's per-tensor types), IQ4_XS and
 // IQ4_NL and MXFP4 throughout, and each with
 // YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
@@ -16,8 +17,8 @@
 // teacher-forced batch. Checked at every step:
 //   - |logit difference| within a bound derived below from each model's sensitivity;
 //   - the same top-1 token, unless llama.cpp's own top-2 gap is within twice the bound.
-// Files: GPT-OSS written as MXFP4_MOE (a family the runtime does not run yet) loads in llama.cpp and
-// evaluates a token to finite logits.
+// Files: GPT-OSS-20B at a tenth written as MXFP4_MOE loads in llama.cpp and evaluates a token to
+// finite logits.
 // Tokenizer: ~300 strings (ASCII, code, whitespace runs, CJK, emoji, accents, Cyrillic, special
 // tokens) give identical ids from `infer-plan tokenize` and llama.cpp's tokenizer, for Qwen's
 // pre-tokenizer, Llama 3's, and SentencePiece.
@@ -63,8 +64,10 @@ const sentence = "The planner answers in milliseconds, and then the runtime prov
                  "configuration on the same machine and prints what it measured beside what was predicted. A model " +
                  "that does not fit is a model that does not run; a prediction that is wrong is worse than none.";
 const cases = [];
-for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama,phi,gemma3,gemma2").split(","))
-  for (const type of (process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M,Q3_K_M,IQ4_XS,IQ4_NL,MXFP4:pure").split(","))
+for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama,phi,gemma3,gemma2,gpt-oss").split(","))
+  // GPT-OSS's own file type too: experts in MXFP4, the rest Q8_0 (llama.cpp's MXFP4_MOE)
+  for (const type of [...(process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M,Q3_K_M,IQ4_XS,IQ4_NL,MXFP4:pure").split(","),
+                      ...(arch === "gpt-oss" && !process.env.TYPES ? ["MXFP4_MOE"] : [])])
     for (const yarn of [false, true])
       // gemma3's two layers both slide (llama.cpp's pattern of six), and its sliding layers take no
       // scaling: YaRN would change nothing there, so it is not asked
@@ -208,8 +211,8 @@ for (const arch of ["qwen3", "llama", "spm"]) {
   for (const d of differing.slice(0, 10)) console.log(`     ${d}`);
   if (differing.length) ++failures;
 }
-// Files of families the runtime does not run yet, written as llama.cpp's file types: llama.cpp loads
-// them and evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0).
+// A built-in model's shape at a tenth, written as llama.cpp's file type: llama.cpp loads it and
+// evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0).
 for (const [model, type] of [["gpt-oss-20b", "MXFP4_MOE"]]) {
   const gguf = path.join(work, `${model}-${type}.gguf`);
   infer("gguf", "write", "-m", model, "--scale", "0.1", "-w", type, "--out", gguf, "-q");

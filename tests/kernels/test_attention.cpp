@@ -148,6 +148,38 @@ TEST_CASE("Gemma 2's soft-capped scores: every path against the reference") {
   }
 }
 
+TEST_CASE("GPT-OSS's attention sinks: every path against the reference") {
+  // Sinks below, among and above the scores (q scale 4: scores within ~+-5), so the sink is the
+  // max for some heads and negligible for others; 12 heads, not a multiple of the AVX2 exp's 8.
+  std::vector<float> sinks(12);
+  for (size_t h = 0; h < sinks.size(); ++h) sinks[h] = -8.0f + 1.5f * static_cast<float>(h);
+  AttentionShape shape{12, 4, 64};
+  shape.sinks = sinks.data();
+  for (const uint64_t n_tokens : {1u, 17u, 300u}) check_all_type_pairs(shape, n_tokens, 4.0f);
+}
+
+TEST_CASE("a sink takes its share of one token's weight and brings no value") {
+  // One token of score s and a sink z: the token's weight is e^s / (e^s + e^z), so with q = 0
+  // (s = 0) and z = ln 3 the output is v / (1 + 3) = v / 4 exactly in floats for these v.
+  AttentionShape shape{2, 1, 32};
+  const float z = std::log(3.0f);
+  const std::vector<float> sinks = {z, -INFINITY};  // head 1: no sink's share at all
+  shape.sinks = sinks.data();
+  std::vector<float> row(32);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i) - 16.0f;  // exact in F32
+  const PagedRows k(GgmlType::F32, row, 32, 16, 1), v(GgmlType::F32, row, 32, 16, 2);
+  const std::vector<float> q(64, 0.0f);
+  for (const AttentionPath path : kPaths) {
+    if (!attention_path_available(path)) continue;
+    std::vector<float> out(64), scratch;
+    attention_decode_on(path, shape, q.data(), k.view, v.view, 1, out.data(), scratch);
+    std::vector<float> want(64);
+    for (size_t d = 0; d < 32; ++d) want[d] = row[d] / 4.0f, want[32 + d] = row[d];
+    // 1 + e^(ln 3) is 4 within an ulp or two of exp: relative 1e-6
+    check_close(out, want, 0.0, 1e-6, "sink ln 3 " + path_name(path));
+  }
+}
+
 TEST_CASE("attention with a head_dim that is not a multiple of 8 (float caches only)") {
   // head_dim 20: the 8-wide loops leave a 4-value tail in every row conversion, dot and axpy.
   // Quantized types need whole 32-value blocks, so only the float types take such a head.

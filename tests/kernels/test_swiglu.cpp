@@ -2,6 +2,7 @@
 // float kernel against the double reference; Gemma's GEGLU against the tanh formula.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -63,4 +64,27 @@ TEST_CASE("geglu: gelu (tanh) of the gate times up, through fp16 as ggml's table
   CHECK(out[9] == 0.0f);
   // 0.841192 = gelu(1) by the formula; the table's fp16 result is the nearest of 0.8408 and 0.8413
   CHECK(std::fabs(out[1] - 0.841192f) <= 0x1p-11f);
+}
+
+TEST_CASE("swiglu_oai: GPT-OSS's clamped gate and up, sigmoid(1.702 x), times up + 1") {
+  // By hand in double with limit 7: x = min(gate, 7), y = clamp(up, -7, 7), x sigmoid(1.702 x) (y + 1).
+  const auto want = [](double g, double u) {
+    const double x = std::min(g, 7.0), y = std::clamp(u, -7.0, 7.0);
+    return x / (1.0 + std::exp(-1.702 * x)) * (y + 1.0);
+  };
+  std::vector<float> gate = {0.0f, 1.0f, -2.0f, 7.0f, 30.0f, -40.0f, 3.0f, 3.0f};
+  const std::vector<float> up = {5.0f, 0.0f, 1.5f, 2.0f, 2.0f, 1.0f, 9.0f, -9.0f};
+  std::vector<float> out(8);
+  swiglu_oai(gate.data(), up.data(), 8, 7.0f, out.data());
+  CHECK(out[0] == 0.0f);
+  CHECK(out[1] == doctest::Approx(1.0 / (1.0 + std::exp(-1.702))).epsilon(1e-6));  // up 0 still passes the gate
+  for (int i = 2; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(out[i] == doctest::Approx(want(gate[i], up[i])).epsilon(1e-6));
+  }
+  CHECK(out[4] == out[3]);                        // a gate above the limit acts as the limit
+  CHECK(out[6] == doctest::Approx(3 / (1 + std::exp(-1.702 * 3)) * 8).epsilon(1e-6));   // up clamped at +7
+  CHECK(out[7] == doctest::Approx(3 / (1 + std::exp(-1.702 * 3)) * -6).epsilon(1e-6));  // and at -7
+  swiglu_oai(gate.data(), up.data(), 8, 7.0f, gate.data());  // out aliasing gate
+  for (int i = 0; i < 8; ++i) CHECK(gate[i] == out[i]);
 }
