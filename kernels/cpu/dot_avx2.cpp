@@ -645,7 +645,8 @@ struct Q6KKernel {
         const __m256i ql0 = load256(wb + kQ6_KQl + 64 * h), ql1 = load256(wb + kQ6_KQl + 64 * h + 32);
         const __m256i qh = load256(wb + kQ6_KQh + 32 * h);
         // this half's eight scales (sub-blocks 8h..8h+7) in both 128-bit halves
-        const __m256i half_scales = _mm256_permute2x128_si256(scales16, scales16, h ? 0x11 : 0x00);
+        const __m256i half_scales = h ? _mm256_permute2x128_si256(scales16, scales16, 0x11)  // clang 14 at -O1: literal
+                                      : _mm256_permute2x128_si256(scales16, scales16, 0x00);
         INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
           // quarter k: low bits from ql0 (k even) or ql1, nibble k / 2; high bits 2k, 2k + 1 of qh
           const __m256i ql = k % 2 ? ql1 : ql0;
@@ -711,7 +712,8 @@ struct Q3KKernel {
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
       INFER_PLAN_UNROLL for (int h = 0; h < 2; ++h) {
         const __m256i q = load256(wb + kQ3_KQs + 32 * h);
-        const __m256i half_scales = _mm256_permute2x128_si256(scales16, scales16, h ? 0x11 : 0x00);
+        const __m256i half_scales = h ? _mm256_permute2x128_si256(scales16, scales16, 0x11)  // clang 14 at -O1: literal
+                                      : _mm256_permute2x128_si256(scales16, scales16, 0x00);
         INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
           // values 128 h + 32 k + l: bits 2k, 2k + 1 of qs byte l, bit 4h + k of hmask byte l
           const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), low2);
