@@ -200,7 +200,9 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     kv.push_back({a + ".attention.key_length_mla", u32(s.head_dim)});
     kv.push_back({a + ".attention.value_length_mla", u32(s.v_head_dim)});
     kv.push_back({a + ".attention.kv_lora_rank", u32(s.kv_lora_rank)});
-    if (s.q_lora_rank) kv.push_back({a + ".attention.q_lora_rank", u32(s.q_lora_rank)});
+    // 0 for a plain q projection: llama.cpp's converter omits the key, but llama.cpp's loader then
+    // requires it of any model without the 26 or 27 layers of the Lite models it knows (a scaled one)
+    kv.push_back({a + ".attention.q_lora_rank", u32(s.q_lora_rank)});
     kv.push_back({a + ".leading_dense_block_count", u32(s.first_dense_layers)});
     kv.push_back({a + ".expert_shared_count", u32(s.shared_experts)});
   }

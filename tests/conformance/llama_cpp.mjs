@@ -17,8 +17,8 @@
 // teacher-forced batch. Checked at every step:
 //   - |logit difference| within a bound derived below from each model's sensitivity;
 //   - the same top-1 token, unless llama.cpp's own top-2 gap is within twice the bound.
-// Files: GPT-OSS-20B at a tenth written as MXFP4_MOE loads in llama.cpp and evaluates a token to
-// finite logits.
+// Files: GPT-OSS-20B at a tenth written as MXFP4_MOE and DeepSeek-V2-Lite at a tenth load in
+// llama.cpp and evaluate a token to finite logits.
 // Tokenizer: ~300 strings (ASCII, code, whitespace runs, CJK, emoji, accents, Cyrillic, special
 // tokens) give identical ids from `infer-plan tokenize` and llama.cpp's tokenizer, for Qwen's
 // pre-tokenizer, Llama 3's, and SentencePiece.
@@ -212,8 +212,9 @@ for (const arch of ["qwen3", "llama", "spm"]) {
   if (differing.length) ++failures;
 }
 // A built-in model's shape at a tenth, written as llama.cpp's file type: llama.cpp loads it and
-// evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0).
-for (const [model, type] of [["gpt-oss-20b", "MXFP4_MOE"]]) {
+// evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0; DeepSeek-V2-Lite's latent
+// attention, which the runtime does not run yet, with fewer layers than llama.cpp's Lite rule knows).
+for (const [model, type] of [["gpt-oss-20b", "MXFP4_MOE"], ["deepseek-v2-lite", "Q8_0"]]) {
   const gguf = path.join(work, `${model}-${type}.gguf`);
   infer("gguf", "write", "-m", model, "--scale", "0.1", "-w", type, "--out", gguf, "-q");
   let verdict;
