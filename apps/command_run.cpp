@@ -108,7 +108,7 @@ Plan with_backend_profile(Plan plan, const RuntimeOptions& runtime) {
   if (!plan.deadline_s || runtime.backend != "cpu" || plan.hw_inline || plan.hw.ends_with(".json")) return plan;
   if (!runtime.quiet)
     fmt::print(stderr, "run: admission by deadline predicts with this CPU's profile instead of {}: probing it (about "
-                       "20 s; --hw FILE from `infer-plan probe --out FILE` skips this)\n", plan.hw);
+                       "10 s; --hw FILE from `infer-plan probe --out FILE` skips this)\n", plan.hw);
   ProbeCopy copy;
   copy.types = plan_weight_types(plan);
   plan.hw_inline = probe_profile(runtime, true, copy, "cpu-probed");

@@ -79,7 +79,7 @@ infer_plan_cli_case(bad_run_offload_every EXIT 2 ARGS run ${PROJECT_SOURCE_DIR}/
 # (issue 15, class 9): with h200's it rejected none of these 40 and all finished late.
 infer_plan_cli_case(run_deadline_cpu_profile EXIT 0 ARGS run ${PROJECT_SOURCE_DIR}/tests/data/plan_deadline_cpu.json --json
   MATCH "probing it" "\"rejected\": [1-9][0-9]*,")
-# It probes the CPU (about 20 s at -O2): the sanitizer pass, 10x slower, leaves it out.
+# It probes the CPU (about 10 s at -O2, the plan's types only): the sanitizer pass, 10x slower, leaves it out.
 set_tests_properties(cli_run_deadline_cpu_profile PROPERTIES LABELS timing)
 # What this machine cannot hold or the model was not trained for is refused before a weight is
 # written (issue 15, class 6): Qwen3-235B at BF16 is about 440 GiB.
