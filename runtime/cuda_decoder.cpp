@@ -425,6 +425,9 @@ std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes k
   if (spec.post_norms || spec.embedding_scale || spec.gelu_ffn)
     return fmt::format("{}: Gemma's post-norms, embedding scale and GELU run on the CPU backend only (use --backend "
                        "cpu)", spec.name);
+  if (spec.is_mla() || spec.shared_experts > 0 || !spec.moe_norm_top_k)
+    return fmt::format("{}: DeepSeek's latent attention and shared experts run on the CPU backend only (use --backend "
+                       "cpu)", spec.name);
   if (spec.attn_sinks || spec.expert_bias || spec.swiglu_limit > 0)
     return fmt::format("{}: GPT-OSS's attention sinks, biases and clamped SwiGLU run on the CPU backend only (use "
                        "--backend cpu)", spec.name);

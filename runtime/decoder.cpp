@@ -97,7 +97,8 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     auto acquire = [&] { L = weights_.layer_in_slot(l, *group, prefetcher_->wait(*group), slot_views_); };
     if (group && part != OffloadPart::ffn) acquire();
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.attn_norm->floats(), H, eps, &xn_[i * H]);
-    attention_layer(L, l, chunks);
+    if (spec_.is_mla()) mla_attention_layer(L, l, chunks);
+    else attention_layer(L, l, chunks);
     if (group && part == OffloadPart::attn) prefetcher_->release(*group);
     if (group && part == OffloadPart::ffn) acquire();
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.ffn_norm->floats(), H, eps, &xn_[i * H]);
@@ -212,6 +213,72 @@ void Decoder::attention_layer(const LayerWeights& L, uint64_t l, std::span<const
   for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
 }
 
+void Decoder::mla_attention_layer(const LayerWeights& L, uint64_t l, std::span<const SequenceChunk> chunks) {
+  const uint64_t H = spec_.hidden, heads = spec_.heads, D = spec_.head_dim, R = spec_.kv_lora_rank,
+                 N = spec_.qk_nope_dim, V = spec_.v_head_dim, QL = spec_.q_lora_rank;
+  const uint64_t row = spec_.kv_k_values();  // the cached latent, then the RoPE key
+  const uint64_t tokens = positions_.size();
+  const float eps = static_cast<float>(spec_.rms_norm_eps);
+  assert(spec_.layer_window(l) == 0 && N + spec_.qk_rope_dim == D);
+  grow(q_, tokens * heads * D);
+  grow(k_, tokens * row);
+  grow(gate_, tokens * std::max({N, R, QL}));
+  grow(up_, tokens * std::max(R, V));
+  if (L.attn_q_a) {  // q through the low-rank bottleneck and its norm
+    project(*L.attn_q_a, xn_.data(), tokens, gate_.data());
+    for (uint64_t t = 0; t < tokens; ++t)
+      kernels::rmsnorm(&gate_[t * QL], L.attn_q_a_norm->floats(), QL, eps, &gate_[t * QL]);
+    project(*L.attn_q_b, gate_.data(), tokens, q_.data());
+  } else {
+    project(*L.attn_q, xn_.data(), tokens, q_.data());
+  }
+  project(*L.attn_kv_a_mqa, xn_.data(), tokens, k_.data());
+  for (uint64_t t = 0; t < tokens; ++t) {
+    float* latent = &k_[t * row];
+    kernels::rmsnorm(latent, L.attn_kv_a_norm->floats(), R, eps, latent);
+    kernels::rope(latent + R, 1, positions_[t], rope_);           // the one shared RoPE key
+    kernels::rope(&q_[t * heads * D + N], heads, positions_[t], rope_);  // each head's RoPE part
+  }
+  // Queries in the latent's space: per head, q_nope through attn_k_b (R rows of N), then q_rope.
+  grow(latent_q_, tokens * heads * row);
+  for (uint64_t h = 0; h < heads; ++h) {
+    for (uint64_t t = 0; t < tokens; ++t) std::copy_n(&q_[t * heads * D + h * D], N, &gate_[t * N]);
+    project(*L.attn_k_b, gate_.data(), tokens, up_.data(), h * R, R);
+    for (uint64_t t = 0; t < tokens; ++t) {
+      float* q = &latent_q_[(t * heads + h) * row];
+      std::copy_n(&up_[t * R], R, q);
+      std::copy_n(&q_[t * heads * D + h * D + N], row - R, q + R);
+    }
+  }
+  // One shared KV head of latent rows: its first R values are the values too (read through the
+  // same view), so each head's output holds the latent's weighted sum in its first R values.
+  std::vector<std::vector<const uint8_t*>> pages(chunks.size());
+  std::vector<kernels::KvRowsView> views(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) views[c] = cache_.k_view(chunks[c].seq, l, pages[c]);
+  for (uint64_t t = 0; t < tokens; ++t) cache_.store(chunks[chunk_of_token_[t]].seq, l, positions_[t], &k_[t * row], nullptr);
+  kernels::AttentionShape shape{heads, 1, row};
+  shape.scale = mla_score_scale(spec_);  // the scale of the heads the latent stands for, and YaRN's
+  grow(latent_out_, tokens * heads * row);
+  pool_.parallel_for(tokens, [&](uint64_t b, uint64_t e) {
+    thread_local std::vector<float> scratch;
+    for (uint64_t t = b; t < e; ++t) {
+      const kernels::KvRowsView& view = views[chunk_of_token_[t]];
+      kernels::attention_decode(shape, &latent_q_[t * heads * row], view, view, positions_[t] + 1,
+                                &latent_out_[t * heads * row], scratch);
+    }
+  });
+  // Each head's output out of the latent: attn_v_b (V rows of R), heads side by side.
+  grow(att_, tokens * heads * V);
+  for (uint64_t h = 0; h < heads; ++h) {
+    for (uint64_t t = 0; t < tokens; ++t) std::copy_n(&latent_out_[(t * heads + h) * row], R, &gate_[t * R]);
+    project(*L.attn_v_b, gate_.data(), tokens, up_.data(), h * V, V);
+    for (uint64_t t = 0; t < tokens; ++t) std::copy_n(&up_[t * V], V, &att_[t * heads * V + h * V]);
+  }
+  grow(out_, tokens * H);
+  project(*L.attn_output, att_.data(), tokens, out_.data());
+  for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
+}
+
 void Decoder::post_norm(const WeightTensor* norm, uint64_t tokens) {
   if (!norm) return;
   const uint64_t H = spec_.hidden;
@@ -245,8 +312,9 @@ void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
   // Qwen's softmax over all, renormalised over the top k; GPT-OSS's rule).
   std::vector<std::vector<std::pair<uint64_t, float>>> routed(E);
   for (uint64_t t = 0; t < tokens; ++t)
-    for (const kernels::ExpertChoice& ch :
-         kernels::route_top_k(std::span(&router[t * E], E), static_cast<uint32_t>(spec_.experts_active), true))
+    for (const kernels::ExpertChoice& ch : kernels::route_top_k(std::span(&router[t * E], E),
+                                                                static_cast<uint32_t>(spec_.experts_active),
+                                                                spec_.moe_norm_top_k))
       routed[ch.expert].push_back({t, ch.weight});
   std::vector<float> xe, down;
   for (uint64_t e = 0; e < E; ++e) {
@@ -270,6 +338,17 @@ void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
     add_bias(down.data(), L.ffn_down_exps_bias, n, H, e);
     for (uint64_t i = 0; i < n; ++i)
       for (uint64_t j = 0; j < H; ++j) x_[mine[i].first * H + j] += mine[i].second * down[i * H + j];
+  }
+  if (L.ffn_gate_shexp) {  // DeepSeek: shared experts every token runs, as one SwiGLU FFN
+    const uint64_t S = L.ffn_gate_shexp->rows;
+    grow(gate_, tokens * S);
+    grow(up_, tokens * S);
+    grow(out_, tokens * H);
+    project(*L.ffn_gate_shexp, xn_.data(), tokens, gate_.data());
+    project(*L.ffn_up_shexp, xn_.data(), tokens, up_.data());
+    kernels::swiglu(gate_.data(), up_.data(), tokens * S, gate_.data());
+    project(*L.ffn_down_shexp, gate_.data(), tokens, out_.data());
+    for (uint64_t i = 0; i < tokens * H; ++i) x_[i] += out_[i];
   }
 }
 

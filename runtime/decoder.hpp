@@ -2,7 +2,8 @@
 // or more new tokens (a decode step brings one per sequence; a prefill chunk brings many): embed,
 // then per layer RMSNorm, q/k/v projections (+ biases, + per-head q/k norms for Qwen3), RoPE,
 // K/V rows into the paged cache, attention over each sequence's own cache, output projection,
-// RMSNorm, dense SwiGLU FFN or top-k routed experts, and the head on each sequence's last token.
+// RMSNorm, dense SwiGLU FFN or top-k routed experts (+ shared ones), and the head on each sequence's
+// last token. DeepSeek's latent attention caches one latent row per token instead of K and V.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -38,6 +39,10 @@ class Decoder final : public ForwardPass {
   void project(const WeightTensor& w, const float* x, uint64_t tokens, float* y,
                uint64_t row_offset = 0, uint64_t rows = 0);
   void attention_layer(const LayerWeights& L, uint64_t layer, std::span<const SequenceChunk> chunks);
+  // DeepSeek's multi-head latent attention, absorbed as llama.cpp runs it: each head's query taken
+  // into the latent's space (attn_k_b), attention over the cached latent + RoPE key rows as one
+  // shared KV head, and each head's output out of the latent (attn_v_b)
+  void mla_attention_layer(const LayerWeights& L, uint64_t layer, std::span<const SequenceChunk> chunks);
   void ffn_dense(const LayerWeights& L, uint64_t tokens);
   // out_ (tokens x hidden) through `norm` in place, where the layer has one (Gemma)
   void post_norm(const WeightTensor* norm, uint64_t tokens);
@@ -54,6 +59,7 @@ class Decoder final : public ForwardPass {
   kernels::RopeParams rope_local_;  // a sliding-window layer's (Gemma 3: its own base, no scaling)
   // Working buffers, tokens x width, grown as needed and reused across steps.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, out_, head_out_;
+  std::vector<float> latent_q_, latent_out_;  // MLA: per token and head, latent + RoPE wide
   std::vector<uint64_t> positions_;
   std::vector<size_t> chunk_of_token_;
   kernels::Activations act_;

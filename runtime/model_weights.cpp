@@ -158,7 +158,8 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
                          t.role == TensorRole::attn_k_norm || t.role == TensorRole::attn_post_norm ||
-                         t.role == TensorRole::ffn_post_norm;
+                         t.role == TensorRole::ffn_post_norm || t.role == TensorRole::attn_q_a_norm ||
+                         t.role == TensorRole::attn_kv_a_norm;
     if (t.role == TensorRole::rope_freqs) {  // llama3's factors from config.json (a GGUF's own are read)
       const std::vector<float> factors = llama3_rope_factors(spec);
       std::memcpy(data, factors.data(), std::min(w.placement.bytes, factors.size() * sizeof(float)));
@@ -351,6 +352,16 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::ffn_gate_exps_bias: L.ffn_gate_exps_bias = &w; break;
       case TensorRole::ffn_up_exps_bias: L.ffn_up_exps_bias = &w; break;
       case TensorRole::ffn_down_exps_bias: L.ffn_down_exps_bias = &w; break;
+      case TensorRole::attn_q_a: L.attn_q_a = &w; break;
+      case TensorRole::attn_q_a_norm: L.attn_q_a_norm = &w; break;
+      case TensorRole::attn_q_b: L.attn_q_b = &w; break;
+      case TensorRole::attn_kv_a_mqa: L.attn_kv_a_mqa = &w; break;
+      case TensorRole::attn_kv_a_norm: L.attn_kv_a_norm = &w; break;
+      case TensorRole::attn_k_b: L.attn_k_b = &w; break;
+      case TensorRole::attn_v_b: L.attn_v_b = &w; break;
+      case TensorRole::ffn_gate_shexp: L.ffn_gate_shexp = &w; break;
+      case TensorRole::ffn_up_shexp: L.ffn_up_shexp = &w; break;
+      case TensorRole::ffn_down_shexp: L.ffn_down_shexp = &w; break;
       default: break;
     }
   }
@@ -401,7 +412,10 @@ void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTenso
       &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps,   &LayerWeights::ffn_down_exps,
       &LayerWeights::attn_qkv,      &LayerWeights::attn_post_norm, &LayerWeights::ffn_post_norm,
       &LayerWeights::attn_output_bias, &LayerWeights::attn_sinks, &LayerWeights::ffn_gate_inp_bias,
-      &LayerWeights::ffn_gate_exps_bias, &LayerWeights::ffn_up_exps_bias, &LayerWeights::ffn_down_exps_bias};
+      &LayerWeights::ffn_gate_exps_bias, &LayerWeights::ffn_up_exps_bias, &LayerWeights::ffn_down_exps_bias,
+      &LayerWeights::attn_q_a, &LayerWeights::attn_q_a_norm, &LayerWeights::attn_q_b, &LayerWeights::attn_kv_a_mqa,
+      &LayerWeights::attn_kv_a_norm, &LayerWeights::attn_k_b, &LayerWeights::attn_v_b, &LayerWeights::ffn_gate_shexp,
+      &LayerWeights::ffn_up_shexp, &LayerWeights::ffn_down_shexp};
   for (auto m : members)
     if (L.*m == from) L.*m = to;
 }

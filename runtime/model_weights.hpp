@@ -51,6 +51,12 @@ struct LayerWeights {
   const WeightTensor *attn_output_bias = nullptr, *attn_sinks = nullptr;
   const WeightTensor *ffn_gate_inp_bias = nullptr, *ffn_gate_exps_bias = nullptr, *ffn_up_exps_bias = nullptr,
                      *ffn_down_exps_bias = nullptr;
+  // DeepSeek's latent attention: q through attn_q_a, its norm and attn_q_b (or a plain attn_q), the
+  // latent and the shared RoPE key from attn_kv_a_mqa, the latent's norm, and per head the latent's
+  // key and value maps; shared experts beside the routed ones
+  const WeightTensor *attn_q_a = nullptr, *attn_q_a_norm = nullptr, *attn_q_b = nullptr, *attn_kv_a_mqa = nullptr,
+                     *attn_kv_a_norm = nullptr, *attn_k_b = nullptr, *attn_v_b = nullptr;
+  const WeightTensor *ffn_gate_shexp = nullptr, *ffn_up_shexp = nullptr, *ffn_down_shexp = nullptr;
 };
 
 // Which tensors live in the host pool (planner/cost/offload.hpp): `part` of layers k-1, 2k-1, ...

@@ -13,13 +13,14 @@ namespace infer_plan::runtime {
 
 PagedKvCache::PagedKvCache(Backend& backend, const ModelSpec& spec, KvTypes types, uint64_t pages,
                            std::optional<uint64_t> window_pages)
-    : backend_(backend), types_(types), kv_width_(spec.kv_width()), pages_total_(pages) {
+    : backend_(backend), types_(types), k_values_(spec.kv_k_values()), v_values_(spec.kv_v_values()),
+      pages_total_(pages) {
   for (GgmlType t : {types.k, types.v})
     if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16 && t != GgmlType::Q8_0 && t != GgmlType::Q4_0)
       throw InputError(fmt::format("kv: the CPU runtime stores K and V as F32, F16, BF16, Q8_0 or Q4_0, not {}",
                                    ggml_type_info(t).name));
-  k_row_bytes_ = ggml_row_bytes(types.k, kv_width_, "K cache row");
-  v_row_bytes_ = ggml_row_bytes(types.v, kv_width_, "V cache row");
+  k_row_bytes_ = ggml_row_bytes(types.k, k_values_, "K cache row");
+  v_row_bytes_ = v_values_ ? ggml_row_bytes(types.v, v_values_, "V cache row") : 0;  // MLA: no V rows
   layer_stride_ = kKvPageTokens * (k_row_bytes_ + v_row_bytes_);
   uint64_t full_layers = 0;
   for (uint64_t l = 0; l < spec.layers; ++l) {
@@ -129,8 +130,9 @@ uint8_t* PagedKvCache::row(SequenceId seq, uint64_t layer, uint64_t token, bool 
 }
 
 void PagedKvCache::store(SequenceId seq, uint64_t layer, uint64_t token, const float* k, const float* v) {
-  kernels::quantize_row(types_.k, std::span(k, kv_width_), std::span(row(seq, layer, token, false), k_row_bytes_), "K cache row");
-  kernels::quantize_row(types_.v, std::span(v, kv_width_), std::span(row(seq, layer, token, true), v_row_bytes_), "V cache row");
+  kernels::quantize_row(types_.k, std::span(k, k_values_), std::span(row(seq, layer, token, false), k_row_bytes_), "K cache row");
+  if (v_values_)
+    kernels::quantize_row(types_.v, std::span(v, v_values_), std::span(row(seq, layer, token, true), v_row_bytes_), "V cache row");
 }
 
 kernels::KvRowsView PagedKvCache::k_view(SequenceId seq, uint64_t layer, std::vector<const uint8_t*>& pages) const {

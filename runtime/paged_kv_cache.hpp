@@ -64,8 +64,8 @@ class PagedKvCache {
   const KvTypes& types() const { return types_; }
   const std::vector<uint64_t>& pages_of(SequenceId seq) const { return owned_.at(seq); }
 
-  // Writes token `token`'s K and V rows of `layer` from floats (kv_width values each),
-  // converting to the cache types.
+  // Writes token `token`'s K and V rows of `layer` from floats (ModelSpec::kv_k_values and
+  // kv_v_values each: MLA's latent row has no V, and `v` is not read), converting to the cache types.
   void store(SequenceId seq, uint64_t layer, uint64_t token, const float* k, const float* v);
   // The views attention reads for `layer` of `seq`; `pages` is the caller's scratch for the page
   // pointers (kept alive while the views are used).
@@ -77,7 +77,7 @@ class PagedKvCache {
 
   Backend& backend_;
   KvTypes types_;
-  uint64_t kv_width_ = 0;
+  uint64_t k_values_ = 0, v_values_ = 0;  // per K and V row
   uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   uint64_t layer_stride_ = 0;  // bytes of one layer's K and V rows in a page
   uint64_t page_bytes_ = 0;

@@ -9,10 +9,13 @@
 namespace infer_plan::runtime {
 
 kernels::RopeParams rope_params(const ModelSpec& spec, const float* freq_factors) {
+  // MLA rotates the qk_rope_dim values after each query head's non-RoPE part (the caller points
+  // there) and the one shared RoPE key; llama.cpp rotates adjacent pairs in its llama and deepseek2
+  const bool normal = spec.gguf_arch == "llama" || spec.gguf_arch == "deepseek2";
   kernels::RopeParams p{.head_dim = spec.head_dim,
-                        .dims = spec.rope_dims,
+                        .dims = spec.is_mla() ? spec.qk_rope_dim : spec.rope_dims,
                         .theta_base = static_cast<float>(spec.rope_theta),
-                        .layout = spec.gguf_arch == "llama" ? kernels::RopeLayout::normal : kernels::RopeLayout::neox,
+                        .layout = normal ? kernels::RopeLayout::normal : kernels::RopeLayout::neox,
                         .freq_factors = freq_factors};
   const RopeScaling& rs = spec.rope_scaling;
   if (!rs.applies() || rs.type == "llama3") return p;  // llama3 lives in the factors
@@ -20,9 +23,9 @@ kernels::RopeParams rope_params(const ModelSpec& spec, const float* freq_factors
     throw InputError(fmt::format("{} = '{}': the runtime applies RoPE scaling none, llama3, linear and yarn; with "
                                  "this one its logits would be those of another model",
                                  rs.key, rs.type));
-  if (rs.mscale != 0.0 || rs.mscale_all_dim != 0.0)
-    throw InputError(fmt::format("{}: YaRN with mscale / mscale_all_dim (DeepSeek's magnitude) is not applied by the "
-                                 "runtime", rs.key));
+  if ((rs.mscale != 0.0 || rs.mscale_all_dim != 0.0) && !spec.is_mla())
+    throw InputError(fmt::format("{}: YaRN with mscale / mscale_all_dim (DeepSeek's magnitude) is applied by the "
+                                 "runtime to DeepSeek's latent attention only", rs.key));
   p.freq_scale = static_cast<float>(1.0 / rs.factor);
   if (rs.type == "linear") {
     if (rs.attention_factor != 0.0) p.magnitude = static_cast<float>(rs.attention_factor);
@@ -37,7 +40,18 @@ kernels::RopeParams rope_params(const ModelSpec& spec, const float* freq_factors
   p.magnitude = static_cast<float>(rs.attention_factor != 0.0 ? rs.attention_factor
                                    : rs.factor > 1.0          ? 0.1 * std::log(rs.factor) + 1.0
                                                               : 1.0);
+  // DeepSeek's YaRN: llama.cpp takes mscale as mscale_all_dim, so the RoPE's magnitude
+  // (0.1 mscale ln f + 1) / (0.1 mscale_all_dim ln f + 1) is 1; the scores carry the rest
+  if (spec.is_mla() && rs.mscale_all_dim > 0.0) p.magnitude = 1.0f;
   return p;
+}
+
+float mla_score_scale(const ModelSpec& spec) {
+  const RopeScaling& rs = spec.rope_scaling;
+  const double g = rs.type == "yarn" && rs.mscale_all_dim > 0.0 && rs.factor > 1.0
+                       ? 0.1 * rs.mscale_all_dim * std::log(rs.factor) + 1.0
+                       : static_cast<double>(rope_params(spec, nullptr).magnitude);
+  return static_cast<float>(g * g / std::sqrt(static_cast<double>(spec.head_dim)));
 }
 
 std::vector<float> llama3_rope_factors(const ModelSpec& spec) {

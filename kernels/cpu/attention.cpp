@@ -344,7 +344,7 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
   float* max_score = scores + n_tokens * n_head;  // per query head
   float* weight_sum = max_score + n_head;         // per query head: the softmax denominator
   float* row = weight_sum + n_head;               // kTile K or V rows as floats, all KV heads
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 
   for (uint64_t t = 0; t < n_tokens; ++t) {
     if (t + kPrefetchTokens < n_tokens) prefetch_row(k, t + kPrefetchTokens);
@@ -410,7 +410,7 @@ void attention_decode_reference(const AttentionShape& shape, const float* q, con
       double dot = 0.0;
       for (uint64_t d = 0; d < head_dim; ++d)
         dot += static_cast<double>(q[h * head_dim + d]) * k_rows[t * row_values + kv_offset + d];
-      weights[t] = dot / std::sqrt(static_cast<double>(head_dim));
+      weights[t] = shape.scale > 0.0f ? dot * shape.scale : dot / std::sqrt(static_cast<double>(head_dim));
       if (shape.softcap > 0.0f) weights[t] = shape.softcap * std::tanh(weights[t] / shape.softcap);
       max_score = std::max(max_score, weights[t]);
     }

@@ -36,10 +36,13 @@ struct AttentionShape {
   // GPT-OSS: one learned logit per query head that joins each softmax's denominator (exp(sink -
   // max)) and brings no value; nullptr: none
   const float* sinks = nullptr;
+  // The scores' scale; 0: 1 / sqrt(head_dim). MLA's absorbed heads (576 wide) keep the scale of the
+  // 192-wide heads they stand for.
+  float scale = 0.0f;
 };
 
 // q: n_head * head_dim floats (already RoPE'd); out: n_head * head_dim floats. Scores are scaled
-// by 1 / sqrt(head_dim) and soft-maxed in float. `scratch` is resized as needed (reused across
+// by shape.scale (1 / sqrt(head_dim) by default) and soft-maxed in float. `scratch` is resized as needed (reused across
 // calls so a decode step does not allocate).
 void attention_decode(const AttentionShape& shape, const float* q, const KvRowsView& k,
                       const KvRowsView& v, uint64_t n_tokens, float* out, std::vector<float>& scratch);

@@ -418,6 +418,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       throw InputError(fmt::format("{}: field 'moe_layer_freq' is {}; only 1 (every layer after the dense ones) "
                                    "is supported", where, *freq));
     s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
+    s.moe_norm_top_k = optional_bool(c, "norm_topk_prob", where).value_or(false);
   }
   if (arch->moe == Moe::qwen) {
     read_experts(c, s, "num_experts", where);

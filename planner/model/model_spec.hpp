@@ -72,6 +72,8 @@ struct ModelSpec {
   uint64_t first_dense_layers = 0;   // ... and l >= this (DeepSeek's first_k_dense_replace)
   uint64_t shared_experts = 0;       // DeepSeek: experts every token runs, moe_intermediate wide each
   bool expert_score_bias = false;    // DeepSeek-V3: a per-expert routing bias (exp_probs_b)
+  bool moe_norm_top_k = true;        // the top k's routing weights renormalised to sum to 1 (DeepSeek's
+                                     // norm_topk_prob: V2 false, V3 true; the other families always)
 
   // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank 0: none). Queries through a rank
   // q_lora_rank bottleneck (0: a plain projection), keys and values from one latent of

@@ -411,9 +411,14 @@ RopeScaling rope_scaling_from_gguf(const GgufModel& m, const std::string& arch, 
     rs.beta_slow = positive(prefix + "yarn_beta_slow", 1.0);
     const double magnitude = rs.factor > 1.0 ? 0.1 * std::log(rs.factor) + 1.0 : 1.0;
     rs.attention_factor = positive(prefix + "yarn_attn_factor", magnitude) * attn_factor;
-    if (key_f64(m, prefix + "yarn_log_multiplier", 0.0) != 0.0)
-      throw InputError(fmt::format("{}: metadata key '{}yarn_log_multiplier' (DeepSeek's YaRN magnitude) is not "
-                                   "supported", path, prefix));
+    // DeepSeek's mscale_all_dim, which llama.cpp's converter writes times 0.1 (and llama.cpp takes
+    // as mscale too)
+    if (const double log_mul = key_f64(m, prefix + "yarn_log_multiplier", 0.0); log_mul != 0.0) {
+      if (arch != "deepseek2")
+        throw InputError(fmt::format("{}: metadata key '{}yarn_log_multiplier' (DeepSeek's YaRN magnitude) is read "
+                                     "for deepseek2 only, not {}", path, prefix, arch));
+      rs.mscale = rs.mscale_all_dim = positive(prefix + "yarn_log_multiplier", 0.0) / 0.1;
+    }
     if (rs.original_context == 0)
       throw InputError(fmt::format("{}: YaRN needs '{}original_context_length' or '{}.context_length'", path, prefix, arch));
   } else if (attn_factor != 1.0) {
@@ -603,6 +608,8 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.rope_dims = 0;
     s.kv_heads = s.heads;  // every head reads the shared latent
     s.first_dense_layers = key_u64(m, arch + ".leading_dense_block_count", 0);
+    const GgufValue* norm = m.find(arch + ".expert_weights_norm");  // llama.cpp: false when absent
+    s.moe_norm_top_k = norm && norm->type == GgufType::boolean && norm->u64 != 0;
     s.shared_experts = key_u64(m, arch + ".expert_shared_count", 0);
   }
 

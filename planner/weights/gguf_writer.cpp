@@ -181,6 +181,8 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     if (rs.beta_fast != 32.0) kv.push_back({a + ".rope.scaling.yarn_beta_fast", f32(rs.beta_fast)});
     if (rs.beta_slow != 1.0) kv.push_back({a + ".rope.scaling.yarn_beta_slow", f32(rs.beta_slow)});
     if (rs.attention_factor != 0.0) kv.push_back({a + ".rope.scaling.yarn_attn_factor", f32(rs.attention_factor)});
+    // DeepSeek's magnitude as llama.cpp's converter writes it (0.1 mscale_all_dim)
+    if (s.is_mla() && rs.mscale_all_dim > 0.0) kv.push_back({a + ".rope.scaling.yarn_log_multiplier", f32(0.1 * rs.mscale_all_dim)});
   } else if (rs.type == "linear" && rs.attention_factor != 0.0) {
     kv.push_back({a + ".rope.scaling.attn_factor", f32(rs.attention_factor)});
   }
@@ -205,6 +207,9 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     kv.push_back({a + ".attention.q_lora_rank", u32(s.q_lora_rank)});
     kv.push_back({a + ".leading_dense_block_count", u32(s.first_dense_layers)});
     kv.push_back({a + ".expert_shared_count", u32(s.shared_experts)});
+    kv.push_back({a + ".expert_weights_norm", GgufValue::of_bool(s.moe_norm_top_k)});
+    // llama.cpp's gating functions: 1 softmax (V2), 2 sigmoid (V3, with its per-expert bias)
+    kv.push_back({a + ".expert_gating_func", u32(s.expert_score_bias ? 2 : 1)});
   }
   if (s.is_moe()) {
     kv.push_back({a + ".expert_count", u32(s.experts)});

@@ -8,8 +8,9 @@
 //
 // Logits: for qwen3 (tied, q/k norms), qwen2 (biases), llama (normal RoPE), phi (Phi-3's fused q/k/v
 // and gate/up), gemma3 (embedding scale, post-norms, GELU, sliding layers' own RoPE base), gemma2
-// (soft-capped scores and logits) and gpt-oss (sinks, biases everywhere, routed experts with the
-// clamped SwiGLU; also as MXFP4_MOE) at F16, Q8_0, Q4_0,
+// (soft-capped scores and logits), gpt-oss (sinks, biases everywhere, routed experts with the
+// clamped SwiGLU; also as MXFP4_MOE) and deepseek2 (latent attention absorbed, a dense first layer,
+// routed experts without renormalisation beside a shared one) at F16, Q8_0, Q4_0,
 // Q2_K, Q6_K, the K-quant mixes Q5_K_M, Q4_K_M and Q3_K_M (llama.cpp's per-tensor types), IQ4_XS and
 // IQ4_NL and MXFP4 throughout, and each with
 // YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
@@ -64,7 +65,7 @@ const sentence = "The planner answers in milliseconds, and then the runtime prov
                  "configuration on the same machine and prints what it measured beside what was predicted. A model " +
                  "that does not fit is a model that does not run; a prediction that is wrong is worse than none.";
 const cases = [];
-for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama,phi,gemma3,gemma2,gpt-oss").split(","))
+for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama,phi,gemma3,gemma2,gpt-oss,deepseek2").split(","))
   // GPT-OSS's own file type too: experts in MXFP4, the rest Q8_0 (llama.cpp's MXFP4_MOE)
   for (const type of [...(process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M,Q3_K_M,IQ4_XS,IQ4_NL,MXFP4:pure").split(","),
                       ...(arch === "gpt-oss" && !process.env.TYPES ? ["MXFP4_MOE"] : [])])
@@ -80,7 +81,10 @@ const yarnSeen = new Set();      // architectures where ignoring YaRN would have
 for (const c of cases) {
   const name = `${c.arch}-${c.type.replace(":pure", "")}${c.yarn ? "-yarn" : ""}`;
   const config = JSON.parse(fs.readFileSync(path.join(here, "models", `${c.arch}.json`), "utf8"));
-  if (c.yarn) config.rope_scaling = {rope_type: "yarn", factor: 4.0, original_max_position_embeddings: 128};
+  // DeepSeek's YaRN with its magnitude terms, as DeepSeek-V2-Lite's config has them (llama.cpp scales the
+  // scores by (0.1 mscale_all_dim ln factor + 1)^2 instead of the RoPE's cos and sin)
+  if (c.yarn) config.rope_scaling = {rope_type: "yarn", factor: 4.0, original_max_position_embeddings: 128,
+                                     ...(c.arch === "deepseek2" ? {mscale: 0.707, mscale_all_dim: 0.707} : {})};
   const configPath = path.join(work, `${name}.json`), gguf = path.join(work, `${name}.gguf`);
   fs.writeFileSync(configPath, JSON.stringify(config));
   infer("gguf", "write", "-m", configPath, "-w", c.type, "--out", gguf, "-q");

@@ -158,6 +158,13 @@ TEST_CASE("GPT-OSS's attention sinks: every path against the reference") {
   for (const uint64_t n_tokens : {1u, 17u, 300u}) check_all_type_pairs(shape, n_tokens, 4.0f);
 }
 
+TEST_CASE("MLA's absorbed shape: 16 heads over one 576-wide latent row, the scale of 192-wide heads") {
+  // q scale 0.5 keeps the 576-term scores within ~+-5 at the explicit scale 1 / sqrt(192)
+  AttentionShape shape{16, 1, 576};
+  shape.scale = 1.0f / std::sqrt(192.0f);
+  for (const uint64_t n_tokens : {1u, 40u}) check_all_type_pairs(shape, n_tokens, 0.5f);
+}
+
 TEST_CASE("a sink takes its share of one token's weight and brings no value") {
   // One token of score s and a sink z: the token's weight is e^s / (e^s + e^z), so with q = 0
   // (s = 0) and z = ln 3 the output is v / (1 + 3) = v / 4 exactly in floats for these v.

@@ -54,10 +54,10 @@ TEST_CASE("config.json YaRN: factor, original context, magnitude, and the contex
   CHECK(given.rope_scaling.beta_fast == 16.0);
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(tiny_config({{"rope_type", "yarn"}}), "t", "c.json"),
                        doctest::Contains("needs field 'factor'"), InputError);
-  // DeepSeek's magnitude terms are read (the planner does not need them) and refused by the runtime.
-  const ModelSpec deepseek = model_spec_from_hf_config(
+  // DeepSeek's magnitude terms outside latent attention are refused by the runtime.
+  const ModelSpec not_mla = model_spec_from_hf_config(
       tiny_config({{"rope_type", "yarn"}, {"factor", 40}, {"mscale_all_dim", 1.0}}), "t", "c.json");
-  CHECK_THROWS_WITH_AS(rope_params(deepseek, nullptr), doctest::Contains("mscale"), InputError);
+  CHECK_THROWS_WITH_AS(rope_params(not_mla, nullptr), doctest::Contains("latent attention only"), InputError);
 }
 
 TEST_CASE("config.json linear scaling, partial RoPE, and a type the runtime does not apply") {
@@ -117,4 +117,28 @@ TEST_CASE("a YaRN model decodes differently from the same weights unscaled, from
   REQUIRE(b.size() == 4);
   CHECK(a[0] == b[0]);
   for (size_t t = 1; t < 4; ++t) CHECK(a[t] != b[t]);
+}
+
+TEST_CASE("MLA: the RoPE part of DeepSeek-V2-Lite's heads and its YaRN score scale") {
+  // DeepSeek-V2-Lite: qk_rope 64 of 192-wide heads, adjacent pairs (llama.cpp's deepseek2), YaRN
+  // factor 40 with mscale = mscale_all_dim = 0.707: the RoPE's magnitude is 1 and the scores take
+  // g^2 / sqrt(192), g = 0.1 x 0.707 x ln 40 + 1 = 1.2608036 (ln 40 = 3.6888795): 0.1147219.
+  const ModelSpec lite = load_model("deepseek-v2-lite");
+  const kernels::RopeParams p = rope_params(lite, nullptr);
+  CHECK(p.layout == kernels::RopeLayout::normal);
+  CHECK(p.head_dim == 192);
+  CHECK(p.rotated() == 64);
+  CHECK(p.magnitude == 1.0f);
+  CHECK(p.freq_scale == doctest::Approx(1.0 / 40));
+  CHECK(mla_score_scale(lite) == doctest::Approx(0.1147219).epsilon(1e-6));
+  // Without its YaRN, 1 / sqrt(192) = 0.0721688; plain YaRN x4 (no mscale): the RoPE's magnitude
+  // m = 0.1 ln 4 + 1 = 1.1386294 on cos and sin, and m^2 = 1.2964768 on the scores too, as llama.cpp.
+  ModelSpec plain = lite;
+  plain.rope_scaling = {};
+  CHECK(mla_score_scale(plain) == doctest::Approx(0.0721688).epsilon(1e-6));
+  plain.rope_scaling.type = "yarn";
+  plain.rope_scaling.factor = 4.0;
+  plain.rope_scaling.original_context = 4096;
+  CHECK(rope_params(plain, nullptr).magnitude == doctest::Approx(1.1386294));
+  CHECK(mla_score_scale(plain) == doctest::Approx(1.2964768 * 0.0721688).epsilon(1e-6));
 }
