@@ -50,6 +50,32 @@ inline constexpr uint32_t kQ4_0Bytes = sizeof(BlockQ4_0);
 inline constexpr uint32_t kQ4_0D = offsetof(BlockQ4_0, d);
 inline constexpr uint32_t kQ4_0Qs = offsetof(BlockQ4_0, qs);
 
+// --- Q5_0: 32 values, each d * (q - 16) with q a 5-bit code: its low 4 bits as Q4_0's nibbles, its
+// 5th bit in qh (value j's at bit j of the little-endian 32-bit word) ----------------------------
+
+inline constexpr uint32_t kQ5_0Values = 32;
+
+struct BlockQ5_0 {
+  uint16_t d;                   // the scale, as fp16 bits
+  uint8_t qh[4];                // bit j: value j's 5th bit
+  uint8_t qs[kQ5_0Values / 2];  // as Q4_0: value j's low bits in byte j's low nibble, j + 16's in the high
+};
+static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 2 + 4 + 16 bytes");
+static_assert(offsetof(BlockQ5_0, qh) == 2 && offsetof(BlockQ5_0, qs) == 6, "d, then the 5th bits, then the nibbles");
+
+inline constexpr uint32_t kQ5_0Bytes = sizeof(BlockQ5_0);
+inline constexpr uint32_t kQ5_0D = offsetof(BlockQ5_0, d);
+inline constexpr uint32_t kQ5_0Qh = offsetof(BlockQ5_0, qh);
+inline constexpr uint32_t kQ5_0Qs = offsetof(BlockQ5_0, qs);
+
+// Value j's 5-bit code (0..31) of a Q5_0 block.
+inline uint32_t q5_0_code(const uint8_t* block, uint32_t j) {
+  const uint32_t qh = block[kQ5_0Qh] | (block[kQ5_0Qh + 1] << 8) | (block[kQ5_0Qh + 2] << 16) |
+                      (static_cast<uint32_t>(block[kQ5_0Qh + 3]) << 24);
+  const uint32_t nibble = j < kQ5_0Values / 2 ? block[kQ5_0Qs + j] & 0x0F : block[kQ5_0Qs + j - kQ5_0Values / 2] >> 4;
+  return nibble | (((qh >> j) & 1u) << 4);
+}
+
 // --- Q2_K: a 256-value super-block of 16 sub-blocks of 16 values; in sub-block j each value is
 // d * scale_j * q - dmin * min_j, with q a 2-bit code and scale_j, min_j 4-bit codes ------------
 

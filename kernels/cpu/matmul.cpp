@@ -226,6 +226,21 @@ float dot_q6_k(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   return sum;
 }
 
+// Q5_0 x Q8_0 (ggml's vec_dot_q5_0_q8_0): as Q4_0 with 5-bit codes less 16.
+float dot_q5_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kQ5_0Values == kQ8_0Values, "one activation block per weight block");
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kQ5_0Values; ++b) {
+    const uint8_t* wb = w + b * kQ5_0Bytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
+    int isum = 0;
+    for (uint32_t j = 0; j < kQ5_0Values; ++j)
+      isum += (static_cast<int>(q5_0_code(wb, j)) - 16) * static_cast<int8_t>(xb[kQ8_0Qs + j]);
+    sum += static_cast<float>(isum) * (load_fp16(wb + kQ5_0D) * load_fp16(xb));
+  }
+  return sum;
+}
+
 // IQ4_NL x Q8_0 (ggml's vec_dot_iq4_nl_q8_0): as Q4_0, with each nibble an index into the table.
 float dot_iq4_nl(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   static_assert(kIQ4_NLValues == kQ8_0Values, "one activation block per weight block");
@@ -289,6 +304,7 @@ DotFn scalar_dot(GgmlType weight_type) {
     case GgmlType::BF16: return dot_bf16;
     case GgmlType::Q8_0: return dot_q8_0;
     case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q5_0: return dot_q5_0;
     case GgmlType::Q2_K: return dot_q2_k;
     case GgmlType::Q3_K: return dot_q3_k;
     case GgmlType::Q4_K: return dot_k_scale_min<4>;
@@ -318,13 +334,14 @@ void check_matmul_type(GgmlType weight_type) {
 
 bool has_matmul(GgmlType weight_type) { return scalar_dot(weight_type) != nullptr; }
 
-std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"; }
+std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"; }
 
 GgmlType activation_type(GgmlType weight_type) {
   check_matmul_type(weight_type);
   switch (weight_type) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
     case GgmlType::MXFP4: return GgmlType::Q8_0;
     case GgmlType::Q2_K:

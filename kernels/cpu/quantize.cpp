@@ -201,6 +201,7 @@ bool has_quantizer(GgmlType type) {
     case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
@@ -214,7 +215,7 @@ bool has_quantizer(GgmlType type) {
   }
 }
 
-std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K"; }
 
 // The float types as rows too, so weights and KV caches of any supported type are written and
 // read by the same two calls. Little-endian storage, as in a GGUF file.
@@ -314,6 +315,45 @@ void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> value
       values[b * kQ4_0Values + j] = static_cast<float>(x0) * d;
       values[b * kQ4_0Values + kQ4_0Values / 2 + j] = static_cast<float>(x1) * d;
     }
+  }
+}
+
+void quantize_row_q5_0(std::span<const float> values, std::span<uint8_t> blocks) {
+  assert(blocks.size() == values.size() / kQ5_0Values * kQ5_0Bytes);
+  for (size_t b = 0; b < values.size() / kQ5_0Values; ++b) {
+    const float* x = values.data() + b * kQ5_0Values;
+    uint8_t* out = blocks.data() + b * kQ5_0Bytes;
+    // As Q4_0 with 32 codes: the signed value of largest magnitude maps to code 0 = -16.
+    float amax = 0.0f, max = 0.0f;
+    for (size_t j = 0; j < kQ5_0Values; ++j)
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    const float d = max / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(out, d);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < kQ5_0Values / 2; ++j) {
+      // +16.5 then truncation rounds half up onto 0..32; 32 (-max's mirror) is clamped to 31
+      const auto q0 = static_cast<uint8_t>(std::min(31, static_cast<int>(truncate_to_int8(x[j] * id + 16.5f))));
+      const auto q1 = static_cast<uint8_t>(
+          std::min(31, static_cast<int>(truncate_to_int8(x[kQ5_0Values / 2 + j] * id + 16.5f))));
+      out[kQ5_0Qs + j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= ((q0 & 0x10u) >> 4) << j;
+      qh |= ((q1 & 0x10u) >> 4) << (j + kQ5_0Values / 2);
+    }
+    for (uint32_t i = 0; i < 4; ++i) out[kQ5_0Qh + i] = static_cast<uint8_t>(qh >> (8 * i));
+  }
+}
+
+void dequantize_row_q5_0(std::span<const uint8_t> blocks, std::span<float> values) {
+  assert(blocks.size() == values.size() / kQ5_0Values * kQ5_0Bytes);
+  for (size_t b = 0; b < values.size() / kQ5_0Values; ++b) {
+    const uint8_t* in = blocks.data() + b * kQ5_0Bytes;
+    const float d = load_fp16(in);
+    for (uint32_t j = 0; j < kQ5_0Values; ++j)
+      values[b * kQ5_0Values + j] = static_cast<float>(static_cast<int>(q5_0_code(in, j)) - 16) * d;
   }
 }
 
@@ -992,6 +1032,7 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
   switch (type) {
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
+    case GgmlType::Q5_0: return quantize_row_q5_0(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
     case GgmlType::Q3_K: return quantize_row_q3_k(values, blocks);
     case GgmlType::Q4_K: return quantize_row_q4_k(values, blocks);
@@ -1016,6 +1057,7 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
   switch (type) {
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
+    case GgmlType::Q5_0: return dequantize_row_q5_0(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
     case GgmlType::Q3_K: return dequantize_row_q3_k(blocks, values);
     case GgmlType::Q4_K: return dequantize_row_q4_k(blocks, values);

@@ -155,8 +155,9 @@ infer_plan_cli_case(kv_deepseek_v3 EXIT 0 ARGS kv -m deepseek-v3 -c 1K --types b
 infer_plan_cli_case(model_deepseek_v3 EXIT 0 ARGS model deepseek-v3
   MATCH "MLA: q_lora_rank 1536, kv latent 512 \\+ RoPE key 64" "671026419200 total" "1 shared; first 3 layers dense")
 # DeepSeek-V2-Lite at a tenth: latent attention absorbed, its YaRN with mscale, a dense first layer,
-# 6 of 64 routed experts without renormalisation beside 2 shared ones
-infer_plan_cli_case(run_deepseek_v2_lite EXIT 0 ARGS run -m deepseek-v2-lite --scale 0.1 -w Q8_0 -c 40 -n 8 --requests 2 --quiet
+# 6 of 64 routed experts without renormalisation beside 2 shared ones; as Q4_K_M, whose 128-wide
+# attn_k_b rows llama.cpp writes as Q5_0
+infer_plan_cli_case(run_deepseek_v2_lite EXIT 0 ARGS run -m deepseek-v2-lite --scale 0.1 -w Q4_K_M -c 40 -n 8 --requests 2 --quiet
   MATCH "2 completed, 0 rejected")
 infer_plan_cli_case(bad_run_deepseek_v3 EXIT 2 ARGS run -m deepseek-v3 --scale 0.05 -c 64 -n 4 --quiet
   MATCH "sigmoid scores with a per-expert bias \\(DeepSeek-V3\\), which the planner models but the runtime does not")
