@@ -425,7 +425,7 @@ std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes k
   if (spec.post_norms || spec.embedding_scale || spec.gelu_ffn)
     return fmt::format("{}: Gemma's post-norms, embedding scale and GELU run on the CPU backend only (use --backend "
                        "cpu)", spec.name);
-  if (spec.is_mla() || spec.shared_experts > 0 || !spec.moe_norm_top_k)
+  if (spec.is_mla() || spec.shared_experts > 0 || !spec.moe_norm_top_k || spec.sigmoid_routing)
     return fmt::format("{}: DeepSeek's latent attention and shared experts run on the CPU backend only (use --backend "
                        "cpu)", spec.name);
   if (spec.attn_sinks || spec.expert_bias || spec.swiglu_limit > 0)

@@ -311,11 +311,19 @@ void Decoder::ffn_moe(const LayerWeights& L, uint64_t tokens) {
   // Tokens per expert, with their routing weights: the softmax over the top k (the same weights as
   // Qwen's softmax over all, renormalised over the top k; GPT-OSS's rule).
   std::vector<std::vector<std::pair<uint64_t, float>>> routed(E);
+  const auto k = static_cast<uint32_t>(spec_.experts_active);
+  const std::span<const float> choice_bias =
+      L.ffn_exp_probs_b ? std::span(L.ffn_exp_probs_b->floats(), E) : std::span<const float>();
   for (uint64_t t = 0; t < tokens; ++t)
-    for (const kernels::ExpertChoice& ch : kernels::route_top_k(std::span(&router[t * E], E),
-                                                                static_cast<uint32_t>(spec_.experts_active),
-                                                                spec_.moe_norm_top_k))
-      routed[ch.expert].push_back({t, ch.weight});
+    for (const kernels::ExpertChoice& ch :
+         spec_.sigmoid_routing
+             ? kernels::route_sigmoid_grouped(std::span(&router[t * E], E), choice_bias, k, spec_.expert_groups,
+                                              spec_.expert_groups_used, spec_.moe_norm_top_k,
+                                              static_cast<float>(spec_.expert_weights_scale))
+             : kernels::route_top_k(std::span(&router[t * E], E), k, spec_.moe_norm_top_k))
+      // (DeepSeek-V2's routed_scaling_factor on its softmax weights; the sigmoid router applied V3's)
+      routed[ch.expert].push_back(
+          {t, spec_.sigmoid_routing ? ch.weight : ch.weight * static_cast<float>(spec_.expert_weights_scale)});
   std::vector<float> xe, down;
   for (uint64_t e = 0; e < E; ++e) {
     const auto& mine = routed[e];

@@ -362,6 +362,7 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
       case TensorRole::ffn_gate_shexp: L.ffn_gate_shexp = &w; break;
       case TensorRole::ffn_up_shexp: L.ffn_up_shexp = &w; break;
       case TensorRole::ffn_down_shexp: L.ffn_down_shexp = &w; break;
+      case TensorRole::ffn_exp_probs_b: L.ffn_exp_probs_b = &w; break;
       default: break;
     }
   }
@@ -415,7 +416,7 @@ void replace_tensor(LayerWeights& L, const WeightTensor* from, const WeightTenso
       &LayerWeights::ffn_gate_exps_bias, &LayerWeights::ffn_up_exps_bias, &LayerWeights::ffn_down_exps_bias,
       &LayerWeights::attn_q_a, &LayerWeights::attn_q_a_norm, &LayerWeights::attn_q_b, &LayerWeights::attn_kv_a_mqa,
       &LayerWeights::attn_kv_a_norm, &LayerWeights::attn_k_b, &LayerWeights::attn_v_b, &LayerWeights::ffn_gate_shexp,
-      &LayerWeights::ffn_up_shexp, &LayerWeights::ffn_down_shexp};
+      &LayerWeights::ffn_up_shexp, &LayerWeights::ffn_down_shexp, &LayerWeights::ffn_exp_probs_b};
   for (auto m : members)
     if (L.*m == from) L.*m = to;
 }

@@ -57,6 +57,7 @@ struct LayerWeights {
   const WeightTensor *attn_q_a = nullptr, *attn_q_a_norm = nullptr, *attn_q_b = nullptr, *attn_kv_a_mqa = nullptr,
                      *attn_kv_a_norm = nullptr, *attn_k_b = nullptr, *attn_v_b = nullptr;
   const WeightTensor *ffn_gate_shexp = nullptr, *ffn_up_shexp = nullptr, *ffn_down_shexp = nullptr;
+  const WeightTensor* ffn_exp_probs_b = nullptr;  // DeepSeek-V3: a bias on the scores that choose experts
 };
 
 // Which tensors live in the host pool (planner/cost/offload.hpp): `part` of layers k-1, 2k-1, ...

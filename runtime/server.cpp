@@ -127,9 +127,6 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unus
   const Plan& plan = rp.plan;
   if (plan.tp != 1) throw InputError("run: the runtime executes on one device; set tp to 1");
   if (plan.weights_bytes) throw InputError("run: a given weights size cannot be executed; name the weight type");
-  if (rp.spec.expert_score_bias)
-    throw InputError(fmt::format("run: {} routes its experts by sigmoid scores with a per-expert bias (DeepSeek-V3), "
-                                 "which the planner models but the runtime does not execute yet", rp.spec.name));
   static constexpr std::array<std::string_view, 9> kRunnable{"llama",  "qwen2",  "qwen3",   "qwen3moe", "phi3",
                                                              "gemma2", "gemma3", "gpt-oss", "deepseek2"};
   if (std::find(kRunnable.begin(), kRunnable.end(), rp.spec.gguf_arch) == kRunnable.end())

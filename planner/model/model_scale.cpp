@@ -43,6 +43,13 @@ ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view
   if (spec.experts) {
     s.experts_active = spec.experts_active;
     s.experts = scaled_count(spec.experts, scale, spec.experts_active);
+    if (spec.expert_groups > 1) {  // whole groups of at least two (a group scores by its best two),
+      // enough in the chosen groups for the experts a token takes
+      const uint64_t g = spec.expert_groups;
+      const uint64_t floor_per_group =
+          std::max<uint64_t>(2, (spec.experts_active + spec.expert_groups_used - 1) / spec.expert_groups_used);
+      s.experts = std::max<uint64_t>(floor_per_group, (s.experts + g / 2) / g) * g;
+    }
   }
   // Layers listed as dense-only must still exist; the window layers keep their pattern's prefix.
   std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= s.layers; });

@@ -419,6 +419,22 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
                                    "is supported", where, *freq));
     s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
     s.moe_norm_top_k = optional_bool(c, "norm_topk_prob", where).value_or(false);
+    const std::string scoring = optional_string(c, "scoring_func", where).value_or("softmax");
+    if (scoring != "softmax" && scoring != "sigmoid")
+      throw InputError(fmt::format("{}: field 'scoring_func' is '{}'; expected softmax or sigmoid", where, scoring));
+    s.sigmoid_routing = scoring == "sigmoid";
+    s.expert_weights_scale = optional_number(c, "routed_scaling_factor", where).value_or(1.0);
+    if (!(s.expert_weights_scale > 0.0 && s.expert_weights_scale < 1e6))
+      throw InputError(fmt::format("{}: field 'routed_scaling_factor' is {}; expected a positive factor", where,
+                                   s.expert_weights_scale));
+    s.expert_groups = optional_uint(c, "n_group", where).value_or(1);
+    s.expert_groups_used = optional_uint(c, "topk_group", where).value_or(s.expert_groups);
+    if (s.expert_groups == 0 || s.experts % s.expert_groups != 0 || s.expert_groups_used == 0 ||
+        s.expert_groups_used > s.expert_groups ||
+        (s.expert_groups > 1 && s.experts / s.expert_groups * s.expert_groups_used < s.experts_active))
+      throw InputError(fmt::format("{}: fields 'n_group' {} and 'topk_group' {} do not split the {} routed experts into "
+                                   "groups whose chosen ones hold the {} a token takes", where, s.expert_groups,
+                                   s.expert_groups_used, s.experts, s.experts_active));
   }
   if (arch->moe == Moe::qwen) {
     read_experts(c, s, "num_experts", where);

@@ -74,6 +74,12 @@ struct ModelSpec {
   bool expert_score_bias = false;    // DeepSeek-V3: a per-expert routing bias (exp_probs_b)
   bool moe_norm_top_k = true;        // the top k's routing weights renormalised to sum to 1 (DeepSeek's
                                      // norm_topk_prob: V2 false, V3 true; the other families always)
+  // DeepSeek-V3: experts scored by sigmoid (not softmax), chosen within the expert_groups_used best
+  // of expert_groups groups (a group's score: its two best biased scores), weights times
+  // expert_weights_scale (routed_scaling_factor)
+  bool sigmoid_routing = false;
+  uint64_t expert_groups = 1, expert_groups_used = 1;
+  double expert_weights_scale = 1.0;
 
   // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank 0: none). Queries through a rank
   // q_lora_rank bottleneck (0: a plain projection), keys and values from one latent of

@@ -610,6 +610,11 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.first_dense_layers = key_u64(m, arch + ".leading_dense_block_count", 0);
     const GgufValue* norm = m.find(arch + ".expert_weights_norm");  // llama.cpp: false when absent
     s.moe_norm_top_k = norm && norm->type == GgufType::boolean && norm->u64 != 0;
+    s.sigmoid_routing = key_u64(m, arch + ".expert_gating_func", 1) == 2;  // llama.cpp's 1 softmax, 2 sigmoid
+    const double scale = key_f64(m, arch + ".expert_weights_scale", 0.0);  // 0: none, as llama.cpp
+    s.expert_weights_scale = scale > 0.0 ? scale : 1.0;
+    s.expert_groups = std::max<uint64_t>(1, key_u64(m, arch + ".expert_group_count", 1));
+    s.expert_groups_used = std::max<uint64_t>(1, key_u64(m, arch + ".expert_group_used_count", s.expert_groups));
     s.shared_experts = key_u64(m, arch + ".expert_shared_count", 0);
   }
 

@@ -35,6 +35,24 @@ TEST_CASE("MoE: experts scale but never below the active count") {
   CHECK(s.moe_intermediate % 256 == 0);
 }
 
+TEST_CASE("DeepSeek-V3's expert groups stay whole when its experts scale") {
+  // 256 experts in 8 groups, 8 per token from the best 4 groups: at 0.1, 25.6 experts round to 3
+  // per group (24); at 0.01 the floor is 2 per group (a group scores by its best two, and 4 groups
+  // x 2 hold the 8 a token takes): 16.
+  const ModelSpec full = load_model("deepseek-v3");
+  CHECK(full.sigmoid_routing);
+  CHECK(full.expert_groups == 8);
+  CHECK(full.expert_groups_used == 4);
+  CHECK(full.expert_weights_scale == 2.5);
+  CHECK(full.moe_norm_top_k);
+  CHECK(scale_model_spec(full, 0.1, "scale").experts == 24);
+  CHECK(scale_model_spec(full, 0.01, "scale").experts == 16);
+  const ModelSpec lite = load_model("deepseek-v2-lite");  // softmax, no groups, not renormalised
+  CHECK_FALSE(lite.sigmoid_routing);
+  CHECK(lite.expert_groups == 1);
+  CHECK_FALSE(lite.moe_norm_top_k);
+}
+
 TEST_CASE("a plan's scale reaches the planner: weights of the shrunk model") {
   Plan plan;
   plan.scale = 0.25;
