@@ -154,7 +154,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
     : backend_(backend), spec_(spec), layers_(spec.layers), offload_(offload) {
   build(layout, [&](WeightTensor& w, uint8_t* data) {
     const TensorInfo& t = w.placement.tensor;
-    const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size() + 1));
+    const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size()));  // tensor i is filled as the (i + 1)-th held
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
                          t.role == TensorRole::attn_k_norm || t.role == TensorRole::attn_post_norm ||
@@ -247,6 +247,24 @@ void ModelWeights::convert_rows(GgmlType from, const uint8_t* source, const Weig
 }
 
 void ModelWeights::build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill) {
+  // Every type checked before anything is allocated; a tensor that fails later (a file's missing
+  // tensor, a conversion) gives back what was allocated before the error leaves the constructor.
+  for (const TensorPlacement& p : layout.tensors)
+    if (p.tensor.is_vector() ? p.type != GgmlType::F32 : !kernels::has_matmul(p.type))
+      throw InputError(fmt::format(
+          "weights: {} is stored as {}, which the CPU runtime cannot multiply (it runs {}); choose "
+          "weights whose tensors all have these types, e.g. a type with ':pure' (Q4_0:pure)",
+          p.tensor.name, ggml_type_info(p.type).name, kernels::matmul_type_names()));
+  try {
+    allocate_and_fill(layout, fill);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void ModelWeights::allocate_and_fill(const WeightsLayout& layout,
+                                     const std::function<void(WeightTensor&, uint8_t*)>& fill) {
   tensors_.reserve(layout.tensors.size());
   // Offloaded groups first: which layout entries go to the host pool, at which offset.
   std::vector<std::optional<std::pair<size_t, uint64_t>>> in_group(layout.tensors.size());  // group, offset
@@ -278,11 +296,6 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
   for (size_t i = 0; i < layout.tensors.size(); ++i) {
     const TensorPlacement& p = layout.tensors[i];
     const TensorInfo& t = p.tensor;
-    if (t.is_vector() ? p.type != GgmlType::F32 : !kernels::has_matmul(p.type))
-      throw InputError(fmt::format(
-          "weights: {} is stored as {}, which the CPU runtime cannot multiply (it runs {}); choose "
-          "weights whose tensors all have these types, e.g. a type with ':pure' (Q4_0:pure)",
-          t.name, ggml_type_info(p.type).name, kernels::matmul_type_names()));
     WeightTensor w;
     w.placement = p;
     w.cols = t.row_length();
@@ -295,23 +308,24 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
                   MemoryCategory::offload_host};
     else
       w.buffer = backend_.allocate(p.bytes, MemoryCategory::weights);
+    tensors_.push_back(std::move(w));  // owned from here, so release() frees it if filling throws
+    WeightTensor& held = tensors_.back();
     bytes_ += p.bytes;
-    if (backend_.host_addressable(w.buffer.category)) {
-      fill(w, static_cast<uint8_t*>(w.buffer.data));
+    if (backend_.host_addressable(held.buffer.category)) {
+      fill(held, static_cast<uint8_t*>(held.buffer.data));
       // Interleaved where the CPU multiplies it faster so (never on CUDA, whose host pool is
       // host memory too but whose kernels read GGML's order: its decoder refuses a tensor whose
       // `order` says otherwise). Not the embedding: its rows are read one at a time.
       if (backend_.name() == "cpu" && !t.is_vector() && t.role != TensorRole::token_embd &&
           kernels::prefers_interleaved(p.type, t.shape.at(1))) {
-        kernels::interleave_rows(p.type, static_cast<uint8_t*>(w.buffer.data), w.rows, w.cols);
-        w.order = kernels::RowOrder::interleaved;
+        kernels::interleave_rows(p.type, static_cast<uint8_t*>(held.buffer.data), held.rows, held.cols);
+        held.order = kernels::RowOrder::interleaved;
       }
     } else {  // a GPU: written on the host, then copied (one tensor's bytes of host memory at a time)
       std::vector<uint8_t> staging(p.bytes);
-      fill(w, staging.data());
-      backend_.copy_to_device(w.buffer, staging.data(), p.bytes);
+      fill(held, staging.data());
+      backend_.copy_to_device(held.buffer, staging.data(), p.bytes);
     }
-    tensors_.push_back(std::move(w));
   }
   for (const WeightTensor& w : tensors_) {
     const TensorInfo& t = w.placement.tensor;
@@ -376,10 +390,14 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
                                  spec_.name, ggml_type_info(rope_freqs_->type()).name, rope_freqs_->cols, pairs));
 }
 
-ModelWeights::~ModelWeights() {
+ModelWeights::~ModelWeights() { release(); }
+
+void ModelWeights::release() {
   for (WeightTensor& w : tensors_)
     if (w.buffer.category != MemoryCategory::offload_host) backend_.free(w.buffer);
   for (OffloadGroup& g : groups_) backend_.free(g.host);
+  tensors_.clear();
+  groups_.clear();
 }
 
 std::optional<uint64_t> ModelWeights::offload_group_of(uint64_t layer) const {

@@ -9,8 +9,13 @@
 
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "planner/catalog/catalog.hpp"
 #include "planner/core/ggml_type.hpp"
+#include "planner/core/input_error.hpp"
+#include "planner/weights/weights_size.hpp"
+#include "runtime/cpu_backend.hpp"
 #include "runtime/model_weights.hpp"
+#include "runtime/thread_pool.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::runtime;
@@ -46,4 +51,23 @@ TEST_CASE("synthetic rows are bounded by the amplitude and centred, for every ty
     ++checked;
   }
   CHECK(checked >= 13);
+}
+
+TEST_CASE("weights that cannot be built give back every buffer they took") {
+  // A Q4_1 layout (no CPU product) is refused before anything is allocated; a conversion whose
+  // source lacks the last tensor fails after every other tensor was allocated and filled: both
+  // leave the backend with the source's bytes only (a leak would also trip CpuBackend's
+  // destructor assertion in a debug build).
+  CpuBackend backend;
+  ThreadPool pool(1);
+  const ModelSpec spec = load_model("tests/conformance/models/llama.json");
+  const ModelWeights source(backend, spec, uniform_weights_layout(spec, "F16"), 1, pool);
+  const uint64_t held = backend.allocated(MemoryCategory::weights);
+  CHECK(held == source.bytes());
+  CHECK_THROWS_AS(ModelWeights(backend, spec, uniform_weights_layout(spec, "Q4_1"), 1, pool), InputError);
+  CHECK(backend.allocated(MemoryCategory::weights) == held);
+  WeightsLayout renamed = uniform_weights_layout(spec, "Q8_0");
+  renamed.tensors.back().tensor.name += ".missing";
+  CHECK_THROWS_WITH_AS(ModelWeights(backend, source, renamed, pool), doctest::Contains(".missing"), InputError);
+  CHECK(backend.allocated(MemoryCategory::weights) == held);
 }
