@@ -6,9 +6,9 @@
 #pragma once
 #include <cstdint>
 
-namespace infer_plan::kernels::cuda {
+#include "kernels/cuda/row_type.hpp"
 
-enum class RowType { f32, f16, bf16, q8_0, q4_0, q2_k };
+namespace infer_plan::kernels::cuda {
 
 // Output row i (i < rows) = source row ids[i] (or row i when ids is nullptr) of `table`, each
 // `cols` values of `type`, rows `row_bytes` apart, converted to F32 (values exactly as

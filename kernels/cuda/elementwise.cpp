@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/dequantize_rows.hpp"
 #include "kernels/cuda/elementwise_launch.hpp"
+#include "kernels/cuda/row_types.hpp"
 
 namespace infer_plan::kernels::cuda {
 namespace {
@@ -22,26 +23,19 @@ constexpr uint64_t kRowsMax = std::numeric_limits<int32_t>::max();
 
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-RowType embed_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return RowType::f32;
-    case GgmlType::F16: return RowType::f16;
-    case GgmlType::BF16: return RowType::bf16;
-    case GgmlType::Q8_0: return RowType::q8_0;
-    case GgmlType::Q4_0: return RowType::q4_0;
-    case GgmlType::Q2_K: return RowType::q2_k;
-    default: break;
-  }
-  throw std::invalid_argument(fmt::format("embed_rows: no dequantizer for a {} table; known: F32, F16, BF16, Q8_0, "
-                                          "Q4_0, Q2_K",
-                                          ggml_type_info(type).name));
+const CudaRowType& embed_type(GgmlType type) {
+  const CudaRowType* t = find_cuda_row_type(type);
+  if (t == nullptr)
+    throw std::invalid_argument(fmt::format("embed_rows: no dequantizer for a {} table; known: {}",
+                                            ggml_type_info(type).name, cuda_row_type_names(false)));
+  return *t;
 }
 
 }  // namespace
 
 void embed_rows(GgmlType type, const void* table, uint64_t row_bytes, uint64_t cols, const uint32_t* ids,
                 uint32_t tokens, float* out, void* stream) {
-  const RowType row_type = embed_type(type);
+  const CudaRowType& row_type = embed_type(type);
   const GgmlTypeInfo& info = ggml_type_info(type);
   if (table == nullptr || ids == nullptr || out == nullptr)
     throw std::invalid_argument("embed_rows: table, ids and out must be device pointers, not null");
@@ -58,12 +52,11 @@ void embed_rows(GgmlType type, const void* table, uint64_t row_bytes, uint64_t c
   if (row_bytes < needed)
     throw std::invalid_argument(fmt::format("embed_rows: row_bytes = {}, but a row of {} {} values takes {}", row_bytes,
                                             cols, info.name, needed));
-  // F32 values are 4-byte loads; every other type reads 16-bit fp16/bf16 fields (and bytes).
-  const uint64_t align = type == GgmlType::F32 ? 4 : 2;
+  const uint64_t align = row_type.row_align;
   if (!aligned(table, align) || row_bytes % align != 0)
     throw std::invalid_argument(fmt::format("embed_rows: a {} table and its row_bytes ({}) must be {}-byte aligned",
                                             info.name, row_bytes, align));
-  dequantize_rows_f32(row_type, table, row_bytes, ids, tokens, static_cast<uint32_t>(cols), out, stream);
+  dequantize_rows_f32(row_type.row, table, row_bytes, ids, tokens, static_cast<uint32_t>(cols), out, stream);
 }
 
 void add(float* x, const float* y, uint64_t n, void* stream) {

@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/dequantize_rows.hpp"
+#include "kernels/cuda/row_types.hpp"
 
 namespace infer_plan::kernels::cuda {
 namespace {
@@ -24,16 +25,12 @@ constexpr uintptr_t kScratchAlign = 256;  // what cudaMalloc gives; cuBLAS is fa
 
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-RowType weight_row_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::BF16: return RowType::bf16;
-    case GgmlType::Q8_0: return RowType::q8_0;
-    case GgmlType::Q4_0: return RowType::q4_0;
-    case GgmlType::Q2_K: return RowType::q2_k;
-    default: break;
-  }
-  throw std::invalid_argument(
-      fmt::format("Gemm::multiply: no product for {} weights; known: BF16, Q8_0, Q4_0, Q2_K", ggml_type_info(type).name));
+const CudaRowType& weight_row_type(GgmlType type) {
+  const CudaRowType* t = find_cuda_row_type(type);
+  if (t == nullptr || !t->matrix)
+    throw std::invalid_argument(fmt::format("Gemm::multiply: no product for {} weights; known: {}",
+                                            ggml_type_info(type).name, cuda_row_type_names(true)));
+  return *t;
 }
 
 cublasHandle_t as_handle(void* h) { return static_cast<cublasHandle_t>(h); }
@@ -73,9 +70,10 @@ void Gemm::check_multiply(GgmlType type, const void* weights, uint64_t rows, uin
   if (cols % info.block_values != 0)
     throw std::invalid_argument(fmt::format("Gemm::multiply: cols = {} is not a whole number of {}-value {} blocks",
                                             cols, info.block_values, info.name));
-  // Weights are read as 16-bit fields (BF16 values, fp16 scales) and bytes; every row of every
-  // type is a whole number of 2-byte units (34-, 18-, 84-byte blocks), so rows stay 2-byte aligned.
-  if (!aligned(weights, 2)) throw std::invalid_argument("Gemm::multiply: weights must be 2-byte aligned");
+  // Weights are converted by dequantize_rows, whose loads need the type's row alignment.
+  const uint32_t align = weight_row_type(type).row_align;
+  if (!aligned(weights, align))
+    throw std::invalid_argument(fmt::format("Gemm::multiply: {} weights must be {}-byte aligned", info.name, align));
   if (!aligned(x, 4) || !aligned(y, 4)) throw std::invalid_argument("Gemm::multiply: x and y must be 4-byte aligned");
   if (!aligned(scratch, kScratchAlign))
     throw std::invalid_argument(fmt::format("Gemm::multiply: scratch must be {}-byte aligned", kScratchAlign));
@@ -84,7 +82,7 @@ void Gemm::check_multiply(GgmlType type, const void* weights, uint64_t rows, uin
 void Gemm::multiply(GgmlType type, const void* weights, uint64_t rows, uint64_t cols, const float* x,
                     uint32_t tokens, float* y, void* scratch) {
   check_multiply(type, weights, rows, cols, x, tokens, y, scratch);
-  const RowType row_type = weight_row_type(type);
+  const RowType row_type = weight_row_type(type).row;
   const GgmlTypeInfo& info = ggml_type_info(type);
   const auto n_rows = static_cast<int>(rows), n_cols = static_cast<int>(cols), n_tokens = static_cast<int>(tokens);
   // Scratch: x in BF16 (tokens x cols), then W in BF16 (rows x cols) for the quantized types. Their

@@ -10,36 +10,33 @@
 #include <stdexcept>
 
 #include "kernels/cuda/matvec_launch.hpp"
+#include "kernels/cuda/row_types.hpp"
 
 namespace infer_plan::kernels::cuda {
 namespace {
 
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-MatvecWeights launch_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::BF16: return MatvecWeights::bf16;
-    case GgmlType::Q8_0: return MatvecWeights::q8_0;
-    case GgmlType::Q4_0: return MatvecWeights::q4_0;
-    case GgmlType::Q2_K: return MatvecWeights::q2_k;
-    default: break;
-  }
-  throw std::invalid_argument(fmt::format("matvec: no kernel for {} weights; known: {}", ggml_type_info(type).name,
-                                          matvec_type_names()));
+const CudaRowType& matrix_type(GgmlType type) {
+  const CudaRowType* t = find_cuda_row_type(type);
+  if (t == nullptr || !t->matrix)
+    throw std::invalid_argument(fmt::format("matvec: no kernel for {} weights; known: {}", ggml_type_info(type).name,
+                                            matvec_type_names()));
+  return *t;
 }
 
 }  // namespace
 
 bool has_matvec(GgmlType weight_type) {
-  return weight_type == GgmlType::BF16 || weight_type == GgmlType::Q8_0 || weight_type == GgmlType::Q4_0 ||
-         weight_type == GgmlType::Q2_K;
+  const CudaRowType* t = find_cuda_row_type(weight_type);
+  return t != nullptr && t->matrix;
 }
 
-std::string_view matvec_type_names() { return "BF16, Q8_0, Q4_0, Q2_K"; }
+std::string matvec_type_names() { return cuda_row_type_names(true); }
 
 void matvec(GgmlType weight_type, const void* weights, uint64_t rows, uint64_t cols, const float* x,
             uint32_t tokens, float* y, void* stream) {
-  const MatvecWeights type = launch_type(weight_type);
+  const CudaRowType& type = matrix_type(weight_type);
   const GgmlTypeInfo& info = ggml_type_info(weight_type);
   if (weights == nullptr || x == nullptr || y == nullptr)
     throw std::invalid_argument("matvec: weights, x and y must be device pointers, not null");
@@ -52,13 +49,11 @@ void matvec(GgmlType weight_type, const void* weights, uint64_t rows, uint64_t c
   if (cols % info.block_values != 0)
     throw std::invalid_argument(fmt::format("matvec: cols = {} is not a whole number of {}-value {} blocks", cols,
                                             info.block_values, info.name));
-  // Q2_K reads 32-bit words (its 84-byte blocks keep 4-byte alignment); the others 16-bit halves.
-  const uintptr_t weights_align = weight_type == GgmlType::Q2_K ? 4 : 2;
-  if (!aligned(weights, weights_align))
-    throw std::invalid_argument(fmt::format("matvec: {} weights must be {}-byte aligned", info.name, weights_align));
+  if (!aligned(weights, type.matvec_align))
+    throw std::invalid_argument(fmt::format("matvec: {} weights must be {}-byte aligned", info.name, type.matvec_align));
   if (!aligned(x, 16)) throw std::invalid_argument("matvec: x must be 16-byte aligned (read as float4)");
   if (!aligned(y, 4)) throw std::invalid_argument("matvec: y must be 4-byte aligned");
-  matvec_launch(type, weights, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), x, tokens, y, stream);
+  matvec_launch(type.row, weights, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), x, tokens, y, stream);
 }
 
 }  // namespace infer_plan::kernels::cuda

@@ -288,31 +288,32 @@ dim3 grid_for(uint32_t rows) {
 }
 
 template <int T>
-void launch_tokens(MatvecWeights type, const uint8_t* w, uint32_t rows, uint32_t cols, const float* x, float* y,
+void launch_tokens(RowType type, const uint8_t* w, uint32_t rows, uint32_t cols, const float* x, float* y,
                    cudaStream_t stream) {
   switch (type) {
-    case MatvecWeights::bf16:
+    case RowType::bf16:
       if (cols % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0)
         matvec_bf16_x8<T, 1><<<grid_for<1>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       else
         matvec_bf16_x1<T, 1><<<grid_for<1>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
-    case MatvecWeights::q8_0:
+    case RowType::q8_0:
       matvec_q8_0<T, 2><<<grid_for<2>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
-    case MatvecWeights::q4_0:
+    case RowType::q4_0:
       matvec_q4_0<T, 4><<<grid_for<4>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
-    case MatvecWeights::q2_k:
+    case RowType::q2_k:
       matvec_q2_k<T, 4><<<grid_for<4>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
+    default: break;
   }
-  throw std::logic_error("matvec_launch: unknown weight type");
+  throw std::logic_error("matvec_launch: not a matrix type (matvec() validates it)");
 }
 
 }  // namespace
 
-void matvec_launch(MatvecWeights weights_type, const void* weights, uint32_t rows, uint32_t cols, const float* x,
+void matvec_launch(RowType weights_type, const void* weights, uint32_t rows, uint32_t cols, const float* x,
                    uint32_t tokens, float* y, void* stream) {
   const auto* w = static_cast<const uint8_t*>(weights);
   const auto s = static_cast<cudaStream_t>(stream);

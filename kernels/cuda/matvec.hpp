@@ -5,7 +5,7 @@
 // built only with CUDA. The CPU reference is kernels/cpu/quantize's dequantize_row and a plain sum.
 #pragma once
 #include <cstdint>
-#include <string_view>
+#include <string>
 
 #include "planner/core/ggml_type.hpp"
 
@@ -16,7 +16,7 @@ constexpr uint32_t kMatvecTokensMax = 8;
 
 // True for BF16, Q8_0, Q4_0, Q2_K.
 bool has_matvec(GgmlType weight_type);
-std::string_view matvec_type_names();  // "BF16, Q8_0, Q4_0, Q2_K" for messages
+std::string matvec_type_names();  // "BF16, Q8_0, ..." for messages (kernels/cuda/row_types.hpp)
 
 // weights: `rows` consecutive GGML rows of `cols` values of `weight_type` (device memory, at least
 // 2-byte aligned; 4-byte for Q2_K). x: tokens x cols floats, row-major, 16-byte aligned (cudaMalloc

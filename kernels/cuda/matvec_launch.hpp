@@ -4,12 +4,12 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cuda/row_type.hpp"
+
 namespace infer_plan::kernels::cuda {
 
-enum class MatvecWeights { bf16, q8_0, q4_0, q2_k };
-
-// Arguments already validated by matvec(); rows < 2^31, cols a whole number of blocks.
-void matvec_launch(MatvecWeights weights_type, const void* weights, uint32_t rows, uint32_t cols,
+// Arguments already validated by matvec() (a matrix type of row_types.hpp); rows < 2^31, cols a whole number of blocks.
+void matvec_launch(RowType weights_type, const void* weights, uint32_t rows, uint32_t cols,
                    const float* x, uint32_t tokens, float* y, void* stream);
 
 }  // namespace infer_plan::kernels::cuda

@@ -1,0 +1,10 @@
+// The row types the CUDA launchers decode (dequantize_rows.cu, matvec.cu). Which GGML type is which,
+// and what each one's loads need, is kernels/cuda/row_types.hpp's table; this header stays free of
+// planner types because nvcc compiles C++17 here.
+#pragma once
+
+namespace infer_plan::kernels::cuda {
+
+enum class RowType { f32, f16, bf16, q8_0, q4_0, q2_k };
+
+}  // namespace infer_plan::kernels::cuda
