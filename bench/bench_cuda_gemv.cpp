@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/matvec.hpp"
+#include "kernels/cuda/row_types.hpp"
 #include "runtime/model_weights.hpp"
 
 using namespace infer_plan;
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
     const auto target_bytes = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
-    for (const GgmlType type : {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K})
-      bench_type(type, target_bytes, start, stop);
+    for (const cuda::CudaRowType& t : cuda::kCudaRowTypes)  // every type the kernels multiply
+      if (t.matrix) bench_type(t.type, target_bytes, start, stop);
     CHECK_CUDA(cudaEventDestroy(start));
     CHECK_CUDA(cudaEventDestroy(stop));
   } catch (const std::exception& e) {

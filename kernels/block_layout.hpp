@@ -1,6 +1,7 @@
 // GGML's quantized block layouts, the one place they are written down for the kernels (as
 // ggml-common.h is for ggml): the CPU kernels, the CUDA kernels (nvcc compiles this header as
-// C++17, so it holds only <cstdint>/<cstddef>, plain structs and constants) and the synthetic
+// C++17, so it holds only <cstdint>/<cstddef>, plain structs, constants and a few field readers
+// marked for both; kernels/block_decode.hpp builds the device's decoders on them) and the synthetic
 // weight writer (runtime/model_weights) all index blocks through the names below. No kernel casts
 // a byte pointer to these structs: blocks sit at any 2-byte boundary, so fields are read through
 // byte offsets (load_fp16(block + kQ2_KD)). The structs are there to give those offsets: each
@@ -15,6 +16,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+// The helpers below (a field of a packed scale, a 5-bit code) run on the CPU and on the device.
+#if defined(__CUDACC__)
+#define INFER_PLAN_HOST_DEVICE __host__ __device__
+#else
+#define INFER_PLAN_HOST_DEVICE
+#endif
 
 namespace infer_plan::kernels {
 
@@ -69,7 +77,7 @@ inline constexpr uint32_t kQ5_0Qh = offsetof(BlockQ5_0, qh);
 inline constexpr uint32_t kQ5_0Qs = offsetof(BlockQ5_0, qs);
 
 // Value j's 5-bit code (0..31) of a Q5_0 block.
-inline uint32_t q5_0_code(const uint8_t* block, uint32_t j) {
+INFER_PLAN_HOST_DEVICE inline uint32_t q5_0_code(const uint8_t* block, uint32_t j) {
   const uint32_t qh = block[kQ5_0Qh] | (block[kQ5_0Qh + 1] << 8) | (block[kQ5_0Qh + 2] << 16) |
                       (static_cast<uint32_t>(block[kQ5_0Qh + 3]) << 24);
   const uint32_t nibble = j < kQ5_0Values / 2 ? block[kQ5_0Qs + j] & 0x0F : block[kQ5_0Qs + j - kQ5_0Values / 2] >> 4;
@@ -124,7 +132,7 @@ inline constexpr uint32_t kQ3_KScales = offsetof(BlockQ3_K, scales);
 inline constexpr uint32_t kQ3_KD = offsetof(BlockQ3_K, d);
 
 // Sub-block j's scale of a Q3_K block's 12 scale bytes, less its offset of 32: -32..31.
-inline int q3_k_scale(uint32_t j, const uint8_t* q) {
+INFER_PLAN_HOST_DEVICE inline int q3_k_scale(uint32_t j, const uint8_t* q) {
   const int low = j < 8 ? q[j] & 0xF : q[j - 8] >> 4;
   return (low | (((q[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
 }
@@ -182,7 +190,7 @@ struct KScaleMin {
   uint8_t scale;
   uint8_t min;
 };
-inline KScaleMin k_scale_min(uint32_t j, const uint8_t* q) {
+INFER_PLAN_HOST_DEVICE inline KScaleMin k_scale_min(uint32_t j, const uint8_t* q) {
   if (j < 4) return {static_cast<uint8_t>(q[j] & 63), static_cast<uint8_t>(q[j + 4] & 63)};
   return {static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4)),
           static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4))};
@@ -252,7 +260,7 @@ inline constexpr uint32_t kIQ4_XSScalesL = offsetof(BlockIQ4_XS, scales_l);
 inline constexpr uint32_t kIQ4_XSQs = offsetof(BlockIQ4_XS, qs);
 
 // Sub-block j's scale of an IQ4_XS block, less its offset of 32: -32..31.
-inline int iq4_xs_scale(uint32_t j, const uint8_t* block) {
+INFER_PLAN_HOST_DEVICE inline int iq4_xs_scale(uint32_t j, const uint8_t* block) {
   const int high = ((block[kIQ4_XSScalesH] | (block[kIQ4_XSScalesH + 1] << 8)) >> (2 * j)) & 3;
   return (((block[kIQ4_XSScalesL + j / 2] >> (4 * (j % 2))) & 0xF) | (high << 4)) - 32;
 }
@@ -276,11 +284,15 @@ inline constexpr uint32_t kMXFP4Qs = offsetof(BlockMXFP4, qs);
 
 // Half of 2^(e - 127), the scale of the doubled values (ggml's ggml_e8m0_to_fp32_half): a float
 // with exponent field e - 1, or for e < 2 the subnormals 2^-128 and 2^-127.
-inline float mxfp4_scale(uint8_t e) {
+INFER_PLAN_HOST_DEVICE inline float mxfp4_scale(uint8_t e) {
   const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
   float f;
   __builtin_memcpy(&f, &bits, 4);
   return f;
+#endif
 }
 
 // --- Q8_K: 256 values, each d * q; what activations become for a dot with K-quant weights ------

@@ -448,7 +448,7 @@ std::optional<std::string> cuda_decoder_refusal(const ModelSpec& spec, KvTypes k
     const bool ok = p.tensor.is_vector() ? p.type == GgmlType::F32 : cuk::has_matvec(p.type);
     if (!ok)
       return fmt::format("weights: {} is stored as {}, which the CUDA runtime cannot multiply (it runs {} matrices "
-                         "and F32 vectors); choose a type with ':pure', e.g. Q4_0:pure",
+                         "and F32 vectors); choose weights made of those, e.g. Q4_K_M",
                          p.tensor.name, ggml_type_info(p.type).name, cuk::matvec_type_names());
   }
   return std::nullopt;

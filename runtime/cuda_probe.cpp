@@ -15,6 +15,7 @@
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/empty_kernel.hpp"
 #include "kernels/cuda/matvec.hpp"
+#include "kernels/cuda/row_types.hpp"
 #include "runtime/model_weights.hpp"
 
 namespace infer_plan::runtime {
@@ -171,7 +172,9 @@ void probe_launch_overhead(cudaStream_t s, const CudaProbeOptions& o, CudaProbeR
 std::map<std::string, RateSample> probe_cuda_matvec(const CudaProbeOptions& o) {
   constexpr uint64_t kCols = kCudaProbeMatvecCols;
   constexpr uint64_t kDistinctRows = 64;  // written on the host once, then tiled on the device
-  const GgmlType types[] = {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K};
+  std::vector<GgmlType> types;  // every type the CUDA kernels multiply
+  for (const kernels::cuda::CudaRowType& t : kernels::cuda::kCudaRowTypes)
+    if (t.matrix) types.push_back(t.type);
   Stream stream;
   const cudaStream_t s = stream.s;
   std::vector<float> x(kCols);

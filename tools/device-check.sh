@@ -5,7 +5,7 @@
 #   1 the binaries: the prebuilt bundle's start (--prebuilt), else configure, build infer-plan alone,
 #     then build the CUDA tests and the bench (a failure there skips only them)
 #   2 each CUDA test as its own step, under its cap (build folder's cuda-tests.txt)
-#   3 probe   4 one report per weight type (Qwen3-8B BF16, Q8_0, Q4_0, Q2_K)
+#   3 probe   4 one report per weight type (Qwen3-8B BF16, Q8_0, Q4_K_M, Q2_K)
 #   then, without --quick: 5 bench_cuda_gemv   6 KV q8_0/q4_0, batch 8, offload, speculative reports
 #   tools/device-check.sh [--quick] [--prebuilt DIR] [--archive] [--dry-run] OUT_DIR
 # --prebuilt DIR: run the binaries tools/device-bundle.sh built on another machine (no configure,
@@ -262,7 +262,7 @@ gpu_report() {  # NAME CAP ARGS...: the report as text (log), markdown, JSON and
   sed -n '/^{/,/^}/p' "$out/logs/report-$name.log" >"$out/report-$name.json"
   note "         $(grep -m1 -o '"holds": [a-z]*' "$out/report-$name.json" || echo 'no verdict in the JSON')"
 }
-for w in BF16 Q8_0:pure Q4_0:pure Q2_K:pure; do
+for w in BF16 Q8_0:pure Q4_K_M Q2_K:pure; do
   gpu_report "qwen3-8b-${w%%:*}-kv-bf16" $([ $quick -eq 1 ] && echo 20 || echo 25) --model qwen3-8b --weights "$w" \
     --kv bf16 --ctx 1024 --output-len $([ $quick -eq 1 ] && echo 32 || echo 64) --parallel 1
 done

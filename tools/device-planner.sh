@@ -31,7 +31,7 @@ out=$(cd "$1" && pwd)
 
 figures() {  # HW TAG
   local hw=$1 tag=$2 w kv
-  for w in BF16 Q8_0 Q4_0 Q2_K; do
+  for w in BF16 Q8_0 Q4_K_M Q2_K; do
     for kv in bf16 q8_0 q4_0; do
       "$ip" roofline --model qwen3-8b --hw "$hw" --weights "$w" --kv "$kv" --batch 1 --json \
         >"$out/roofline-$tag-qwen3-8b-$w-kv-$kv.json"

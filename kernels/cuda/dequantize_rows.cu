@@ -13,6 +13,8 @@
 //
 // Loads. Q8_0 (34-byte) and Q4_0 (18-byte) blocks are only 2-byte aligned and Q2_K fields are read
 // one at a time, so codes are byte loads and fp16 fields 16-bit loads: no access is misaligned.
+// The K-quants from Q3_K on, the i-quants, MXFP4 and Q5_0 go through kernels/block_decode.hpp (8
+// values a thread, bytes only), whose exactness test_block_decode checks on the host.
 #include "kernels/cuda/dequantize_rows.hpp"
 
 #include <cuda_bf16.h>
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "kernels/block_decode.hpp"
 #include "kernels/block_layout.hpp"
 #include "kernels/cuda/check.hpp"
 
@@ -99,6 +102,31 @@ __global__ void __launch_bounds__(kThreads)
   for (uint32_t c = threadIdx.x; c < cols; c += kThreads) store(out_row + c, value_at<T>(row, c));
 }
 
+// The types of kernels/block_decode.hpp: one thread per group of 8 values, decoded together (the
+// same decoder matvec.cu runs, checked against the CPU's dequantizers by test_block_decode).
+template <typename D, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_groups_kernel(const uint8_t* __restrict__ table, uint64_t row_bytes, const uint32_t* __restrict__ ids,
+                             uint32_t cols, Out* __restrict__ out) {
+  const uint32_t i = blockIdx.x;
+  const uint32_t source = ids != nullptr ? __ldg(ids + i) : i;
+  const uint8_t* row = table + static_cast<uint64_t>(source) * row_bytes;
+  Out* out_row = out + static_cast<uint64_t>(i) * cols;
+  for (uint32_t g = threadIdx.x; g < cols / 8; g += kThreads) {
+    const uint32_t v0 = 8 * g;
+    float values[8];
+    D::decode8(row + static_cast<uint64_t>(v0 / D::kValues) * D::kBytes, v0 % D::kValues, values);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) store(out_row + v0 + k, values[k]);
+  }
+}
+
+template <typename D, typename Out>
+void launch_groups(const uint8_t* table, uint64_t row_bytes, const uint32_t* ids, uint32_t rows, uint32_t cols,
+                   Out* out, cudaStream_t stream) {
+  dequantize_groups_kernel<D, Out><<<rows, kThreads, 0, stream>>>(table, row_bytes, ids, cols, out);
+}
+
 template <typename Out>
 void launch(RowType type, const void* table, uint64_t row_bytes, const uint32_t* ids, uint32_t rows, uint32_t cols,
             Out* out, void* stream) {
@@ -123,6 +151,14 @@ void launch(RowType type, const void* table, uint64_t row_bytes, const uint32_t*
     case RowType::q2_k:
       dequantize_rows_kernel<RowType::q2_k, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
       break;
+    case RowType::q5_0: launch_groups<decode::Q5_0>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q3_k: launch_groups<decode::Q3_K>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q4_k: launch_groups<decode::Q4_K>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q5_k: launch_groups<decode::Q5_K>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q6_k: launch_groups<decode::Q6_K>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::iq4_nl: launch_groups<decode::IQ4_NL>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::iq4_xs: launch_groups<decode::IQ4_XS>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::mxfp4: launch_groups<decode::MXFP4>(t, row_bytes, ids, rows, cols, out, s); break;
     default: throw std::logic_error("dequantize_rows: unknown row type");
   }
   CUDA_CHECK(cudaGetLastError());

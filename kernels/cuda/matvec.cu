@@ -16,8 +16,8 @@
 // per weight byte for BF16 but 8 for Q4_0 and 16 for Q2_K. An SM's L1 serves about 128 B/clock,
 // while its share of HBM (4.8 TB/s / 132 SMs / ~1.9 GHz) is ~19 B/clock, so x traffic would bound
 // Q4_0 and Q2_K well below the memory's speed. A warp that computes R rows reads x once for all
-// R, dividing that traffic by R: R = 1 for BF16, 2 for Q8_0, 4 for Q4_0 and Q2_K (an estimate;
-// bench/bench_cuda_gemv measures it). Rows past the end re-read the last row and store nothing.
+// R, dividing that traffic by R: R = 1 for BF16, 2 for Q8_0, 4 for Q4_0, Q2_K and the decoded
+// types (an estimate; bench/bench_cuda_gemv measures it). Rows past the end re-read the last row and store nothing.
 #include "kernels/cuda/matvec_launch.hpp"
 
 #include <cuda_fp16.h>
@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/block_decode.hpp"
 #include "kernels/block_layout.hpp"
 #include "kernels/cuda/check.hpp"
 
@@ -281,10 +282,32 @@ __global__ void __launch_bounds__(kThreads)
   reduce_store<R, T>(acc, row0, rows, y);
 }
 
+// The types of kernels/block_decode.hpp (Q5_0, Q3_K-Q6_K, IQ4_NL, IQ4_XS, MXFP4): each lane decodes
+// groups of 8 consecutive values, lanes on consecutive groups, so a warp reads 8 x 32 values' bytes a
+// step. The lane's loop is matvec_lane, the very code test_block_decode runs on the host over 32
+// lanes against the CPU's dequantizers; here only the shuffle sum is added.
+template <typename D, int T, int R>
+__global__ void __launch_bounds__(kThreads)
+    matvec_decoded(const uint8_t* __restrict__ w, uint32_t rows, uint32_t cols, const float* __restrict__ x,
+                   float* __restrict__ y) {
+  const uint32_t row0 = first_row<R>();
+  if (row0 >= rows) return;
+  const uint8_t* wr[R];
+  row_pointers<R>(w, row0, rows, static_cast<uint64_t>(cols / D::kValues) * D::kBytes, wr);
+  float acc[R][T] = {};
+  decode::matvec_lane<D, R, T>(wr, cols, x, threadIdx.x % kWarp, kWarp, acc);
+  reduce_store<R, T>(acc, row0, rows, y);
+}
+
 template <int R>
 dim3 grid_for(uint32_t rows) {
   const uint32_t rows_per_block = kWarpsPerBlock * R;
   return dim3((rows + rows_per_block - 1) / rows_per_block);
+}
+
+template <typename D, int T>
+void launch_decoded(const uint8_t* w, uint32_t rows, uint32_t cols, const float* x, float* y, cudaStream_t stream) {
+  matvec_decoded<D, T, 4><<<grid_for<4>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
 }
 
 template <int T>
@@ -306,6 +329,14 @@ void launch_tokens(RowType type, const uint8_t* w, uint32_t rows, uint32_t cols,
     case RowType::q2_k:
       matvec_q2_k<T, 4><<<grid_for<4>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
+    case RowType::q5_0: return launch_decoded<decode::Q5_0, T>(w, rows, cols, x, y, stream);
+    case RowType::q3_k: return launch_decoded<decode::Q3_K, T>(w, rows, cols, x, y, stream);
+    case RowType::q4_k: return launch_decoded<decode::Q4_K, T>(w, rows, cols, x, y, stream);
+    case RowType::q5_k: return launch_decoded<decode::Q5_K, T>(w, rows, cols, x, y, stream);
+    case RowType::q6_k: return launch_decoded<decode::Q6_K, T>(w, rows, cols, x, y, stream);
+    case RowType::iq4_nl: return launch_decoded<decode::IQ4_NL, T>(w, rows, cols, x, y, stream);
+    case RowType::iq4_xs: return launch_decoded<decode::IQ4_XS, T>(w, rows, cols, x, y, stream);
+    case RowType::mxfp4: return launch_decoded<decode::MXFP4, T>(w, rows, cols, x, y, stream);
     default: break;
   }
   throw std::logic_error("matvec_launch: not a matrix type (matvec() validates it)");

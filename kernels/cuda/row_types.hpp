@@ -19,11 +19,16 @@ struct CudaRowType {
   uint32_t matvec_align;  // bytes: matvec's loads (Q2_K reads 32-bit words); 0 where not a matrix
 };
 
-// Every block of these types is a whole number of its alignment, so rows keep it too.
+// Every block of these types is a whole number of its alignment, so rows keep it too. The types
+// from Q5_0 on are decoded through kernels/block_decode.hpp, which reads bytes: any address will do.
 inline constexpr CudaRowType kCudaRowTypes[] = {
-    {GgmlType::F32, RowType::f32, false, 4, 0},   {GgmlType::F16, RowType::f16, false, 2, 0},
-    {GgmlType::BF16, RowType::bf16, true, 2, 2},  {GgmlType::Q8_0, RowType::q8_0, true, 2, 2},
-    {GgmlType::Q4_0, RowType::q4_0, true, 2, 2},  {GgmlType::Q2_K, RowType::q2_k, true, 2, 4},
+    {GgmlType::F32, RowType::f32, false, 4, 0},      {GgmlType::F16, RowType::f16, false, 2, 0},
+    {GgmlType::BF16, RowType::bf16, true, 2, 2},     {GgmlType::Q8_0, RowType::q8_0, true, 2, 2},
+    {GgmlType::Q4_0, RowType::q4_0, true, 2, 2},     {GgmlType::Q2_K, RowType::q2_k, true, 2, 4},
+    {GgmlType::Q5_0, RowType::q5_0, true, 1, 1},     {GgmlType::Q3_K, RowType::q3_k, true, 1, 1},
+    {GgmlType::Q4_K, RowType::q4_k, true, 1, 1},     {GgmlType::Q5_K, RowType::q5_k, true, 1, 1},
+    {GgmlType::Q6_K, RowType::q6_k, true, 1, 1},     {GgmlType::IQ4_NL, RowType::iq4_nl, true, 1, 1},
+    {GgmlType::IQ4_XS, RowType::iq4_xs, true, 1, 1}, {GgmlType::MXFP4, RowType::mxfp4, true, 1, 1},
 };
 
 // The table's entry for `type`, or nullptr where the CUDA kernels cannot read it.

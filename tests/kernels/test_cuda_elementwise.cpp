@@ -28,6 +28,7 @@
 #include "kernels/cpu/sampling.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/elementwise.hpp"
+#include "kernels/cuda/row_types.hpp"
 #include "runtime/model_weights.hpp"
 #include "tests/kernels/cuda_test_support.hpp"
 
@@ -337,13 +338,13 @@ int main() {
     }
     // Cols: one block, Qwen3-8B's hidden size 4096, and 2560 (10 Q2_K blocks, 80 of 32). Tokens: 1,
     // 9, and a prefill's 130. Padding and offsets: rows that start 2 bytes past 4-byte alignment for
-    // the 2-byte types (4 for F32, its smallest step).
+    // the 2-byte types (4 for F32, its smallest step; 1 for the types read as bytes).
     std::vector<EmbedCase> cases;
-    for (const GgmlType type :
-         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
+    for (const cuda::CudaRowType& t : cuda::kCudaRowTypes) {  // every type the kernels read
+      const GgmlType type = t.type;
       const uint64_t block = ggml_type_info(type).block_values;
       const uint64_t one = block == 1 ? 32 : block;
-      const uint64_t align = type == GgmlType::F32 ? 4 : 2;
+      const uint64_t align = t.row_align;  // the decoded types' rows start at an odd byte
       cases.push_back({type, 3, one, 0, 0, 1});
       cases.push_back({type, 50, 4096, 0, 0, 130});
       cases.push_back({type, 17, 2560, align, align, 9});

@@ -34,6 +34,7 @@
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/cublas_loader.hpp"
 #include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/row_types.hpp"
 #include "runtime/model_weights.hpp"
 #include "tests/kernels/cuda_test_support.hpp"
 
@@ -236,7 +237,9 @@ int main() {
     // Shapes: 256x512 (small: one wrong element shows), 4096x1024 (a projection's width), and 37
     // rows (no multiple of any tile). Seeds alternate synthetic blocks (even) and quantized floats (odd).
     std::vector<Case> cases;
-    for (const GgmlType type : {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K}) {
+    for (const cuda::CudaRowType& t : cuda::kCudaRowTypes) {  // every matrix type the kernels read
+      if (!t.matrix) continue;
+      const GgmlType type = t.type;
       cases.push_back({type, 256, 512, 0});
       cases.push_back({type, 4096, 1024, 0});
       cases.push_back({type, 37, 768, 0});
@@ -244,6 +247,7 @@ int main() {
     // 2-byte-aligned weights: cuBLAS reading BF16 directly, and the Q8_0 conversion.
     cases.push_back({GgmlType::BF16, 256, 512, 2});
     cases.push_back({GgmlType::Q8_0, 256, 512, 2});
+    cases.push_back({GgmlType::MXFP4, 256, 512, 1});  // read as bytes: any address
     cudaStream_t stream = nullptr;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     {
