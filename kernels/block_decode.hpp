@@ -1,6 +1,6 @@
 // Eight consecutive values of a GGML block, decoded as kernels/cpu/quantize.cpp's dequantizers give
-// them, in code that both compilers take: the CUDA kernels for the K-quants, the i-quants, MXFP4 and
-// Q5_0 (matvec.cu, dequantize_rows.cu) decode through these on the device, and
+// them, in code that both compilers take: the CUDA kernels for the K-quants, the i-quants, MXFP4,
+// Q4_1, Q5_0 and Q5_1 (matvec.cu, dequantize_rows.cu) decode through these on the device, and
 // tests/kernels/test_block_decode runs the same functions on the host against the CPU dequantizers
 // (every value, bit for bit), so the device's decoding is checked on every machine, not only where a
 // GPU is lent. matvec_lane (the end of this file) is one lane's share of a matrix-vector product
@@ -93,6 +93,24 @@ struct Q5_0 {
       out[k] = mul_rn(static_cast<float>(static_cast<int>(q5_0_code(block, first + k)) - 16), d);
   }
 };
+
+// Q4_1 and Q5_1: code q d + m (ggml: x0*d + m, the product rounded, then the sum).
+template <int kBits>
+struct MinScaleDecode {
+  static constexpr uint32_t kValues = kQ4_1Values, kBytes = kBits == 4 ? kQ4_1Bytes : kQ5_1Bytes;
+  INFER_PLAN_DECODE static void decode8(const uint8_t* block, uint32_t first, float (&out)[8]) {
+    static_assert(kQ4_1D == kQ5_1D && kQ4_1M == kQ5_1M, "one header");
+    const float d = load_fp16(block + kQ4_1D), m = load_fp16(block + kQ4_1M);
+    INFER_PLAN_UNROLL
+    for (uint32_t k = 0; k < 8; ++k) {
+      const uint32_t q = kBits == 4 ? nibble32(block + kQ4_1Qs, first + k)
+                                    : q5_code(block + kQ5_1Qh, block + kQ5_1Qs, first + k);
+      out[k] = mul_rn(static_cast<float>(q), d) + m;
+    }
+  }
+};
+using Q4_1 = MinScaleDecode<4>;
+using Q5_1 = MinScaleDecode<5>;
 
 // Value v: half v / 128, shift 2 ((v % 128) / 32), position l = v % 32 of the low bits and hmask.
 struct Q3_K {

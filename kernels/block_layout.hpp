@@ -76,13 +76,52 @@ inline constexpr uint32_t kQ5_0D = offsetof(BlockQ5_0, d);
 inline constexpr uint32_t kQ5_0Qh = offsetof(BlockQ5_0, qh);
 inline constexpr uint32_t kQ5_0Qs = offsetof(BlockQ5_0, qs);
 
+// Value j's 5-bit code (0..31) of a 32-value run: its low bits in the 16 bytes qs as Q4_0's, its 5th
+// bit at bit j of the 4 bytes qh (a little-endian word). Q5_0's and Q5_1's codes.
+INFER_PLAN_HOST_DEVICE inline uint32_t q5_code(const uint8_t* qh, const uint8_t* qs, uint32_t j) {
+  const uint32_t high = qh[0] | (qh[1] << 8) | (qh[2] << 16) | (static_cast<uint32_t>(qh[3]) << 24);
+  const uint32_t nibble = j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4;
+  return nibble | (((high >> j) & 1u) << 4);
+}
+
 // Value j's 5-bit code (0..31) of a Q5_0 block.
 INFER_PLAN_HOST_DEVICE inline uint32_t q5_0_code(const uint8_t* block, uint32_t j) {
-  const uint32_t qh = block[kQ5_0Qh] | (block[kQ5_0Qh + 1] << 8) | (block[kQ5_0Qh + 2] << 16) |
-                      (static_cast<uint32_t>(block[kQ5_0Qh + 3]) << 24);
-  const uint32_t nibble = j < kQ5_0Values / 2 ? block[kQ5_0Qs + j] & 0x0F : block[kQ5_0Qs + j - kQ5_0Values / 2] >> 4;
-  return nibble | (((qh >> j) & 1u) << 4);
+  return q5_code(block + kQ5_0Qh, block + kQ5_0Qs, j);
 }
+
+// --- Q4_1 and Q5_1: 32 values, each d * q + m with q a 4-bit (Q4_1) or 5-bit (Q5_1) code ------
+
+inline constexpr uint32_t kQ4_1Values = 32;
+
+struct BlockQ4_1 {
+  uint16_t d;                   // the scale, as fp16 bits
+  uint16_t m;                   // the minimum (the value of code 0), as fp16 bits
+  uint8_t qs[kQ4_1Values / 2];  // as Q4_0: value j in byte j's low nibble, j + 16 in its high
+};
+static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block is 2 + 2 + 16 bytes");
+static_assert(offsetof(BlockQ4_1, m) == 2 && offsetof(BlockQ4_1, qs) == 4, "d, m, then the codes");
+
+inline constexpr uint32_t kQ4_1Bytes = sizeof(BlockQ4_1);
+inline constexpr uint32_t kQ4_1D = offsetof(BlockQ4_1, d);
+inline constexpr uint32_t kQ4_1M = offsetof(BlockQ4_1, m);
+inline constexpr uint32_t kQ4_1Qs = offsetof(BlockQ4_1, qs);
+
+inline constexpr uint32_t kQ5_1Values = 32;
+
+struct BlockQ5_1 {
+  uint16_t d;                   // as Q4_1
+  uint16_t m;
+  uint8_t qh[4];                // as Q5_0: bit j is value j's 5th bit
+  uint8_t qs[kQ5_1Values / 2];  // the low 4 bits, as Q4_0's nibbles
+};
+static_assert(sizeof(BlockQ5_1) == 24, "Q5_1 block is 2 + 2 + 4 + 16 bytes");
+static_assert(offsetof(BlockQ5_1, qh) == 4 && offsetof(BlockQ5_1, qs) == 8, "d, m, the 5th bits, the nibbles");
+
+inline constexpr uint32_t kQ5_1Bytes = sizeof(BlockQ5_1);
+inline constexpr uint32_t kQ5_1D = offsetof(BlockQ5_1, d);
+inline constexpr uint32_t kQ5_1M = offsetof(BlockQ5_1, m);
+inline constexpr uint32_t kQ5_1Qh = offsetof(BlockQ5_1, qh);
+inline constexpr uint32_t kQ5_1Qs = offsetof(BlockQ5_1, qs);
 
 // --- Q2_K: a 256-value super-block of 16 sub-blocks of 16 values; in sub-block j each value is
 // d * scale_j * q - dmin * min_j, with q a 2-bit code and scale_j, min_j 4-bit codes ------------

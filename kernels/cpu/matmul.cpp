@@ -241,6 +241,32 @@ float dot_q5_0(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   return sum;
 }
 
+// Q4_1 and Q5_1 x Q8_0: d_w d_x sum(q_w q_x) + m_w d_x sum(q_x), the terms of ggml's
+// vec_dot_q4_1_q8_1 / q5_1_q8_1. ggml's Q8_1 activations carry s = d_x sum(q_x) rounded to fp16 (d_x
+// before its own rounding); here s is formed in F32 from the Q8_0 block: within fp16's 2^-11 of it.
+template <int kBits>
+float dot_min_scale(const uint8_t* w, const uint8_t* x, uint64_t cols) {
+  static_assert(kQ4_1Values == kQ8_0Values && kQ5_1Values == kQ8_0Values, "one activation block per weight block");
+  constexpr uint32_t kBytes = kBits == 4 ? kQ4_1Bytes : kQ5_1Bytes;
+  float sum = 0;
+  for (uint64_t b = 0; b < cols / kQ4_1Values; ++b) {
+    const uint8_t* wb = w + b * kBytes;
+    const uint8_t* xb = x + b * kQ8_0Bytes;
+    int isum = 0, xsum = 0;
+    for (uint32_t j = 0; j < kQ4_1Values; ++j) {
+      const int q = kBits == 4 ? (j < 16 ? wb[kQ4_1Qs + j] & 0x0F : wb[kQ4_1Qs + j - 16] >> 4)
+                               : static_cast<int>(q5_code(wb + kQ5_1Qh, wb + kQ5_1Qs, j));
+      const int xq = static_cast<int8_t>(xb[kQ8_0Qs + j]);
+      isum += q * xq;
+      xsum += xq;
+    }
+    const float dx = load_fp16(xb);
+    sum += (load_fp16(wb + kQ4_1D) * dx) * static_cast<float>(isum) +
+           load_fp16(wb + kQ4_1M) * (dx * static_cast<float>(xsum));
+  }
+  return sum;
+}
+
 // IQ4_NL x Q8_0 (ggml's vec_dot_iq4_nl_q8_0): as Q4_0, with each nibble an index into the table.
 float dot_iq4_nl(const uint8_t* w, const uint8_t* x, uint64_t cols) {
   static_assert(kIQ4_NLValues == kQ8_0Values, "one activation block per weight block");
@@ -304,7 +330,9 @@ DotFn scalar_dot(GgmlType weight_type) {
     case GgmlType::BF16: return dot_bf16;
     case GgmlType::Q8_0: return dot_q8_0;
     case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q4_1: return dot_min_scale<4>;
     case GgmlType::Q5_0: return dot_q5_0;
+    case GgmlType::Q5_1: return dot_min_scale<5>;
     case GgmlType::Q2_K: return dot_q2_k;
     case GgmlType::Q3_K: return dot_q3_k;
     case GgmlType::Q4_K: return dot_k_scale_min<4>;
@@ -334,14 +362,16 @@ void check_matmul_type(GgmlType weight_type) {
 
 bool has_matmul(GgmlType weight_type) { return scalar_dot(weight_type) != nullptr; }
 
-std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"; }
+std::string_view matmul_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"; }
 
 GgmlType activation_type(GgmlType weight_type) {
   check_matmul_type(weight_type);
   switch (weight_type) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
     case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
     case GgmlType::IQ4_NL:
     case GgmlType::MXFP4: return GgmlType::Q8_0;
     case GgmlType::Q2_K:

@@ -12,6 +12,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
@@ -201,7 +202,9 @@ bool has_quantizer(GgmlType type) {
     case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
     case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
@@ -215,7 +218,7 @@ bool has_quantizer(GgmlType type) {
   }
 }
 
-std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K"; }
+std::string_view quantizer_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K"; }
 
 // The float types as rows too, so weights and KV caches of any supported type are written and
 // read by the same two calls. Little-endian storage, as in a GGUF file.
@@ -355,6 +358,71 @@ void dequantize_row_q5_0(std::span<const uint8_t> blocks, std::span<float> value
     for (uint32_t j = 0; j < kQ5_0Values; ++j)
       values[b * kQ5_0Values + j] = static_cast<float>(static_cast<int>(q5_0_code(in, j)) - 16) * d;
   }
+}
+
+// Q4_1 and Q5_1 (ggml's quantize_row_q4_1_ref / q5_1_ref): codes 0..2^bits - 1 from the block's
+// minimum m to its maximum, d = (max - min) / (2^bits - 1); value = q d + m.
+void quantize_row_min_scale(int bits, std::span<const float> values, std::span<uint8_t> blocks) {
+  const uint32_t block_bytes = bits == 4 ? kQ4_1Bytes : kQ5_1Bytes;
+  static_assert(kQ4_1Values == kQ5_1Values && kQ4_1D == kQ5_1D && kQ4_1M == kQ5_1M, "one header");
+  assert(blocks.size() == values.size() / kQ4_1Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ4_1Values; ++b) {
+    const float* x = values.data() + b * kQ4_1Values;
+    uint8_t* out = blocks.data() + b * block_bytes;
+    float min = std::numeric_limits<float>::max(), max = -std::numeric_limits<float>::max();
+    for (size_t j = 0; j < kQ4_1Values; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / static_cast<float>((1 << bits) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(out + kQ4_1D, d);
+    store_fp16(out + kQ4_1M, min);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < kQ4_1Values / 2; ++j) {
+      // +0.5 then truncation rounds half up; Q4_1 clamps to 15 (ggml's MIN(15, (int8_t)...)), Q5_1
+      // does not ((uint8_t)...: x - min is at most d 31 up to rounding)
+      const float x0 = (x[j] - min) * id, x1 = (x[kQ4_1Values / 2 + j] - min) * id;
+      int q0 = truncate_to_int8(x0 + 0.5f), q1 = truncate_to_int8(x1 + 0.5f);
+      if (bits == 4) {
+        q0 = std::min(15, q0), q1 = std::min(15, q1);
+        out[kQ4_1Qs + j] = static_cast<uint8_t>(static_cast<uint8_t>(q0) | (static_cast<uint8_t>(q1) << 4));
+        continue;
+      }
+      out[kQ5_1Qs + j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= ((static_cast<uint32_t>(q0) & 0x10u) >> 4) << j;
+      qh |= ((static_cast<uint32_t>(q1) & 0x10u) >> 4) << (j + kQ5_1Values / 2);
+    }
+    if (bits == 5)
+      for (uint32_t i = 0; i < 4; ++i) out[kQ5_1Qh + i] = static_cast<uint8_t>(qh >> (8 * i));
+  }
+}
+
+void dequantize_row_min_scale(int bits, std::span<const uint8_t> blocks, std::span<float> values) {
+  const uint32_t block_bytes = bits == 4 ? kQ4_1Bytes : kQ5_1Bytes;
+  assert(blocks.size() == values.size() / kQ4_1Values * block_bytes);
+  for (size_t b = 0; b < values.size() / kQ4_1Values; ++b) {
+    const uint8_t* in = blocks.data() + b * block_bytes;
+    const float d = load_fp16(in + kQ4_1D), m = load_fp16(in + kQ4_1M);
+    for (uint32_t j = 0; j < kQ4_1Values; ++j) {
+      const uint32_t q = bits == 4 ? (j < 16 ? in[kQ4_1Qs + j] & 0x0F : in[kQ4_1Qs + j - 16] >> 4)
+                                   : q5_code(in + kQ5_1Qh, in + kQ5_1Qs, j);
+      values[b * kQ4_1Values + j] = static_cast<float>(q) * d + m;  // ggml: x0*d + m, two roundings
+    }
+  }
+}
+
+void quantize_row_q4_1(std::span<const float> values, std::span<uint8_t> blocks) {
+  quantize_row_min_scale(4, values, blocks);
+}
+void dequantize_row_q4_1(std::span<const uint8_t> blocks, std::span<float> values) {
+  dequantize_row_min_scale(4, blocks, values);
+}
+void quantize_row_q5_1(std::span<const float> values, std::span<uint8_t> blocks) {
+  quantize_row_min_scale(5, values, blocks);
+}
+void dequantize_row_q5_1(std::span<const uint8_t> blocks, std::span<float> values) {
+  dequantize_row_min_scale(5, blocks, values);
 }
 
 void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks) {
@@ -1032,7 +1100,9 @@ void quantize_row(GgmlType type, std::span<const float> values, std::span<uint8_
   switch (type) {
     case GgmlType::Q8_0: return quantize_row_q8_0(values, blocks);
     case GgmlType::Q4_0: return quantize_row_q4_0(values, blocks);
+    case GgmlType::Q4_1: return quantize_row_q4_1(values, blocks);
     case GgmlType::Q5_0: return quantize_row_q5_0(values, blocks);
+    case GgmlType::Q5_1: return quantize_row_q5_1(values, blocks);
     case GgmlType::Q2_K: return quantize_row_q2_k(values, blocks);
     case GgmlType::Q3_K: return quantize_row_q3_k(values, blocks);
     case GgmlType::Q4_K: return quantize_row_q4_k(values, blocks);
@@ -1057,7 +1127,9 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
   switch (type) {
     case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, values);
     case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, values);
+    case GgmlType::Q4_1: return dequantize_row_q4_1(blocks, values);
     case GgmlType::Q5_0: return dequantize_row_q5_0(blocks, values);
+    case GgmlType::Q5_1: return dequantize_row_q5_1(blocks, values);
     case GgmlType::Q2_K: return dequantize_row_q2_k(blocks, values);
     case GgmlType::Q3_K: return dequantize_row_q3_k(blocks, values);
     case GgmlType::Q4_K: return dequantize_row_q4_k(blocks, values);

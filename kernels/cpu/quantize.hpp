@@ -28,6 +28,8 @@ void dequantize_row(GgmlType type, std::span<const uint8_t> blocks, std::span<fl
 // One type each, for the kernels that know their type; sizes as above, checked by assert.
 void quantize_row_q8_0(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q4_0(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q4_1(std::span<const float> values, std::span<uint8_t> blocks);
+void quantize_row_q5_1(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q2_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q3_k(std::span<const float> values, std::span<uint8_t> blocks);
 void quantize_row_q4_k(std::span<const float> values, std::span<uint8_t> blocks);
@@ -39,6 +41,8 @@ void quantize_row_mxfp4(std::span<const float> values, std::span<uint8_t> blocks
 void quantize_row_q8_k(std::span<const float> values, std::span<uint8_t> blocks);
 void dequantize_row_q8_0(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q4_0(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q4_1(std::span<const uint8_t> blocks, std::span<float> values);
+void dequantize_row_q5_1(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q2_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q3_k(std::span<const uint8_t> blocks, std::span<float> values);
 void dequantize_row_q4_k(std::span<const uint8_t> blocks, std::span<float> values);

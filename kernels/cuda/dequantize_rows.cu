@@ -152,6 +152,8 @@ void launch(RowType type, const void* table, uint64_t row_bytes, const uint32_t*
       dequantize_rows_kernel<RowType::q2_k, Out><<<rows, kThreads, 0, s>>>(t, row_bytes, ids, cols, out);
       break;
     case RowType::q5_0: launch_groups<decode::Q5_0>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q4_1: launch_groups<decode::Q4_1>(t, row_bytes, ids, rows, cols, out, s); break;
+    case RowType::q5_1: launch_groups<decode::Q5_1>(t, row_bytes, ids, rows, cols, out, s); break;
     case RowType::q3_k: launch_groups<decode::Q3_K>(t, row_bytes, ids, rows, cols, out, s); break;
     case RowType::q4_k: launch_groups<decode::Q4_K>(t, row_bytes, ids, rows, cols, out, s); break;
     case RowType::q5_k: launch_groups<decode::Q5_K>(t, row_bytes, ids, rows, cols, out, s); break;

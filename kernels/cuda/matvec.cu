@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kThreads)
   reduce_store<R, T>(acc, row0, rows, y);
 }
 
-// The types of kernels/block_decode.hpp (Q5_0, Q3_K-Q6_K, IQ4_NL, IQ4_XS, MXFP4): each lane decodes
+// The types of kernels/block_decode.hpp (Q4_1, Q5_0, Q5_1, Q3_K-Q6_K, IQ4_NL, IQ4_XS, MXFP4): each lane decodes
 // groups of 8 consecutive values, lanes on consecutive groups, so a warp reads 8 x 32 values' bytes a
 // step. The lane's loop is matvec_lane, the very code test_block_decode runs on the host over 32
 // lanes against the CPU's dequantizers; here only the shuffle sum is added.
@@ -330,6 +330,8 @@ void launch_tokens(RowType type, const uint8_t* w, uint32_t rows, uint32_t cols,
       matvec_q2_k<T, 4><<<grid_for<4>(rows), kThreads, 0, stream>>>(w, rows, cols, x, y);
       return;
     case RowType::q5_0: return launch_decoded<decode::Q5_0, T>(w, rows, cols, x, y, stream);
+    case RowType::q4_1: return launch_decoded<decode::Q4_1, T>(w, rows, cols, x, y, stream);
+    case RowType::q5_1: return launch_decoded<decode::Q5_1, T>(w, rows, cols, x, y, stream);
     case RowType::q3_k: return launch_decoded<decode::Q3_K, T>(w, rows, cols, x, y, stream);
     case RowType::q4_k: return launch_decoded<decode::Q4_K, T>(w, rows, cols, x, y, stream);
     case RowType::q5_k: return launch_decoded<decode::Q5_K, T>(w, rows, cols, x, y, stream);

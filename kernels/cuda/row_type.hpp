@@ -5,6 +5,6 @@
 
 namespace infer_plan::kernels::cuda {
 
-enum class RowType { f32, f16, bf16, q8_0, q4_0, q2_k, q5_0, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4 };
+enum class RowType { f32, f16, bf16, q8_0, q4_0, q2_k, q5_0, q4_1, q5_1, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4 };
 
 }  // namespace infer_plan::kernels::cuda

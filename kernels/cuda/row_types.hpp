@@ -29,6 +29,7 @@ inline constexpr CudaRowType kCudaRowTypes[] = {
     {GgmlType::Q4_K, RowType::q4_k, true, 1, 1},     {GgmlType::Q5_K, RowType::q5_k, true, 1, 1},
     {GgmlType::Q6_K, RowType::q6_k, true, 1, 1},     {GgmlType::IQ4_NL, RowType::iq4_nl, true, 1, 1},
     {GgmlType::IQ4_XS, RowType::iq4_xs, true, 1, 1}, {GgmlType::MXFP4, RowType::mxfp4, true, 1, 1},
+    {GgmlType::Q4_1, RowType::q4_1, true, 1, 1},     {GgmlType::Q5_1, RowType::q5_1, true, 1, 1},
 };
 
 // The table's entry for `type`, or nullptr where the CUDA kernels cannot read it.

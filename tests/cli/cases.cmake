@@ -346,8 +346,8 @@ infer_plan_cli_case(bad_quant_no_out EXIT 2 ARGS quant Q4_0 --quantize ${_qd}/in
   MATCH "--out: the output file is required")
 infer_plan_cli_case(bad_quant_both EXIT 2 ARGS quant Q4_0 --quantize ${_qd}/inputs.f32 --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.bin
   MATCH "--quantize, --dequantize: give one, not both")
-infer_plan_cli_case(bad_quant_type EXIT 2 ARGS quant Q4_1 --quantize ${_qd}/inputs.f32 --out ${_qo}/x.bin
-  MATCH "TYPE: no quantizer for Q4_1; known: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K")
+infer_plan_cli_case(bad_quant_type EXIT 2 ARGS quant IQ2_XS --quantize ${_qd}/inputs.f32 --out ${_qo}/x.bin
+  MATCH "TYPE: no quantizer for IQ2_XS; known: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, Q8_K")
 infer_plan_cli_case(bad_quant_no_type EXIT 2 ARGS quant --dequantize ${_qd}/q4_0.bin --out ${_qo}/x.f32
   MATCH "TYPE: --quantize and --dequantize need a type")
 infer_plan_cli_case(bad_negative_count EXIT 2 ARGS offload --buffers -1 MATCH "--buffers: '-1' is negative")

@@ -2,8 +2,8 @@
 # prints the bytes fit predicts; bad input is refused with the field or flag named, exit 2.
 infer_plan_cli_case(run_tiny EXIT 0 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q8_0 --ctx 40 --output 8 --requests 2 --quiet
   MATCH "weights_bytes +[0-9]+ B" "2 completed, 0 rejected")
-infer_plan_cli_case(bad_run_recipe_type EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights Q4_1 --ctx 40 --output 8 --quiet
-  MATCH "weights: .* is stored as Q4_1, which the CPU runtime cannot multiply.*Q4_0:pure")
+infer_plan_cli_case(bad_run_recipe_type EXIT 2 ARGS run --model qwen3-0.6b --scale 0.1 --weights IQ2_XS --ctx 40 --output 8 --quiet
+  MATCH "weights: .* is stored as IQ2_XS, which the CPU runtime cannot multiply.*Q4_0:pure")
 # Phi-4 (Phi-3's graph: q, k and v rows in one matrix, gate and up in one ffn_up), a tenth of its size
 infer_plan_cli_case(run_phi4 EXIT 0 ARGS run --model phi-4 --scale 0.1 --weights Q4_K_M --ctx 40 --output 8 --requests 2 --quiet
   MATCH "2 completed, 0 rejected")

@@ -13,7 +13,7 @@
 // routed experts without renormalisation beside a shared one) and deepseek3 (the q bottleneck,
 // sigmoid-scored experts chosen with a bias within groups, scaled) at F16, Q8_0, Q4_0,
 // Q2_K, Q6_K, the K-quant mixes Q5_K_M, Q4_K_M and Q3_K_M (llama.cpp's per-tensor types), IQ4_XS and
-// IQ4_NL and MXFP4 throughout, Q5_0 throughout, and each with
+// IQ4_NL and MXFP4 throughout, Q5_0 throughout, Q4_1 and Q5_1 in three, and each with
 // YaRN x4, infer-plan decodes 16 tokens greedily after a prompt (--emit
 // logits, KV at F16 as llama.cpp keeps it); llama.cpp evaluates prompt + those tokens in one
 // teacher-forced batch. Checked at every step:
@@ -69,9 +69,12 @@ const sentence = "The planner answers in milliseconds, and then the runtime prov
 const cases = [];
 for (const arch of (process.env.ARCHS ?? "qwen3,qwen2,llama,phi,gemma3,gemma2,gpt-oss,deepseek2,deepseek3").split(","))
   // GPT-OSS's own file type too: experts in MXFP4, the rest Q8_0 (llama.cpp's MXFP4_MOE). Q5_0 is what
-  // llama.cpp writes for a Q4_K tensor whose rows are not whole 256-value blocks.
+  // llama.cpp writes for a Q4_K tensor whose rows are not whole 256-value blocks, Q5_1 for a Q5_K one
+  // (DeepSeek-V2-Lite's 128-wide attn_k_b in a Q5_K_M file); Q4_1 and Q5_1, whose products take
+  // Q8_1 activations in llama.cpp and Q8_0 here, in three families (Qwen3, Llama, DeepSeek-V2).
   for (const type of [...(process.env.TYPES ?? "F16,Q8_0,Q4_0:pure,Q2_K:pure,Q6_K,Q5_K_M,Q4_K_M,Q3_K_M,IQ4_XS,IQ4_NL,MXFP4:pure,Q5_0:pure").split(","),
-                      ...(arch === "gpt-oss" && !process.env.TYPES ? ["MXFP4_MOE"] : [])])
+                      ...(arch === "gpt-oss" && !process.env.TYPES ? ["MXFP4_MOE"] : []),
+                      ...(["qwen3", "deepseek2", "llama"].includes(arch) && !process.env.TYPES ? ["Q4_1:pure", "Q5_1:pure"] : [])])
     for (const yarn of [false, true])
       // gemma3's two layers both slide (llama.cpp's pattern of six), and its sliding layers take no
       // scaling: YaRN would change nothing there, so it is not asked

@@ -29,6 +29,8 @@ std::vector<uint32_t> fp16_fields(GgmlType type) {
   using namespace infer_plan::kernels;
   switch (type) {
     case GgmlType::Q5_0: return {kQ5_0D};
+    case GgmlType::Q4_1: return {kQ4_1D, kQ4_1M};
+    case GgmlType::Q5_1: return {kQ5_1D, kQ5_1M};
     case GgmlType::Q3_K: return {kQ3_KD};
     case GgmlType::Q4_K: return {kQ4_KD, kQ4_KDmin};
     case GgmlType::Q5_K: return {kQ5_KD, kQ5_KDmin};
@@ -142,6 +144,8 @@ void check_type(GgmlType type) {
 
 TEST_CASE("the CUDA kernels' decoders give the CPU dequantizers' values and products") {
   check_type<decode::Q5_0>(GgmlType::Q5_0);
+  check_type<decode::Q4_1>(GgmlType::Q4_1);
+  check_type<decode::Q5_1>(GgmlType::Q5_1);
   check_type<decode::Q3_K>(GgmlType::Q3_K);
   check_type<decode::Q4_K>(GgmlType::Q4_K);
   check_type<decode::Q5_K>(GgmlType::Q5_K);

@@ -51,7 +51,7 @@ void check_arguments() {
   auto* idx_out = reinterpret_cast<uint32_t*>(storage);
   float* out = storage;
   const auto q8 = GgmlType::Q8_0;
-  expect_throw("embed Q4_1 table", [&] { cuda::embed_rows(GgmlType::Q4_1, table, 20, 32, ids, 1, out, nullptr); });
+  expect_throw("embed IQ2_XS table", [&] { cuda::embed_rows(GgmlType::IQ2_XS, table, 66, 256, ids, 1, out, nullptr); });
   expect_throw("embed Q8_K table", [&] { cuda::embed_rows(GgmlType::Q8_K, table, 292, 256, ids, 1, out, nullptr); });
   expect_throw("embed null table", [&] { cuda::embed_rows(q8, nullptr, 34, 32, ids, 1, out, nullptr); });
   expect_throw("embed null ids", [&] { cuda::embed_rows(q8, table, 34, 32, nullptr, 1, out, nullptr); });

@@ -72,7 +72,7 @@ void check_arguments() {
   const auto q8 = GgmlType::Q8_0;
   validate(q8, w, 4, 64, x, 3, y, s);  // the valid call the others vary: must not throw
   expect_throw("F16 weights", [&] { validate(GgmlType::F16, w, 4, 64, x, 3, y, s); });
-  expect_throw("Q4_1 weights", [&] { validate(GgmlType::Q4_1, w, 4, 64, x, 3, y, s); });
+  expect_throw("IQ2_XS weights", [&] { validate(GgmlType::IQ2_XS, w, 4, 256, x, 3, y, s); });
   expect_throw("null weights", [&] { validate(q8, nullptr, 4, 64, x, 3, y, s); });
   expect_throw("null x", [&] { validate(q8, w, 4, 64, nullptr, 3, y, s); });
   expect_throw("null y", [&] { validate(q8, w, 4, 64, x, 3, nullptr, s); });

@@ -10,9 +10,9 @@
 // terms are exact products except Q2_K's, which the kernel forms as dl * sum(q x) - ml * sum(x):
 // their rounding scales with |dl q| + |ml| <= |w| + 2 |ml|, so for Q2_K m_c = |w_c| + 2 |ml_c|
 // (ml read from the block); m_c = |w_c| for the others (the K-quants from Q3_K on, the i-quants,
-// MXFP4 and Q5_0 decode each value whole, as the CPU does, and multiply it). A wrong block, a lost
-// lane or a swapped nibble changes the sum by about one block's worth, ~sqrt(32) |w x|, far above
-// this bound for every shape below (e.g. 11008 cols: rtol * S ~ 2e-5 S, one block ~ 5e-4 S).
+// MXFP4, Q4_1, Q5_0 and Q5_1 decode each value whole, as the CPU does, and multiply it). A wrong
+// block, a lost lane or a swapped nibble changes the sum by about one block's worth, ~sqrt(32) |w x|,
+// far above this bound for every shape below (e.g. 11008 cols: rtol * S ~ 2e-5 S, one block ~ 5e-4 S).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -57,7 +57,7 @@ void check_arguments() {
   expect_throw("cols = 48 for Q8_0", [&] { cuda::matvec(q8, w, 4, 48, x, 1, y, nullptr); });
   expect_throw("cols = 128 for Q2_K", [&] { cuda::matvec(GgmlType::Q2_K, w, 4, 128, x, 1, y, nullptr); });
   expect_throw("cols = 96 for Q4_K", [&] { cuda::matvec(GgmlType::Q4_K, w, 4, 96, x, 1, y, nullptr); });
-  expect_throw("Q4_1 weights", [&] { cuda::matvec(GgmlType::Q4_1, w, 4, 32, x, 1, y, nullptr); });
+  expect_throw("IQ2_XS weights", [&] { cuda::matvec(GgmlType::IQ2_XS, w, 4, 256, x, 1, y, nullptr); });
   expect_throw("rows = 0", [&] { cuda::matvec(q8, w, 0, 32, x, 1, y, nullptr); });
   expect_throw("F16 weights", [&] { cuda::matvec(GgmlType::F16, w, 4, 32, x, 1, y, nullptr); });
   expect_throw("null weights", [&] { cuda::matvec(q8, nullptr, 4, 32, x, 1, y, nullptr); });
@@ -199,7 +199,7 @@ int main() {
     std::vector<Case> cases;
     for (const GgmlType type : {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q5_0,
                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                                GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+                                GgmlType::IQ4_XS, GgmlType::MXFP4, GgmlType::Q4_1, GgmlType::Q5_1}) {
       const uint64_t block = ggml_type_info(type).block_values;
       const uint64_t one = type == GgmlType::BF16 ? 32 : block;  // BF16's "block" is one value
       cases.push_back({type, 1, one, 0});

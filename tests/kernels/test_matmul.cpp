@@ -20,7 +20,8 @@ using namespace infer_plan::kernels;
 namespace {
 
 constexpr GgmlType kWeightTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                     GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q2_K,
+                                     GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                     GgmlType::Q2_K,
                                      GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                      GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
@@ -246,7 +247,7 @@ TEST_CASE("a product does not depend on the tokens computed beside it: a batch e
                           {GgmlType::Q4_0, 512}, {GgmlType::Q2_K, 512}, {GgmlType::Q4_K, 512},
                           {GgmlType::Q5_K, 512}, {GgmlType::Q6_K, 512}, {GgmlType::Q3_K, 512},
                           {GgmlType::IQ4_NL, 512}, {GgmlType::IQ4_XS, 512}, {GgmlType::MXFP4, 512},
-                          {GgmlType::Q5_0, 512}};
+                          {GgmlType::Q5_0, 512}, {GgmlType::Q4_1, 512}, {GgmlType::Q5_1, 512}};
   constexpr uint64_t rows = 21, batch = 13;
   uint32_t seed = 90;
   for (const Shape& shape : shapes) {
@@ -287,6 +288,8 @@ TEST_CASE("activations are converted to ggml's vec_dot types") {
   CHECK(activation_type(GgmlType::Q3_K) == GgmlType::Q8_K);
   CHECK(activation_type(GgmlType::IQ4_NL) == GgmlType::Q8_0);
   CHECK(activation_type(GgmlType::Q5_0) == GgmlType::Q8_0);
+  CHECK(activation_type(GgmlType::Q4_1) == GgmlType::Q8_0);
+  CHECK(activation_type(GgmlType::Q5_1) == GgmlType::Q8_0);
   CHECK(activation_type(GgmlType::IQ4_XS) == GgmlType::Q8_K);
   CHECK(activation_type(GgmlType::MXFP4) == GgmlType::Q8_0);
   CHECK(activation_type(GgmlType::Q4_K) == GgmlType::Q8_K);
@@ -315,7 +318,7 @@ TEST_CASE("unsupported weight types and partial blocks are input errors") {
   Activations x;
   const std::vector<float> xf(300, 0.0f);
   CHECK_THROWS_WITH_AS(convert_activations(GgmlType::IQ2_XS, xf.data(), 1, 256, x),
-                       doctest::Contains("no matmul for IQ2_XS; known: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"), InputError);
+                       doctest::Contains("no matmul for IQ2_XS; known: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4"), InputError);
   CHECK_THROWS_WITH_AS(convert_activations(GgmlType::Q2_K, xf.data(), 1, 288, x),
                        doctest::Contains("288 values are not a whole number of Q2_K blocks of 256"), InputError);
   CHECK_THROWS_AS(activation_type(GgmlType::IQ2_XS), InputError);

@@ -305,7 +305,8 @@ TEST_CASE("round trip error is within one quantization step") {
 // quantize_iq4_xs with no importance matrix, as llama-quantize calls them) and TYPE.f32 those bytes
 // through ggml's dequantize_row_TYPE, from ggml-org/ggml d99724f2 (ggml-base built outside this repo
 // with GGML_NATIVE=OFF and -ffp-contract=off, linked by a 20-line C driver); q5_0 from ggml de3ff81
-// (the llama.cpp node-llama-cpp 3.22.1 bundles), its ggml-quants.c compiled the same way.
+// (the llama.cpp node-llama-cpp 3.22.1 bundles), its ggml-quants.c compiled the same way; q4_1 and
+// q5_1 from the same de3ff81.
 TEST_CASE("bit-identical to ggml's reference quantizers and dequantizers") {
   const std::vector<float> x = read_f32("tests/data/quant/inputs.f32");
   REQUIRE(x.size() == 2048);
@@ -313,6 +314,7 @@ TEST_CASE("bit-identical to ggml's reference quantizers and dequantizers") {
     GgmlType type;
     const char* name;
   } cases[] = {{GgmlType::Q8_0, "q8_0"}, {GgmlType::Q4_0, "q4_0"}, {GgmlType::Q5_0, "q5_0"}, {GgmlType::Q2_K, "q2_k"},
+               {GgmlType::Q4_1, "q4_1"}, {GgmlType::Q5_1, "q5_1"},
                {GgmlType::Q3_K, "q3_k"}, {GgmlType::Q4_K, "q4_k"}, {GgmlType::Q5_K, "q5_k"},
                {GgmlType::Q6_K, "q6_k"}, {GgmlType::IQ4_NL, "iq4_nl"}, {GgmlType::IQ4_XS, "iq4_xs"},
                {GgmlType::MXFP4, "mxfp4"}};
@@ -398,6 +400,8 @@ TEST_CASE("kernels/block_layout.hpp's blocks agree with the planner's GGML type 
   for (const Layout& l : {Layout{GgmlType::Q8_0, kQ8_0Values, kQ8_0Bytes, sizeof(BlockQ8_0::qs)},
                           Layout{GgmlType::Q4_0, kQ4_0Values, kQ4_0Bytes, sizeof(BlockQ4_0::qs)},
                           Layout{GgmlType::Q5_0, kQ5_0Values, kQ5_0Bytes, sizeof(BlockQ5_0::qs) + sizeof(BlockQ5_0::qh)},
+                          Layout{GgmlType::Q4_1, kQ4_1Values, kQ4_1Bytes, sizeof(BlockQ4_1::qs)},
+                          Layout{GgmlType::Q5_1, kQ5_1Values, kQ5_1Bytes, sizeof(BlockQ5_1::qs) + sizeof(BlockQ5_1::qh)},
                           Layout{GgmlType::Q2_K, kQ2_KValues, kQ2_KBytes, sizeof(BlockQ2_K::qs)},
                           Layout{GgmlType::Q3_K, kQ3_KValues, kQ3_KBytes, sizeof(BlockQ3_K::qs) + sizeof(BlockQ3_K::hmask)},
                           Layout{GgmlType::Q4_K, kQ4_KValues, kQ4_KBytes, sizeof(BlockQ4_K::qs)},

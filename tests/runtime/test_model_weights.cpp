@@ -54,7 +54,7 @@ TEST_CASE("synthetic rows are bounded by the amplitude and centred, for every ty
 }
 
 TEST_CASE("weights that cannot be built give back every buffer they took") {
-  // A Q4_1 layout (no CPU product) is refused before anything is allocated; a conversion whose
+  // An IQ2_XS layout (no CPU product) is refused before anything is allocated; a conversion whose
   // source lacks the last tensor fails after every other tensor was allocated and filled: both
   // leave the backend with the source's bytes only (a leak would also trip CpuBackend's
   // destructor assertion in a debug build).
@@ -64,7 +64,7 @@ TEST_CASE("weights that cannot be built give back every buffer they took") {
   const ModelWeights source(backend, spec, uniform_weights_layout(spec, "F16"), 1, pool);
   const uint64_t held = backend.allocated(MemoryCategory::weights);
   CHECK(held == source.bytes());
-  CHECK_THROWS_AS(ModelWeights(backend, spec, uniform_weights_layout(spec, "Q4_1"), 1, pool), InputError);
+  CHECK_THROWS_AS(ModelWeights(backend, spec, uniform_weights_layout(spec, "IQ2_XS"), 1, pool), InputError);
   CHECK(backend.allocated(MemoryCategory::weights) == held);
   WeightsLayout renamed = uniform_weights_layout(spec, "Q8_0");
   renamed.tensors.back().tensor.name += ".missing";

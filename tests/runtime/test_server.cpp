@@ -948,7 +948,8 @@ TEST_CASE("CUDA decoder refusals from the plan alone: window layers, head_dim, K
   CHECK(refusal(rf.spec, rf.plan.kv, rf.weights.layout).find("token_embd.weight is stored as F16, which the CUDA "
                                                              "runtime cannot multiply") != std::string::npos);
   // The files people download: llama.cpp's mixes (Q6_K heads, Q4_K/Q5_K/Q3_K/IQ4_XS matrices) and MXFP4.
-  for (const char* weights : {"Q4_K_M", "Q5_K_M", "Q3_K_M", "Q6_K", "IQ4_XS", "IQ4_NL", "MXFP4:pure", "Q5_0:pure"}) {
+  for (const char* weights : {"Q4_K_M", "Q5_K_M", "Q3_K_M", "Q6_K", "IQ4_XS", "IQ4_NL", "MXFP4:pure", "Q5_0:pure", "Q4_1:pure",
+                              "Q5_1:pure"}) {
     Plan mix = tiny_plan();
     mix.weights = weights;
     const ResolvedPlan rm = resolve_plan(mix);
