@@ -17,12 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// The helpers below (a field of a packed scale, a 5-bit code) run on the CPU and on the device.
-#if defined(__CUDACC__)
-#define INFER_PLAN_HOST_DEVICE __host__ __device__
-#else
-#define INFER_PLAN_HOST_DEVICE
-#endif
+#include "kernels/host_device.hpp"  // the helpers below (a packed scale's field, a 5-bit code) run on both
 
 namespace infer_plan::kernels {
 

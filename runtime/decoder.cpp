@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "kernels/activation.hpp"
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/moe_routing.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -120,7 +121,7 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
   project(head, out_.data(), n, head_out_.data());
   if (spec_.final_softcap > 0) {  // Gemma 2: the logits soft-capped as ggml does (scale, tanh, scale)
     const auto cap = static_cast<float>(spec_.final_softcap), inv_cap = 1.0f / cap;
-    for (uint64_t i = 0; i < n * head.rows; ++i) head_out_[i] = std::tanh(head_out_[i] * inv_cap) * cap;
+    for (uint64_t i = 0; i < n * head.rows; ++i) head_out_[i] = kernels::act::softcap(head_out_[i], inv_cap, cap);
   }
   logits.resize(n);
   for (uint64_t c = 0; c < n; ++c) logits[c].assign(head_out_.begin() + static_cast<ptrdiff_t>(c * head.rows),

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/activation.hpp"
 #include "kernels/block_layout.hpp"
 #include "kernels/cpu/half.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -355,7 +356,7 @@ void attention_decode_on(AttentionPath path, const AttentionShape& shape, const 
   }
   if (shape.softcap > 0.0f) {  // as ggml: scale by 1 / cap, tanh, scale by the cap
     const float inv_cap = 1.0f / shape.softcap;
-    for (uint64_t i = 0; i < n_tokens * n_head; ++i) scores[i] = std::tanh(scores[i] * inv_cap) * shape.softcap;
+    for (uint64_t i = 0; i < n_tokens * n_head; ++i) scores[i] = act::softcap(scores[i], inv_cap, shape.softcap);
   }
   std::fill(max_score, max_score + n_head, -INFINITY);
   if (shape.sinks) std::copy_n(shape.sinks, n_head, max_score);  // as ggml: the sink counts toward the max

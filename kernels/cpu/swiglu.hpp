@@ -13,7 +13,6 @@ void swiglu(const float* gate, const float* up, uint64_t n, float* out);  // out
 void geglu(const float* gate, const float* up, uint64_t n, float* out);
 // GPT-OSS's experts, as ggml's swiglu_oai: x = min(gate, limit), y = up clamped to +-limit,
 // out = x / (1 + exp(-alpha x)) * (y + 1), alpha 1.702. out may alias gate.
-constexpr float kSwigluOaiAlpha = 1.702f;
 void swiglu_oai(const float* gate, const float* up, uint64_t n, float limit, float* out);
 void swiglu_reference(const float* gate, const float* up, uint64_t n, float* out);
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string_view>
@@ -98,8 +99,17 @@ void attention(const AttentionShape& shape, const PagedKvLayer& kv, const Attent
     throw std::invalid_argument("attention: ctx, pages and page_table must be device pointers, not null");
   if (q == nullptr || out == nullptr || scratch == nullptr)
     throw std::invalid_argument("attention: q, out and scratch must be device pointers, not null");
-  attention_launch(pages, shape.n_head, shape.n_kv_head, shape.head_dim, at.ctx, at.pages, at.page_table, q, tokens,
-                   max_ctx, out, scratch, stream);
+  const bool finite = std::isfinite(shape.scale) && std::isfinite(shape.softcap);
+  if (!finite || !(shape.scale >= 0.0f) || !(shape.softcap >= 0.0f))
+    throw std::invalid_argument(fmt::format("attention: scale = {}, softcap = {}: expected finite values >= 0 (0: the "
+                                            "default scale, no cap)", shape.scale, shape.softcap));
+  ScoreParts parts;
+  parts.scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  parts.softcap = shape.softcap;
+  parts.sinks = shape.sinks;
+  parts.window = shape.window;
+  attention_launch(pages, shape.n_head, shape.n_kv_head, shape.head_dim, parts, at.ctx, at.pages, at.page_table, q,
+                   tokens, max_ctx, out, scratch, stream);
 }
 
 void kv_store(const PagedKvLayer& kv, uint32_t kv_width, const float* k, const float* v, uint32_t tokens,

@@ -5,8 +5,9 @@
 // rows through the page table, then
 //   1. scores: warp w takes positions w, w + 8, ...; lane l reads values l, l + 32, ... of the K
 //      head (a warp's 32 values are one Q8_0/Q4_0 block, or 64 contiguous bytes of BF16/F16, so the
-//      reads coalesce), dots them with each query head (q pre-scaled by 1/sqrt(head_dim), in shared
-//      memory) and a shuffle sum ends each dot;
+//      reads coalesce), dots them with each query head (q pre-scaled by 1/sqrt(head_dim) or the
+//      model's scale, in shared memory), a shuffle sum ends each dot, and Gemma 2's soft-cap, if
+//      any, caps it;
 //   2. softmax within the block: warp g takes head g: its max, exp(score - max), their sum;
 //   3. V: thread (part, d) adds weight * V[d] over positions part, part + parts, ..., for each head
 //      (parts = 256 / head_dim groups of threads split the positions), then shared memory sums the
@@ -14,7 +15,9 @@
 // and writes the block's partial (max, sum, unnormalized weighted V) to the scratch.
 // attention_combine: one block per (token, query head) rescales each split's partial by
 // exp(max_s - max) and divides by the combined sum.
-// Blocks past a token's context exit at once, so the grid is sized by max_ctx and a captured graph
+// A sliding window moves each token's first position (blocks wholly before it exit, the combine skips
+// them); GPT-OSS's sinks join the combine's max and denominator. Blocks past a token's context exit
+// at once, so the grid is sized by max_ctx and a captured graph
 // serves any ctx <= max_ctx. Rows are dequantized value by value in registers, exactly as
 // kernels/cpu/quantize's dequantize_row (code * d in float). All arithmetic is float.
 #include <cuda_fp16.h>
@@ -48,8 +51,15 @@ struct SplitArgs {
   const uint32_t* page_table;
   const float* q;
   float* scratch;
-  float scale;  // 1 / sqrt(head_dim)
+  float scale;    // ScoreParts': 1 / sqrt(head_dim) unless the model says otherwise
+  float softcap;  // 0: none
+  uint32_t window;  // 0: the whole context
 };
+
+// The first position a token of context n attends to: the last `window` positions (0: all).
+__device__ __forceinline__ uint32_t first_position(uint32_t n, uint32_t window) {
+  return window > 0 && n > window ? n - window : 0;
+}
 
 __device__ __forceinline__ float fp16_bits_to_float(unsigned short h) { return __half2float(__ushort_as_half(h)); }
 
@@ -101,9 +111,12 @@ __global__ void __launch_bounds__(kThreads) attention_split(SplitArgs a) {
   const uint32_t head0 = kv_head * a.group + tile * kHeadsPerBlock;  // the block's first query head
   const uint32_t heads = min(kHeadsPerBlock, a.group - tile * kHeadsPerBlock);
   const uint32_t ctx = token_ctx(a.ctx, t, a.max_ctx);
-  const uint32_t start = split * kSplitTokens;
-  if (start >= ctx) return;  // the whole block leaves together: nothing of this split to attend
-  const uint32_t n = min(kSplitTokens, ctx - start);
+  const uint32_t block_start = split * kSplitTokens, first = first_position(ctx, a.window);
+  // The whole block leaves together when nothing of this split is attended (past the context, or
+  // before a window); the combine reads only the splits that hold positions.
+  if (block_start >= ctx || block_start + kSplitTokens <= first) return;
+  const uint32_t start = max(block_start, first);
+  const uint32_t n = min(block_start + kSplitTokens, ctx) - start;
   const uint32_t head_dim = a.head_dim;
   const uint32_t value0 = kv_head * head_dim;  // the KV head's first value in a row
   const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -145,7 +158,7 @@ __global__ void __launch_bounds__(kThreads) attention_split(SplitArgs a) {
       for (uint32_t c = 0; c < kChunksMax; ++c)
         if (c < chunks) dot += q_s[g][c * kWarp + lane] * k[c];
       dot = warp_sum(dot);
-      if (lane == 0) w_s[g][i] = dot;
+      if (lane == 0) w_s[g][i] = a.softcap > 0.0f ? a.softcap * tanhf(dot / a.softcap) : dot;  // as the CPU's decode
     }
   }
   __syncthreads();
@@ -212,10 +225,12 @@ __global__ void __launch_bounds__(kThreads) attention_split(SplitArgs a) {
 }
 
 // out[t][h][d] = sum_s exp(max_s - max) acc_s[d] / sum_s exp(max_s - max) sum_s, over the token's
-// splits; a thread per d, each reading the splits' (max, sum) (the same for all: L1 broadcasts).
+// splits; a thread per d, each reading the splits' (max, sum) (the same for all: L1 broadcasts). A
+// sink joins the max and the denominator (exp(sink - max)) and brings no value.
 __global__ void __launch_bounds__(kThreads)
     attention_combine(const float* __restrict__ scratch, const uint32_t* __restrict__ ctx, uint32_t n_head,
-                      uint32_t head_dim, uint32_t splits, uint32_t max_ctx, float* __restrict__ out) {
+                      uint32_t head_dim, uint32_t splits, uint32_t max_ctx, const float* __restrict__ sinks,
+                      uint32_t window, float* __restrict__ out) {
   const uint32_t h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   if (d >= head_dim) return;
   float* o = out + (static_cast<uint64_t>(t) * n_head + h) * head_dim;
@@ -225,12 +240,13 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   const uint32_t used = (n + kSplitTokens - 1) / kSplitTokens;
+  const uint32_t first = first_position(n, window) / kSplitTokens;  // splits before a window wrote nothing
   const uint64_t stride = static_cast<uint64_t>(head_dim) + kPartialHeaderFloats;
   const float* partial = scratch + (static_cast<uint64_t>(t) * n_head + h) * splits * stride;
-  float m = -INFINITY;
-  for (uint32_t s = 0; s < used; ++s) m = fmaxf(m, partial[s * stride]);
-  float sum = 0.0f, acc = 0.0f;
-  for (uint32_t s = 0; s < used; ++s) {
+  float m = sinks != nullptr ? sinks[h] : -INFINITY;
+  for (uint32_t s = first; s < used; ++s) m = fmaxf(m, partial[s * stride]);
+  float sum = sinks != nullptr ? expf(sinks[h] - m) : 0.0f, acc = 0.0f;
+  for (uint32_t s = first; s < used; ++s) {
     const float w = expf(partial[s * stride] - m);
     sum += w * partial[s * stride + 1];
     acc += w * partial[s * stride + kPartialHeaderFloats + d];
@@ -251,9 +267,9 @@ void launch_split(KvRowType v_type, dim3 grid, cudaStream_t stream, const SplitA
 
 }  // namespace
 
-void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, uint32_t head_dim, const uint32_t* ctx,
-                      const uint32_t* pages, const uint32_t* page_table, const float* q, uint32_t tokens,
-                      uint32_t max_ctx, float* out, float* scratch, void* stream) {
+void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, uint32_t head_dim,
+                      const ScoreParts& parts, const uint32_t* ctx, const uint32_t* pages, const uint32_t* page_table, const float* q,
+                      uint32_t tokens, uint32_t max_ctx, float* out, float* scratch, void* stream) {
   SplitArgs a{};
   a.kv = kv;
   a.n_head = n_head;
@@ -268,7 +284,9 @@ void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, ui
   a.page_table = page_table;
   a.q = q;
   a.scratch = scratch;
-  a.scale = 1.0f / sqrtf(static_cast<float>(head_dim));
+  a.scale = parts.scale;
+  a.softcap = parts.softcap;
+  a.window = parts.window;
   const auto s = static_cast<cudaStream_t>(stream);
   const dim3 grid(a.splits, n_kv_head * a.head_tiles, tokens);
   switch (kv.k_type) {
@@ -278,7 +296,8 @@ void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, ui
     case KvRowType::q4_0: launch_split<KvRowType::q4_0>(kv.v_type, grid, s, a); break;
   }
   CUDA_CHECK(cudaGetLastError());
-  attention_combine<<<dim3(n_head, tokens), kThreads, 0, s>>>(scratch, ctx, n_head, head_dim, a.splits, max_ctx, out);
+  attention_combine<<<dim3(n_head, tokens), kThreads, 0, s>>>(scratch, ctx, n_head, head_dim, a.splits, max_ctx,
+                                                              parts.sinks, parts.window, out);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -29,6 +29,15 @@ struct PagedKvLayer {
 
 struct AttentionShape {
   uint32_t n_head = 0, n_kv_head = 0, head_dim = 0;  // head_dim: a multiple of 32, at most 256
+  // As kernels/cpu's AttentionShape and decoder: the scores' scale (0: 1 / sqrt(head_dim); Gemma's
+  // query_pre_attn_scalar), Gemma 2's soft-cap (each scaled score s becomes softcap tanh(s /
+  // softcap); 0: none), GPT-OSS's sinks (n_head device floats, each joining its head's softmax
+  // denominator as exp(sink - max) with no value; nullptr: none), and a sliding window (each token
+  // attends to the last `window` positions of its context; 0: all of it).
+  float scale = 0.0f;
+  float softcap = 0.0f;
+  const float* sinks = nullptr;
+  uint32_t window = 0;
 };
 
 // Per query token, device arrays of `tokens` entries: `ctx[t]` positions to attend ([0, ctx[t]),

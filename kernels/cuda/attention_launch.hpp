@@ -28,11 +28,21 @@ constexpr uint32_t kSplitTokens = 256;
 // weighted V (head_dim + kPartialHeaderFloats floats).
 constexpr uint32_t kPartialHeaderFloats = 2;
 
+// The families' parts of a score (attention.hpp's AttentionShape): scale > 0 (attention() puts
+// 1 / sqrt(head_dim) where the shape has 0), softcap >= 0 (0: none), sinks: n_head device floats or
+// nullptr, window: the last `window` positions of each context (0: all).
+struct ScoreParts {
+  float scale = 0.0f;
+  float softcap = 0.0f;
+  const float* sinks = nullptr;
+  uint32_t window = 0;
+};
+
 // Arguments validated by attention(): head_dim a multiple of 32 in 32..256, n_head a multiple of
 // n_kv_head, tokens in 1..65535, max_ctx >= 1, splits = ceil(max_ctx / kSplitTokens).
-void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, uint32_t head_dim, const uint32_t* ctx,
-                      const uint32_t* pages, const uint32_t* page_table, const float* q, uint32_t tokens,
-                      uint32_t max_ctx, float* out, float* scratch, void* stream);
+void attention_launch(const KvPages& kv, uint32_t n_head, uint32_t n_kv_head, uint32_t head_dim,
+                      const ScoreParts& parts, const uint32_t* ctx, const uint32_t* pages, const uint32_t* page_table, const float* q,
+                      uint32_t tokens, uint32_t max_ctx, float* out, float* scratch, void* stream);
 
 // Arguments validated by kv_store(): kv_width a multiple of 32, tokens in 1..65535.
 void kv_store_launch(const KvPages& kv, uint32_t kv_width, const float* k, const float* v, uint32_t tokens,

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -71,6 +72,22 @@ void add_bias(float* x, const float* bias, uint32_t rows, uint64_t n, void* stre
   if (rows < 1 || n < 1)
     throw std::invalid_argument(fmt::format("add_bias: rows = {}, n = {}, expected at least 1 of each", rows, n));
   add_bias_launch(x, bias, rows, n, stream);
+}
+
+void scale(float* x, uint64_t n, float s, void* stream) {
+  if (x == nullptr) throw std::invalid_argument("scale: x must be a device pointer, not null");
+  if (n < 1) throw std::invalid_argument("scale: n = 0, expected at least 1 value");
+  if (!std::isfinite(s)) throw std::invalid_argument(fmt::format("scale: s = {}, expected a finite factor", s));
+  scale_launch(x, n, s, stream);
+}
+
+void softcap(float* x, uint64_t n, float cap, void* stream) {
+  if (x == nullptr) throw std::invalid_argument("softcap: x must be a device pointer, not null");
+  if (n < 1) throw std::invalid_argument("softcap: n = 0, expected at least 1 value");
+  if (!(cap > 0.0f) || !std::isfinite(cap))
+    throw std::invalid_argument(
+        fmt::format("softcap: cap = {}, expected a finite cap > 0 (Gemma 2's logits: 30)", cap));
+  softcap_launch(x, n, cap, stream);
 }
 
 void argmax_rows(const float* x, uint32_t rows, uint64_t n, uint32_t* out, void* stream) {

@@ -1,4 +1,4 @@
-// Residual adds, bias adds and the greedy pick. The adds are grid-stride loops (bandwidth-bound,
+// Residual adds, bias adds, scales and soft-caps, and the greedy pick. The adds are grid-stride loops (bandwidth-bound,
 // a few MiB per step at most); argmax gives each row one thread block, each thread keeps the best
 // of its strided share, and a warp shuffle then shared memory pick the block's best, the lowest
 // index winning ties at every stage so the result is the first maximum, as kernels/cpu/sampling's
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/activation.hpp"
 #include "kernels/cuda/check.hpp"
 
 namespace infer_plan::kernels::cuda {
@@ -31,6 +32,15 @@ uint32_t blocks_for(uint64_t n) {
 __global__ void __launch_bounds__(kThreads) add_kernel(float* x, const float* y, uint64_t n) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
   for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) x[i] += y[i];
+}
+
+// Gemma's embedding scale (x *= s) and Gemma 2's logit soft-cap (kernels/activation.hpp's, as the
+// CPU decoder applies it): cap > 0 soft-caps, else scales by s.
+__global__ void __launch_bounds__(kThreads) scale_or_cap_kernel(float* x, uint64_t n, float s, float cap) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  const float inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride)
+    x[i] = cap > 0.0f ? act::softcap(x[i], inv_cap, cap) : x[i] * s;
 }
 
 // Rows stride over gridDim.y, values over gridDim.x: no division per element.
@@ -93,6 +103,16 @@ __global__ void __launch_bounds__(kThreads) argmax_rows_kernel(const float* __re
 
 void add_launch(float* x, const float* y, uint64_t n, void* stream) {
   add_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, y, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void scale_launch(float* x, uint64_t n, float s, void* stream) {
+  scale_or_cap_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, n, s, 0.0f);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void softcap_launch(float* x, uint64_t n, float cap, void* stream) {
+  scale_or_cap_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, n, 1.0f, cap);
   CUDA_CHECK(cudaGetLastError());
 }
 

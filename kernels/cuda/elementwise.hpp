@@ -1,5 +1,5 @@
 // The small steps of a forward pass on the GPU: the embedding gather (GGML rows dequantized to
-// floats), residual adds and biases, and the greedy pick. Plain C++ (device pointers, streams as
+// floats), residual adds and biases, scales and soft-caps, and the greedy pick. Plain C++ (device pointers, streams as
 // void*); elementwise.cu. Each launches on `stream` without synchronizing and throws
 // std::invalid_argument on bad arguments, std::runtime_error ("file:line: call: error") when a
 // launch fails.
@@ -20,6 +20,13 @@ void add(float* x, const float* y, uint64_t n, void* stream);
 
 // x[t][i] += bias[i] for t < rows, i < n.
 void add_bias(float* x, const float* bias, uint32_t rows, uint64_t n, void* stream);
+
+// x[i] *= s for i < n (Gemma's embedding scale).
+void scale(float* x, uint64_t n, float s, void* stream);
+
+// x[i] = tanh(x[i] / cap) * cap for i < n, cap > 0, as kernels/activation.hpp's softcap (Gemma 2's
+// logits; the CPU decoder's own arithmetic).
+void softcap(float* x, uint64_t n, float cap, void* stream);
 
 // out[r] = the index of the largest of x[r][0..n) (the first when tied), for r < rows.
 void argmax_rows(const float* x, uint32_t rows, uint64_t n, uint32_t* out, void* stream);

@@ -110,6 +110,11 @@ void check_arguments() {
   });
   expect_throw("attention tokens 0", "tokens = 0", [&] { cuda::attention(shape, kv, at, f, 0, 16, f, f, nullptr); });
   expect_throw("attention max_ctx 0", "max_ctx = 0", [&] { cuda::attention(shape, kv, at, f, 1, 0, f, f, nullptr); });
+  expect_throw("attention softcap -1", "softcap = -1", [&] {
+    cuda::AttentionShape capped = shape;
+    capped.softcap = -1.0f;
+    cuda::attention(capped, kv, at, f, 1, 16, f, f, nullptr);
+  });
   expect_throw("attention null q", "q", [&] { cuda::attention(shape, kv, at, nullptr, 1, 16, f, f, nullptr); });
   expect_throw("attention null scratch", "scratch", [&] { cuda::attention(shape, kv, at, f, 1, 16, f, nullptr, nullptr); });
   expect_throw("attention null ctx", "ctx",
@@ -247,6 +252,11 @@ struct AttentionCase {
   GgmlType k_type, v_type;
   std::vector<uint32_t> lengths;  // per sequence
   std::vector<QueryToken> tokens;
+  // The families' parts (cuda::AttentionShape): a scale (0: the default), a soft-cap, a learned sink
+  // per head (drawn within +-4, so that it takes a visible share), a window (0: none).
+  float scale = 0.0f, softcap = 0.0f;
+  bool sinks = false;
+  uint32_t window = 0;
 };
 
 // The file comment's bound for each of n_head x head_dim outputs of one token.
@@ -259,7 +269,8 @@ std::vector<double> attention_bounds(const kernels::AttentionShape& shape, const
     kernels::dequantize_row(k.type, {k.row(p), k.row_bytes}, {&k_rows[p * row_values], row_values}, "K row");
     kernels::dequantize_row(v.type, {v.row(p), v.row_bytes}, {&v_rows[p * row_values], row_values}, "V row");
   }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d_head));
+  const double scale = shape.scale > 0.0f ? shape.scale : 1.0 / std::sqrt(static_cast<double>(d_head));
+  const double cap = shape.softcap;
   const double splits = std::ceil(ctx / static_cast<double>(cuda::kAttentionSplitTokens));
   const double e_a = (281 + 2 * splits) * kU;
   std::vector<double> bounds(shape.n_head * d_head), scores(ctx);
@@ -273,13 +284,15 @@ std::vector<double> attention_bounds(const kernels::AttentionShape& shape, const
         dot += term;
         dot_abs += std::fabs(term);
       }
-      scores[p] = dot * scale;
+      scores[p] = cap > 0 ? cap * std::tanh(dot * scale / cap) : dot * scale;
       s_abs = std::max(s_abs, dot_abs * scale);
       max_score = std::max(max_score, scores[p]);
     }
     double sum = 0;
     for (uint64_t p = 0; p < ctx; ++p) sum += (scores[p] = std::exp(scores[p] - max_score));
-    const double e_w = (4.0 * (static_cast<double>(d_head) / 32 + 9) + 4) * kU * s_abs + 8 * kU;
+    // A soft-cap passes a score's error on (tanh's slope is at most 1) and adds its own: tanhf within
+    // 2 ulp and the division and product, ~4 u of the cap, on each of two scores.
+    const double e_w = (4.0 * (static_cast<double>(d_head) / 32 + 9) + 4) * kU * s_abs + 8 * kU + 16 * kU * cap;
     for (uint64_t d = 0; d < d_head; ++d) {
       double a = 0;
       for (uint64_t p = 0; p < ctx; ++p) a += scores[p] * std::fabs(v_rows[p * row_values + offset + d]);
@@ -309,7 +322,13 @@ void run_attention(const AttentionCase& c, uint32_t seed) {
   }
 
   // The reference and the bound per token, from the host cache's bytes.
-  const kernels::AttentionShape cpu_shape{c.n_head, c.n_kv_head, d_head};
+  std::vector<float> sinks(c.sinks ? c.n_head : 0);
+  std::uniform_real_distribution<float> sink_logit(-4.0f, 4.0f);
+  for (float& x : sinks) x = sink_logit(rng);
+  kernels::AttentionShape cpu_shape{c.n_head, c.n_kv_head, d_head};
+  cpu_shape.softcap = c.softcap;
+  cpu_shape.sinks = c.sinks ? sinks.data() : nullptr;
+  cpu_shape.scale = c.scale;
   std::vector<float> ref(tokens * q_floats);
   std::vector<double> bound(tokens * q_floats);
   for (uint32_t t = 0; t < tokens; ++t) {
@@ -318,10 +337,12 @@ void run_attention(const AttentionCase& c, uint32_t seed) {
       k_pages.push_back(&cache[layout.k_at(page, Layout::kLayer, 0)]);
       v_pages.push_back(&cache[layout.v_at(page, Layout::kLayer, 0)]);
     }
-    const kernels::KvRowsView k{c.k_type, layout.k_row, c.page_tokens, k_pages.data()};
-    const kernels::KvRowsView v{c.v_type, layout.v_row, c.page_tokens, v_pages.data()};
-    kernels::attention_decode_reference(cpu_shape, &q[t * q_floats], k, v, ctx[t], &ref[t * q_floats]);
-    const std::vector<double> b = attention_bounds(cpu_shape, &q[t * q_floats], k, v, ctx[t]);
+    // A window: the last `window` positions, as the CPU decoder hands them over (rows from `first`).
+    const uint32_t first = c.window > 0 && ctx[t] > c.window ? ctx[t] - c.window : 0;
+    const kernels::KvRowsView k{c.k_type, layout.k_row, c.page_tokens, k_pages.data(), first};
+    const kernels::KvRowsView v{c.v_type, layout.v_row, c.page_tokens, v_pages.data(), first};
+    kernels::attention_decode_reference(cpu_shape, &q[t * q_floats], k, v, ctx[t] - first, &ref[t * q_floats]);
+    const std::vector<double> b = attention_bounds(cpu_shape, &q[t * q_floats], k, v, ctx[t] - first);
     std::copy(b.begin(), b.end(), bound.begin() + static_cast<ptrdiff_t>(t * q_floats));
   }
 
@@ -330,12 +351,18 @@ void run_attention(const AttentionCase& c, uint32_t seed) {
   DeviceArray<uint32_t> d_ctx(ctx), d_pages(pages), d_table(lists.table);
   constexpr uint64_t kGuard = 64;  // floats after out that must stay untouched
   DeviceArray<float> d_out(std::vector<float>(tokens * q_floats + kGuard));
-  const cuda::AttentionShape shape{c.n_head, c.n_kv_head, c.head_dim};
+  DeviceArray<float> d_sinks(c.sinks ? sinks : std::vector<float>(1));
+  const cuda::AttentionShape shape{c.n_head, c.n_kv_head, c.head_dim, c.scale, c.softcap,
+                                   c.sinks ? d_sinks.data : nullptr, c.window};
   const cuda::PagedKvLayer kv = layout.on_device(d_cache.data);
   const cuda::AttentionTokens at{d_ctx.data, d_pages.data, d_table.data};
   const std::string name = std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " heads x " +
                            std::to_string(c.head_dim) + ", K " + type_name(c.k_type) + ", V " + type_name(c.v_type) +
-                           ", " + std::to_string(c.page_tokens) + "-token pages";
+                           ", " + std::to_string(c.page_tokens) + "-token pages" +
+                           (c.scale > 0 ? ", scale " + std::to_string(c.scale) : "") +
+                           (c.softcap > 0 ? ", soft-cap " + std::to_string(c.softcap) : "") +
+                           (c.sinks ? ", sinks" : "") +
+                           (c.window > 0 ? ", window " + std::to_string(c.window) : "");
   // The exact max_ctx, and a larger one (a graph captured for longer contexts): the blocks past
   // each token's context must leave and change nothing.
   for (const uint32_t grid_ctx : {max_ctx, max_ctx + 700}) {
@@ -501,6 +528,16 @@ int main() {
     run_attention({6, 3, 96, 5, GgmlType::Q4_0, GgmlType::BF16, {700}, {{0, 700}}}, seed++);
     // Multi-query: 8 heads on one KV head of 32 values (8 thread parts).
     run_attention({8, 1, 32, 16, GgmlType::F16, GgmlType::Q8_0, lengths, tokens}, seed++);
+    // The families' parts. GPT-OSS: sinks, 128-position windows (from inside the first split, and
+    // past whole splits at ctx 1000), head_dim 64. Gemma 2: a soft-cap of 50 on scores scaled by
+    // query_pre_attn_scalar's 1/sqrt(224) (not head_dim's), a 300-position window that starts mid-split.
+    run_attention({64, 8, 64, 16, GgmlType::BF16, GgmlType::BF16, lengths, tokens, 0.0f, 0.0f, true, 128}, seed++);
+    run_attention({64, 8, 64, 16, GgmlType::BF16, GgmlType::BF16, lengths, tokens, 0.0f, 0.0f, true, 0}, seed++);
+    const float gemma_scale = 0.066815f;  // 1 / sqrt(224)
+    run_attention({16, 8, 256, 16, GgmlType::F16, GgmlType::F16, lengths, tokens, gemma_scale, 50.0f, false, 300},
+                  seed++);
+    run_attention({16, 8, 256, 16, GgmlType::Q8_0, GgmlType::Q8_0, lengths, tokens, gemma_scale, 50.0f, false, 0},
+                  seed++);
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());
     return 1;

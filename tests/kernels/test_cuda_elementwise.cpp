@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/activation.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/sampling.hpp"
 #include "kernels/cuda/device_query.hpp"
@@ -71,6 +72,9 @@ void check_arguments() {
                [&] { cuda::embed_rows(q8, static_cast<const uint8_t*>(table) + 1, 34, 32, ids, 1, out, nullptr); });
   expect_throw("add null y", [&] { cuda::add(out, nullptr, 4, nullptr); });
   expect_throw("add n = 0", [&] { cuda::add(out, out, 0, nullptr); });
+  expect_throw("scale s = NaN", [&] { cuda::scale(out, 4, NAN, nullptr); });
+  expect_throw("softcap cap = 0", [&] { cuda::softcap(out, 4, 0.0f, nullptr); });
+  expect_throw("softcap null x", [&] { cuda::softcap(nullptr, 4, 30.0f, nullptr); });
   expect_throw("add_bias null bias", [&] { cuda::add_bias(out, nullptr, 1, 4, nullptr); });
   expect_throw("add_bias rows = 0", [&] { cuda::add_bias(out, out, 0, 4, nullptr); });
   expect_throw("add_bias n = 0", [&] { cuda::add_bias(out, out, 1, 0, nullptr); });
@@ -235,6 +239,37 @@ void check_add_bias(uint32_t rows, uint64_t n, uint32_t seed) {
   compare_bits("add_bias " + std::to_string(rows) + "x" + std::to_string(n), d_x.to_host(), ref);
 }
 
+// Gemma's embedding scale (one float product: bit-exact) and Gemma 2's logit soft-cap against
+// kernels/activation.hpp on the host: the device's tanhf and the host's std::tanh are each within
+// 2 ulp, and the two products add one rounding each: |got - ref| <= 8 u |ref|.
+void check_scale_softcap(uint64_t n, uint32_t seed) {
+  std::vector<float> x = random_floats(n, seed);
+  for (float& v : x) v *= 60.0f;  // logits past the cap of 30 too
+  std::vector<float> scaled(n), capped(n);
+  const float s = 45.254833995939045f, cap = 30.0f;  // sqrt(2048), Gemma 2's final cap
+  for (uint64_t i = 0; i < n; ++i) {
+    scaled[i] = x[i] * s;
+    capped[i] = kernels::act::softcap(x[i], 1.0f / cap, cap);
+  }
+  DeviceArray<float> d_scaled(x), d_capped(x);
+  cuda::scale(d_scaled.data, n, s, nullptr);
+  cuda::softcap(d_capped.data, n, cap, nullptr);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  compare_bits("scale n=" + std::to_string(n), d_scaled.to_host(), scaled);
+  const std::vector<float> got = d_capped.to_host();
+  int bad = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    if (!(std::fabs(static_cast<double>(got[i]) - capped[i]) <= 8.0 * 0x1p-24 * std::fabs(capped[i])) && bad++ < 5)
+      std::printf("  mismatch softcap [%llu]: x %.9g: got %.9g, ref %.9g\n", static_cast<unsigned long long>(i), x[i],
+                  got[i], capped[i]);
+  if (bad != 0) {
+    std::printf("FAILED: softcap n=%llu: %d mismatches\n", static_cast<unsigned long long>(n), bad);
+    ++failures;
+  } else {
+    std::printf("checked softcap n=%llu\n", static_cast<unsigned long long>(n));
+  }
+}
+
 // --- argmax --------------------------------------------------------------------------------------
 
 // rows x n values, one row at a time from `make_row`; the device's index per row against the CPU's.
@@ -364,6 +399,8 @@ int main() {
     check_add_bias(130, 4096, 6);
     check_add_bias(70000, 3, 7);  // more rows than gridDim.y's 65535: the row stride loop
     check_add_bias(2, 3u << 20, 8);
+    check_scale_softcap(1, 9);
+    check_scale_softcap(3u << 20, 10);  // the stride loop
 
     run_argmax_cases();
   } catch (const std::exception& e) {

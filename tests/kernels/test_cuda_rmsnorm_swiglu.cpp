@@ -1,6 +1,6 @@
 // kernels/cuda/rmsnorm and kernels/cuda/swiglu against kernels/cpu's double-precision references,
-// in place and out of place. Argument checks run everywhere; without a device the test exits 77
-// (CTest: skipped).
+// in place and out of place; GEGLU and SwiGLU-OAI against kernels/cpu's own (check_glu). Argument
+// checks run everywhere; without a device the test exits 77 (CTest: skipped).
 //
 // Tolerances, |got - ref| <= atol + rtol * |ref| (u = 2^-24):
 // - RMSNorm: the sum of squares goes through at most n / 256 sequential adds per thread, 5 shuffle
@@ -95,6 +95,45 @@ void check_swiglu(uint64_t n, bool in_place, uint32_t seed) {
           16 * kU);
 }
 
+// Gemma's GEGLU and GPT-OSS's clamped SwiGLU against kernels/cpu's own (the CPU decoder's), gates
+// past both ends of GEGLU's table (+-10) and of GPT-OSS's limit (7). GEGLU: the device computes
+// GELU of the fp16 gate with CUDA's tanhf, the CPU's table holds it from std::tanh, both rounded to
+// fp16: at most one fp16 step apart (2^-10 of the value, or 2^-24 absolute among fp16's
+// subnormals), then one float product: |got - ref| <= (2^-10 + 2 u) |ref| + 2^-24 |up|.
+// SwiGLU-OAI: as SwiGLU (expf within 2 ulp), rtol = 16 u.
+void check_glu(bool gelu, uint64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-12.0f, 12.0f);
+  std::vector<float> gate(n), up(n);
+  for (float& v : gate) v = uniform(rng);
+  for (float& v : up) v = uniform(rng);
+  constexpr float kLimit = 7.0f;
+  std::vector<float> ref(n);
+  if (gelu) cpu::geglu(gate.data(), up.data(), n, ref.data());
+  else cpu::swiglu_oai(gate.data(), up.data(), n, kLimit, ref.data());
+  DeviceArray<float> d_gate(gate), d_up(up), d_out(std::vector<float>(n, NAN));
+  if (gelu) cuda::geglu(d_gate.data, d_up.data, n, d_out.data, nullptr);
+  else cuda::swiglu_oai(d_gate.data, d_up.data, n, kLimit, d_out.data, nullptr);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const std::vector<float> got = d_out.to_host(n);
+  int bad = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double r = ref[i];
+    const double bound = gelu ? (0x1p-10 + 2 * kU) * std::fabs(r) + 0x1p-24 * std::fabs(up[i]) + kAtol
+                              : 16 * kU * std::fabs(r) + kAtol;
+    if (!(std::fabs(got[i] - r) <= bound) && bad++ < 5)
+      std::printf("  mismatch %s [%llu]: gate %.9g up %.9g: got %.9g, ref %.9g\n", gelu ? "geglu" : "swiglu_oai",
+                  static_cast<unsigned long long>(i), gate[i], up[i], got[i], r);
+  }
+  if (bad != 0) {
+    std::printf("FAILED: %s %llu: %d mismatches\n", gelu ? "geglu" : "swiglu_oai",
+                static_cast<unsigned long long>(n), bad);
+    ++failures;
+  } else {
+    std::printf("checked %s %llu\n", gelu ? "geglu" : "swiglu_oai", static_cast<unsigned long long>(n));
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -105,6 +144,9 @@ int main() {
     expect_throw("rmsnorm null x", [&] { cuda::rmsnorm(nullptr, fake, 1, 4, 1e-6f, fake, nullptr); });
     expect_throw("swiglu n = 0", [&] { cuda::swiglu(fake, fake, 0, fake, nullptr); });
     expect_throw("swiglu null up", [&] { cuda::swiglu(fake, nullptr, 4, fake, nullptr); });
+    expect_throw("geglu n = 0", [&] { cuda::geglu(fake, fake, 0, fake, nullptr); });
+    expect_throw("swiglu_oai limit 0", [&] { cuda::swiglu_oai(fake, fake, 4, 0.0f, fake, nullptr); });
+    expect_throw("swiglu_oai null gate", [&] { cuda::swiglu_oai(nullptr, fake, 4, 7.0f, fake, nullptr); });
     if (failures != 0) return 1;
     if (cuda::devices().empty()) {
       std::printf("SKIPPED: no CUDA device visible (argument checks passed)\n");
@@ -120,6 +162,8 @@ int main() {
     check_swiglu(1000, true, 7);
     check_swiglu(8 * 12288 + 3, false, 8);
     check_swiglu(3u << 20, false, 9);  // more values than the grid has threads: the stride loop
+    check_glu(true, 100000, 10);
+    check_glu(false, 100000, 11);
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());
     return 1;
