@@ -1006,6 +1006,104 @@ void q4_0_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint6
   }
 }
 
+// --- IQ4_NL and MXFP4 weights in interleaved order by Q8_0 activations (AVX-512 VNNI) ------------
+
+// The same order and loop as Q4_0's VNNI tile, with each nibble mapped through the type's table
+// shifted to unsigned bytes (IQ4_NL's values + 128: 1..241; MXFP4's doubled values + 12: 0..24), so
+// that vpdpbusd (unsigned by signed bytes, into 32-bit lanes: no saturation) takes them; the shift
+// comes off as kBias * the block's activation sum (Activations::offsets holds that sum for these
+// types), leaving each row's exact integer sum of value x code. Then the eight rows' scales times
+// d_x, one FMA, as Q4_0's: a (row, token) pair's operations do not depend on the tokens beside it.
+// No AVX2-only tile: maddubs would saturate at IQ4_NL's magnitudes, so without VNNI these types
+// keep GGML's order.
+alignas(16) constexpr std::array<uint8_t, 16> kIq4Unsigned = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
+  return t;
+}();
+alignas(16) constexpr std::array<uint8_t, 16> kMxfp4Unsigned = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kMxfp4Values[i] + 12);
+  return t;
+}();
+
+struct IQ4_NLGroup {
+  static constexpr uint64_t kScaleBytes = 2;
+  static constexpr int32_t kBias = 128;
+  static const uint8_t* table() { return kIq4Unsigned.data(); }
+  static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
+};
+struct MXFP4Group {
+  static constexpr uint64_t kScaleBytes = 1;
+  static constexpr int32_t kBias = 12;
+  static const uint8_t* table() { return kMxfp4Unsigned.data(); }
+  // The eight exponent bytes as mxfp4_scale gives them, 2^(e - 128): the float 2^(e - 127) (bits
+  // e << 23) halved, exact down to e = 1 (2^-127, a subnormal); e = 0 (2^-128, which e << 23 would
+  // make 0) is patched where a block has one.
+  static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb)));
+    const __m256 half = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(e, 23)), _mm256_set1_ps(0.5f));
+    const __m256i zero = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
+    if (__builtin_expect(_mm256_testz_si256(zero, zero) == 0, 0))
+      return _mm256_blendv_ps(half, _mm256_set1_ps(0x1p-128f), _mm256_castsi256_ps(zero));
+    return half;
+  }
+};
+
+template <class G, int T>
+INFER_PLAN_AVX512_VNNI void table_interleaved_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
+                                                        const uint32_t* offsets, uint64_t blocks, float* y,
+                                                        uint64_t y_stride) {
+  constexpr uint64_t kCodes = G::kScaleBytes * kInterleavedRows;
+  constexpr uint64_t kBlockBytes = kCodes + 128;
+  const float* fp16 = fp16_table();
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(G::table())));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kBlockBytes;
+    __m256i sums[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
+    INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
+      const __m256i codes = load256(wb + kCodes + 32 * k);
+      const __m256i low = _mm256_shuffle_epi8(table, _mm256_and_si256(codes, low4));
+      const __m256i high = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4));
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+        const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
+        sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
+        sums[t] = _mm256_dpbusd_epi32(sums[t], high, broadcast4(xq + 4));
+      }
+    }
+    const __m256 dw = G::scales(wb);
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      const auto sum_x = static_cast<int32_t>(offsets[t * blocks + b]);
+      const __m256i block = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(G::kBias * sum_x));
+      acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, fp16);
+    }
+  }
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+template <class G>
+constexpr GroupTileFn kTableGroupTiles[kInterleavedTokens] = {
+    table_interleaved_vnni_tile<G, 1>, table_interleaved_vnni_tile<G, 2>, table_interleaved_vnni_tile<G, 3>,
+    table_interleaved_vnni_tile<G, 4>};
+
+// A GroupsDotFn for a type whose blocks are kBlockBytes in interleaved order (q4_0_interleaved's loop).
+template <const GroupTileFn* kTiles, uint64_t kBlockBytes>
+void table_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride, const uint32_t* offsets,
+                       uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  const uint64_t blocks = cols / kQ8_0Values;
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (uint64_t t = 0; t < tokens; t += kInterleavedTokens) {
+      const uint64_t size = std::min(kInterleavedTokens, tokens - t);
+      kTiles[size - 1](w + g * blocks * kBlockBytes, x + t * x_stride, x_stride, offsets + t * blocks, blocks,
+                       y + t * y_stride + g * kInterleavedRows, y_stride);
+    }
+  }
+}
+
 // --- every type: register blocks over the rows, token groups over the tokens ------------------
 
 // Rows in register blocks of K::kRows[T], leftover rows one at a time.
@@ -1084,8 +1182,16 @@ bool avx512_bf16_able() {
 }
 
 GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
-  if (!cpu_able() || weight_type != GgmlType::Q4_0) return nullptr;
-  return avx512_vnni && avx512_vnni_able() ? q4_0_interleaved<kVnniGroupTiles> : q4_0_interleaved<kAvx2GroupTiles>;
+  if (!cpu_able()) return nullptr;
+  const bool vnni = avx512_vnni && avx512_vnni_able();
+  switch (weight_type) {
+    case GgmlType::Q4_0: return vnni ? q4_0_interleaved<kVnniGroupTiles> : q4_0_interleaved<kAvx2GroupTiles>;
+    case GgmlType::IQ4_NL:
+      return vnni ? table_interleaved<kTableGroupTiles<IQ4_NLGroup>, kInterleavedRows * kIQ4_NLBytes> : nullptr;
+    case GgmlType::MXFP4:
+      return vnni ? table_interleaved<kTableGroupTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
+    default: return nullptr;
+  }
 }
 
 #else

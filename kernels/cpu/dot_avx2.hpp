@@ -32,8 +32,9 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512 = true);
 using GroupsDotFn = void (*)(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
                              const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride);
 
-// Q4_0 only; nullptr as above. Where the CPU has AVX-512 VNNI (and `avx512_vnni`), a variant
-// that adds four products per instruction: the same bits (the tests compare the two).
+// Q4_0, and IQ4_NL and MXFP4 where the CPU has AVX-512 VNNI (and `avx512_vnni`); nullptr as above.
+// Q4_0 has a VNNI variant that adds four products per instruction: the same bits as its AVX2 one
+// (the tests compare the two).
 GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni = true);
 // True when this CPU runs AVX-512 VNNI (with AVX512BW and VL) beside AVX2.
 bool avx512_vnni_able();

@@ -3,13 +3,15 @@
 // in one register's lanes (kernels/cpu/dot_avx2's interleaved product), where GGML's order (one
 // row after another) sums each row across a register and then reduces it. A group holds exactly
 // the bytes of its eight GGML rows, rearranged, so sizes and memory accounting do not change.
-// Q4_0 only, for now: its GGML-order product was compute-bound (bench_gemv, 1 GiB, two threads:
-// about 30 GB/s where a plain read ran at 50; interleaved, 38 to 46 GB/s, level with F32's).
+// Q4_0 (its GGML-order product was compute-bound: bench_gemv, 1 GiB, two threads, about 30 GB/s
+// where a plain read ran at 50; interleaved, 38 to 46 GB/s, level with F32's), and IQ4_NL and MXFP4,
+// the same nibbles behind a table (interleaved on CPUs with AVX-512 VNNI only).
 //
-// Q4_0, per group and block b (16 + 128 bytes, the eight rows' blocks b): the eight rows' fp16
-// scales, then for k = 0..3, row r = 0..7, i = 0..3 the byte (k, r, i) = code(r, 8k + i) |
-// code(r, 8k + 4 + i) << 4, codes 0..15 (value = d * (code - 8)). A 32-byte load k thus holds
-// values 8k..8k+3 of all eight rows in its low nibbles and 8k+4..8k+7 in its high ones.
+// Per group and block b (the eight rows' blocks b): the eight rows' scale fields (Q4_0's and
+// IQ4_NL's fp16 d, 16 bytes; MXFP4's exponent bytes, 8), then for k = 0..3, row r = 0..7,
+// i = 0..3 the byte (k, r, i) = code(r, 8k + i) | code(r, 8k + 4 + i) << 4, codes 0..15 (Q4_0:
+// value = d * (code - 8); IQ4_NL and MXFP4: the table's entry). A 32-byte load k thus holds values
+// 8k..8k+3 of all eight rows in its low nibbles and 8k+4..8k+7 in its high ones.
 #pragma once
 #include <cstdint>
 

@@ -402,8 +402,20 @@ void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, u
     }
   }
   out.offsets.clear();
-  if (weight_type != GgmlType::Q4_0) return;
   const uint64_t blocks = cols / kQ8_0Values;
+  if (weight_type == GgmlType::IQ4_NL || weight_type == GgmlType::MXFP4) {
+    out.offsets.resize(batch * blocks);
+    for (uint64_t b = 0; b < batch; ++b) {
+      for (uint64_t k = 0; k < blocks; ++k) {
+        const auto* q = reinterpret_cast<const int8_t*>(out.row(b) + k * kQ8_0Bytes + kQ8_0Qs);
+        int32_t sum = 0;
+        for (uint32_t j = 0; j < kQ8_0Values; ++j) sum += q[j];
+        out.offsets[b * blocks + k] = static_cast<uint32_t>(sum);
+      }
+    }
+    return;
+  }
+  if (weight_type != GgmlType::Q4_0) return;
   out.offsets.resize(batch * blocks);
   for (uint64_t b = 0; b < batch; ++b) {
     for (uint64_t k = 0; k < blocks; ++k) {

@@ -27,14 +27,18 @@ std::vector<float> uniform_values(uint64_t n, uint32_t seed) {
   return v;
 }
 
-std::vector<uint8_t> q4_0_matrix(uint64_t rows, uint64_t cols, uint32_t seed) {
+std::vector<uint8_t> quantized_matrix(GgmlType type, uint64_t rows, uint64_t cols, uint32_t seed) {
   const std::vector<float> values = uniform_values(rows * cols, seed);
-  const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_0, cols, "test");
+  const uint64_t row_bytes = ggml_row_bytes(type, cols, "test");
   std::vector<uint8_t> out(rows * row_bytes);
   for (uint64_t r = 0; r < rows; ++r)
-    quantize_row(GgmlType::Q4_0, std::span<const float>(values.data() + r * cols, cols),
+    quantize_row(type, std::span<const float>(values.data() + r * cols, cols),
                  std::span<uint8_t>(out.data() + r * row_bytes, row_bytes), "test");
   return out;
+}
+
+std::vector<uint8_t> q4_0_matrix(uint64_t rows, uint64_t cols, uint32_t seed) {
+  return quantized_matrix(GgmlType::Q4_0, rows, cols, seed);
 }
 
 // Value j's code of a GGML Q4_0 block, read as block_layout.hpp documents it.
@@ -96,41 +100,75 @@ TEST_CASE("Q4_0 activations carry 8 x their code sums by position mod 4, for the
   matmul_force_scalar(false);
 }
 
-TEST_CASE("interleaved Q4_0 products match the GGML-order reference, both paths, and a batch equals its tokens") {
+TEST_CASE("interleaved IQ4_NL and MXFP4: the scale fields first, the same bytes, and back") {
+  for (const GgmlType type : {GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+    CAPTURE(ggml_type_info(type).name);
+    constexpr uint64_t rows = 16, cols = 64;
+    CHECK(can_interleave(type, rows));
+    CHECK_FALSE(can_interleave(type, 12));
+    const std::vector<uint8_t> plain = quantized_matrix(type, rows, cols, 30);
+    std::vector<uint8_t> mixed = plain;
+    interleave_rows(type, mixed.data(), rows, cols);
+    CHECK(mixed != plain);
+    const uint64_t row_bytes = ggml_row_bytes(type, cols, "test"), block = ggml_type_info(type).block_bytes;
+    const uint64_t scale = type == GgmlType::MXFP4 ? 1 : 2;
+    // Group 1, block 1 starts with its eight rows' scale fields, rows 8..15's block 1 (GGML: offset 0).
+    for (uint64_t r = 0; r < 8; ++r)
+      for (uint64_t i = 0; i < scale; ++i)
+        CHECK(mixed[8 * row_bytes + 8 * block + scale * r + i] == plain[(8 + r) * row_bytes + block + i]);
+    // Byte (k = 1, r = 2, i = 3) of group 0, block 0: values 11 (low nibble) and 15 (high) of row 2.
+    const uint8_t* row2 = plain.data() + 2 * row_bytes + scale;
+    CHECK(mixed[8 * scale + 32 + 4 * 2 + 3] == ((row2[11] & 0x0F) | (row2[15] & 0x0F) << 4));
+    deinterleave_rows(type, mixed.data(), rows, cols);
+    CHECK(mixed == plain);
+  }
+}
+
+TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4) match the GGML-order reference, both paths, batch = tokens") {
   struct Shape {
     uint64_t rows, cols;
   };
   uint32_t seed = 40;
-  for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) {
+  struct Case {
+    GgmlType type;
+    Shape shape;
+  };
+  std::vector<Case> cases;
+  for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4})
+    for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) cases.push_back({type, shape});
+  for (const Case& c : cases) {
+    const GgmlType type = c.type;  // not a structured binding: CAPTURE's lambda takes it (clang 14)
+    const Shape shape = c.shape;
+    CAPTURE(ggml_type_info(type).name);
     CAPTURE(shape.rows);
     CAPTURE(shape.cols);
-    const std::vector<uint8_t> plain = q4_0_matrix(shape.rows, shape.cols, seed);
+    const std::vector<uint8_t> plain = quantized_matrix(type, shape.rows, shape.cols, seed);
     std::vector<uint8_t> mixed = plain;
-    interleave_rows(GgmlType::Q4_0, mixed.data(), shape.rows, shape.cols);
+    interleave_rows(type, mixed.data(), shape.rows, shape.cols);
     constexpr uint64_t batch = 13;  // token groups of 4, 4, 4 and 1
     const std::vector<float> xf = uniform_values(batch * shape.cols, seed + 1);
     seed += 2;
     Activations x;
-    convert_activations(GgmlType::Q4_0, xf.data(), batch, shape.cols, x);
+    convert_activations(type, xf.data(), batch, shape.cols, x);
     std::vector<float> want(batch * shape.rows), want_mixed(batch * shape.rows);
-    matmul_rows_reference(GgmlType::Q4_0, plain.data(), shape.rows, x, 0, shape.rows, want.data());
-    matmul_rows_reference(GgmlType::Q4_0, mixed.data(), shape.rows, x, 0, shape.rows, want_mixed.data(),
+    matmul_rows_reference(type, plain.data(), shape.rows, x, 0, shape.rows, want.data());
+    matmul_rows_reference(type, mixed.data(), shape.rows, x, 0, shape.rows, want_mixed.data(),
                           RowOrder::interleaved);
     CHECK(want_mixed == want);  // the reference reads the interleaved order back exactly
     // Tolerance as test_matmul's: (blocks + 8) roundings of 2^-24 of the sum of |terms|.
     const double rtol = static_cast<double>(shape.cols / 32 + 8) * 0x1p-24;
     std::vector<float> w_row(shape.cols), x_row(shape.cols);
-    const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_0, shape.cols, "test");
+    const uint64_t row_bytes = ggml_row_bytes(type, shape.cols, "test");
     for (bool scalar : {false, true}) {
       matmul_force_scalar(scalar);
       CAPTURE(matmul_implementation());
       std::vector<float> got(batch * shape.rows, std::numeric_limits<float>::quiet_NaN());
       const uint64_t mid = shape.rows > 8 ? 8 : shape.rows;  // two calls, split at a group
-      matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, x, 0, mid, got.data(), RowOrder::interleaved);
-      matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, x, mid, shape.rows, got.data(), RowOrder::interleaved);
+      matmul_rows(type, mixed.data(), shape.rows, x, 0, mid, got.data(), RowOrder::interleaved);
+      matmul_rows(type, mixed.data(), shape.rows, x, mid, shape.rows, got.data(), RowOrder::interleaved);
       int mismatches = 0;
       for (uint64_t r = 0; r < shape.rows; ++r) {
-        dequantize_row(GgmlType::Q4_0, std::span<const uint8_t>(plain.data() + r * row_bytes, row_bytes), w_row, "test");
+        dequantize_row(type, std::span<const uint8_t>(plain.data() + r * row_bytes, row_bytes), w_row, "test");
         for (uint64_t b = 0; b < batch; ++b) {
           dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes), x_row, "test");
           double magnitude = 0;
@@ -147,9 +185,9 @@ TEST_CASE("interleaved Q4_0 products match the GGML-order reference, both paths,
       // A verify pass gives the bits of the decode steps it replaces.
       for (uint64_t b = 0; b < batch; ++b) {
         Activations one;
-        convert_activations(GgmlType::Q4_0, xf.data() + b * shape.cols, 1, shape.cols, one);
+        convert_activations(type, xf.data() + b * shape.cols, 1, shape.cols, one);
         std::vector<float> alone(shape.rows);
-        matmul_rows(GgmlType::Q4_0, mixed.data(), shape.rows, one, 0, shape.rows, alone.data(), RowOrder::interleaved);
+        matmul_rows(type, mixed.data(), shape.rows, one, 0, shape.rows, alone.data(), RowOrder::interleaved);
         CAPTURE(b);
         CHECK(std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(b * shape.rows),
                                  got.begin() + static_cast<std::ptrdiff_t>((b + 1) * shape.rows)) == alone);
@@ -184,5 +222,26 @@ TEST_CASE("the AVX-512 VNNI product of interleaved Q4_0 gives the AVX2 product's
     avx2(w.data(), rows / 8, x.row(0), x.row_bytes, x.offsets.data(), batch, cols, a.data(), rows);
     vnni(w.data(), rows / 8, x.row(0), x.row_bytes, x.offsets.data(), batch, cols, b.data(), rows);
     CHECK(a == b);
+  }
+}
+
+TEST_CASE("interleaved MXFP4: every kind of exponent byte scales as mxfp4_scale (subnormal 2^-128 and 2^-127 too)") {
+  // Eight rows, one block each, exponents 0 and 1 (the subnormal scales), 2 (the smallest normal) and
+  // larger; the product (AVX-512 VNNI where the CPU has it) against the reference on the same bytes.
+  constexpr uint64_t rows = 8, cols = 32;
+  std::vector<uint8_t> w = quantized_matrix(GgmlType::MXFP4, rows, cols, 90);
+  const uint8_t exponents[rows] = {0, 1, 2, 100, 127, 128, 130, 150};
+  for (uint64_t r = 0; r < rows; ++r) w[r * kMXFP4Bytes + kMXFP4E] = exponents[r];
+  const std::vector<float> xf = uniform_values(cols, 91);
+  Activations x;
+  convert_activations(GgmlType::MXFP4, xf.data(), 1, cols, x);
+  std::vector<float> want(rows), got(rows);
+  matmul_rows_reference(GgmlType::MXFP4, w.data(), rows, x, 0, rows, want.data());
+  interleave_rows(GgmlType::MXFP4, w.data(), rows, cols);
+  matmul_rows(GgmlType::MXFP4, w.data(), rows, x, 0, rows, got.data(), RowOrder::interleaved);
+  for (uint64_t r = 0; r < rows; ++r) {
+    CAPTURE(r);
+    CHECK(want[r] != 0.0f);
+    CHECK(std::fabs(got[r] - want[r]) <= 1e-6f * std::fabs(want[r]));  // relative: row 0 is ~1e-38
   }
 }
