@@ -317,6 +317,28 @@ struct Q4_0Codes {
   }
   static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
+// Q5_0 {fp16 d; u8 qh[4]; u8 qs[16]}: Q4_0's nibbles with a fifth bit from qh (value j's at bit j),
+// minus 16. The 32 bits spread to one byte each (byte j from qh's byte j / 8, tested against its
+// bit j % 8), then OR'ed in as 16.
+struct Q5_0Codes {
+  static constexpr uint64_t kBytes = kQ5_0Bytes;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(load128(block + kQ5_0Qs));
+    const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+                                             _mm256_set1_epi8(0x0F));
+    uint32_t qh_word;
+    std::memcpy(&qh_word, block + kQ5_0Qh, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int32_t>(qh_word)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+    const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles, high), _mm256_set1_epi8(16));
+  }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
+};
+static_assert(kQ5_0D == 0 && kQ5_0Values == kQ8_0Values, "d first, one activation block per block");
+
 // IQ4_NL {fp16 d; u8 qs[16]}: Q4_0's nibbles, each an index into the table of 16 signed values.
 INFER_PLAN_AVX2 inline __m256i iq4_table() {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
@@ -1157,6 +1179,7 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512) {
     case GgmlType::BF16: return blocked_product<FloatKernel<BF16Values>>;
     case GgmlType::Q8_0: return blocked_product<Q0Kernel<Q8_0Codes>>;
     case GgmlType::Q4_0: return blocked_product<Q0Kernel<Q4_0Codes>>;
+    case GgmlType::Q5_0: return blocked_product<Q0Kernel<Q5_0Codes>>;
     case GgmlType::Q2_K: return blocked_product<Q2KKernel>;
     case GgmlType::Q3_K: return blocked_product<Q3KKernel>;
     case GgmlType::Q4_K: return blocked_product<KScaleMinKernel<4>>;
