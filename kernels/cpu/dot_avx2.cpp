@@ -974,63 +974,32 @@ INFER_PLAN_AVX2 void q4_0_interleaved_tile(const uint8_t* w, const uint8_t* x, u
 // The same with AVX-512 VNNI, where the CPU has it: one vpdpbusd per four values of eight rows adds
 // straight into 32-bit lanes, in place of maddubs, a 16-bit add and (per block) madd; the offset
 // comes off as its two 16-bit halves summed. Integer sums are exact either way, so the bits equal
-// the AVX2 tile's (tested), and about half the instructions remain.
-template <int T>
-INFER_PLAN_AVX512_VNNI void q4_0_interleaved_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
-                                                       const uint32_t* offsets, uint64_t blocks, float* y,
-                                                       uint64_t y_stride) {
-  const float* table = fp16_table();
-  __m256 acc[T];
-  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (uint64_t b = 0; b < blocks; ++b) {
-    const uint8_t* wb = w + b * kGroupBlockBytes;
-    __m256i sums[T];
-    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
-    INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
-      __m256i low, high;
-      group_codes(wb, k, low, high);
-      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-        const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
-        sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
-        sums[t] = _mm256_dpbusd_epi32(sums[t], high, broadcast4(xq + 4));
-      }
-    }
-    const __m256 dw = _mm256_cvtph_ps(load128(wb));
-    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-      const __m256i offset = _mm256_madd_epi16(_mm256_set1_epi32(static_cast<int32_t>(offsets[t * blocks + b])),
-                                               _mm256_set1_epi16(1));
-      const __m256i block = _mm256_sub_epi32(sums[t], offset);
-      acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, table);
-    }
-  }
-  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
-}
-
+// the AVX2 tile's (tested), and about half the instructions remain: nibble_vnni_tile<Q4_0Group>
+// below, the tile IQ4_NL and MXFP4 share.
 using GroupTileFn = void (*)(const uint8_t*, const uint8_t*, uint64_t, const uint32_t*, uint64_t, float*, uint64_t);
 constexpr GroupTileFn kAvx2GroupTiles[kInterleavedTokens] = {q4_0_interleaved_tile<1>, q4_0_interleaved_tile<2>,
                                                              q4_0_interleaved_tile<3>, q4_0_interleaved_tile<4>};
-constexpr GroupTileFn kVnniGroupTiles[kInterleavedTokens] = {
-    q4_0_interleaved_vnni_tile<1>, q4_0_interleaved_vnni_tile<2>, q4_0_interleaved_vnni_tile<3>,
-    q4_0_interleaved_vnni_tile<4>};
 
-// A GroupsDotFn: each group in turn (its bytes stay in L1 or L2), tokens over it in groups of at
-// most kInterleavedTokens, each group's tile from kTiles (by token count).
-template <const GroupTileFn* kTiles>
-void q4_0_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride, const uint32_t* offsets,
-                      uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  const uint64_t blocks = cols / kQ4_0Values;
+// A GroupsDotFn for a type whose blocks take kBlockBytes in interleaved order: each group in turn
+// (its bytes stay in L1 or L2), tokens over it in groups of at most kInterleavedTokens, each group's
+// tile from kTiles (by token count).
+template <const GroupTileFn* kTiles, uint64_t kBlockBytes>
+void interleaved_groups(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
+                        const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
+  const uint64_t blocks = cols / kQ8_0Values;
   for (uint64_t g = 0; g < groups; ++g) {
     for (uint64_t t = 0; t < tokens; t += kInterleavedTokens) {
       const uint64_t size = std::min(kInterleavedTokens, tokens - t);
-      kTiles[size - 1](w + g * blocks * kGroupBlockBytes, x + t * x_stride, x_stride, offsets + t * blocks, blocks,
+      kTiles[size - 1](w + g * blocks * kBlockBytes, x + t * x_stride, x_stride, offsets + t * blocks, blocks,
                        y + t * y_stride + g * kInterleavedRows, y_stride);
     }
   }
 }
 
-// --- IQ4_NL and MXFP4 weights in interleaved order by Q8_0 activations (AVX-512 VNNI) ------------
+// --- Q4_0, IQ4_NL and MXFP4 weights in interleaved order by Q8_0 activations (AVX-512 VNNI) ------
 
-// The same order and loop as Q4_0's VNNI tile, with each nibble mapped through the type's table
+// One tile for the three: Q4_0's codes as they are (its offset of 8 as above); IQ4_NL's and MXFP4's
+// with each nibble mapped through the type's table
 // shifted to unsigned bytes (IQ4_NL's values + 128: 1..241; MXFP4's doubled values + 12: 0..24), so
 // that vpdpbusd (unsigned by signed bytes, into 32-bit lanes: no saturation) takes them; the shift
 // comes off as kBias * the block's activation sum (Activations::offsets holds that sum for these
@@ -1049,16 +1018,32 @@ alignas(16) constexpr std::array<uint8_t, 16> kMxfp4Unsigned = [] {
   return t;
 }();
 
-struct IQ4_NLGroup {
+// A type's part of the tile: its scale fields' bytes, how a nibble becomes an unsigned byte (`map`),
+// what comes off a block's sum for that (`offset`, from Activations::offsets), and the scales.
+struct Q4_0Group {  // codes as they are; the offset of 8 packed as two 16-bit halves (Q4_0's own)
   static constexpr uint64_t kScaleBytes = 2;
-  static constexpr int32_t kBias = 128;
-  static const uint8_t* table() { return kIq4Unsigned.data(); }
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return nibbles; }
+  static INFER_PLAN_AVX512_VNNI __m256i offset(uint32_t packed) {
+    return _mm256_madd_epi16(_mm256_set1_epi32(static_cast<int32_t>(packed)), _mm256_set1_epi16(1));
+  }
   static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
 };
-struct MXFP4Group {
+template <int32_t kBias, const std::array<uint8_t, 16>& kTable>
+struct TableGroup {  // the table's entry; the shift kBias times the block's activation sum
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kTable.data())));
+    return _mm256_shuffle_epi8(table, nibbles);
+  }
+  static INFER_PLAN_AVX512_VNNI __m256i offset(uint32_t sum) {
+    return _mm256_set1_epi32(kBias * static_cast<int32_t>(sum));
+  }
+};
+struct IQ4_NLGroup : TableGroup<128, kIq4Unsigned> {
+  static constexpr uint64_t kScaleBytes = 2;
+  static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
+};
+struct MXFP4Group : TableGroup<12, kMxfp4Unsigned> {
   static constexpr uint64_t kScaleBytes = 1;
-  static constexpr int32_t kBias = 12;
-  static const uint8_t* table() { return kMxfp4Unsigned.data(); }
   // The eight exponent bytes as mxfp4_scale gives them, 2^(e - 128): the float 2^(e - 127) (bits
   // e << 23) halved, exact down to e = 1 (2^-127, a subnormal); e = 0 (2^-128, which e << 23 would
   // make 0) is patched where a block has one.
@@ -1073,13 +1058,11 @@ struct MXFP4Group {
 };
 
 template <class G, int T>
-INFER_PLAN_AVX512_VNNI void table_interleaved_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
-                                                        const uint32_t* offsets, uint64_t blocks, float* y,
-                                                        uint64_t y_stride) {
+INFER_PLAN_AVX512_VNNI void nibble_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
+                                             const uint32_t* offsets, uint64_t blocks, float* y, uint64_t y_stride) {
   constexpr uint64_t kCodes = G::kScaleBytes * kInterleavedRows;
   constexpr uint64_t kBlockBytes = kCodes + 128;
   const float* fp16 = fp16_table();
-  const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(G::table())));
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -1089,8 +1072,8 @@ INFER_PLAN_AVX512_VNNI void table_interleaved_vnni_tile(const uint8_t* w, const 
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
     INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
       const __m256i codes = load256(wb + kCodes + 32 * k);
-      const __m256i low = _mm256_shuffle_epi8(table, _mm256_and_si256(codes, low4));
-      const __m256i high = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4));
+      const __m256i low = G::map(_mm256_and_si256(codes, low4));
+      const __m256i high = G::map(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low4));
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
         const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
         sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
@@ -1099,8 +1082,7 @@ INFER_PLAN_AVX512_VNNI void table_interleaved_vnni_tile(const uint8_t* w, const 
     }
     const __m256 dw = G::scales(wb);
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-      const auto sum_x = static_cast<int32_t>(offsets[t * blocks + b]);
-      const __m256i block = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(G::kBias * sum_x));
+      const __m256i block = _mm256_sub_epi32(sums[t], G::offset(offsets[t * blocks + b]));
       acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, fp16);
     }
   }
@@ -1108,23 +1090,8 @@ INFER_PLAN_AVX512_VNNI void table_interleaved_vnni_tile(const uint8_t* w, const 
 }
 
 template <class G>
-constexpr GroupTileFn kTableGroupTiles[kInterleavedTokens] = {
-    table_interleaved_vnni_tile<G, 1>, table_interleaved_vnni_tile<G, 2>, table_interleaved_vnni_tile<G, 3>,
-    table_interleaved_vnni_tile<G, 4>};
-
-// A GroupsDotFn for a type whose blocks are kBlockBytes in interleaved order (q4_0_interleaved's loop).
-template <const GroupTileFn* kTiles, uint64_t kBlockBytes>
-void table_interleaved(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride, const uint32_t* offsets,
-                       uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  const uint64_t blocks = cols / kQ8_0Values;
-  for (uint64_t g = 0; g < groups; ++g) {
-    for (uint64_t t = 0; t < tokens; t += kInterleavedTokens) {
-      const uint64_t size = std::min(kInterleavedTokens, tokens - t);
-      kTiles[size - 1](w + g * blocks * kBlockBytes, x + t * x_stride, x_stride, offsets + t * blocks, blocks,
-                       y + t * y_stride + g * kInterleavedRows, y_stride);
-    }
-  }
-}
+constexpr GroupTileFn kVnniTiles[kInterleavedTokens] = {nibble_vnni_tile<G, 1>, nibble_vnni_tile<G, 2>,
+                                                        nibble_vnni_tile<G, 3>, nibble_vnni_tile<G, 4>};
 
 // --- every type: register blocks over the rows, token groups over the tokens ------------------
 
@@ -1208,11 +1175,13 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
   if (!cpu_able()) return nullptr;
   const bool vnni = avx512_vnni && avx512_vnni_able();
   switch (weight_type) {
-    case GgmlType::Q4_0: return vnni ? q4_0_interleaved<kVnniGroupTiles> : q4_0_interleaved<kAvx2GroupTiles>;
+    case GgmlType::Q4_0:
+      return vnni ? interleaved_groups<kVnniTiles<Q4_0Group>, kGroupBlockBytes>
+                  : interleaved_groups<kAvx2GroupTiles, kGroupBlockBytes>;
     case GgmlType::IQ4_NL:
-      return vnni ? table_interleaved<kTableGroupTiles<IQ4_NLGroup>, kInterleavedRows * kIQ4_NLBytes> : nullptr;
+      return vnni ? interleaved_groups<kVnniTiles<IQ4_NLGroup>, kInterleavedRows * kIQ4_NLBytes> : nullptr;
     case GgmlType::MXFP4:
-      return vnni ? table_interleaved<kTableGroupTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
+      return vnni ? interleaved_groups<kVnniTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
     default: return nullptr;
   }
 }
