@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
   g_target_bytes = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
   benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
   benchmark::AddCustomContext("weights_gib", std::to_string(gib));
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                        GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4,
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K,
+                        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                        GgmlType::IQ4_XS, GgmlType::MXFP4,
                         GgmlType::BF16, GgmlType::F16, GgmlType::F32})
     for (int threads : {1, 2})
       benchmark::RegisterBenchmark(("gemv/" + std::string(ggml_type_info(type).name) + "/threads:" +

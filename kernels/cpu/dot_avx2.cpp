@@ -295,8 +295,25 @@ INFER_PLAN_AVX512_BF16 void BF16DotKernel::tile(const uint8_t* w, uint64_t w_str
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) y[t * y_stride + r] = horizontal_sum16(acc[r][t]);
 }
 
-// --- Q8_0 and Q4_0 weights by Q8_0 activations ------------------------------------------------
+// --- Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 weights by Q8_0 activations ----------------
 
+// Q4_0's 16 nibble bytes at `qs` as codes 0..15 in value order: the bytes go to both halves of a
+// register, one variable shift (0 bits low, 4 bits high) puts the high nibbles in place, a mask.
+INFER_PLAN_AVX2 inline __m256i nibbles32(const uint8_t* qs) {
+  const __m256i bytes = _mm256_broadcastsi128_si256(load128(qs));
+  return _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+// The fifth bits of a 32-value run (value j's at bit j of the 4 bytes at `qh`) as 16 or 0 per byte:
+// byte j takes qh's byte j / 8 and tests its bit j % 8.
+INFER_PLAN_AVX2 inline __m256i fifth_bits32(const uint8_t* qh) {
+  uint32_t word;
+  std::memcpy(&word, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(word)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+}
 // A block's 32 weight codes as signed bytes in value order, and its fp16 scale's offset.
 // Q8_0 {fp16 d; int8 qs[32]}: the codes as stored (-127..127).
 struct Q8_0Codes {
@@ -305,38 +322,47 @@ struct Q8_0Codes {
   static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
 // Q4_0 {fp16 d; u8 qs[16]}: value j is the low nibble of byte j, value j + 16 the high nibble, each
-// minus 8. The 16 bytes go to both halves of a register, one variable shift (0 bits low, 4 bits
-// high) puts the high nibbles in place, the mask leaves 0..15 in value order, minus 8: -8..7.
+// minus 8: -8..7.
 struct Q4_0Codes {
   static constexpr uint64_t kBytes = kQ4_0Bytes;
   static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
-    const __m256i bytes = _mm256_broadcastsi128_si256(load128(block + kQ4_0Qs));
-    const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
-                                             _mm256_set1_epi8(0x0F));
-    return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+    return _mm256_sub_epi8(nibbles32(block + kQ4_0Qs), _mm256_set1_epi8(8));
   }
   static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
-// Q5_0 {fp16 d; u8 qh[4]; u8 qs[16]}: Q4_0's nibbles with a fifth bit from qh (value j's at bit j),
-// minus 16. The 32 bits spread to one byte each (byte j from qh's byte j / 8, tested against its
-// bit j % 8), then OR'ed in as 16.
+// Q5_0 {fp16 d; u8 qh[4]; u8 qs[16]}: Q4_0's nibbles with a fifth bit from qh, minus 16.
 struct Q5_0Codes {
   static constexpr uint64_t kBytes = kQ5_0Bytes;
   static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
-    const __m256i bytes = _mm256_broadcastsi128_si256(load128(block + kQ5_0Qs));
-    const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
-                                             _mm256_set1_epi8(0x0F));
-    uint32_t qh_word;
-    std::memcpy(&qh_word, block + kQ5_0Qh, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int32_t>(qh_word)),
-        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
-    const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles, high), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(block + kQ5_0Qs), fifth_bits32(block + kQ5_0Qh)),
+                           _mm256_set1_epi8(16));
   }
   static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block); }
 };
+// Q4_1 {fp16 d, m; u8 qs[16]} and Q5_1 {fp16 d, m; u8 qh[4]; u8 qs[16]}: codes 0..15 or 0..31 as
+// they are; each value is d code + m, so q0_block adds m d_x sum(x codes) beside (kMin).
+struct Q4_1Codes {
+  static constexpr uint64_t kBytes = kQ4_1Bytes;
+  static constexpr bool kMin = true;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) { return nibbles32(block + kQ4_1Qs); }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block + kQ4_1D); }
+  static const float* min(const uint8_t* block, const float* table) { return fp16_entry(table, block + kQ4_1M); }
+};
+struct Q5_1Codes {
+  static constexpr uint64_t kBytes = kQ5_1Bytes;
+  static constexpr bool kMin = true;
+  static INFER_PLAN_AVX2 __m256i codes(const uint8_t* block) {
+    return _mm256_or_si256(nibbles32(block + kQ5_1Qs), fifth_bits32(block + kQ5_1Qh));
+  }
+  static const float* scale(const uint8_t* block, const float* table) { return fp16_entry(table, block + kQ5_1D); }
+  static const float* min(const uint8_t* block, const float* table) { return fp16_entry(table, block + kQ5_1M); }
+};
+// Whether a codes type carries a minimum (Q4_1, Q5_1) beside its scale.
+template <class C>
+constexpr bool has_min() {
+  if constexpr (requires { C::kMin; }) return C::kMin;
+  return false;
+}
 static_assert(kQ5_0D == 0 && kQ5_0Values == kQ8_0Values, "d first, one activation block per block");
 
 // IQ4_NL {fp16 d; u8 qs[16]}: Q4_0's nibbles, each an index into the table of 16 signed values.
@@ -344,10 +370,7 @@ INFER_PLAN_AVX2 inline __m256i iq4_table() {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
 }
 INFER_PLAN_AVX2 inline __m256i iq4_codes(const uint8_t* qs, __m256i table) {
-  const __m256i bytes = _mm256_broadcastsi128_si256(load128(qs));
-  const __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi32(bytes, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
-                                           _mm256_set1_epi8(0x0F));
-  return _mm256_shuffle_epi8(table, nibbles);
+  return _mm256_shuffle_epi8(table, nibbles32(qs));
 }
 struct IQ4_NLCodes {
   static constexpr uint64_t kBytes = kIQ4_NLBytes;
@@ -383,6 +406,8 @@ static_assert(kQ4_0Values == kQ8_0Values, "one activation block per weight block
 // the R rows, the weight codes are decoded once per block and shared by the T tokens. Activation
 // codes are in -127..127 (our quantizers and ggml's never write -128), so the 16-bit pair sums
 // stay within 2 * 127 * 127.
+// Q4_1 and Q5_1 (codes 0..31, each value d code + m) add m d_x times the block's activation codes
+// summed in the same eight lanes: d_w d_x sum(q x) + m_w d_x sum(x), ggml's terms.
 //
 // The rows prefetch the next register block as they go (see kPrefetchBytes).
 template <class C, int R, int T>
@@ -396,11 +421,19 @@ INFER_PLAN_AVX2 __attribute__((always_inline)) inline void q0_block(__m256 (&acc
     const __m256i xq = load256(xb + kQ8_0Qs);
     const __m256i x_abs = _mm256_abs_epi8(xq);
     const __m256 dx = _mm256_broadcast_ss(fp16_entry(table, xb));
+    __m256 x_sums = _mm256_setzero_ps();  // Q4_1, Q5_1: the block's activation codes summed in 8 lanes
+    if constexpr (has_min<C>())
+      x_sums = _mm256_cvtepi32_ps(
+          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), _mm256_set1_epi16(1)));
     INFER_PLAN_UNROLL for (int r = 0; r < R; ++r) {
       const __m256i pairs = _mm256_maddubs_epi16(x_abs, _mm256_sign_epi8(codes[r], xq));
       const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
       const __m256 d = _mm256_mul_ps(_mm256_broadcast_ss(C::scale(w + r * w_stride, table)), dx);
       acc[r][t] = _mm256_fmadd_ps(lanes, d, acc[r][t]);
+      if constexpr (has_min<C>()) {
+        const __m256 m = _mm256_mul_ps(_mm256_broadcast_ss(C::min(w + r * w_stride, table)), dx);
+        acc[r][t] = _mm256_fmadd_ps(x_sums, m, acc[r][t]);
+      }
     }
   }
 }
@@ -1147,6 +1180,8 @@ RowsDotFn avx2_rows_dot(GgmlType weight_type, bool avx512) {
     case GgmlType::Q8_0: return blocked_product<Q0Kernel<Q8_0Codes>>;
     case GgmlType::Q4_0: return blocked_product<Q0Kernel<Q4_0Codes>>;
     case GgmlType::Q5_0: return blocked_product<Q0Kernel<Q5_0Codes>>;
+    case GgmlType::Q4_1: return blocked_product<Q0Kernel<Q4_1Codes>>;
+    case GgmlType::Q5_1: return blocked_product<Q0Kernel<Q5_1Codes>>;
     case GgmlType::Q2_K: return blocked_product<Q2KKernel>;
     case GgmlType::Q3_K: return blocked_product<Q3KKernel>;
     case GgmlType::Q4_K: return blocked_product<KScaleMinKernel<4>>;
