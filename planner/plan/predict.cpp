@@ -428,13 +428,22 @@ double solve_serving_rate(const ResolvedPlan& rp) {
   };
   // The same seed at every rate scales one set of arrival gaps (common random numbers), so what is
   // in the system grows with the rate: bracket it by doubling, then bisect the logarithm.
+  // Past some rate the load's requests all but arrive at once and what is in the system stops
+  // growing: a doubling that adds less than 0.5% ends the search there.
   double lo = 1, hi = 1;
   for (int i = 0; i < 60 && in_system_at(lo) > target; ++i) lo /= 2;
-  for (int i = 0; i < 60 && in_system_at(hi) < target; ++i) hi *= 2;
-  if (in_system_at(hi) < target * 0.99)
+  double at_hi = in_system_at(hi);
+  for (int i = 0; i < 60 && at_hi < target; ++i) {
+    const double next = in_system_at(hi * 2);
+    hi *= 2;
+    const bool saturated = at_hi > 0 && next < at_hi * 1.005;
+    at_hi = next;
+    if (saturated) break;
+  }
+  if (at_hi < target * 0.99)
     throw InputError(fmt::format("plan: load.in_system {:g}: no arrival rate keeps that many in the system (at {:.3g} "
                                  "req/s, {:.3g}); at most the load's {} requests, or the server's batch and queue",
-                                 target, hi, in_system_at(hi), plan.load->requests));
+                                 target, hi, at_hi, plan.load->requests));
   for (int i = 0; i < 60 && hi / lo > 1.0001; ++i) {
     const double mid = std::sqrt(lo * hi);
     (in_system_at(mid) < target ? lo : hi) = mid;
