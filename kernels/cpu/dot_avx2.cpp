@@ -1016,15 +1016,17 @@ constexpr GroupTileFn kAvx2GroupTiles[kInterleavedTokens] = {q4_0_interleaved_ti
 // A GroupsDotFn for a type whose blocks take kBlockBytes in interleaved order: each group in turn
 // (its bytes stay in L1 or L2), tokens over it in groups of at most kInterleavedTokens, each group's
 // tile from kTiles (by token count).
-template <const GroupTileFn* kTiles, uint64_t kBlockBytes>
+// kBlockValues: values per block (the activations' blocks too); offsets: none for Q8_K activations.
+template <const GroupTileFn* kTiles, uint64_t kBlockBytes, uint64_t kBlockValues = kQ8_0Values>
 void interleaved_groups(const uint8_t* w, uint64_t groups, const uint8_t* x, uint64_t x_stride,
                         const uint32_t* offsets, uint64_t tokens, uint64_t cols, float* y, uint64_t y_stride) {
-  const uint64_t blocks = cols / kQ8_0Values;
+  const uint64_t blocks = cols / kBlockValues;
   for (uint64_t g = 0; g < groups; ++g) {
     for (uint64_t t = 0; t < tokens; t += kInterleavedTokens) {
       const uint64_t size = std::min(kInterleavedTokens, tokens - t);
-      kTiles[size - 1](w + g * blocks * kBlockBytes, x + t * x_stride, x_stride, offsets + t * blocks, blocks,
-                       y + t * y_stride + g * kInterleavedRows, y_stride);
+      kTiles[size - 1](w + g * blocks * kBlockBytes, x + t * x_stride, x_stride,
+                       offsets ? offsets + t * blocks : nullptr, blocks, y + t * y_stride + g * kInterleavedRows,
+                       y_stride);
     }
   }
 }
@@ -1126,6 +1128,101 @@ template <class G>
 constexpr GroupTileFn kVnniTiles[kInterleavedTokens] = {nibble_vnni_tile<G, 1>, nibble_vnni_tile<G, 2>,
                                                         nibble_vnni_tile<G, 3>, nibble_vnni_tile<G, 4>};
 
+// --- Q4_K and Q5_K in interleaved order by Q8_K activations (AVX-512 VNNI) ----------------------
+
+// Per block of eight rows and token: each 32-value sub-block j as a Q4_0 group (eight vpdpbusd of
+// codes 0..15, Q5_K's 0..31 with the fifth bits ORed in, by broadcast activations leave row r's
+// integer sum in lane r, at most 32 * 31 * 127), times the rows' 6-bit scales (vpmulld, exact: the
+// block's sum stays within 8 * 63 * 125984 < 2^31); the
+// mins' term sum_j min_j * (Q8_K's two 16-value sums of sub-block j) by vpdpwssd on 16-bit pairs;
+// then d * sum - dmin * mins, times d_x, as ggml's vec_dot_q4_K_q8_K: each (row, token) the same
+// integer sums and float operations whatever the tokens beside it.
+// pshufb masks: bytes 2h and 2h + 1 of every 32-bit lane zero-extended to the lane's low and high
+// 16 bits (h = 0, 1): a lane's four mins as the two pairs vpdpwssd takes.
+alignas(32) constexpr std::array<std::array<uint8_t, 32>, 2> kBytePairs = [] {
+  std::array<std::array<uint8_t, 32>, 2> m{};
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 32; i += 4) {
+      const int lane = i % 16;  // the lane's first byte within its 128-bit half, where pshufb indexes
+      m[h][i] = static_cast<uint8_t>(lane + 2 * h);
+      m[h][i + 1] = 0x80;
+      m[h][i + 2] = static_cast<uint8_t>(lane + 2 * h + 1);
+      m[h][i + 3] = 0x80;
+    }
+  return m;
+}();
+
+template <int Bits, int T>
+INFER_PLAN_AVX512_VNNI void k_scale_min_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
+                                                  const uint32_t*, uint64_t blocks, float* y, uint64_t y_stride) {
+  constexpr uint64_t kBlockBytes = kInterleavedRows * (Bits == 4 ? kQ4_KBytes : kQ5_KBytes);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(0x3F), low2 = _mm256_set1_epi8(0x03);
+  const __m256i byte0 = _mm256_set1_epi32(0xFF);
+  __m256 acc[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kBlockBytes;
+    // the eight rows' scales 0-3 and 4-7, mins 0-3 and 4-7, four 6-bit values per 32-bit lane, as
+    // k_scale_min: the low six bits of words 0 and 1, and word 2's nibbles below their top two bits
+    const __m256i u0 = load256(wb + kKGroupScales), u1 = load256(wb + kKGroupScales + 32);
+    const __m256i u2 = load256(wb + kKGroupScales + 64);
+    const __m256i scales_lo = _mm256_and_si256(u0, low6), mins_lo = _mm256_and_si256(u1, low6);
+    const __m256i scales_hi = _mm256_or_si256(_mm256_and_si256(u2, low4),
+                                              _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
+    const __m256i mins_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
+                                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
+    __m256i isum[T];
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    INFER_PLAN_UNROLL for (int j = 0; j < 8; ++j) {
+      const uint8_t* codes_at = wb + kKGroupCodes + 128 * j;
+      [[maybe_unused]] const __m256i fifths = Bits == 5 ? load256(wb + kKGroupFifths + 32 * j) : _mm256_setzero_si256();
+      __m256i sub[T];
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sub[t] = _mm256_setzero_si256();
+      INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
+        const __m256i codes = load256(codes_at + 32 * k);
+        __m256i low = _mm256_and_si256(codes, low4);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+        if constexpr (Bits == 5) {  // bits k and 4 + k of the fifth-bit bytes, to bit 4 of the codes
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          low = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(fifths, 4 - k), bit4));
+          high = _mm256_or_si256(high, _mm256_and_si256(_mm256_srli_epi16(fifths, k), bit4));
+        }
+        INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+          const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * j + 8 * k;
+          sub[t] = _mm256_dpbusd_epi32(sub[t], low, broadcast4(xq));
+          sub[t] = _mm256_dpbusd_epi32(sub[t], high, broadcast4(xq + 4));
+        }
+      }
+      const __m256i scale = _mm256_and_si256(_mm256_srli_epi32(j < 4 ? scales_lo : scales_hi, 8 * (j % 4)), byte0);
+      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(sub[t], scale));
+    }
+    // mins (2i, 2i + 1) as 16-bit pairs in every row's lane: (0, 1), (2, 3), (4, 5), (6, 7)
+    const __m256i pairs0 = load256(kBytePairs[0].data()), pairs1 = load256(kBytePairs[1].data());
+    const __m256i mins01 = _mm256_shuffle_epi8(mins_lo, pairs0), mins23 = _mm256_shuffle_epi8(mins_lo, pairs1);
+    const __m256i mins45 = _mm256_shuffle_epi8(mins_hi, pairs0), mins67 = _mm256_shuffle_epi8(mins_hi, pairs1);
+    const __m256 d = _mm256_cvtph_ps(load128(wb + kKGroupD)), dmin = _mm256_cvtph_ps(load128(wb + kKGroupDmin));
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
+      // sub-block j's activation sum: bsums 2j + 2j + 1, eight 16-bit sums, then pairs of them
+      const __m256i bsums = load256(xb + kQ8_KBsums);
+      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+      __m256i mins_dot = _mm256_setzero_si256();
+      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins01, _mm256_broadcastd_epi32(sums));
+      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins23, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 4)));
+      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins45, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 8)));
+      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins67, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 12)));
+      __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
+      block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
+      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
+    }
+  }
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+template <int Bits>
+constexpr GroupTileFn kKVnniTiles[kInterleavedTokens] = {k_scale_min_vnni_tile<Bits, 1>, k_scale_min_vnni_tile<Bits, 2>,
+                                                         k_scale_min_vnni_tile<Bits, 3>, k_scale_min_vnni_tile<Bits, 4>};
+
 // --- every type: register blocks over the rows, token groups over the tokens ------------------
 
 // Rows in register blocks of K::kRows[T], leftover rows one at a time.
@@ -1217,6 +1314,10 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
       return vnni ? interleaved_groups<kVnniTiles<IQ4_NLGroup>, kInterleavedRows * kIQ4_NLBytes> : nullptr;
     case GgmlType::MXFP4:
       return vnni ? interleaved_groups<kVnniTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
+    case GgmlType::Q4_K:
+      return vnni ? interleaved_groups<kKVnniTiles<4>, kInterleavedRows * kQ4_KBytes, kQ4_KValues> : nullptr;
+    case GgmlType::Q5_K:
+      return vnni ? interleaved_groups<kKVnniTiles<5>, kInterleavedRows * kQ5_KBytes, kQ5_KValues> : nullptr;
     default: return nullptr;
   }
 }

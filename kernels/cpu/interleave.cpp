@@ -19,6 +19,9 @@ struct NibbleBlock {
 static_assert(kQ4_0D == 0 && kQ4_0Qs == 2 && kIQ4_NLD == 0 && kIQ4_NLQs == 2 && kMXFP4E == 0 && kMXFP4Qs == 1,
               "a scale field at the block's start, then the nibbles");
 static_assert(kQ4_0Bytes * kInterleavedRows == 2 * kInterleavedRows + 128, "a group's block: 8 scales, 128 code bytes");
+static_assert(kKGroupCodes + 128 * kQ4_KValues / kQ4_KSubValues == kInterleavedRows * kQ4_KBytes &&
+                  kKGroupFifths + 256 == kInterleavedRows * kQ5_KBytes,
+              "a K group's block: 128 header bytes, 8 sub-blocks of 128 code bytes, Q5_K's 256 fifth-bit bytes");
 
 NibbleBlock nibble_block(GgmlType type) {
   return type == GgmlType::MXFP4 ? NibbleBlock{kMXFP4Bytes, 1} : NibbleBlock{kQ4_0Bytes, 2};
@@ -66,10 +69,97 @@ void deinterleave_group_rows(NibbleBlock nb, const uint8_t* group, uint64_t row_
   }
 }
 
+// Q4_K and Q5_K: where a block's fields lie (Q4_K has no fifth bits).
+struct KBlock {
+  uint32_t bytes, qs, qh;
+  bool fifth;
+};
+KBlock k_block(GgmlType type) {
+  return type == GgmlType::Q5_K ? KBlock{kQ5_KBytes, kQ5_KQs, kQ5_KQh, true} : KBlock{kQ4_KBytes, kQ4_KQs, 0, false};
+}
+static_assert(kQ4_KD == kQ5_KD && kQ4_KDmin == kQ5_KDmin && kQ4_KScales == kQ5_KScales, "one header for both");
+
+// Value v's code (0..31) of a block: the low four bits as Q4_K places them (the 64 values of chunk
+// v / 64 share 32 bytes, the first 32 in their low nibbles), Q5_K's fifth bit in byte v % 32 of qh.
+uint8_t k_code(const uint8_t* block, KBlock kb, uint32_t v) {
+  const uint8_t byte = block[kb.qs + 32 * (v / 64) + v % 32];
+  const uint8_t low = v % 64 < 32 ? byte & 0x0F : byte >> 4;
+  if (!kb.fifth) return low;
+  const uint32_t bit = 2 * (v / 64) + (v % 64 < 32 ? 0 : 1);
+  return static_cast<uint8_t>(low | ((block[kb.qh + v % 32] >> bit) & 1) << 4);
+}
+
+// Where value 32j + 8k + i (low nibble, fifth bit k) or 32j + 8k + 4 + i (high nibble, bit 4 + k)
+// of row r lies in a group's block, for i < 4: the code byte and the fifth-bit byte.
+uint64_t k_code_at(uint32_t j, uint32_t k, uint64_t r, uint32_t i) { return kKGroupCodes + 128 * j + 32 * k + 4 * r + i; }
+uint64_t k_fifth_at(uint32_t j, uint64_t r, uint32_t i) { return kKGroupFifths + 32 * j + 4 * r + i; }
+
+// Q4_K's or Q5_K's eight GGML rows into one group (interleave.hpp describes the group's block), and back.
+void interleave_k_group(KBlock kb, const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
+  for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * kb.bytes) {
+    if (kb.fifth) std::memset(out + kKGroupFifths, 0, 256);
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      const uint8_t* block = rows + r * row_bytes + b * kb.bytes;
+      std::memcpy(out + kKGroupD + 2 * r, block + kQ4_KD, 2);
+      std::memcpy(out + kKGroupDmin + 2 * r, block + kQ4_KDmin, 2);
+      for (uint32_t word = 0; word < 3; ++word)
+        std::memcpy(out + kKGroupScales + 32 * word + 4 * r, block + kQ4_KScales + 4 * word, 4);
+      for (uint32_t j = 0; j < kQ4_KValues / kQ4_KSubValues; ++j) {
+        for (uint32_t k = 0; k < 4; ++k) {
+          for (uint32_t i = 0; i < 4; ++i) {
+            const uint8_t low = k_code(block, kb, 32 * j + 8 * k + i), high = k_code(block, kb, 32 * j + 8 * k + 4 + i);
+            out[k_code_at(j, k, r, i)] = static_cast<uint8_t>((low & 0x0F) | (high & 0x0F) << 4);
+            if (kb.fifth) out[k_fifth_at(j, r, i)] |= static_cast<uint8_t>((low >> 4) << k | (high >> 4) << (4 + k));
+          }
+        }
+      }
+    }
+  }
+}
+
+void deinterleave_k_group(KBlock kb, const uint8_t* group, uint64_t row_bytes, uint64_t blocks, uint8_t* rows) {
+  for (uint64_t b = 0; b < blocks; ++b, group += kInterleavedRows * kb.bytes) {
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      uint8_t* block = rows + r * row_bytes + b * kb.bytes;
+      std::memcpy(block + kQ4_KD, group + kKGroupD + 2 * r, 2);
+      std::memcpy(block + kQ4_KDmin, group + kKGroupDmin + 2 * r, 2);
+      for (uint32_t word = 0; word < 3; ++word)
+        std::memcpy(block + kQ4_KScales + 4 * word, group + kKGroupScales + 32 * word + 4 * r, 4);
+      uint8_t codes[kQ4_KValues];
+      for (uint32_t j = 0; j < kQ4_KValues / kQ4_KSubValues; ++j) {
+        for (uint32_t k = 0; k < 4; ++k) {
+          for (uint32_t i = 0; i < 4; ++i) {
+            const uint8_t byte = group[k_code_at(j, k, r, i)];
+            const uint8_t fifths = kb.fifth ? group[k_fifth_at(j, r, i)] : 0;
+            codes[32 * j + 8 * k + i] = static_cast<uint8_t>((byte & 0x0F) | ((fifths >> k) & 1) << 4);
+            codes[32 * j + 8 * k + 4 + i] = static_cast<uint8_t>((byte >> 4) | ((fifths >> (4 + k)) & 1) << 4);
+          }
+        }
+      }
+      if (kb.fifth) std::memset(block + kb.qh, 0, kQ5_KValues / 8);
+      for (uint32_t v = 0; v < kQ4_KValues; ++v) {
+        uint8_t& byte = block[kb.qs + 32 * (v / 64) + v % 32];
+        const uint8_t low = codes[v] & 0x0F;
+        byte = v % 64 < 32 ? static_cast<uint8_t>((byte & 0xF0) | low) : static_cast<uint8_t>((byte & 0x0F) | low << 4);
+        if (kb.fifth) block[kb.qh + v % 32] |= static_cast<uint8_t>((codes[v] >> 4) << (2 * (v / 64) + (v % 64 < 32 ? 0 : 1)));
+      }
+    }
+  }
+}
+
+bool k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
+
+// Eight GGML rows of `type` (row_bytes apart, `cols` values) into one interleaved group.
+void interleave_one(GgmlType type, const uint8_t* plain, uint64_t row_bytes, uint64_t cols, uint8_t* group) {
+  if (k_quant(type)) return interleave_k_group(k_block(type), plain, row_bytes, cols / kQ4_KValues, group);
+  interleave_group(nibble_block(type), plain, row_bytes, cols / kQ4_0Values, group);
+}
+
 }  // namespace
 
 bool can_interleave(GgmlType type, uint64_t rows) {
-  const bool nibbles = type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4;
+  const bool nibbles =
+      type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 || k_quant(type);
   return nibbles && rows > 0 && rows % kInterleavedRows == 0;
 }
 
@@ -84,15 +174,16 @@ void interleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols)
   for (uint64_t g = 0; g < rows / kInterleavedRows; ++g) {
     uint8_t* group = data + g * plain.size();
     std::memcpy(plain.data(), group, plain.size());
-    interleave_group(nibble_block(type), plain.data(), row_bytes, cols / kQ4_0Values, group);
+    interleave_one(type, plain.data(), row_bytes, cols, group);
   }
 }
 
 void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint64_t group, uint8_t* out) {
   assert(can_interleave(type, kInterleavedRows));
   const uint64_t row_bytes = ggml_row_bytes(type, cols, "interleave");
-  deinterleave_group_rows(nibble_block(type), data + group * kInterleavedRows * row_bytes, row_bytes,
-                          cols / kQ4_0Values, out);
+  const uint8_t* at = data + group * kInterleavedRows * row_bytes;
+  if (k_quant(type)) return deinterleave_k_group(k_block(type), at, row_bytes, cols / kQ4_KValues, out);
+  deinterleave_group_rows(nibble_block(type), at, row_bytes, cols / kQ4_0Values, out);
 }
 
 void deinterleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols) {

@@ -12,6 +12,14 @@
 // i = 0..3 the byte (k, r, i) = code(r, 8k + i) | code(r, 8k + 4 + i) << 4, codes 0..15 (Q4_0:
 // value = d * (code - 8); IQ4_NL and MXFP4: the table's entry). A 32-byte load k thus holds values
 // 8k..8k+3 of all eight rows in its low nibbles and 8k+4..8k+7 in its high ones.
+//
+// Q4_K and Q5_K (where the CPU has AVX-512 VNNI): per group and 256-value block b, 1152 bytes: the eight
+// rows' fp16 d (16 bytes), their fp16 dmin (16), the rows' twelve scale bytes as three 32-byte
+// words w = 0..2 (row r's bytes 4w..4w+3 at 32w + 4r: one load holds a word of every row, so the
+// 6-bit scales and mins of the eight rows unpack in 32-bit lanes), then for each 32-value sub-block
+// j the 128 bytes of a Q4_0 group's codes (values 32j + 8k + i and 32j + 8k + 4 + i of row r in
+// byte 32k + 4r + i): their low four bits. Q5_K (1408 bytes) adds for each sub-block j 32 bytes of
+// fifth bits: byte 4r + i holds value 32j + 8k + i's in bit k and 32j + 8k + 4 + i's in bit 4 + k.
 #pragma once
 #include <cstdint>
 
@@ -20,6 +28,8 @@
 namespace infer_plan::kernels {
 
 inline constexpr uint64_t kInterleavedRows = 8;
+// Q4_K's and Q5_K's group block, as above
+inline constexpr uint64_t kKGroupD = 0, kKGroupDmin = 16, kKGroupScales = 32, kKGroupCodes = 128, kKGroupFifths = 1152;
 
 // How a weight matrix's rows lie in memory: GGML's order, or interleaved as above.
 enum class RowOrder { ggml, interleaved };

@@ -466,7 +466,7 @@ void matmul_rows(GgmlType weight_type, const uint8_t* weights, uint64_t rows, co
     return;
   }
   assert(can_interleave(weight_type, rows) && row_begin % kInterleavedRows == 0 && row_end % kInterleavedRows == 0);
-  assert(x.offsets.size() == x.batch * (x.cols / kQ8_0Values));
+  assert(x.type == GgmlType::Q8_K || x.offsets.size() == x.batch * (x.cols / kQ8_0Values));
   const uint64_t first = row_begin / kInterleavedRows, groups = (row_end - row_begin) / kInterleavedRows;
   const uint64_t group_bytes = kInterleavedRows * row_bytes;
   const GroupsDotFn groups_dot =

@@ -14,6 +14,7 @@
 #include "kernels/cpu/interleave.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "tests/kernels/matmul_tolerance.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::kernels;
@@ -124,7 +125,60 @@ TEST_CASE("interleaved IQ4_NL and MXFP4: the scale fields first, the same bytes,
   }
 }
 
-TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4) match the GGML-order reference, both paths, batch = tokens") {
+TEST_CASE("interleaved Q4_K: the rows' d, dmin and scale words first, then each sub-block as Q4_0's, and back") {
+  constexpr uint64_t rows = 16, cols = 512;
+  CHECK(can_interleave(GgmlType::Q4_K, rows));
+  CHECK_FALSE(can_interleave(GgmlType::Q4_K, 12));
+  const std::vector<uint8_t> plain = quantized_matrix(GgmlType::Q4_K, rows, cols, 31);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::Q4_K, mixed.data(), rows, cols);
+  CHECK(mixed != plain);
+  const uint64_t row_bytes = ggml_row_bytes(GgmlType::Q4_K, cols, "test");
+  REQUIRE(row_bytes == 2 * 144);
+  // Group 1, block 1 (at 8 rows x 288 bytes + 8 x 144): row 3's d, dmin and scale bytes 4..7 (word 1).
+  const uint8_t* group1_block1 = mixed.data() + 8 * row_bytes + 8 * 144;
+  const uint8_t* row11_block1 = plain.data() + 11 * row_bytes + 144;  // GGML: d 0, dmin 2, scales 4..15
+  for (int i = 0; i < 2; ++i) {
+    CHECK(group1_block1[2 * 3 + i] == row11_block1[i]);
+    CHECK(group1_block1[16 + 2 * 3 + i] == row11_block1[2 + i]);
+  }
+  for (int i = 0; i < 4; ++i) CHECK(group1_block1[32 + 32 * 1 + 4 * 3 + i] == row11_block1[4 + 4 + i]);
+  // Sub-block 3 (values 96..127: chunk 1's high nibbles, GGML bytes 16 + 32 + 0..31), k = 2, row 5,
+  // i = 1: values 96 + 17 (low nibble) and 96 + 21 (high) of row 5, block 0 of group 0.
+  const uint8_t* row5 = plain.data() + 5 * row_bytes;
+  const int v113 = row5[16 + 32 + 17] >> 4, v117 = row5[16 + 32 + 21] >> 4;
+  CHECK(mixed[128 + 128 * 3 + 32 * 2 + 4 * 5 + 1] == (v113 | v117 << 4));
+  // Sub-block 0 holds chunk 0's low nibbles: value 2 (k = 0, i = 2) of row 0.
+  CHECK((mixed[128 + 2] & 0x0F) == (plain[16 + 2] & 0x0F));
+  deinterleave_rows(GgmlType::Q4_K, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("interleaved Q5_K: Q4_K's order for the low four bits, each sub-block's fifth bits after, and back") {
+  constexpr uint64_t rows = 8, cols = 256;
+  CHECK(can_interleave(GgmlType::Q5_K, rows));
+  const std::vector<uint8_t> plain = quantized_matrix(GgmlType::Q5_K, rows, cols, 32);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::Q5_K, mixed.data(), rows, cols);
+  CHECK(mixed != plain);
+  // Row 6's values 96 + 17 = 113 and 117 (sub-block 3, k = 2, i = 1), GGML: low bits in chunk 1's
+  // high nibbles (qs at 48: byte 48 + 32 + 17), fifth bits in qh (at 16) byte 17 and 21, bit 2 * 1 + 1.
+  const uint8_t* row6 = plain.data() + 6 * 176;
+  const int v113 = (row6[48 + 32 + 17] >> 4) | ((row6[16 + 17] >> 3) & 1) << 4;
+  const int v117 = (row6[48 + 32 + 21] >> 4) | ((row6[16 + 21] >> 3) & 1) << 4;
+  CHECK(mixed[128 + 128 * 3 + 32 * 2 + 4 * 6 + 1] == ((v113 & 0x0F) | (v117 & 0x0F) << 4));
+  const uint8_t fifths = mixed[1152 + 32 * 3 + 4 * 6 + 1];  // bit k = 2: value 113's, bit 4 + k: 117's
+  CHECK(((fifths >> 2) & 1) == v113 >> 4);
+  CHECK(((fifths >> 6) & 1) == v117 >> 4);
+  // Some fifth bit is set somewhere, or the check above proves little.
+  uint64_t set = 0;
+  for (uint64_t i = 1152; i < 1408; ++i) set += mixed[i] != 0;
+  CHECK(set > 0);
+  deinterleave_rows(GgmlType::Q5_K, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K) match the GGML-order reference, both paths, batch = tokens") {
   struct Shape {
     uint64_t rows, cols;
   };
@@ -136,6 +190,8 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4) match the GGML-order refer
   std::vector<Case> cases;
   for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4})
     for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) cases.push_back({type, shape});
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K})
+    for (const Shape shape : {Shape{8, 256}, Shape{24, 512}, Shape{64, 4096}}) cases.push_back({type, shape});
   for (const Case& c : cases) {
     const GgmlType type = c.type;  // not a structured binding: CAPTURE's lambda takes it (clang 14)
     const Shape shape = c.shape;
@@ -155,10 +211,10 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4) match the GGML-order refer
     matmul_rows_reference(type, mixed.data(), shape.rows, x, 0, shape.rows, want_mixed.data(),
                           RowOrder::interleaved);
     CHECK(want_mixed == want);  // the reference reads the interleaved order back exactly
-    // Tolerance as test_matmul's: (blocks + 8) roundings of 2^-24 of the sum of |terms|.
-    const double rtol = static_cast<double>(shape.cols / 32 + 8) * 0x1p-24;
-    std::vector<float> w_row(shape.cols), x_row(shape.cols);
-    const uint64_t row_bytes = ggml_row_bytes(type, shape.cols, "test");
+    // Tolerance as test_matmul's: (blocks + 8) roundings of 2^-24 of the sum of |terms| (Q4_K's
+    // scale and min parts counted apart).
+    const double rtol = test::relative_tolerance(type, shape.cols);
+    const std::vector<double> magnitude = test::term_magnitudes(type, plain, shape.rows, x);
     for (bool scalar : {false, true}) {
       matmul_force_scalar(scalar);
       CAPTURE(matmul_implementation());
@@ -167,18 +223,11 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4) match the GGML-order refer
       matmul_rows(type, mixed.data(), shape.rows, x, 0, mid, got.data(), RowOrder::interleaved);
       matmul_rows(type, mixed.data(), shape.rows, x, mid, shape.rows, got.data(), RowOrder::interleaved);
       int mismatches = 0;
-      for (uint64_t r = 0; r < shape.rows; ++r) {
-        dequantize_row(type, std::span<const uint8_t>(plain.data() + r * row_bytes, row_bytes), w_row, "test");
-        for (uint64_t b = 0; b < batch; ++b) {
-          dequantize_row(x.type, std::span<const uint8_t>(x.row(b), x.row_bytes), x_row, "test");
-          double magnitude = 0;
-          for (uint64_t i = 0; i < shape.cols; ++i) magnitude += std::fabs(static_cast<double>(w_row[i]) * x_row[i]);
-          const double err = std::fabs(static_cast<double>(got[b * shape.rows + r]) - want[b * shape.rows + r]);
-          if (!(err <= rtol * magnitude) && ++mismatches <= 5) {
-            CAPTURE(r);
-            CAPTURE(b);
-            CHECK(got[b * shape.rows + r] == doctest::Approx(want[b * shape.rows + r]).epsilon(0));
-          }
+      for (uint64_t i = 0; i < got.size(); ++i) {
+        const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+        if (!(err <= rtol * magnitude[i]) && ++mismatches <= 5) {
+          CAPTURE(i);
+          CHECK(got[i] == doctest::Approx(want[i]).epsilon(0));
         }
       }
       CHECK(mismatches == 0);
