@@ -1128,15 +1128,16 @@ template <class G>
 constexpr GroupTileFn kVnniTiles[kInterleavedTokens] = {nibble_vnni_tile<G, 1>, nibble_vnni_tile<G, 2>,
                                                         nibble_vnni_tile<G, 3>, nibble_vnni_tile<G, 4>};
 
-// --- Q4_K and Q5_K in interleaved order by Q8_K activations (AVX-512 VNNI) ----------------------
+// --- Q4_K, Q5_K and IQ4_XS in interleaved order by Q8_K activations (AVX-512 VNNI) -------------
 
 // Per block of eight rows and token: each 32-value sub-block j as a Q4_0 group (eight vpdpbusd of
-// codes 0..15, Q5_K's 0..31 with the fifth bits ORed in, by broadcast activations leave row r's
-// integer sum in lane r, at most 32 * 31 * 127), times the rows' 6-bit scales (vpmulld, exact: the
-// block's sum stays within 8 * 63 * 125984 < 2^31); the
-// mins' term sum_j min_j * (Q8_K's two 16-value sums of sub-block j) by vpdpwssd on 16-bit pairs;
-// then d * sum - dmin * mins, times d_x, as ggml's vec_dot_q4_K_q8_K: each (row, token) the same
-// integer sums and float operations whatever the tokens beside it.
+// codes 0..15, Q5_K's 0..31 with the fifth bits ORed in, IQ4_XS's table entries 1..241, by
+// broadcast activations leave row r's integer sum in lane r, at most 32 * 241 * 127), times the
+// rows' scales (vpmulld, exact: a block's sum stays within 8 * 32 * 979424 < 2^31); the mins' term
+// (IQ4_XS: the table's shift) sum_j m_j * (Q8_K's two 16-value sums of sub-block j) by vpdpwssd on
+// 16-bit pairs; then d * sum - dmin * mins (IQ4_XS: d * (sum - shift)), times d_x, as ggml's
+// vec_dot_q4_K_q8_K and vec_dot_iq4_xs_q8_K: each (row, token) the same integer sums and float
+// operations whatever the tokens beside it.
 // pshufb masks: bytes 2h and 2h + 1 of every 32-bit lane zero-extended to the lane's low and high
 // 16 bits (h = 0, 1): a lane's four mins as the two pairs vpdpwssd takes.
 alignas(32) constexpr std::array<std::array<uint8_t, 32>, 2> kBytePairs = [] {
@@ -1152,76 +1153,143 @@ alignas(32) constexpr std::array<std::array<uint8_t, 32>, 2> kBytePairs = [] {
   return m;
 }();
 
-template <int Bits, int T>
-INFER_PLAN_AVX512_VNNI void k_scale_min_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
-                                                  const uint32_t*, uint64_t blocks, float* y, uint64_t y_stride) {
-  constexpr uint64_t kBlockBytes = kInterleavedRows * (Bits == 4 ? kQ4_KBytes : kQ5_KBytes);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(0x3F), low2 = _mm256_set1_epi8(0x03);
-  const __m256i byte0 = _mm256_set1_epi32(0xFF);
+// A type's part of the tile: where its codes lie, how a nibble becomes an unsigned byte (`map`), its
+// header unpacked once per block (`Header`), sub-block j's scale in the rows' lanes, the 16-bit pairs
+// (2i, 2i + 1) of what each sub-block's activation sum is multiplied by and taken off (`pairs`), and
+// the block's float sum from the integer ones (`finish`).
+struct Q4KGroup {  // codes as they are; 6-bit scales and mins; d * sum - dmin * mins
+  static constexpr uint64_t kBytes = kQ4_KBytes, kCodes = kKGroupCodes;
+  static constexpr bool kFifths = false;
+  struct Header {
+    __m256i scales_lo, scales_hi, mins_lo, mins_hi;  // four 6-bit values per 32-bit lane
+    __m256 d, dmin;
+  };
+  // as k_scale_min: the low six bits of words 0 and 1, and word 2's nibbles below their top two bits
+  static INFER_PLAN_AVX512_VNNI Header header(const uint8_t* wb) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(0x3F), low2 = _mm256_set1_epi8(0x03);
+    const __m256i u0 = load256(wb + kKGroupScales), u1 = load256(wb + kKGroupScales + 32);
+    const __m256i u2 = load256(wb + kKGroupScales + 64);
+    Header h;
+    h.scales_lo = _mm256_and_si256(u0, low6);
+    h.mins_lo = _mm256_and_si256(u1, low6);
+    h.scales_hi = _mm256_or_si256(_mm256_and_si256(u2, low4),
+                                  _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
+    h.mins_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
+                                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
+    h.d = _mm256_cvtph_ps(load128(wb + kKGroupD));
+    h.dmin = _mm256_cvtph_ps(load128(wb + kKGroupDmin));
+    return h;
+  }
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return nibbles; }
+  static INFER_PLAN_AVX512_VNNI __m256i scale(const Header& h, int j) {
+    return _mm256_and_si256(_mm256_srli_epi32(j < 4 ? h.scales_lo : h.scales_hi, 8 * (j % 4)), _mm256_set1_epi32(0xFF));
+  }
+  static INFER_PLAN_AVX512_VNNI void pairs(const Header& h, __m256i out[4]) {
+    const __m256i pairs0 = load256(kBytePairs[0].data()), pairs1 = load256(kBytePairs[1].data());
+    out[0] = _mm256_shuffle_epi8(h.mins_lo, pairs0);
+    out[1] = _mm256_shuffle_epi8(h.mins_lo, pairs1);
+    out[2] = _mm256_shuffle_epi8(h.mins_hi, pairs0);
+    out[3] = _mm256_shuffle_epi8(h.mins_hi, pairs1);
+  }
+  static INFER_PLAN_AVX512_VNNI __m256 finish(const Header& h, __m256i isum, __m256i mins) {
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), h.dmin, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), h.d));
+  }
+};
+struct Q5KGroup : Q4KGroup {  // and a fifth bit per code
+  static constexpr uint64_t kBytes = kQ5_KBytes;
+  static constexpr bool kFifths = true;
+};
+// IQ4_XS: IQ4_NL's table shifted by 128 (as IQ4_NLGroup), sub-block scales ls - 32 with ls the low
+// nibble from scales_l and two bits from scales_h; the shift comes off as 128 * scale * the
+// sub-block's activation sum, in integers: d * (sum - shift), as ggml's sums are exact.
+struct IQ4XSGroup {
+  static constexpr uint64_t kBytes = kIQ4_XSBytes, kCodes = kXSGroupCodes;
+  static constexpr bool kFifths = false;
+  struct Header {
+    __m256i low, high;  // each row's scales_l word and scales_h, in its lane
+    __m256 d;
+  };
+  static INFER_PLAN_AVX512_VNNI Header header(const uint8_t* wb) {
+    return {load256(wb + kXSGroupScalesL), _mm256_cvtepu16_epi32(load128(wb + kXSGroupScalesH)),
+            _mm256_cvtph_ps(load128(wb + kXSGroupD))};
+  }
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return IQ4_NLGroup::map(nibbles); }
+  static INFER_PLAN_AVX512_VNNI __m256i scale(const Header& h, int j) {
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(h.low, 4 * j), _mm256_set1_epi32(0x0F));
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(h.high, 2 * j), _mm256_set1_epi32(0x03));
+    return _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+  }
+  static INFER_PLAN_AVX512_VNNI void pairs(const Header& h, __m256i out[4]) {  // 128 * scale, within 16 bits
+    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+    INFER_PLAN_UNROLL for (int i = 0; i < 4; ++i) {
+      const __m256i pair = _mm256_or_si256(_mm256_and_si256(scale(h, 2 * i), low16), _mm256_slli_epi32(scale(h, 2 * i + 1), 16));
+      out[i] = _mm256_slli_epi16(pair, 7);
+    }
+  }
+  static INFER_PLAN_AVX512_VNNI __m256 finish(const Header& h, __m256i isum, __m256i shift) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, shift)), h.d);
+  }
+};
+
+template <class G, int T>
+INFER_PLAN_AVX512_VNNI void k_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, const uint32_t*,
+                                        uint64_t blocks, float* y, uint64_t y_stride) {
+  constexpr uint64_t kBlockBytes = kInterleavedRows * G::kBytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = w + b * kBlockBytes;
-    // the eight rows' scales 0-3 and 4-7, mins 0-3 and 4-7, four 6-bit values per 32-bit lane, as
-    // k_scale_min: the low six bits of words 0 and 1, and word 2's nibbles below their top two bits
-    const __m256i u0 = load256(wb + kKGroupScales), u1 = load256(wb + kKGroupScales + 32);
-    const __m256i u2 = load256(wb + kKGroupScales + 64);
-    const __m256i scales_lo = _mm256_and_si256(u0, low6), mins_lo = _mm256_and_si256(u1, low6);
-    const __m256i scales_hi = _mm256_or_si256(_mm256_and_si256(u2, low4),
-                                              _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
-    const __m256i mins_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
-                                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
+    const typename G::Header header = G::header(wb);
     __m256i isum[T];
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     INFER_PLAN_UNROLL for (int j = 0; j < 8; ++j) {
-      const uint8_t* codes_at = wb + kKGroupCodes + 128 * j;
-      [[maybe_unused]] const __m256i fifths = Bits == 5 ? load256(wb + kKGroupFifths + 32 * j) : _mm256_setzero_si256();
+      const uint8_t* codes_at = wb + G::kCodes + 128 * j;
+      [[maybe_unused]] const __m256i fifths = G::kFifths ? load256(wb + kKGroupFifths + 32 * j) : _mm256_setzero_si256();
       __m256i sub[T];
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sub[t] = _mm256_setzero_si256();
       INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
         const __m256i codes = load256(codes_at + 32 * k);
         __m256i low = _mm256_and_si256(codes, low4);
         __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-        if constexpr (Bits == 5) {  // bits k and 4 + k of the fifth-bit bytes, to bit 4 of the codes
+        if constexpr (G::kFifths) {  // bits k and 4 + k of the fifth-bit bytes, to bit 4 of the codes
           const __m256i bit4 = _mm256_set1_epi8(0x10);
           low = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(fifths, 4 - k), bit4));
           high = _mm256_or_si256(high, _mm256_and_si256(_mm256_srli_epi16(fifths, k), bit4));
         }
+        low = G::map(low);
+        high = G::map(high);
         INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
           const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * j + 8 * k;
           sub[t] = _mm256_dpbusd_epi32(sub[t], low, broadcast4(xq));
           sub[t] = _mm256_dpbusd_epi32(sub[t], high, broadcast4(xq + 4));
         }
       }
-      const __m256i scale = _mm256_and_si256(_mm256_srli_epi32(j < 4 ? scales_lo : scales_hi, 8 * (j % 4)), byte0);
+      const __m256i scale = G::scale(header, j);
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(sub[t], scale));
     }
-    // mins (2i, 2i + 1) as 16-bit pairs in every row's lane: (0, 1), (2, 3), (4, 5), (6, 7)
-    const __m256i pairs0 = load256(kBytePairs[0].data()), pairs1 = load256(kBytePairs[1].data());
-    const __m256i mins01 = _mm256_shuffle_epi8(mins_lo, pairs0), mins23 = _mm256_shuffle_epi8(mins_lo, pairs1);
-    const __m256i mins45 = _mm256_shuffle_epi8(mins_hi, pairs0), mins67 = _mm256_shuffle_epi8(mins_hi, pairs1);
-    const __m256 d = _mm256_cvtph_ps(load128(wb + kKGroupD)), dmin = _mm256_cvtph_ps(load128(wb + kKGroupDmin));
+    __m256i pairs[4];  // (2i, 2i + 1) as 16-bit pairs in every row's lane
+    G::pairs(header, pairs);
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
       const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
       // sub-block j's activation sum: bsums 2j + 2j + 1, eight 16-bit sums, then pairs of them
       const __m256i bsums = load256(xb + kQ8_KBsums);
       const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-      __m256i mins_dot = _mm256_setzero_si256();
-      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins01, _mm256_broadcastd_epi32(sums));
-      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins23, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 4)));
-      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins45, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 8)));
-      mins_dot = _mm256_dpwssd_epi32(mins_dot, mins67, _mm256_broadcastd_epi32(_mm_srli_si128(sums, 12)));
-      __m256 block = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), d);
-      block = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_dot), dmin, block);
+      __m256i off = _mm256_setzero_si256();
+      off = _mm256_dpwssd_epi32(off, pairs[0], _mm256_broadcastd_epi32(sums));
+      off = _mm256_dpwssd_epi32(off, pairs[1], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 4)));
+      off = _mm256_dpwssd_epi32(off, pairs[2], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 8)));
+      off = _mm256_dpwssd_epi32(off, pairs[3], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 12)));
+      const __m256 block = G::finish(header, isum[t], off);
       acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
     }
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-template <int Bits>
-constexpr GroupTileFn kKVnniTiles[kInterleavedTokens] = {k_scale_min_vnni_tile<Bits, 1>, k_scale_min_vnni_tile<Bits, 2>,
-                                                         k_scale_min_vnni_tile<Bits, 3>, k_scale_min_vnni_tile<Bits, 4>};
+template <class G>
+constexpr GroupTileFn kKVnniTiles[kInterleavedTokens] = {k_vnni_tile<G, 1>, k_vnni_tile<G, 2>, k_vnni_tile<G, 3>,
+                                                         k_vnni_tile<G, 4>};
 
 // --- every type: register blocks over the rows, token groups over the tokens ------------------
 
@@ -1315,9 +1383,12 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
     case GgmlType::MXFP4:
       return vnni ? interleaved_groups<kVnniTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
     case GgmlType::Q4_K:
-      return vnni ? interleaved_groups<kKVnniTiles<4>, kInterleavedRows * kQ4_KBytes, kQ4_KValues> : nullptr;
+      return vnni ? interleaved_groups<kKVnniTiles<Q4KGroup>, kInterleavedRows * kQ4_KBytes, kQ4_KValues> : nullptr;
     case GgmlType::Q5_K:
-      return vnni ? interleaved_groups<kKVnniTiles<5>, kInterleavedRows * kQ5_KBytes, kQ5_KValues> : nullptr;
+      return vnni ? interleaved_groups<kKVnniTiles<Q5KGroup>, kInterleavedRows * kQ5_KBytes, kQ5_KValues> : nullptr;
+    case GgmlType::IQ4_XS:
+      return vnni ? interleaved_groups<kKVnniTiles<IQ4XSGroup>, kInterleavedRows * kIQ4_XSBytes, kIQ4_XSValues>
+                  : nullptr;
     default: return nullptr;
   }
 }

@@ -22,6 +22,8 @@ static_assert(kQ4_0Bytes * kInterleavedRows == 2 * kInterleavedRows + 128, "a gr
 static_assert(kKGroupCodes + 128 * kQ4_KValues / kQ4_KSubValues == kInterleavedRows * kQ4_KBytes &&
                   kKGroupFifths + 256 == kInterleavedRows * kQ5_KBytes,
               "a K group's block: 128 header bytes, 8 sub-blocks of 128 code bytes, Q5_K's 256 fifth-bit bytes");
+static_assert(kXSGroupCodes + 128 * kIQ4_XSValues / kIQ4_XSSubValues == kInterleavedRows * kIQ4_XSBytes,
+              "an IQ4_XS group's block: 64 header bytes, then 8 sub-blocks of 128 code bytes");
 
 NibbleBlock nibble_block(GgmlType type) {
   return type == GgmlType::MXFP4 ? NibbleBlock{kMXFP4Bytes, 1} : NibbleBlock{kQ4_0Bytes, 2};
@@ -149,9 +151,58 @@ void deinterleave_k_group(KBlock kb, const uint8_t* group, uint64_t row_bytes, u
 
 bool k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
 
+// IQ4_XS: sub-block j's 16 code bytes as a Q4_0 block's (value i in byte i's low nibble, 16 + i in
+// its high one), placed as Q4_K's sub-blocks after the header.
+uint8_t xs_code(const uint8_t* block, uint32_t v) {
+  const uint8_t byte = block[kIQ4_XSQs + 16 * (v / 32) + v % 16];
+  return v % 32 < 16 ? byte & 0x0F : byte >> 4;
+}
+uint64_t xs_code_at(uint32_t j, uint32_t k, uint64_t r, uint32_t i) { return kXSGroupCodes + 128 * j + 32 * k + 4 * r + i; }
+
+void interleave_xs_group(const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
+  for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * kIQ4_XSBytes) {
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      const uint8_t* block = rows + r * row_bytes + b * kIQ4_XSBytes;
+      std::memcpy(out + kXSGroupD + 2 * r, block + kIQ4_XSD, 2);
+      std::memcpy(out + kXSGroupScalesH + 2 * r, block + kIQ4_XSScalesH, 2);
+      std::memcpy(out + kXSGroupScalesL + 4 * r, block + kIQ4_XSScalesL, 4);
+      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j)
+        for (uint32_t k = 0; k < 4; ++k)
+          for (uint32_t i = 0; i < 4; ++i)
+            out[xs_code_at(j, k, r, i)] =
+                static_cast<uint8_t>(xs_code(block, 32 * j + 8 * k + i) | xs_code(block, 32 * j + 8 * k + 4 + i) << 4);
+    }
+  }
+}
+
+void deinterleave_xs_group(const uint8_t* group, uint64_t row_bytes, uint64_t blocks, uint8_t* rows) {
+  for (uint64_t b = 0; b < blocks; ++b, group += kInterleavedRows * kIQ4_XSBytes) {
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      uint8_t* block = rows + r * row_bytes + b * kIQ4_XSBytes;
+      std::memcpy(block + kIQ4_XSD, group + kXSGroupD + 2 * r, 2);
+      std::memcpy(block + kIQ4_XSScalesH, group + kXSGroupScalesH + 2 * r, 2);
+      std::memcpy(block + kIQ4_XSScalesL, group + kXSGroupScalesL + 4 * r, 4);
+      uint8_t codes[kIQ4_XSValues];
+      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j) {
+        for (uint32_t k = 0; k < 4; ++k) {
+          for (uint32_t i = 0; i < 4; ++i) {
+            const uint8_t byte = group[xs_code_at(j, k, r, i)];
+            codes[32 * j + 8 * k + i] = byte & 0x0F;
+            codes[32 * j + 8 * k + 4 + i] = byte >> 4;
+          }
+        }
+      }
+      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j)
+        for (uint32_t i = 0; i < 16; ++i)
+          block[kIQ4_XSQs + 16 * j + i] = static_cast<uint8_t>(codes[32 * j + i] | codes[32 * j + 16 + i] << 4);
+    }
+  }
+}
+
 // Eight GGML rows of `type` (row_bytes apart, `cols` values) into one interleaved group.
 void interleave_one(GgmlType type, const uint8_t* plain, uint64_t row_bytes, uint64_t cols, uint8_t* group) {
   if (k_quant(type)) return interleave_k_group(k_block(type), plain, row_bytes, cols / kQ4_KValues, group);
+  if (type == GgmlType::IQ4_XS) return interleave_xs_group(plain, row_bytes, cols / kIQ4_XSValues, group);
   interleave_group(nibble_block(type), plain, row_bytes, cols / kQ4_0Values, group);
 }
 
@@ -159,7 +210,8 @@ void interleave_one(GgmlType type, const uint8_t* plain, uint64_t row_bytes, uin
 
 bool can_interleave(GgmlType type, uint64_t rows) {
   const bool nibbles =
-      type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 || k_quant(type);
+      type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 || k_quant(type) ||
+      type == GgmlType::IQ4_XS;
   return nibbles && rows > 0 && rows % kInterleavedRows == 0;
 }
 
@@ -183,6 +235,7 @@ void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint6
   const uint64_t row_bytes = ggml_row_bytes(type, cols, "interleave");
   const uint8_t* at = data + group * kInterleavedRows * row_bytes;
   if (k_quant(type)) return deinterleave_k_group(k_block(type), at, row_bytes, cols / kQ4_KValues, out);
+  if (type == GgmlType::IQ4_XS) return deinterleave_xs_group(at, row_bytes, cols / kIQ4_XSValues, out);
   deinterleave_group_rows(nibble_block(type), at, row_bytes, cols / kQ4_0Values, out);
 }
 

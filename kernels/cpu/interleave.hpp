@@ -20,6 +20,9 @@
 // j the 128 bytes of a Q4_0 group's codes (values 32j + 8k + i and 32j + 8k + 4 + i of row r in
 // byte 32k + 4r + i): their low four bits. Q5_K (1408 bytes) adds for each sub-block j 32 bytes of
 // fifth bits: byte 4r + i holds value 32j + 8k + i's in bit k and 32j + 8k + 4 + i's in bit 4 + k.
+// IQ4_XS (the same CPUs): per group and block, 1088 bytes: the rows' fp16 d (16 bytes), their
+// 16-bit scales_h (16), their four scales_l bytes (32: row r's at 4r), then each sub-block's codes as
+// Q4_K's.
 #pragma once
 #include <cstdint>
 
@@ -30,6 +33,8 @@ namespace infer_plan::kernels {
 inline constexpr uint64_t kInterleavedRows = 8;
 // Q4_K's and Q5_K's group block, as above
 inline constexpr uint64_t kKGroupD = 0, kKGroupDmin = 16, kKGroupScales = 32, kKGroupCodes = 128, kKGroupFifths = 1152;
+// IQ4_XS's group block, as above
+inline constexpr uint64_t kXSGroupD = 0, kXSGroupScalesH = 16, kXSGroupScalesL = 32, kXSGroupCodes = 64;
 
 // How a weight matrix's rows lie in memory: GGML's order, or interleaved as above.
 enum class RowOrder { ggml, interleaved };

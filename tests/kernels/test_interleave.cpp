@@ -178,7 +178,31 @@ TEST_CASE("interleaved Q5_K: Q4_K's order for the low four bits, each sub-block'
   CHECK(mixed == plain);
 }
 
-TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K) match the GGML-order reference, both paths, batch = tokens") {
+TEST_CASE("interleaved IQ4_XS: the rows' d, scales_h and scales_l first, then each sub-block as Q4_0's, and back") {
+  constexpr uint64_t rows = 8, cols = 512;
+  CHECK(can_interleave(GgmlType::IQ4_XS, rows));
+  const std::vector<uint8_t> plain = quantized_matrix(GgmlType::IQ4_XS, rows, cols, 33);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::IQ4_XS, mixed.data(), rows, cols);
+  CHECK(mixed != plain);
+  REQUIRE(ggml_row_bytes(GgmlType::IQ4_XS, cols, "test") == 2 * 136);
+  // Block 1 of the group (at 8 x 136): row 4's d (GGML offset 0), scales_h (2) and scales_l (4..7).
+  const uint8_t* block1 = mixed.data() + 8 * 136;
+  const uint8_t* row4_block1 = plain.data() + 4 * 272 + 136;
+  for (int i = 0; i < 2; ++i) {
+    CHECK(block1[2 * 4 + i] == row4_block1[i]);
+    CHECK(block1[16 + 2 * 4 + i] == row4_block1[2 + i]);
+  }
+  for (int i = 0; i < 4; ++i) CHECK(block1[32 + 4 * 4 + i] == row4_block1[4 + i]);
+  // Sub-block 5 (GGML bytes 8 + 16 x 5 ..), k = 3, row 4, i = 2: values 26 (high nibble of byte 10)
+  // and 30 (high nibble of byte 14) of the sub-block.
+  const uint8_t* sub5 = row4_block1 + 8 + 16 * 5;
+  CHECK(block1[64 + 128 * 5 + 32 * 3 + 4 * 4 + 2] == ((sub5[10] >> 4) | (sub5[14] >> 4) << 4));
+  deinterleave_rows(GgmlType::IQ4_XS, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS) match the GGML-order reference, both paths, batch = tokens") {
   struct Shape {
     uint64_t rows, cols;
   };
@@ -190,7 +214,7 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K) match the GGML
   std::vector<Case> cases;
   for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4})
     for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) cases.push_back({type, shape});
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K})
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS})
     for (const Shape shape : {Shape{8, 256}, Shape{24, 512}, Shape{64, 4096}}) cases.push_back({type, shape});
   for (const Case& c : cases) {
     const GgmlType type = c.type;  // not a structured binding: CAPTURE's lambda takes it (clang 14)
