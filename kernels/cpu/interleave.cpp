@@ -71,6 +71,22 @@ void deinterleave_group_rows(NibbleBlock nb, const uint8_t* group, uint64_t row_
   }
 }
 
+// The 256-value types (Q4_K, Q5_K, IQ4_XS): each 32-value sub-block's codes go to a group's block
+// as a Q4_0 group's do; these move one row's 32 codes (low four bits) between a plain array and
+// that arrangement at `codes` (its row r already added).
+void place_codes(const uint8_t (&c)[32], uint8_t* codes) {
+  for (uint32_t k = 0; k < 4; ++k)
+    for (uint32_t i = 0; i < 4; ++i) codes[32 * k + i] = static_cast<uint8_t>(c[8 * k + i] | c[8 * k + 4 + i] << 4);
+}
+void take_codes(const uint8_t* codes, uint8_t (&c)[32]) {
+  for (uint32_t k = 0; k < 4; ++k) {
+    for (uint32_t i = 0; i < 4; ++i) {
+      c[8 * k + i] = codes[32 * k + i] & 0x0F;
+      c[8 * k + 4 + i] = codes[32 * k + i] >> 4;
+    }
+  }
+}
+
 // Q4_K and Q5_K: where a block's fields lie (Q4_K has no fifth bits).
 struct KBlock {
   uint32_t bytes, qs, qh;
@@ -81,25 +97,11 @@ KBlock k_block(GgmlType type) {
 }
 static_assert(kQ4_KD == kQ5_KD && kQ4_KDmin == kQ5_KDmin && kQ4_KScales == kQ5_KScales, "one header for both");
 
-// Value v's code (0..31) of a block: the low four bits as Q4_K places them (the 64 values of chunk
-// v / 64 share 32 bytes, the first 32 in their low nibbles), Q5_K's fifth bit in byte v % 32 of qh.
-uint8_t k_code(const uint8_t* block, KBlock kb, uint32_t v) {
-  const uint8_t byte = block[kb.qs + 32 * (v / 64) + v % 32];
-  const uint8_t low = v % 64 < 32 ? byte & 0x0F : byte >> 4;
-  if (!kb.fifth) return low;
-  const uint32_t bit = 2 * (v / 64) + (v % 64 < 32 ? 0 : 1);
-  return static_cast<uint8_t>(low | ((block[kb.qh + v % 32] >> bit) & 1) << 4);
-}
-
-// Where value 32j + 8k + i (low nibble, fifth bit k) or 32j + 8k + 4 + i (high nibble, bit 4 + k)
-// of row r lies in a group's block, for i < 4: the code byte and the fifth-bit byte.
-uint64_t k_code_at(uint32_t j, uint32_t k, uint64_t r, uint32_t i) { return kKGroupCodes + 128 * j + 32 * k + 4 * r + i; }
-uint64_t k_fifth_at(uint32_t j, uint64_t r, uint32_t i) { return kKGroupFifths + 32 * j + 4 * r + i; }
-
-// Q4_K's or Q5_K's eight GGML rows into one group (interleave.hpp describes the group's block), and back.
+// Q4_K's or Q5_K's eight GGML rows into one group (interleave.hpp describes the group's block), and
+// back. Sub-block j of a GGML block: its codes' low four bits are the low (j even) or high nibbles
+// of chunk j / 2's 32 bytes; Q5_K's fifth bit of its value m is bit j of qh byte m.
 void interleave_k_group(KBlock kb, const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
   for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * kb.bytes) {
-    if (kb.fifth) std::memset(out + kKGroupFifths, 0, 256);
     for (uint64_t r = 0; r < kInterleavedRows; ++r) {
       const uint8_t* block = rows + r * row_bytes + b * kb.bytes;
       std::memcpy(out + kKGroupD + 2 * r, block + kQ4_KD, 2);
@@ -107,12 +109,17 @@ void interleave_k_group(KBlock kb, const uint8_t* rows, uint64_t row_bytes, uint
       for (uint32_t word = 0; word < 3; ++word)
         std::memcpy(out + kKGroupScales + 32 * word + 4 * r, block + kQ4_KScales + 4 * word, 4);
       for (uint32_t j = 0; j < kQ4_KValues / kQ4_KSubValues; ++j) {
-        for (uint32_t k = 0; k < 4; ++k) {
-          for (uint32_t i = 0; i < 4; ++i) {
-            const uint8_t low = k_code(block, kb, 32 * j + 8 * k + i), high = k_code(block, kb, 32 * j + 8 * k + 4 + i);
-            out[k_code_at(j, k, r, i)] = static_cast<uint8_t>((low & 0x0F) | (high & 0x0F) << 4);
-            if (kb.fifth) out[k_fifth_at(j, r, i)] |= static_cast<uint8_t>((low >> 4) << k | (high >> 4) << (4 + k));
-          }
+        const uint8_t* chunk = block + kb.qs + 32 * (j / 2);
+        uint8_t c[32];
+        for (uint32_t m = 0; m < 32; ++m) c[m] = (chunk[m] >> (4 * (j % 2))) & 0x0F;
+        place_codes(c, out + kKGroupCodes + 128 * j + 4 * r);
+        if (!kb.fifth) continue;
+        const uint8_t* qh = block + kb.qh;
+        for (uint32_t i = 0; i < 4; ++i) {  // bit k: value 8k + i's, bit 4 + k: 8k + 4 + i's
+          uint8_t byte = 0;
+          for (uint32_t k = 0; k < 4; ++k)
+            byte |= static_cast<uint8_t>(((qh[8 * k + i] >> j) & 1) << k | ((qh[8 * k + 4 + i] >> j) & 1) << (4 + k));
+          out[kKGroupFifths + 32 * j + 4 * r + i] = byte;
         }
       }
     }
@@ -127,23 +134,21 @@ void deinterleave_k_group(KBlock kb, const uint8_t* group, uint64_t row_bytes, u
       std::memcpy(block + kQ4_KDmin, group + kKGroupDmin + 2 * r, 2);
       for (uint32_t word = 0; word < 3; ++word)
         std::memcpy(block + kQ4_KScales + 4 * word, group + kKGroupScales + 32 * word + 4 * r, 4);
-      uint8_t codes[kQ4_KValues];
+      if (kb.fifth) std::memset(block + kb.qh, 0, kQ5_KValues / 8);
       for (uint32_t j = 0; j < kQ4_KValues / kQ4_KSubValues; ++j) {
+        uint8_t c[32];
+        take_codes(group + kKGroupCodes + 128 * j + 4 * r, c);
+        uint8_t* chunk = block + kb.qs + 32 * (j / 2);
+        for (uint32_t m = 0; m < 32; ++m)  // the even sub-block writes the byte, the odd one its high nibble
+          chunk[m] = j % 2 ? static_cast<uint8_t>((chunk[m] & 0x0F) | c[m] << 4) : c[m];
+        if (!kb.fifth) continue;
         for (uint32_t k = 0; k < 4; ++k) {
           for (uint32_t i = 0; i < 4; ++i) {
-            const uint8_t byte = group[k_code_at(j, k, r, i)];
-            const uint8_t fifths = kb.fifth ? group[k_fifth_at(j, r, i)] : 0;
-            codes[32 * j + 8 * k + i] = static_cast<uint8_t>((byte & 0x0F) | ((fifths >> k) & 1) << 4);
-            codes[32 * j + 8 * k + 4 + i] = static_cast<uint8_t>((byte >> 4) | ((fifths >> (4 + k)) & 1) << 4);
+            const uint8_t byte = group[kKGroupFifths + 32 * j + 4 * r + i];
+            block[kb.qh + 8 * k + i] |= static_cast<uint8_t>(((byte >> k) & 1) << j);
+            block[kb.qh + 8 * k + 4 + i] |= static_cast<uint8_t>(((byte >> (4 + k)) & 1) << j);
           }
         }
-      }
-      if (kb.fifth) std::memset(block + kb.qh, 0, kQ5_KValues / 8);
-      for (uint32_t v = 0; v < kQ4_KValues; ++v) {
-        uint8_t& byte = block[kb.qs + 32 * (v / 64) + v % 32];
-        const uint8_t low = codes[v] & 0x0F;
-        byte = v % 64 < 32 ? static_cast<uint8_t>((byte & 0xF0) | low) : static_cast<uint8_t>((byte & 0x0F) | low << 4);
-        if (kb.fifth) block[kb.qh + v % 32] |= static_cast<uint8_t>((codes[v] >> 4) << (2 * (v / 64) + (v % 64 < 32 ? 0 : 1)));
       }
     }
   }
@@ -151,14 +156,8 @@ void deinterleave_k_group(KBlock kb, const uint8_t* group, uint64_t row_bytes, u
 
 bool k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
 
-// IQ4_XS: sub-block j's 16 code bytes as a Q4_0 block's (value i in byte i's low nibble, 16 + i in
-// its high one), placed as Q4_K's sub-blocks after the header.
-uint8_t xs_code(const uint8_t* block, uint32_t v) {
-  const uint8_t byte = block[kIQ4_XSQs + 16 * (v / 32) + v % 16];
-  return v % 32 < 16 ? byte & 0x0F : byte >> 4;
-}
-uint64_t xs_code_at(uint32_t j, uint32_t k, uint64_t r, uint32_t i) { return kXSGroupCodes + 128 * j + 32 * k + 4 * r + i; }
-
+// IQ4_XS: sub-block j's 16 code bytes as a Q4_0 block's (value m < 16 in byte m's low nibble,
+// 16 + m in its high one), placed as Q4_K's sub-blocks after the header.
 void interleave_xs_group(const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
   for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * kIQ4_XSBytes) {
     for (uint64_t r = 0; r < kInterleavedRows; ++r) {
@@ -166,11 +165,15 @@ void interleave_xs_group(const uint8_t* rows, uint64_t row_bytes, uint64_t block
       std::memcpy(out + kXSGroupD + 2 * r, block + kIQ4_XSD, 2);
       std::memcpy(out + kXSGroupScalesH + 2 * r, block + kIQ4_XSScalesH, 2);
       std::memcpy(out + kXSGroupScalesL + 4 * r, block + kIQ4_XSScalesL, 4);
-      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j)
-        for (uint32_t k = 0; k < 4; ++k)
-          for (uint32_t i = 0; i < 4; ++i)
-            out[xs_code_at(j, k, r, i)] =
-                static_cast<uint8_t>(xs_code(block, 32 * j + 8 * k + i) | xs_code(block, 32 * j + 8 * k + 4 + i) << 4);
+      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j) {
+        const uint8_t* qs = block + kIQ4_XSQs + 16 * j;
+        uint8_t c[32];
+        for (uint32_t m = 0; m < 16; ++m) {
+          c[m] = qs[m] & 0x0F;
+          c[16 + m] = qs[m] >> 4;
+        }
+        place_codes(c, out + kXSGroupCodes + 128 * j + 4 * r);
+      }
     }
   }
 }
@@ -182,19 +185,11 @@ void deinterleave_xs_group(const uint8_t* group, uint64_t row_bytes, uint64_t bl
       std::memcpy(block + kIQ4_XSD, group + kXSGroupD + 2 * r, 2);
       std::memcpy(block + kIQ4_XSScalesH, group + kXSGroupScalesH + 2 * r, 2);
       std::memcpy(block + kIQ4_XSScalesL, group + kXSGroupScalesL + 4 * r, 4);
-      uint8_t codes[kIQ4_XSValues];
       for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j) {
-        for (uint32_t k = 0; k < 4; ++k) {
-          for (uint32_t i = 0; i < 4; ++i) {
-            const uint8_t byte = group[xs_code_at(j, k, r, i)];
-            codes[32 * j + 8 * k + i] = byte & 0x0F;
-            codes[32 * j + 8 * k + 4 + i] = byte >> 4;
-          }
-        }
+        uint8_t c[32];
+        take_codes(group + kXSGroupCodes + 128 * j + 4 * r, c);
+        for (uint32_t m = 0; m < 16; ++m) block[kIQ4_XSQs + 16 * j + m] = static_cast<uint8_t>(c[m] | c[16 + m] << 4);
       }
-      for (uint32_t j = 0; j < kIQ4_XSValues / kIQ4_XSSubValues; ++j)
-        for (uint32_t i = 0; i < 16; ++i)
-          block[kIQ4_XSQs + 16 * j + i] = static_cast<uint8_t>(codes[32 * j + i] | codes[32 * j + 16 + i] << 4);
     }
   }
 }
