@@ -1128,16 +1128,18 @@ template <class G>
 constexpr GroupTileFn kVnniTiles[kInterleavedTokens] = {nibble_vnni_tile<G, 1>, nibble_vnni_tile<G, 2>,
                                                         nibble_vnni_tile<G, 3>, nibble_vnni_tile<G, 4>};
 
-// --- Q4_K, Q5_K and IQ4_XS in interleaved order by Q8_K activations (AVX-512 VNNI) -------------
+// --- Q4_K, Q5_K, IQ4_XS, Q6_K and Q3_K in interleaved order by Q8_K activations (AVX-512 VNNI) ---
 
 // Per block of eight rows and token: each 32-value sub-block j as a Q4_0 group (eight vpdpbusd of
-// codes 0..15, Q5_K's 0..31 with the fifth bits ORed in, IQ4_XS's table entries 1..241, by
-// broadcast activations leave row r's integer sum in lane r, at most 32 * 241 * 127), times the
-// rows' scales (vpmulld, exact: a block's sum stays within 8 * 32 * 979424 < 2^31); the mins' term
-// (IQ4_XS: the table's shift) sum_j m_j * (Q8_K's two 16-value sums of sub-block j) by vpdpwssd on
-// 16-bit pairs; then d * sum - dmin * mins (IQ4_XS: d * (sum - shift)), times d_x, as ggml's
-// vec_dot_q4_K_q8_K and vec_dot_iq4_xs_q8_K: each (row, token) the same integer sums and float
-// operations whatever the tokens beside it.
+// unsigned codes: Q4_K's 0..15, Q5_K's 0..31 with the fifth bits ORed in, IQ4_XS's table entries
+// 1..241, Q6_K's 0..63, Q3_K's 0..7, by broadcast activations leave row r's integer sum in lane r,
+// at most 32 * 241 * 128), times the rows' scales (vpmulld; Q6_K and Q3_K have one per 16 values,
+// so each half of the sub-block is scaled on its own), exact: a block's sum stays within
+// 8 * 32 * 979424 < 2^31 (Q6_K: 16 * 16 * 63 * 128 * 128); the offset term sum_c m_c * (Q8_K's sum of
+// scale c's values) by vpdpwssd on 16-bit pairs (Q4_K's and Q5_K's mins; IQ4_XS's table shift
+// 128 * scale; Q6_K's 32 * scale and Q3_K's 4 * scale, their codes' zero); then d * sum - dmin *
+// mins (the others: d * (sum - offset)), times d_x, as ggml's vec_dot_*_q8_K: each (row, token) the
+// same integer sums and float operations whatever the tokens beside it.
 // pshufb masks: bytes 2h and 2h + 1 of every 32-bit lane zero-extended to the lane's low and high
 // 16 bits (h = 0, 1): a lane's four mins as the two pairs vpdpwssd takes.
 alignas(32) constexpr std::array<std::array<uint8_t, 32>, 2> kBytePairs = [] {
@@ -1153,13 +1155,30 @@ alignas(32) constexpr std::array<std::array<uint8_t, 32>, 2> kBytePairs = [] {
   return m;
 }();
 
-// A type's part of the tile: where its codes lie, how a nibble becomes an unsigned byte (`map`), its
-// header unpacked once per block (`Header`), sub-block j's scale in the rows' lanes, the 16-bit pairs
-// (2i, 2i + 1) of what each sub-block's activation sum is multiplied by and taken off (`pairs`), and
-// the block's float sum from the integer ones (`finish`).
+// A 32-byte load of a sub-block's codes (a Q4_0 group's order) as load k's low and high nibbles.
+INFER_PLAN_AVX512_VNNI inline void nibbles(const uint8_t* at, __m256i& low, __m256i& high) {
+  const __m256i codes = load256(at), low4 = _mm256_set1_epi8(0x0F);
+  low = _mm256_and_si256(codes, low4);
+  high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+}
+// `bits` moved to bit `to` from bit `from` of every byte and kept there under `mask` (bytes' own
+// bits only: the shift is within 16-bit lanes, and the mask drops what crosses a byte).
+template <int kFrom, int kTo>
+INFER_PLAN_AVX512_VNNI inline __m256i move_bits(__m256i bits, uint8_t mask) {
+  const __m256i moved = kTo >= kFrom ? _mm256_slli_epi16(bits, kTo - kFrom) : _mm256_srli_epi16(bits, kFrom - kTo);
+  return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(mask)));
+}
+
+// A type's part of the tile: kScales (per block: 8, one per 32-value sub-block, or 16), how many
+// blocks ahead the tile prefetches (kPrefetchBlocks: Q6_K and Q3_K, whose group blocks are not whole
+// cache lines, streamed from memory at 0.3-0.5 of a plain read without it and 0.8-1.0 with it on
+// this project's AMD EPYC; Q4_K gained nothing), its header
+// unpacked once per block (`Header`), load k of sub-block j's codes as unsigned bytes (`codes`), scale
+// c in the rows' lanes, the 16-bit pairs (2i, 2i + 1) of what each scale's activation sum is
+// multiplied by and taken off (`pairs`), and the block's float sum from the integer ones (`finish`).
 struct Q4KGroup {  // codes as they are; 6-bit scales and mins; d * sum - dmin * mins
-  static constexpr uint64_t kBytes = kQ4_KBytes, kCodes = kKGroupCodes;
-  static constexpr bool kFifths = false;
+  static constexpr uint64_t kBytes = kQ4_KBytes, kPrefetchBlocks = 0;
+  static constexpr int kScales = 8;
   struct Header {
     __m256i scales_lo, scales_hi, mins_lo, mins_hi;  // four 6-bit values per 32-bit lane
     __m256 d, dmin;
@@ -1180,7 +1199,10 @@ struct Q4KGroup {  // codes as they are; 6-bit scales and mins; d * sum - dmin *
     h.dmin = _mm256_cvtph_ps(load128(wb + kKGroupDmin));
     return h;
   }
-  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return nibbles; }
+  template <int j, int k>
+  static INFER_PLAN_AVX512_VNNI void codes(const uint8_t* wb, __m256i& low, __m256i& high) {
+    nibbles(wb + kKGroupCodes + 128 * j + 32 * k, low, high);
+  }
   static INFER_PLAN_AVX512_VNNI __m256i scale(const Header& h, int j) {
     return _mm256_and_si256(_mm256_srli_epi32(j < 4 ? h.scales_lo : h.scales_hi, 8 * (j % 4)), _mm256_set1_epi32(0xFF));
   }
@@ -1195,16 +1217,22 @@ struct Q4KGroup {  // codes as they are; 6-bit scales and mins; d * sum - dmin *
     return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), h.dmin, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), h.d));
   }
 };
-struct Q5KGroup : Q4KGroup {  // and a fifth bit per code
+struct Q5KGroup : Q4KGroup {  // and a fifth bit per code: bits k and 4 + k of the fifth-bit bytes
   static constexpr uint64_t kBytes = kQ5_KBytes;
-  static constexpr bool kFifths = true;
+  template <int j, int k>
+  static INFER_PLAN_AVX512_VNNI void codes(const uint8_t* wb, __m256i& low, __m256i& high) {
+    nibbles(wb + kKGroupCodes + 128 * j + 32 * k, low, high);
+    const __m256i fifths = load256(wb + kKGroupFifths + 32 * j);
+    low = _mm256_or_si256(low, move_bits<k, 4>(fifths, 0x10));
+    high = _mm256_or_si256(high, move_bits<4 + k, 4>(fifths, 0x10));
+  }
 };
 // IQ4_XS: IQ4_NL's table shifted by 128 (as IQ4_NLGroup), sub-block scales ls - 32 with ls the low
 // nibble from scales_l and two bits from scales_h; the shift comes off as 128 * scale * the
 // sub-block's activation sum, in integers: d * (sum - shift), as ggml's sums are exact.
 struct IQ4XSGroup {
-  static constexpr uint64_t kBytes = kIQ4_XSBytes, kCodes = kXSGroupCodes;
-  static constexpr bool kFifths = false;
+  static constexpr uint64_t kBytes = kIQ4_XSBytes, kPrefetchBlocks = 0;
+  static constexpr int kScales = 8;
   struct Header {
     __m256i low, high;  // each row's scales_l word and scales_h, in its lane
     __m256 d;
@@ -1213,7 +1241,12 @@ struct IQ4XSGroup {
     return {load256(wb + kXSGroupScalesL), _mm256_cvtepu16_epi32(load128(wb + kXSGroupScalesH)),
             _mm256_cvtph_ps(load128(wb + kXSGroupD))};
   }
-  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return IQ4_NLGroup::map(nibbles); }
+  template <int j, int k>
+  static INFER_PLAN_AVX512_VNNI void codes(const uint8_t* wb, __m256i& low, __m256i& high) {
+    nibbles(wb + kXSGroupCodes + 128 * j + 32 * k, low, high);
+    low = IQ4_NLGroup::map(low);
+    high = IQ4_NLGroup::map(high);
+  }
   static INFER_PLAN_AVX512_VNNI __m256i scale(const Header& h, int j) {
     const __m256i low = _mm256_and_si256(_mm256_srli_epi32(h.low, 4 * j), _mm256_set1_epi32(0x0F));
     const __m256i high = _mm256_and_si256(_mm256_srli_epi32(h.high, 2 * j), _mm256_set1_epi32(0x03));
@@ -1230,56 +1263,136 @@ struct IQ4XSGroup {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, shift)), h.d);
   }
 };
+// Q6_K and Q3_K: sixteen signed 8-bit scales per row and block (Q3_K's 6-bit ones less 32), as four
+// words of four bytes in the rows' lanes; codes with a zero of kZero (the offset: kZero * scale).
+template <int kLog2Zero>
+struct SignedScales {
+  static constexpr int kScales = 16;
+  struct Header {
+    __m256i words[4];  // scale 4w + b in byte b of word w
+    __m256 d;
+  };
+  static INFER_PLAN_AVX512_VNNI __m256i scale(const Header& h, int c) {
+    return _mm256_srai_epi32(_mm256_slli_epi32(h.words[c / 4], 24 - 8 * (c % 4)), 24);
+  }
+  static INFER_PLAN_AVX512_VNNI void pairs(const Header& h, __m256i out[8]) {  // kZero * scale, sign-extended
+    INFER_PLAN_UNROLL for (int i = 0; i < 8; ++i) {
+      const __m256i pair = _mm256_shuffle_epi8(h.words[i / 2], load256(kBytePairs[i % 2].data()));
+      out[i] = _mm256_srai_epi16(_mm256_slli_epi16(pair, 8), 8 - kLog2Zero);
+    }
+  }
+  static INFER_PLAN_AVX512_VNNI __m256 finish(const Header& h, __m256i isum, __m256i offset) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, offset)), h.d);
+  }
+};
+struct Q6KGroup : SignedScales<5> {  // codes 0..63, zero 32: the low nibbles, then two top bits
+  static constexpr uint64_t kBytes = kQ6_KBytes, kPrefetchBlocks = 4;
+  static INFER_PLAN_AVX512_VNNI Header header(const uint8_t* wb) {
+    return {{load256(wb + kQ6GroupScales), load256(wb + kQ6GroupScales + 32), load256(wb + kQ6GroupScales + 64),
+             load256(wb + kQ6GroupScales + 96)},
+            _mm256_cvtph_ps(load128(wb + kQ6GroupD))};
+  }
+  // word k / 2's bits 4 (k % 2) and 4 (k % 2) + 2 (two each) to bits 4-5 of the low and high codes
+  template <int j, int k>
+  static INFER_PLAN_AVX512_VNNI void codes(const uint8_t* wb, __m256i& low, __m256i& high) {
+    nibbles(wb + kQ6GroupCodes + 128 * j + 32 * k, low, high);
+    const __m256i top = load256(wb + kQ6GroupHigh + 64 * j + 32 * (k / 2));
+    low = _mm256_or_si256(low, move_bits<4 * (k % 2), 4>(top, 0x30));
+    high = _mm256_or_si256(high, move_bits<4 * (k % 2) + 2, 4>(top, 0x30));
+  }
+};
+struct Q3KGroup : SignedScales<2> {  // codes 0..7, zero 4: two low bits, then the third
+  static constexpr uint64_t kBytes = kQ3_KBytes, kPrefetchBlocks = 2;
+  // as ggml's: scale c's low nibble from byte c % 8 of the first two words (the high nibble for c >= 8),
+  // its top two bits from word 2's byte c % 4, bits 2 (c / 4); less 32
+  static INFER_PLAN_AVX512_VNNI Header header(const uint8_t* wb) {
+    const __m256i u0 = load256(wb + kQ3GroupScales), u1 = load256(wb + kQ3GroupScales + 32);
+    const __m256i u2 = load256(wb + kQ3GroupScales + 64);
+    return {{word(u0, u2, 0, 0), word(u1, u2, 0, 2), word(u0, u2, 4, 4), word(u1, u2, 4, 6)},
+            _mm256_cvtph_ps(load128(wb + kQ3GroupD))};
+  }
+  static INFER_PLAN_AVX512_VNNI __m256i word(__m256i nibbles_from, __m256i tops, int nibble_shift, int top_shift) {
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(nibbles_from, nibble_shift), _mm256_set1_epi8(0x0F));
+    const __m256i top = _mm256_and_si256(_mm256_srli_epi32(tops, top_shift), _mm256_set1_epi8(0x03));
+    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi32(top, 4)), _mm256_set1_epi8(32));
+  }
+  template <int j, int k>
+  static INFER_PLAN_AVX512_VNNI void codes(const uint8_t* wb, __m256i& low, __m256i& high) {
+    const uint8_t* at = wb + kQ3GroupLow + 64 * j;
+    const __m256i third = load256(wb + kQ3GroupHigh + 32 * j);
+    low = _mm256_or_si256(move_bits<2 * k, 0>(load256(at), 0x03), move_bits<k, 2>(third, 0x04));
+    high = _mm256_or_si256(move_bits<2 * k, 0>(load256(at + 32), 0x03), move_bits<4 + k, 2>(third, 0x04));
+  }
+};
+
+// Load k (values 8k..8k + 7 of every row) of sub-block j, all tokens: into sub[] by vpdpbusd; at the
+// end of each scale's values, sub[] times the scale into isum[].
+template <class G, int T, int j, int k>
+INFER_PLAN_AVX512_VNNI inline void k_vnni_load(const uint8_t* wb, const typename G::Header& header, const uint8_t* x,
+                                               uint64_t x_stride, uint64_t b, __m256i (&sub)[T], __m256i (&isum)[T]) {
+  __m256i low, high;
+  G::template codes<j, k>(wb, low, high);
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+    const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * j + 8 * k;
+    sub[t] = _mm256_dpbusd_epi32(sub[t], low, broadcast4(xq));
+    sub[t] = _mm256_dpbusd_epi32(sub[t], high, broadcast4(xq + 4));
+  }
+  constexpr int kLoadsPerScale = 4 * 8 / G::kScales;
+  if constexpr ((k + 1) % kLoadsPerScale == 0) {
+    const __m256i scale = G::scale(header, (4 * j + k) / kLoadsPerScale);
+    INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
+      isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(sub[t], scale));
+      sub[t] = _mm256_setzero_si256();
+    }
+  }
+}
+template <class G, int T, int j, int... k>
+INFER_PLAN_AVX512_VNNI inline void k_vnni_sub_block(const uint8_t* wb, const typename G::Header& header, const uint8_t* x,
+                                                    uint64_t x_stride, uint64_t b, __m256i (&isum)[T],
+                                                    std::integer_sequence<int, k...>) {
+  __m256i sub[T];
+  INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sub[t] = _mm256_setzero_si256();
+  (k_vnni_load<G, T, j, k>(wb, header, x, x_stride, b, sub, isum), ...);
+}
+template <class G, int T, int... j>
+INFER_PLAN_AVX512_VNNI inline void k_vnni_block(const uint8_t* wb, const typename G::Header& header, const uint8_t* x,
+                                                uint64_t x_stride, uint64_t b, __m256i (&isum)[T],
+                                                std::integer_sequence<int, j...>) {
+  (k_vnni_sub_block<G, T, j>(wb, header, x, x_stride, b, isum, std::make_integer_sequence<int, 4>()), ...);
+}
 
 template <class G, int T>
 INFER_PLAN_AVX512_VNNI void k_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride, const uint32_t*,
                                         uint64_t blocks, float* y, uint64_t y_stride) {
   constexpr uint64_t kBlockBytes = kInterleavedRows * G::kBytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (uint64_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = w + b * kBlockBytes;
+    if constexpr (G::kPrefetchBlocks > 0)
+      for (uint64_t line = 0; line < kBlockBytes; line += 64) __builtin_prefetch(wb + G::kPrefetchBlocks * kBlockBytes + line);
     const typename G::Header header = G::header(wb);
     __m256i isum[T];
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-    INFER_PLAN_UNROLL for (int j = 0; j < 8; ++j) {
-      const uint8_t* codes_at = wb + G::kCodes + 128 * j;
-      [[maybe_unused]] const __m256i fifths = G::kFifths ? load256(wb + kKGroupFifths + 32 * j) : _mm256_setzero_si256();
-      __m256i sub[T];
-      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sub[t] = _mm256_setzero_si256();
-      INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
-        const __m256i codes = load256(codes_at + 32 * k);
-        __m256i low = _mm256_and_si256(codes, low4);
-        __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-        if constexpr (G::kFifths) {  // bits k and 4 + k of the fifth-bit bytes, to bit 4 of the codes
-          const __m256i bit4 = _mm256_set1_epi8(0x10);
-          low = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(fifths, 4 - k), bit4));
-          high = _mm256_or_si256(high, _mm256_and_si256(_mm256_srli_epi16(fifths, k), bit4));
-        }
-        low = G::map(low);
-        high = G::map(high);
-        INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-          const uint8_t* xq = x + t * x_stride + b * kQ8_KBytes + kQ8_KQs + 32 * j + 8 * k;
-          sub[t] = _mm256_dpbusd_epi32(sub[t], low, broadcast4(xq));
-          sub[t] = _mm256_dpbusd_epi32(sub[t], high, broadcast4(xq + 4));
-        }
-      }
-      const __m256i scale = G::scale(header, j);
-      INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(sub[t], scale));
-    }
-    __m256i pairs[4];  // (2i, 2i + 1) as 16-bit pairs in every row's lane
+    k_vnni_block<G, T>(wb, header, x, x_stride, b, isum, std::make_integer_sequence<int, 8>());
+    __m256i pairs[G::kScales / 2];  // (2i, 2i + 1) as 16-bit pairs in every row's lane
     G::pairs(header, pairs);
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
       const uint8_t* xb = x + t * x_stride + b * kQ8_KBytes;
-      // sub-block j's activation sum: bsums 2j + 2j + 1, eight 16-bit sums, then pairs of them
+      // Q8_K's sixteen 16-value sums, as eight 32-bit pairs; with one scale per 32 values, the sums
+      // of sub-blocks 2i and 2i + 1 (bsums 4i..4i + 3 added in pairs) as four
       const __m256i bsums = load256(xb + kQ8_KBsums);
-      const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
       __m256i off = _mm256_setzero_si256();
-      off = _mm256_dpwssd_epi32(off, pairs[0], _mm256_broadcastd_epi32(sums));
-      off = _mm256_dpwssd_epi32(off, pairs[1], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 4)));
-      off = _mm256_dpwssd_epi32(off, pairs[2], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 8)));
-      off = _mm256_dpwssd_epi32(off, pairs[3], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 12)));
+      if constexpr (G::kScales == 16) {
+        INFER_PLAN_UNROLL for (int i = 0; i < 8; ++i)
+          off = _mm256_dpwssd_epi32(off, pairs[i], _mm256_permutevar8x32_epi32(bsums, _mm256_set1_epi32(i)));
+      } else {
+        const __m128i sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        off = _mm256_dpwssd_epi32(off, pairs[0], _mm256_broadcastd_epi32(sums));
+        off = _mm256_dpwssd_epi32(off, pairs[1], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 4)));
+        off = _mm256_dpwssd_epi32(off, pairs[2], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 8)));
+        off = _mm256_dpwssd_epi32(off, pairs[3], _mm256_broadcastd_epi32(_mm_srli_si128(sums, 12)));
+      }
       const __m256 block = G::finish(header, isum[t], off);
       acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(reinterpret_cast<const float*>(xb + kQ8_KD)), block, acc[t]);
     }
@@ -1389,6 +1502,10 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
     case GgmlType::IQ4_XS:
       return vnni ? interleaved_groups<kKVnniTiles<IQ4XSGroup>, kInterleavedRows * kIQ4_XSBytes, kIQ4_XSValues>
                   : nullptr;
+    case GgmlType::Q6_K:
+      return vnni ? interleaved_groups<kKVnniTiles<Q6KGroup>, kInterleavedRows * kQ6_KBytes, kQ6_KValues> : nullptr;
+    case GgmlType::Q3_K:
+      return vnni ? interleaved_groups<kKVnniTiles<Q3KGroup>, kInterleavedRows * kQ3_KBytes, kQ3_KValues> : nullptr;
     default: return nullptr;
   }
 }

@@ -194,20 +194,146 @@ void deinterleave_xs_group(const uint8_t* group, uint64_t row_bytes, uint64_t bl
   }
 }
 
+// Q6_K and Q3_K move four values at a time: a 32-bit word of GGML bytes (byte i: values l + i,
+// i = 0..3) gives the interleaved bytes 4r + i of the same values, each field taken and placed in
+// every byte at once (the masks keep each byte's own bits). Little-endian, as the runtime assumes.
+uint32_t word_at(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+void put_word(uint8_t* p, uint32_t w) { std::memcpy(p, &w, 4); }
+void or_word(uint8_t* p, uint32_t w) { put_word(p, word_at(p) | w); }
+constexpr uint32_t kBytes2 = 0x03030303, kBytes1 = 0x01010101, kBytes4 = 0x0F0F0F0F;
+
+// Row r's sub-block j of a GGML block into the group's block `out`, and back (the GGML block's code
+// planes zeroed first: take ORs into them).
+// Q6_K: value 128h + 32m + l (l < 32) has its low four bits in ql byte 64h + 32(m % 2) + l (the high
+// nibble for m >= 2) and its top two in bits 2m of qh byte 32h + l; sub-block j is h = j / 4, m = j % 4.
+void place_q6_k(const uint8_t* block, uint64_t j, uint64_t r, uint8_t* out) {
+  const uint32_t h = static_cast<uint32_t>(j / 4), m = static_cast<uint32_t>(j % 4);
+  const uint8_t *ql = block + kQ6_KQl + 64 * h + 32 * (m % 2), *qh = block + kQ6_KQh + 32 * h;
+  const uint32_t nibble = 4 * (m / 2), top = 2 * m;
+  for (uint32_t k = 0; k < 4; ++k)  // values 8k + i (low nibble) and 8k + 4 + i (high)
+    put_word(out + kQ6GroupCodes + 128 * j + 32 * k + 4 * r,
+             ((word_at(ql + 8 * k) >> nibble) & kBytes4) | ((word_at(ql + 8 * k + 4) >> nibble) & kBytes4) << 4);
+  for (uint32_t half = 0; half < 2; ++half) {  // values 16 half + 4q + i in bits 2q
+    uint32_t w = 0;
+    for (uint32_t q = 0; q < 4; ++q) w |= ((word_at(qh + 16 * half + 4 * q) >> top) & kBytes2) << (2 * q);
+    put_word(out + kQ6GroupHigh + 64 * j + 32 * half + 4 * r, w);
+  }
+}
+void take_q6_k(const uint8_t* group, uint64_t j, uint64_t r, uint8_t* block) {
+  const uint32_t h = static_cast<uint32_t>(j / 4), m = static_cast<uint32_t>(j % 4);
+  uint8_t *ql = block + kQ6_KQl + 64 * h + 32 * (m % 2), *qh = block + kQ6_KQh + 32 * h;
+  const uint32_t nibble = 4 * (m / 2), top = 2 * m;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const uint32_t w = word_at(group + kQ6GroupCodes + 128 * j + 32 * k + 4 * r);
+    or_word(ql + 8 * k, (w & kBytes4) << nibble);
+    or_word(ql + 8 * k + 4, ((w >> 4) & kBytes4) << nibble);
+  }
+  for (uint32_t half = 0; half < 2; ++half) {
+    const uint32_t w = word_at(group + kQ6GroupHigh + 64 * j + 32 * half + 4 * r);
+    for (uint32_t q = 0; q < 4; ++q) or_word(qh + 16 * half + 4 * q, ((w >> (2 * q)) & kBytes2) << top);
+  }
+}
+// Q3_K: value 128h + 32s + l has its low two bits in bits 2s of qs byte 32h + l (as Q2_K's codes)
+// and its third in bit 4h + s of hmask byte l; sub-block j is h = j / 4, s = j % 4.
+void place_q3_k(const uint8_t* block, uint64_t j, uint64_t r, uint8_t* out) {
+  const uint32_t h = static_cast<uint32_t>(j / 4), s = static_cast<uint32_t>(j % 4);
+  const uint8_t *qs = block + kQ3_KQs + 32 * h, *hmask = block + kQ3_KHmask;
+  uint32_t low0 = 0, low1 = 0, third = 0;
+  for (uint32_t k = 0; k < 4; ++k) {  // values 8k + i (word 0, bit k of the third) and 8k + 4 + i
+    low0 |= ((word_at(qs + 8 * k) >> (2 * s)) & kBytes2) << (2 * k);
+    low1 |= ((word_at(qs + 8 * k + 4) >> (2 * s)) & kBytes2) << (2 * k);
+    third |= ((word_at(hmask + 8 * k) >> (4 * h + s)) & kBytes1) << k |
+             ((word_at(hmask + 8 * k + 4) >> (4 * h + s)) & kBytes1) << (4 + k);
+  }
+  put_word(out + kQ3GroupLow + 64 * j + 4 * r, low0);
+  put_word(out + kQ3GroupLow + 64 * j + 32 + 4 * r, low1);
+  put_word(out + kQ3GroupHigh + 32 * j + 4 * r, third);
+}
+void take_q3_k(const uint8_t* group, uint64_t j, uint64_t r, uint8_t* block) {
+  const uint32_t h = static_cast<uint32_t>(j / 4), s = static_cast<uint32_t>(j % 4);
+  uint8_t *qs = block + kQ3_KQs + 32 * h, *hmask = block + kQ3_KHmask;
+  const uint32_t low0 = word_at(group + kQ3GroupLow + 64 * j + 4 * r);
+  const uint32_t low1 = word_at(group + kQ3GroupLow + 64 * j + 32 + 4 * r);
+  const uint32_t third = word_at(group + kQ3GroupHigh + 32 * j + 4 * r);
+  for (uint32_t k = 0; k < 4; ++k) {
+    or_word(qs + 8 * k, ((low0 >> (2 * k)) & kBytes2) << (2 * s));
+    or_word(qs + 8 * k + 4, ((low1 >> (2 * k)) & kBytes2) << (2 * s));
+    or_word(hmask + 8 * k, ((third >> k) & kBytes1) << (4 * h + s));
+    or_word(hmask + 8 * k + 4, ((third >> (4 + k)) & kBytes1) << (4 * h + s));
+  }
+}
+
+// Where each type's fields lie, GGML's and the group's; the code planes (GGML) to zero before take.
+struct SmallKBlock {
+  uint32_t bytes, d, scales, scale_words;
+  uint64_t group_scales;
+  uint32_t planes, plane_bytes;
+  void (*place)(const uint8_t*, uint64_t, uint64_t, uint8_t*);
+  void (*take)(const uint8_t*, uint64_t, uint64_t, uint8_t*);
+};
+SmallKBlock small_k_block(GgmlType type) {
+  return type == GgmlType::Q6_K
+             ? SmallKBlock{kQ6_KBytes, kQ6_KD, kQ6_KScales, 4, kQ6GroupScales, kQ6_KQl, kQ6_KScales, place_q6_k, take_q6_k}
+             : SmallKBlock{kQ3_KBytes, kQ3_KD, kQ3_KScales, 3, kQ3GroupScales, kQ3_KHmask, kQ3_KScales, place_q3_k, take_q3_k};
+}
+static_assert(kQ6_KQl == 0 && kQ6_KQh == 128 && kQ3_KHmask == 0 && kQ3_KQs == 32,
+              "the code planes first: ql and qh; hmask and qs");
+static_assert(kQ6GroupD == 0 && kQ3GroupD == 0, "the rows' d first");
+static_assert(kQ6GroupHigh + 64 * 8 == kInterleavedRows * kQ6_KBytes && kQ6GroupCodes == kQ6GroupScales + 128 &&
+                  kQ6GroupHigh == kQ6GroupCodes + 128 * 8,
+              "a Q6_K group's block: d, 4 scale words, 8 x 128 nibble bytes, 8 x 64 top-bit bytes");
+static_assert(kQ3GroupHigh + 32 * 8 == kInterleavedRows * kQ3_KBytes && kQ3GroupLow == kQ3GroupScales + 96 &&
+                  kQ3GroupHigh == kQ3GroupLow + 64 * 8,
+              "a Q3_K group's block: d, 3 scale words, 8 x 64 low-bit bytes, 8 x 32 third-bit bytes");
+
+void interleave_small_k_group(GgmlType type, const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
+  const SmallKBlock kb = small_k_block(type);
+  for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * kb.bytes) {
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      const uint8_t* block = rows + r * row_bytes + b * kb.bytes;
+      std::memcpy(out + 2 * r, block + kb.d, 2);
+      for (uint32_t word = 0; word < kb.scale_words; ++word)
+        std::memcpy(out + kb.group_scales + 32 * word + 4 * r, block + kb.scales + 4 * word, 4);
+      for (uint64_t j = 0; j < 8; ++j) kb.place(block, j, r, out);
+    }
+  }
+}
+
+void deinterleave_small_k_group(GgmlType type, const uint8_t* group, uint64_t row_bytes, uint64_t blocks, uint8_t* rows) {
+  const SmallKBlock kb = small_k_block(type);
+  for (uint64_t b = 0; b < blocks; ++b, group += kInterleavedRows * kb.bytes) {
+    for (uint64_t r = 0; r < kInterleavedRows; ++r) {
+      uint8_t* block = rows + r * row_bytes + b * kb.bytes;
+      std::memcpy(block + kb.d, group + 2 * r, 2);
+      for (uint32_t word = 0; word < kb.scale_words; ++word)
+        std::memcpy(block + kb.scales + 4 * word, group + kb.group_scales + 32 * word + 4 * r, 4);
+      std::memset(block + kb.planes, 0, kb.plane_bytes);
+      for (uint64_t j = 0; j < 8; ++j) kb.take(group, j, r, block);
+    }
+  }
+}
+
+bool small_k(GgmlType type) { return type == GgmlType::Q6_K || type == GgmlType::Q3_K; }
+
 // Eight GGML rows of `type` (row_bytes apart, `cols` values) into one interleaved group.
 void interleave_one(GgmlType type, const uint8_t* plain, uint64_t row_bytes, uint64_t cols, uint8_t* group) {
   if (k_quant(type)) return interleave_k_group(k_block(type), plain, row_bytes, cols / kQ4_KValues, group);
   if (type == GgmlType::IQ4_XS) return interleave_xs_group(plain, row_bytes, cols / kIQ4_XSValues, group);
+  if (small_k(type)) return interleave_small_k_group(type, plain, row_bytes, cols / kQ6_KValues, group);
   interleave_group(nibble_block(type), plain, row_bytes, cols / kQ4_0Values, group);
 }
 
 }  // namespace
 
 bool can_interleave(GgmlType type, uint64_t rows) {
-  const bool nibbles =
+  const bool ordered =
       type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 || k_quant(type) ||
-      type == GgmlType::IQ4_XS;
-  return nibbles && rows > 0 && rows % kInterleavedRows == 0;
+      type == GgmlType::IQ4_XS || small_k(type);
+  return ordered && rows > 0 && rows % kInterleavedRows == 0;
 }
 
 bool prefers_interleaved(GgmlType type, uint64_t rows) {
@@ -231,6 +357,7 @@ void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint6
   const uint8_t* at = data + group * kInterleavedRows * row_bytes;
   if (k_quant(type)) return deinterleave_k_group(k_block(type), at, row_bytes, cols / kQ4_KValues, out);
   if (type == GgmlType::IQ4_XS) return deinterleave_xs_group(at, row_bytes, cols / kIQ4_XSValues, out);
+  if (small_k(type)) return deinterleave_small_k_group(type, at, row_bytes, cols / kQ6_KValues, out);
   deinterleave_group_rows(nibble_block(type), at, row_bytes, cols / kQ4_0Values, out);
 }
 

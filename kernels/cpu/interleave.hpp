@@ -23,6 +23,15 @@
 // IQ4_XS (the same CPUs): per group and block, 1088 bytes: the rows' fp16 d (16 bytes), their
 // 16-bit scales_h (16), their four scales_l bytes (32: row r's at 4r), then each sub-block's codes as
 // Q4_K's.
+// Q6_K (the same CPUs): per group and block, 1680 bytes: the rows' fp16 d (16 bytes), their sixteen
+// int8 scales as four 32-byte words w = 0..3 (row r's scales 4w..4w+3 at 16 + 32w + 4r), then each
+// sub-block j's low four bits as Q4_K's (at 144 + 128j), then its top two bits as two words h = 0, 1
+// (at 1168 + 64j + 32h): byte 4r + i holds those of values 32j + 16h + i, + 4 + i, + 8 + i and
+// + 12 + i of row r in bits 0-1, 2-3, 4-5 and 6-7 (loads k = 2h and 2h + 1's low and high nibbles).
+// Q3_K (the same CPUs): per group and block, 880 bytes: the rows' fp16 d (16 bytes), their twelve
+// scale bytes as three words as Q4_K's (at 16), then each sub-block j's low two bits as two words (at
+// 112 + 64j): word 0's byte 4r + i holds value 32j + 8k + i's in bits 2k..2k + 1, word 1's value
+// 32j + 8k + 4 + i's; then each sub-block's third bits as Q5_K's fifth bits (at 624 + 32j).
 #pragma once
 #include <cstdint>
 
@@ -35,6 +44,10 @@ inline constexpr uint64_t kInterleavedRows = 8;
 inline constexpr uint64_t kKGroupD = 0, kKGroupDmin = 16, kKGroupScales = 32, kKGroupCodes = 128, kKGroupFifths = 1152;
 // IQ4_XS's group block, as above
 inline constexpr uint64_t kXSGroupD = 0, kXSGroupScalesH = 16, kXSGroupScalesL = 32, kXSGroupCodes = 64;
+
+// Q6_K's and Q3_K's group blocks, as above
+inline constexpr uint64_t kQ6GroupD = 0, kQ6GroupScales = 16, kQ6GroupCodes = 144, kQ6GroupHigh = 1168;
+inline constexpr uint64_t kQ3GroupD = 0, kQ3GroupScales = 16, kQ3GroupLow = 112, kQ3GroupHigh = 624;
 
 // How a weight matrix's rows lie in memory: GGML's order, or interleaved as above.
 enum class RowOrder { ggml, interleaved };

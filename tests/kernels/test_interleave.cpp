@@ -202,7 +202,66 @@ TEST_CASE("interleaved IQ4_XS: the rows' d, scales_h and scales_l first, then ea
   CHECK(mixed == plain);
 }
 
-TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS) match the GGML-order reference, both paths, batch = tokens") {
+TEST_CASE("interleaved Q6_K: the rows' d and scale words, the low nibbles as Q4_K's, two words of top bits, and back") {
+  constexpr uint64_t rows = 8, cols = 512;
+  CHECK(can_interleave(GgmlType::Q6_K, rows));
+  CHECK_FALSE(can_interleave(GgmlType::Q6_K, 12));
+  const std::vector<uint8_t> plain = quantized_matrix(GgmlType::Q6_K, rows, cols, 34);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::Q6_K, mixed.data(), rows, cols);
+  CHECK(mixed != plain);
+  REQUIRE(ggml_row_bytes(GgmlType::Q6_K, cols, "test") == 2 * 210);
+  // Block 1 of the group (at 8 x 210): row 5's d (GGML offset 208) and its scales 8..11 (192 + 8..11:
+  // word 2).
+  const uint8_t* block1 = mixed.data() + 8 * 210;
+  const uint8_t* row5 = plain.data() + 5 * 420 + 210;
+  for (int i = 0; i < 2; ++i) CHECK(block1[2 * 5 + i] == row5[208 + i]);
+  for (int i = 0; i < 4; ++i) CHECK(block1[16 + 32 * 2 + 4 * 5 + i] == row5[192 + 8 + i]);
+  // Value 128 + 64 + 9 = 201 of row 5 (the second 128's third 32, l = 9): low four bits the high
+  // nibble of ql byte 64 + 9, top two bits bits 4-5 of qh byte 128 + 32 + 9. It is sub-block 6's value
+  // 9: load k = 1, i = 1, the low nibble; top bits in word h = 0 (value 16h + 8 + i: bits 4-5).
+  const int v201 = (row5[64 + 9] >> 4) | ((row5[128 + 32 + 9] >> 4) & 3) << 4;
+  // and its neighbour in the byte, value 201 + 4 = 205 (l = 13, the high nibble; word 0, bits 6-7)
+  const int v205 = (row5[64 + 13] >> 4) | ((row5[128 + 32 + 13] >> 4) & 3) << 4;
+  CHECK(block1[144 + 128 * 6 + 32 * 1 + 4 * 5 + 1] == ((v201 & 0x0F) | (v205 & 0x0F) << 4));
+  const uint8_t top = block1[1168 + 64 * 6 + 32 * 0 + 4 * 5 + 1];
+  CHECK(((top >> 4) & 3) == v201 >> 4);
+  CHECK(((top >> 6) & 3) == v205 >> 4);
+  uint64_t set = 0;  // some top bits are set, or the checks above prove little
+  for (uint64_t i = 1168; i < 1680; ++i) set += mixed[8 * 210 + i] != 0;
+  CHECK(set > 0);
+  deinterleave_rows(GgmlType::Q6_K, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("interleaved Q3_K: the rows' d and scale words, two words of low bits, the third bits as Q5_K's fifth, and back") {
+  constexpr uint64_t rows = 16, cols = 256;
+  CHECK(can_interleave(GgmlType::Q3_K, rows));
+  const std::vector<uint8_t> plain = quantized_matrix(GgmlType::Q3_K, rows, cols, 35);
+  std::vector<uint8_t> mixed = plain;
+  interleave_rows(GgmlType::Q3_K, mixed.data(), rows, cols);
+  CHECK(mixed != plain);
+  REQUIRE(ggml_row_bytes(GgmlType::Q3_K, cols, "test") == 110);
+  // Group 1 (at 8 x 110), row 2 (GGML row 10): d (GGML offset 108), scale bytes 8..11 (96 + 8: word 2).
+  const uint8_t* group1 = mixed.data() + 8 * 110;
+  const uint8_t* row10 = plain.data() + 10 * 110;
+  for (int i = 0; i < 2; ++i) CHECK(group1[2 * 2 + i] == row10[108 + i]);
+  for (int i = 0; i < 4; ++i) CHECK(group1[16 + 32 * 2 + 4 * 2 + i] == row10[96 + 8 + i]);
+  // Value 160 + 19 = 179 (sub-block 5, k = 2, i = 3): low bits in qs (at 32) byte 32 + 19, bits 2 x 1
+  // (the second 128's second 32); third bit: hmask byte 19, bit 5. And value 183 (k = 2, i = 3, the
+  // high half): qs byte 32 + 23, hmask byte 23.
+  const int v179 = ((row10[32 + 32 + 19] >> 2) & 3) | ((row10[19] >> 5) & 1) << 2;
+  const int v183 = ((row10[32 + 32 + 23] >> 2) & 3) | ((row10[23] >> 5) & 1) << 2;
+  CHECK(((group1[112 + 64 * 5 + 4 * 2 + 3] >> 4) & 3) == (v179 & 3));  // word 0, bits 2k
+  CHECK(((group1[112 + 64 * 5 + 32 + 4 * 2 + 3] >> 4) & 3) == (v183 & 3));  // word 1
+  const uint8_t third = group1[624 + 32 * 5 + 4 * 2 + 3];
+  CHECK(((third >> 2) & 1) == v179 >> 2);
+  CHECK(((third >> 6) & 1) == v183 >> 2);
+  deinterleave_rows(GgmlType::Q3_K, mixed.data(), rows, cols);
+  CHECK(mixed == plain);
+}
+
+TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K) match the GGML-order reference, both paths, batch = tokens") {
   struct Shape {
     uint64_t rows, cols;
   };
@@ -214,7 +273,7 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS) match 
   std::vector<Case> cases;
   for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4})
     for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) cases.push_back({type, shape});
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS})
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::Q3_K})
     for (const Shape shape : {Shape{8, 256}, Shape{24, 512}, Shape{64, 4096}}) cases.push_back({type, shape});
   for (const Case& c : cases) {
     const GgmlType type = c.type;  // not a structured binding: CAPTURE's lambda takes it (clang 14)
