@@ -1055,7 +1055,12 @@ alignas(16) constexpr std::array<uint8_t, 16> kMxfp4Unsigned = [] {
 
 // A type's part of the tile: its scale fields' bytes, how a nibble becomes an unsigned byte (`map`),
 // what comes off a block's sum for that (`offset`, from Activations::offsets), and the scales.
-struct Q4_0Group {  // codes as they are; the offset of 8 packed as two 16-bit halves (Q4_0's own)
+// kMins: the rows' fp16 minimums after the scales (Q4_1, Q5_1: m times the block's activation sum
+// joins the sum); kFifths: 32 bytes of fifth bits after the codes (Q5_0, Q5_1), as Q5_K's.
+struct NibbleLayout {
+  static constexpr bool kMins = false, kFifths = false;
+};
+struct Q4_0Group : NibbleLayout {  // codes as they are; the offset of 8 packed as two 16-bit halves (Q4_0's own)
   static constexpr uint64_t kScaleBytes = 2;
   static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) { return nibbles; }
   static INFER_PLAN_AVX512_VNNI __m256i offset(uint32_t packed) {
@@ -1064,7 +1069,7 @@ struct Q4_0Group {  // codes as they are; the offset of 8 packed as two 16-bit h
   static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
 };
 template <int32_t kBias, const std::array<uint8_t, 16>& kTable>
-struct TableGroup {  // the table's entry; the shift kBias times the block's activation sum
+struct TableGroup : NibbleLayout {  // the table's entry; the shift kBias times the block's activation sum
   static INFER_PLAN_AVX512_VNNI __m256i map(__m256i nibbles) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kTable.data())));
     return _mm256_shuffle_epi8(table, nibbles);
@@ -1092,11 +1097,28 @@ struct MXFP4Group : TableGroup<12, kMxfp4Unsigned> {
   }
 };
 
+struct Q5_0Group : NibbleLayout {  // codes 0..31 with the fifth bits; the zero 16 times the block's sum
+  static constexpr uint64_t kScaleBytes = 2;
+  static constexpr bool kFifths = true;
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i codes) { return codes; }
+  static INFER_PLAN_AVX512_VNNI __m256i offset(uint32_t sum) { return _mm256_set1_epi32(16 * static_cast<int32_t>(sum)); }
+  static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
+};
+struct Q4_1Group : NibbleLayout {  // codes as they are; d * sum + m * the block's activation sum
+  static constexpr uint64_t kScaleBytes = 2;
+  static constexpr bool kMins = true;
+  static INFER_PLAN_AVX512_VNNI __m256i map(__m256i codes) { return codes; }
+  static INFER_PLAN_AVX512_VNNI __m256 scales(const uint8_t* wb) { return _mm256_cvtph_ps(load128(wb)); }
+};
+struct Q5_1Group : Q4_1Group {
+  static constexpr bool kFifths = true;
+};
+
 template <class G, int T>
 INFER_PLAN_AVX512_VNNI void nibble_vnni_tile(const uint8_t* w, const uint8_t* x, uint64_t x_stride,
                                              const uint32_t* offsets, uint64_t blocks, float* y, uint64_t y_stride) {
-  constexpr uint64_t kCodes = G::kScaleBytes * kInterleavedRows;
-  constexpr uint64_t kBlockBytes = kCodes + 128;
+  constexpr uint64_t kCodes = G::kScaleBytes * kInterleavedRows + (G::kMins ? 2 * kInterleavedRows : 0);
+  constexpr uint64_t kBlockBytes = kCodes + 128 + (G::kFifths ? 32 : 0);
   const float* fp16 = fp16_table();
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
@@ -1107,8 +1129,15 @@ INFER_PLAN_AVX512_VNNI void nibble_vnni_tile(const uint8_t* w, const uint8_t* x,
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
     INFER_PLAN_UNROLL for (int k = 0; k < 4; ++k) {
       const __m256i codes = load256(wb + kCodes + 32 * k);
-      const __m256i low = G::map(_mm256_and_si256(codes, low4));
-      const __m256i high = G::map(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low4));
+      __m256i low = _mm256_and_si256(codes, low4);
+      __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+      if constexpr (G::kFifths) {  // bits k and 4 + k of the fifth-bit bytes, to bit 4 of the codes
+        const __m256i fifths = load256(wb + kCodes + 128), bit4 = _mm256_set1_epi8(0x10);
+        low = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(fifths, 4 - k), bit4));
+        high = _mm256_or_si256(high, _mm256_and_si256(_mm256_srli_epi16(fifths, k), bit4));
+      }
+      low = G::map(low);
+      high = G::map(high);
       INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
         const uint8_t* xq = x + t * x_stride + b * kQ8_0Bytes + kQ8_0Qs + 8 * k;
         sums[t] = _mm256_dpbusd_epi32(sums[t], low, broadcast4(xq));
@@ -1117,8 +1146,16 @@ INFER_PLAN_AVX512_VNNI void nibble_vnni_tile(const uint8_t* w, const uint8_t* x,
     }
     const __m256 dw = G::scales(wb);
     INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) {
-      const __m256i block = _mm256_sub_epi32(sums[t], G::offset(offsets[t * blocks + b]));
-      acc[t] = add_block(acc[t], block, dw, x + t * x_stride + b * kQ8_0Bytes, fp16);
+      const uint8_t* xb = x + t * x_stride + b * kQ8_0Bytes;
+      if constexpr (G::kMins) {  // as the GGML-order product: d d_x sum, then m d_x (the activations' sum)
+        const __m256 dx = _mm256_broadcast_ss(fp16_entry(fp16, xb));
+        const __m256 mins = _mm256_cvtph_ps(load128(wb + G::kScaleBytes * kInterleavedRows));
+        const __m256 x_sum = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(offsets[t * blocks + b])));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(dw, dx), acc[t]);
+        acc[t] = _mm256_fmadd_ps(x_sum, _mm256_mul_ps(mins, dx), acc[t]);
+      } else {
+        acc[t] = add_block(acc[t], _mm256_sub_epi32(sums[t], G::offset(offsets[t * blocks + b])), dw, xb, fp16);
+      }
     }
   }
   INFER_PLAN_UNROLL for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
@@ -1495,6 +1532,12 @@ GroupsDotFn avx2_interleaved_dot(GgmlType weight_type, bool avx512_vnni) {
       return vnni ? interleaved_groups<kVnniTiles<IQ4_NLGroup>, kInterleavedRows * kIQ4_NLBytes> : nullptr;
     case GgmlType::MXFP4:
       return vnni ? interleaved_groups<kVnniTiles<MXFP4Group>, kInterleavedRows * kMXFP4Bytes> : nullptr;
+    case GgmlType::Q5_0:
+      return vnni ? interleaved_groups<kVnniTiles<Q5_0Group>, kInterleavedRows * kQ5_0Bytes> : nullptr;
+    case GgmlType::Q4_1:
+      return vnni ? interleaved_groups<kVnniTiles<Q4_1Group>, kInterleavedRows * kQ4_1Bytes> : nullptr;
+    case GgmlType::Q5_1:
+      return vnni ? interleaved_groups<kVnniTiles<Q5_1Group>, kInterleavedRows * kQ5_1Bytes> : nullptr;
     case GgmlType::Q4_K:
       return vnni ? interleaved_groups<kKVnniTiles<Q4KGroup>, kInterleavedRows * kQ4_KBytes, kQ4_KValues> : nullptr;
     case GgmlType::Q5_K:

@@ -10,14 +10,19 @@
 namespace infer_plan::kernels {
 namespace {
 
-// The types with an interleaved order: 32 values, one scale field at the block's start (Q4_0's
-// and IQ4_NL's fp16 d, MXFP4's E8M0 exponent byte), then Q4_0's 16 nibble bytes.
+// The 32-value types with an interleaved order: a scale field at the block's start (Q4_0's, IQ4_NL's,
+// Q5_0's, Q4_1's and Q5_1's fp16 d, MXFP4's E8M0 exponent byte), Q4_1's and Q5_1's fp16 minimum,
+// Q5_0's and Q5_1's fifth bits (a little-endian word, bit j value j's), Q4_0's 16 nibble bytes.
 struct NibbleBlock {
   uint32_t bytes;        // per block
   uint32_t scale_bytes;  // the scale field's, at offset 0
+  uint32_t m, qh, qs;    // where the minimum, the fifth bits and the nibbles start (m, qh: 0 if none)
+  // the group's block (interleave.hpp): the rows' scales, their minimums, the codes, the fifth bits
+  uint64_t codes() const { return kInterleavedRows * (scale_bytes + (m ? 2 : 0)); }
+  uint64_t fifths() const { return codes() + 128; }
 };
-static_assert(kQ4_0D == 0 && kQ4_0Qs == 2 && kIQ4_NLD == 0 && kIQ4_NLQs == 2 && kMXFP4E == 0 && kMXFP4Qs == 1,
-              "a scale field at the block's start, then the nibbles");
+static_assert(kQ4_0D == 0 && kIQ4_NLD == 0 && kMXFP4E == 0 && kQ5_0D == 0 && kQ4_1D == 0 && kQ5_1D == 0,
+              "a scale field at the block's start");
 static_assert(kQ4_0Bytes * kInterleavedRows == 2 * kInterleavedRows + 128, "a group's block: 8 scales, 128 code bytes");
 static_assert(kKGroupCodes + 128 * kQ4_KValues / kQ4_KSubValues == kInterleavedRows * kQ4_KBytes &&
                   kKGroupFifths + 256 == kInterleavedRows * kQ5_KBytes,
@@ -26,47 +31,75 @@ static_assert(kXSGroupCodes + 128 * kIQ4_XSValues / kIQ4_XSSubValues == kInterle
               "an IQ4_XS group's block: 64 header bytes, then 8 sub-blocks of 128 code bytes");
 
 NibbleBlock nibble_block(GgmlType type) {
-  return type == GgmlType::MXFP4 ? NibbleBlock{kMXFP4Bytes, 1} : NibbleBlock{kQ4_0Bytes, 2};
+  switch (type) {
+    case GgmlType::MXFP4: return {kMXFP4Bytes, 1, 0, 0, kMXFP4Qs};
+    case GgmlType::Q5_0: return {kQ5_0Bytes, 2, 0, kQ5_0Qh, kQ5_0Qs};
+    case GgmlType::Q4_1: return {kQ4_1Bytes, 2, kQ4_1M, 0, kQ4_1Qs};
+    case GgmlType::Q5_1: return {kQ5_1Bytes, 2, kQ5_1M, kQ5_1Qh, kQ5_1Qs};
+    default: return {kQ4_0Bytes, 2, 0, 0, kQ4_0Qs};  // Q4_0, IQ4_NL
+  }
+}
+bool nibble_type(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0: case GgmlType::IQ4_NL: case GgmlType::MXFP4:
+    case GgmlType::Q5_0: case GgmlType::Q4_1: case GgmlType::Q5_1: return true;
+    default: return false;
+  }
 }
 
-// Value j's code (0..15) of a block: byte j's low nibble, or byte j - 16's high one.
+// Value j's code of a block: byte j's low nibble, or byte j - 16's high one; with the fifth bit.
 uint8_t nibble_code(const uint8_t* block, NibbleBlock nb, uint32_t j) {
-  const uint8_t* qs = block + nb.scale_bytes;
-  return j < kQ4_0Values / 2 ? qs[j] & 0x0F : qs[j - kQ4_0Values / 2] >> 4;
+  const uint8_t* qs = block + nb.qs;
+  const uint8_t low = j < kQ4_0Values / 2 ? qs[j] & 0x0F : qs[j - kQ4_0Values / 2] >> 4;
+  if (!nb.qh) return low;
+  uint32_t high;
+  std::memcpy(&high, block + nb.qh, 4);
+  return static_cast<uint8_t>(low | ((high >> j) & 1) << 4);
 }
 
 // One group: eight GGML rows at `rows` (row_bytes apart) into interleaved order at `out`.
 void interleave_group(NibbleBlock nb, const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
-  const uint64_t codes = static_cast<uint64_t>(nb.scale_bytes) * kInterleavedRows;
+  const uint64_t codes = nb.codes(), fifths = nb.fifths();
   for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * nb.bytes) {
     for (uint64_t r = 0; r < kInterleavedRows; ++r) {
       const uint8_t* block = rows + r * row_bytes + b * nb.bytes;
       std::memcpy(out + nb.scale_bytes * r, block, nb.scale_bytes);
-      for (uint32_t k = 0; k < 4; ++k)
-        for (uint32_t i = 0; i < 4; ++i)
-          out[codes + 32 * k + 4 * r + i] =
-              static_cast<uint8_t>(nibble_code(block, nb, 8 * k + i) | nibble_code(block, nb, 8 * k + 4 + i) << 4);
+      if (nb.m) std::memcpy(out + kInterleavedRows * nb.scale_bytes + 2 * r, block + nb.m, 2);
+      for (uint32_t i = 0; i < 4; ++i) {
+        uint8_t fifth = 0;
+        for (uint32_t k = 0; k < 4; ++k) {
+          const uint8_t a = nibble_code(block, nb, 8 * k + i), c = nibble_code(block, nb, 8 * k + 4 + i);
+          out[codes + 32 * k + 4 * r + i] = static_cast<uint8_t>((a & 0x0F) | (c & 0x0F) << 4);
+          fifth |= static_cast<uint8_t>((a >> 4) << k | (c >> 4) << (4 + k));
+        }
+        if (nb.qh) out[fifths + 4 * r + i] = fifth;
+      }
     }
   }
 }
 
 void deinterleave_group_rows(NibbleBlock nb, const uint8_t* group, uint64_t row_bytes, uint64_t blocks,
                              uint8_t* rows) {
-  const uint64_t codes_at = static_cast<uint64_t>(nb.scale_bytes) * kInterleavedRows;
+  const uint64_t codes_at = nb.codes(), fifths = nb.fifths();
   for (uint64_t b = 0; b < blocks; ++b, group += kInterleavedRows * nb.bytes) {
     for (uint64_t r = 0; r < kInterleavedRows; ++r) {
       uint8_t* block = rows + r * row_bytes + b * nb.bytes;
       std::memcpy(block, group + nb.scale_bytes * r, nb.scale_bytes);
+      if (nb.m) std::memcpy(block + nb.m, group + kInterleavedRows * nb.scale_bytes + 2 * r, 2);
       uint8_t codes[kQ4_0Values];
       for (uint32_t k = 0; k < 4; ++k) {
         for (uint32_t i = 0; i < 4; ++i) {
           const uint8_t byte = group[codes_at + 32 * k + 4 * r + i];
-          codes[8 * k + i] = byte & 0x0F;
-          codes[8 * k + 4 + i] = byte >> 4;
+          const uint8_t fifth = nb.qh ? group[fifths + 4 * r + i] : 0;
+          codes[8 * k + i] = static_cast<uint8_t>((byte & 0x0F) | ((fifth >> k) & 1) << 4);
+          codes[8 * k + 4 + i] = static_cast<uint8_t>((byte >> 4) | ((fifth >> (4 + k)) & 1) << 4);
         }
       }
+      uint32_t high = 0;
+      for (uint32_t j = 0; j < kQ4_0Values; ++j) high |= static_cast<uint32_t>(codes[j] >> 4) << j;
+      if (nb.qh) std::memcpy(block + nb.qh, &high, 4);
       for (uint32_t j = 0; j < kQ4_0Values / 2; ++j)
-        block[nb.scale_bytes + j] = static_cast<uint8_t>(codes[j] | codes[j + kQ4_0Values / 2] << 4);
+        block[nb.qs + j] = static_cast<uint8_t>((codes[j] & 0x0F) | (codes[j + kQ4_0Values / 2] & 0x0F) << 4);
     }
   }
 }
@@ -330,9 +363,7 @@ void interleave_one(GgmlType type, const uint8_t* plain, uint64_t row_bytes, uin
 }  // namespace
 
 bool can_interleave(GgmlType type, uint64_t rows) {
-  const bool ordered =
-      type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 || k_quant(type) ||
-      type == GgmlType::IQ4_XS || small_k(type);
+  const bool ordered = nibble_type(type) || k_quant(type) || type == GgmlType::IQ4_XS || small_k(type);
   return ordered && rows > 0 && rows % kInterleavedRows == 0;
 }
 

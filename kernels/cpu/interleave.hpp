@@ -12,6 +12,10 @@
 // i = 0..3 the byte (k, r, i) = code(r, 8k + i) | code(r, 8k + 4 + i) << 4, codes 0..15 (Q4_0:
 // value = d * (code - 8); IQ4_NL and MXFP4: the table's entry). A 32-byte load k thus holds values
 // 8k..8k+3 of all eight rows in its low nibbles and 8k+4..8k+7 in its high ones.
+// Q5_0, Q4_1 and Q5_1 (where the CPU has AVX-512 VNNI) likewise, the rows' fp16 minimums (16 bytes)
+// after the scales for Q4_1 and Q5_1, and 32 bytes of fifth bits after the codes for Q5_0 and Q5_1,
+// as Q5_K's below (byte 4r + i: value 8k + i's in bit k, 8k + 4 + i's in bit 4 + k): 176, 160 and
+// 192 bytes per group block.
 //
 // Q4_K and Q5_K (where the CPU has AVX-512 VNNI): per group and 256-value block b, 1152 bytes: the eight
 // rows' fp16 d (16 bytes), their fp16 dmin (16), the rows' twelve scale bytes as three 32-byte

@@ -403,7 +403,8 @@ void convert_activations(GgmlType weight_type, const float* x, uint64_t batch, u
   }
   out.offsets.clear();
   const uint64_t blocks = cols / kQ8_0Values;
-  if (weight_type == GgmlType::IQ4_NL || weight_type == GgmlType::MXFP4) {
+  if (weight_type == GgmlType::IQ4_NL || weight_type == GgmlType::MXFP4 || weight_type == GgmlType::Q5_0 ||
+      weight_type == GgmlType::Q4_1 || weight_type == GgmlType::Q5_1) {
     out.offsets.resize(batch * blocks);
     for (uint64_t b = 0; b < batch; ++b) {
       for (uint64_t k = 0; k < blocks; ++k) {

@@ -31,9 +31,10 @@ struct Activations {
   AlignedBytes data;  // rows start on a cache line where row_bytes is a multiple of 64
   // For Q4_0 weights (Q8_0 activations), per row and block of 32 codes c: 8 * the sum of c_j over
   // j % 4 in {0, 1} (low 16 bits) and over j % 4 in {2, 3} (high 16 bits), each within +-16256:
-  // what the interleaved product subtracts for the weight codes' offset of 8. For IQ4_NL and MXFP4
-  // weights, per row and block, the sum of the 32 codes (an int32's bits), which the interleaved
-  // product multiplies by its table's shift. Empty otherwise.
+  // what the interleaved product subtracts for the weight codes' offset of 8. For IQ4_NL, MXFP4,
+  // Q5_0, Q4_1 and Q5_1 weights, per row and block, the sum of the 32 codes (an int32's bits), which
+  // the interleaved product multiplies by its table's shift, Q5_0's zero of 16 or the rows' minimums.
+  // Empty otherwise.
   std::vector<uint32_t> offsets;
   const uint8_t* row(uint64_t b) const { return data.data() + b * row_bytes; }
 };

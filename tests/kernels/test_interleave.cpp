@@ -97,6 +97,12 @@ TEST_CASE("Q4_0 activations carry 8 x their code sums by position mod 4, for the
     CHECK(a.offsets[1] == (16256u | static_cast<uint32_t>(static_cast<uint16_t>(-16256)) << 16));
     convert_activations(GgmlType::Q8_0, x.data(), 1, 64, a);
     CHECK(a.offsets.empty());  // Q8_0 weights need none
+    for (const GgmlType type : {GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1}) {  // the blocks' sums
+      convert_activations(type, x.data(), 1, 64, a);
+      REQUIRE(a.offsets.size() == 2);
+      CHECK(a.offsets[0] == 32u * 127u);
+      CHECK(a.offsets[1] == 0u);  // 16 x 127 - 16 x 127
+    }
   }
   matmul_force_scalar(false);
 }
@@ -120,6 +126,46 @@ TEST_CASE("interleaved IQ4_NL and MXFP4: the scale fields first, the same bytes,
     // Byte (k = 1, r = 2, i = 3) of group 0, block 0: values 11 (low nibble) and 15 (high) of row 2.
     const uint8_t* row2 = plain.data() + 2 * row_bytes + scale;
     CHECK(mixed[8 * scale + 32 + 4 * 2 + 3] == ((row2[11] & 0x0F) | (row2[15] & 0x0F) << 4));
+    deinterleave_rows(type, mixed.data(), rows, cols);
+    CHECK(mixed == plain);
+  }
+}
+
+TEST_CASE("interleaved Q5_0, Q4_1 and Q5_1: scales, the rows' minimums, the codes, the fifth bits, and back") {
+  struct Case {
+    GgmlType type;
+    uint64_t m, qh, qs;  // GGML offsets (kernels/block_layout.hpp); m, qh 0 if none
+  };
+  for (const Case c : {Case{GgmlType::Q5_0, 0, 2, 6}, Case{GgmlType::Q4_1, 2, 0, 4}, Case{GgmlType::Q5_1, 2, 4, 8}}) {
+    const GgmlType type = c.type;
+    CAPTURE(ggml_type_info(type).name);
+    constexpr uint64_t rows = 16, cols = 64;
+    CHECK(can_interleave(type, rows));
+    CHECK_FALSE(can_interleave(type, 12));
+    const std::vector<uint8_t> plain = quantized_matrix(type, rows, cols, 36);
+    std::vector<uint8_t> mixed = plain;
+    interleave_rows(type, mixed.data(), rows, cols);
+    CHECK(mixed != plain);
+    const uint64_t block = ggml_type_info(type).block_bytes, row_bytes = 2 * block;
+    const uint64_t codes = c.m ? 32 : 16;  // after the rows' d (and minimums)
+    // Group 1, block 1, row 3 (GGML row 11, block 1): its d at 2 x 3, its minimum at 16 + 2 x 3.
+    const uint8_t* group_block = mixed.data() + 8 * row_bytes + 8 * block;
+    const uint8_t* row11 = plain.data() + 11 * row_bytes + block;
+    for (int i = 0; i < 2; ++i) {
+      CHECK(group_block[2 * 3 + i] == row11[i]);
+      if (c.m) CHECK(group_block[16 + 2 * 3 + i] == row11[c.m + i]);
+    }
+    // Byte (k = 1, r = 3, i = 2): values 10 (low nibble of GGML byte 10) and 14 (byte 14's).
+    CHECK(group_block[codes + 32 + 4 * 3 + 2] == ((row11[c.qs + 10] & 0x0F) | (row11[c.qs + 14] & 0x0F) << 4));
+    if (c.qh) {  // fifth-bit byte 4r + i = 14: bit k = 1 value 10's, bit 4 + k value 14's
+      const uint8_t fifth = group_block[codes + 128 + 4 * 3 + 2];
+      CHECK(((fifth >> 1) & 1) == ((row11[c.qh + 1] >> 2) & 1));  // value 10: bit 10 of the word
+      CHECK(((fifth >> 5) & 1) == ((row11[c.qh + 1] >> 6) & 1));  // value 14
+      uint64_t set = 0;  // some fifth bit set, or these prove little
+      for (uint64_t g = 0; g < 2 * 2; ++g)
+        for (uint64_t i = 0; i < 32; ++i) set += mixed[g * 8 * block + codes + 128 + i] != 0;
+      CHECK(set > 0);
+    }
     deinterleave_rows(type, mixed.data(), rows, cols);
     CHECK(mixed == plain);
   }
@@ -261,7 +307,7 @@ TEST_CASE("interleaved Q3_K: the rows' d and scale words, two words of low bits,
   CHECK(mixed == plain);
 }
 
-TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K) match the GGML-order reference, both paths, batch = tokens") {
+TEST_CASE("interleaved products (the 32-value types, Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K) match the GGML-order reference, both paths, batch = tokens") {
   struct Shape {
     uint64_t rows, cols;
   };
@@ -271,7 +317,7 @@ TEST_CASE("interleaved products (Q4_0, IQ4_NL, MXFP4, Q4_K, Q5_K, IQ4_XS, Q6_K, 
     Shape shape;
   };
   std::vector<Case> cases;
-  for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4})
+  for (const GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1})
     for (const Shape shape : {Shape{8, 32}, Shape{24, 256}, Shape{64, 4096}}) cases.push_back({type, shape});
   for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::IQ4_XS, GgmlType::Q6_K, GgmlType::Q3_K})
     for (const Shape shape : {Shape{8, 256}, Shape{24, 512}, Shape{64, 4096}}) cases.push_back({type, shape});
