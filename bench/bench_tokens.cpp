@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("dots", std::string(matmul_implementation()));
   benchmark::AddCustomContext("cols", std::to_string(cols));
   benchmark::AddCustomContext("threads", std::to_string(threads));
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K,
-                        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                        GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                        GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                        GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
     if (cols % ggml_type_info(type).block_values != 0) continue;  // not whole blocks
     benchmark::RegisterBenchmark(("product/" + std::string(ggml_type_info(type).name)).c_str(), BM_product, type, cols,
                                  rows, threads)

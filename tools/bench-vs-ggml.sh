@@ -20,7 +20,7 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 ggml=$(cd "$1" && pwd)
 rounds=${2:-3}
-types=${TYPES:-F16 BF16 Q8_0 Q4_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4}
+types=${TYPES:-F16 BF16 Q8_0 Q4_0 Q5_0 Q4_1 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4}
 tokens=${TOKENS:-1 2 4 8}
 threads=$(nproc)
 case $rounds in '' | *[!0-9]* | 0) echo "bench-vs-ggml: ROUNDS must be a positive integer" >&2; exit 2 ;; esac
