@@ -46,6 +46,7 @@ constexpr std::array kArchitectures{
     // Multi-head latent attention, shared and routed experts; llama.cpp's deepseek2 for both.
     Architecture{"deepseek_v2", "deepseek2", false, false, Moe::deepseek, Windows::none},
     Architecture{"deepseek_v3", "deepseek2", false, false, Moe::deepseek, Windows::none},
+    Architecture{"kimi_k2", "deepseek2", false, false, Moe::deepseek, Windows::none},  // DeepSeek-V3's shape
     // Gemma: head_dim 256 (2) or explicit, norms after attention and FFN, tied head; Gemma 2
     // soft-caps scores and logits, Gemma 3 normalizes q and k instead. gemma3 is the multimodal
     // wrapper whose text_config is read.

@@ -117,6 +117,32 @@ TEST_CASE("DeepSeek-V3: 671 B parameters, 37 B activated, 70,272 B of KV per tok
   CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}, 8) == 70'272);  // the latent is replicated
 }
 
+TEST_CASE("Kimi-K2: DeepSeek-V3's shape with 384 experts and 64 heads; 1T parameters, 32B activated (card), by hand") {
+  // Per layer, attention: q_a 7168 x 1536 = 11,010,048, its norm 1536; q_b 1536 x 64 x 192 =
+  // 18,874,368; kv_a_mqa 7168 x 576 = 4,128,768, its norm 512; k_b and v_b 2 x 512 x 64 x 128 =
+  // 8,388,608; o 64 x 128 x 7168 = 58,720,256 -> 101,124,096, + the two norms 14,336, x 61 layers
+  // = 6,169,444,352. One dense FFN 3 x 7168 x 18432 = 396,361,728. 60 MoE layers: router 384 x 7168
+  // = 2,752,512 + bias 384 + 384 experts x 3 x 7168 x 2048 = 16,911,433,728 + one shared 44,040,192
+  // = 16,958,226,816. Embeddings 2 x 163840 x 7168 = 2,348,810,240, output norm 7168. Total
+  // 1,026,408,232,448 (card: 1T). Active: 8 experts: 399,114,624 per MoE layer -> 32,861,500,928;
+  // without the input embedding (as the card, like DeepSeek's) 31,687,095,808 (card: 32B).
+  const ModelSpec s = load_model("kimi-k2");
+  CHECK(s.is_mla());
+  CHECK(s.gguf_arch == "deepseek2");
+  CHECK(s.first_dense_layers == 1);
+  CHECK(s.experts == 384);
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 1'026'408'232'448ull);
+  CHECK(p.active == 32'861'500'928ull);
+  CHECK(p.total / 1e12 == doctest::Approx(1.0).epsilon(0.03));
+  CHECK((p.active - 163840ull * 7168) / 1e9 == doctest::Approx(32.0).epsilon(0.015));
+  CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}) == 61ull * 576 * 2);  // the latent, as V3's
+  // DeepSeek-R1 is the V3 base's shape: 671 B, 37 B active.
+  const ParameterCount r1 = parameter_count(load_model("deepseek-r1"));
+  CHECK(r1.total == parameter_count(load_model("deepseek-v3")).total);
+  CHECK(r1.total / 1e9 == doctest::Approx(671.0).epsilon(0.005));
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.
