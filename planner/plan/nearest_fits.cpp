@@ -53,7 +53,9 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
         }
         if (!r) continue;
         out.push_back({"weights", fmt::format("--weights {}", type),
-                       fmt::format("weights {}, {}", gib(r->weights.bytes), spare(r->fit)), r->fit.headroom_bytes});
+                       fmt::format("weights {}{}, {}", gib(r->fit.weights_bytes), r->fit.tp > 1 ? " per device" : "",
+                                   spare(r->fit)),
+                       r->fit.headroom_bytes});
         return;
       }
     };
