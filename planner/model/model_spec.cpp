@@ -110,6 +110,39 @@ void read_experts(const Json& c, ModelSpec& s, std::string_view experts_key, con
                                  s.experts));
 }
 
+// DeepSeek's routed and shared experts, the dense layers before them, and the router: its bias
+// (noaux_tc), scoring, scale and expert groups.
+void read_deepseek_moe(const Json& c, ModelSpec& s, const std::string& where) {
+  read_experts(c, s, "n_routed_experts", where);
+  s.moe_intermediate = require_positive(c, "moe_intermediate_size", where);
+  s.shared_experts = optional_uint(c, "n_shared_experts", where).value_or(0);
+  s.first_dense_layers = optional_uint(c, "first_k_dense_replace", where).value_or(0);
+  if (s.first_dense_layers > s.layers)
+    throw InputError(fmt::format("{}: field 'first_k_dense_replace' is {}, beyond the {} layers", where,
+                                 s.first_dense_layers, s.layers));
+  if (const auto freq = optional_uint(c, "moe_layer_freq", where); freq && *freq != 1)
+    throw InputError(fmt::format("{}: field 'moe_layer_freq' is {}; only 1 (every layer after the dense ones) "
+                                 "is supported", where, *freq));
+  s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
+  s.moe_norm_top_k = optional_bool(c, "norm_topk_prob", where).value_or(false);
+  const std::string scoring = optional_string(c, "scoring_func", where).value_or("softmax");
+  if (scoring != "softmax" && scoring != "sigmoid")
+    throw InputError(fmt::format("{}: field 'scoring_func' is '{}'; expected softmax or sigmoid", where, scoring));
+  s.sigmoid_routing = scoring == "sigmoid";
+  s.expert_weights_scale = optional_number(c, "routed_scaling_factor", where).value_or(1.0);
+  if (!(s.expert_weights_scale > 0.0 && s.expert_weights_scale < 1e6))
+    throw InputError(fmt::format("{}: field 'routed_scaling_factor' is {}; expected a positive factor", where,
+                                 s.expert_weights_scale));
+  s.expert_groups = optional_uint(c, "n_group", where).value_or(1);
+  s.expert_groups_used = optional_uint(c, "topk_group", where).value_or(s.expert_groups);
+  if (s.expert_groups == 0 || s.experts % s.expert_groups != 0 || s.expert_groups_used == 0 ||
+      s.expert_groups_used > s.expert_groups ||
+      (s.expert_groups > 1 && s.experts / s.expert_groups * s.expert_groups_used < s.experts_active))
+    throw InputError(fmt::format("{}: fields 'n_group' {} and 'topk_group' {} do not split the {} routed experts into "
+                                 "groups whose chosen ones hold the {} a token takes", where, s.expert_groups,
+                                 s.expert_groups_used, s.experts, s.experts_active));
+}
+
 // The sliding window and the layers it applies to: transformers' layer_types when given, else
 // the architecture's placement. A window of 0 or null, or use_sliding_window false, is none.
 void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const std::string& where) {
@@ -408,34 +441,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.v_head_dim = require_positive(c, "v_head_dim", where);
     s.head_dim = s.qk_nope_dim + s.qk_rope_dim;  // the query/key head, not hidden / heads
     s.kv_heads = s.heads;                        // every head reads the shared latent
-    read_experts(c, s, "n_routed_experts", where);
-    s.moe_intermediate = require_positive(c, "moe_intermediate_size", where);
-    s.shared_experts = optional_uint(c, "n_shared_experts", where).value_or(0);
-    s.first_dense_layers = optional_uint(c, "first_k_dense_replace", where).value_or(0);
-    if (s.first_dense_layers > s.layers)
-      throw InputError(fmt::format("{}: field 'first_k_dense_replace' is {}, beyond the {} layers", where,
-                                   s.first_dense_layers, s.layers));
-    if (const auto freq = optional_uint(c, "moe_layer_freq", where); freq && *freq != 1)
-      throw InputError(fmt::format("{}: field 'moe_layer_freq' is {}; only 1 (every layer after the dense ones) "
-                                   "is supported", where, *freq));
-    s.expert_score_bias = optional_string(c, "topk_method", where).value_or("") == "noaux_tc";
-    s.moe_norm_top_k = optional_bool(c, "norm_topk_prob", where).value_or(false);
-    const std::string scoring = optional_string(c, "scoring_func", where).value_or("softmax");
-    if (scoring != "softmax" && scoring != "sigmoid")
-      throw InputError(fmt::format("{}: field 'scoring_func' is '{}'; expected softmax or sigmoid", where, scoring));
-    s.sigmoid_routing = scoring == "sigmoid";
-    s.expert_weights_scale = optional_number(c, "routed_scaling_factor", where).value_or(1.0);
-    if (!(s.expert_weights_scale > 0.0 && s.expert_weights_scale < 1e6))
-      throw InputError(fmt::format("{}: field 'routed_scaling_factor' is {}; expected a positive factor", where,
-                                   s.expert_weights_scale));
-    s.expert_groups = optional_uint(c, "n_group", where).value_or(1);
-    s.expert_groups_used = optional_uint(c, "topk_group", where).value_or(s.expert_groups);
-    if (s.expert_groups == 0 || s.experts % s.expert_groups != 0 || s.expert_groups_used == 0 ||
-        s.expert_groups_used > s.expert_groups ||
-        (s.expert_groups > 1 && s.experts / s.expert_groups * s.expert_groups_used < s.experts_active))
-      throw InputError(fmt::format("{}: fields 'n_group' {} and 'topk_group' {} do not split the {} routed experts into "
-                                   "groups whose chosen ones hold the {} a token takes", where, s.expert_groups,
-                                   s.expert_groups_used, s.experts, s.experts_active));
+    read_deepseek_moe(c, s, where);
   }
   if (arch->moe == Moe::qwen) {
     read_experts(c, s, "num_experts", where);
