@@ -123,8 +123,10 @@ void run(const ModelArgs& a) {
              p.total, p.total / 1e9, p.active, p.active / 1e9, p.non_embedding(), p.non_embedding() / 1e9);
   if (p.active_without_lookup(s.tied_embeddings) != p.active)
     fmt::print("  active per token without the input embedding (a lookup, not a product): {} ({:.3f} B); model cards "
-               "differ: DeepSeek's and GPT-OSS's count this one, Qwen's the one above\n",
-               p.active_without_lookup(s.tied_embeddings), p.active_without_lookup(s.tied_embeddings) / 1e9);
+               "differ: DeepSeek's and GPT-OSS's count this one, Qwen's the one above, GLM's neither embedding table "
+               "({:.3f} B)\n",
+               p.active_without_lookup(s.tied_embeddings), p.active_without_lookup(s.tied_embeddings) / 1e9,
+               static_cast<double>(p.active - p.embedding) / 1e9);
   fmt::print("  tensors: {}\n", inventory.size());
   if (a.tensors) {
     TextTable t{{"name", "shape (GGUF ne)", "elements"}, {false, false, true}, {}};

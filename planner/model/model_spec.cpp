@@ -15,8 +15,9 @@ namespace infer_plan {
 namespace {
 
 // How each model_type names its MoE shape: the expert count's key, and the expert FFN width's
-// (Mixtral's and GPT-OSS's experts are intermediate_size wide, every layer MoE).
-enum class Moe { none, qwen, mixtral, deepseek, gpt_oss };
+// (Mixtral's and GPT-OSS's experts are intermediate_size wide, every layer MoE). GLM-4.5 names its
+// experts and router as DeepSeek does, with grouped-query attention in place of DeepSeek's latent.
+enum class Moe { none, qwen, mixtral, deepseek, gpt_oss, glm };
 
 // Which layers a declared sliding_window applies to (transformers' layer_types overrides all).
 enum class Windows {
@@ -57,6 +58,10 @@ constexpr std::array kArchitectures{
     Architecture{"gpt_oss", "gpt-oss", false, true, Moe::gpt_oss, Windows::every_other},
     // Phi-3/Phi-4: fused attn_qkv and gate+up in llama.cpp's files.
     Architecture{"phi3", "phi3", false, false, Moe::none, Windows::all_layers},
+    // GLM-4.5: DeepSeek's routed and shared experts after dense layers, a sigmoid router with its
+    // bias; grouped-query attention with biases (attention_bias), half the head rotated, q/k norms
+    // where use_qk_norm says.
+    Architecture{"glm4_moe", "glm4moe", false, false, Moe::glm, Windows::none},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -66,24 +71,24 @@ void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std
   struct Key {
     std::string_view key, meaning;
     Moe read_by;                 // none: no MoE family reads it (see `windows`)
-    Moe also_read_by = Moe::none;
+    Moe also_read_by = Moe::none, and_by = Moe::none;
     Windows windows = Windows::none;  // a window key: read by this windowing
   };
   static constexpr std::array kKeys{
       Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
-      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen, Moe::deepseek},
+      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen, Moe::deepseek, Moe::glm},
       Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", Moe::mixtral, Moe::gpt_oss},
-      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek},
-      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek},
+      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek, Moe::glm},
+      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek, Moe::glm},
       Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
       Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
-      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma 3)", Moe::none, Moe::none,
+      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma 3)", Moe::none, Moe::none, Moe::none,
           Windows::pattern},
   };
   for (const Key& k : kKeys) {
     const auto it = c.find(k.key);
     if (it == c.end() || it->is_null() || (it->is_number() && it->get<double>() == 0)) continue;
-    if (arch.moe != Moe::none && (k.read_by == arch.moe || k.also_read_by == arch.moe)) continue;
+    if (arch.moe != Moe::none && (k.read_by == arch.moe || k.also_read_by == arch.moe || k.and_by == arch.moe)) continue;
     if (k.windows != Windows::none && k.windows == arch.windows) continue;
     throw InputError(fmt::format("{}: field '{}' ({}) is not part of model_type '{}', so the shape would be wrong; "
                                  "{}", where, k.key, k.meaning, arch.model_type,
@@ -442,6 +447,12 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.head_dim = s.qk_nope_dim + s.qk_rope_dim;  // the query/key head, not hidden / heads
     s.kv_heads = s.heads;                        // every head reads the shared latent
     read_deepseek_moe(c, s, where);
+  }
+  if (arch->moe == Moe::glm) {  // transformers' Glm4Moe: always a sigmoid router with its bias
+    read_deepseek_moe(c, s, where);
+    s.expert_score_bias = true;
+    s.sigmoid_routing = true;
+    s.qk_norm = optional_bool(c, "use_qk_norm", where).value_or(false);
   }
   if (arch->moe == Moe::qwen) {
     read_experts(c, s, "num_experts", where);

@@ -136,12 +136,15 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
       add("attn_q_norm.weight", {s.head_dim}, TensorRole::attn_q_norm);
       add("attn_k_norm.weight", {s.head_dim}, TensorRole::attn_k_norm);
     }
-    // GPT-OSS's one norm before the FFN is llama.cpp's post_attention_norm; Gemma has both.
-    if (s.post_norms || s.expert_bias) add("post_attention_norm.weight", {s.hidden}, TensorRole::attn_post_norm);
-    if (!s.expert_bias) add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
+    // GPT-OSS's and GLM-4.5's one norm before the FFN is llama.cpp's post_attention_norm; Gemma has both.
+    const bool post_attention_norm_only = s.expert_bias || s.gguf_arch == "glm4moe";
+    if (s.post_norms || post_attention_norm_only)
+      add("post_attention_norm.weight", {s.hidden}, TensorRole::attn_post_norm);
+    if (!post_attention_norm_only) add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
     if (s.layer_is_moe(l)) {
       add("ffn_gate_inp.weight", {s.hidden, s.experts}, TensorRole::ffn_gate_inp);
       if (s.expert_bias) add("ffn_gate_inp.bias", {s.experts}, TensorRole::ffn_gate_inp_bias);
+      if (s.expert_score_bias) add("exp_probs_b.bias", {s.experts}, TensorRole::ffn_exp_probs_b);
       add("ffn_gate_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps);
       add("ffn_up_exps.weight", {s.hidden, s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps);
       add("ffn_down_exps.weight", {s.moe_intermediate, s.hidden, s.experts}, TensorRole::ffn_down_exps);
@@ -149,6 +152,12 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
         add("ffn_gate_exps.bias", {s.moe_intermediate, s.experts}, TensorRole::ffn_gate_exps_bias);
         add("ffn_up_exps.bias", {s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps_bias);
         add("ffn_down_exps.bias", {s.hidden, s.experts}, TensorRole::ffn_down_exps_bias);
+      }
+      if (s.shared_experts) {  // GLM-4.5's, as DeepSeek's
+        const uint64_t shared = s.moe_intermediate * s.shared_experts;
+        add("ffn_gate_shexp.weight", {s.hidden, shared}, TensorRole::ffn_gate_shexp);
+        add("ffn_up_shexp.weight", {s.hidden, shared}, TensorRole::ffn_up_shexp);
+        add("ffn_down_shexp.weight", {shared, s.hidden}, TensorRole::ffn_down_shexp);
       }
     } else if (s.fused_qkv) {  // Phi: gate and up in one ffn_up of twice the width
       add("ffn_up.weight", {s.hidden, 2 * s.intermediate}, TensorRole::ffn_up);

@@ -607,6 +607,8 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.qk_nope_dim = s.head_dim - s.qk_rope_dim;
     s.rope_dims = 0;
     s.kv_heads = s.heads;  // every head reads the shared latent
+  }
+  if (arch == "deepseek2" || arch == "glm4moe") {  // DeepSeek's experts and router (GLM-4.5's too)
     s.first_dense_layers = key_u64(m, arch + ".leading_dense_block_count", 0);
     const GgufValue* norm = m.find(arch + ".expert_weights_norm");  // llama.cpp: false when absent
     s.moe_norm_top_k = norm && norm->type == GgufType::boolean && norm->u64 != 0;
@@ -644,7 +646,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::attn_qkv: s.fused_qkv = true; break;
       case TensorRole::ffn_exp_probs_b:
         s.expert_score_bias = true;
-        s.model_type = "deepseek_v3";
+        if (arch == "deepseek2") s.model_type = "deepseek_v3";  // V2 has no routing bias
         break;
       default: break;
     }

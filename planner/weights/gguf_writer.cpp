@@ -205,6 +205,8 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     // 0 for a plain q projection: llama.cpp's converter omits the key, but llama.cpp's loader then
     // requires it of any model without the 26 or 27 layers of the Lite models it knows (a scaled one)
     kv.push_back({a + ".attention.q_lora_rank", u32(s.q_lora_rank)});
+  }
+  if (s.is_mla() || a == "glm4moe") {  // DeepSeek's experts and router (GLM-4.5's too)
     kv.push_back({a + ".leading_dense_block_count", u32(s.first_dense_layers)});
     kv.push_back({a + ".expert_shared_count", u32(s.shared_experts)});
     kv.push_back({a + ".expert_weights_norm", GgufValue::of_bool(s.moe_norm_top_k)});

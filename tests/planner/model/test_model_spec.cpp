@@ -143,6 +143,40 @@ TEST_CASE("Kimi-K2: DeepSeek-V3's shape with 384 experts and 64 heads; 1T parame
   CHECK(r1.total / 1e9 == doctest::Approx(671.0).epsilon(0.005));
 }
 
+TEST_CASE("GLM-4.5 and GLM-4.5-Air: DeepSeek's experts beside grouped-query attention; 355B/32B and 106B/12B (README)") {
+  // GLM-4.5-Air per layer, attention: q 4096 x 12288 = 50,331,648 + bias 12,288; k and v 4096 x 1024
+  // = 4,194,304 each + biases 1024; o 12288 x 4096 = 50,331,648; attn_norm and post_attention_norm
+  // 8192 -> 109,074,432, x 46 = 5,017,423,872. One dense FFN 3 x 4096 x 10944 = 134,479,872. 45 MoE
+  // layers: router 128 x 4096 = 524,288 + bias 128 + 128 experts x 3 x 4096 x 1408 = 2,214,592,512 +
+  // one shared 17,301,504 = 2,232,418,432. Embeddings 2 x 151552 x 4096 = 1,241,513,984, output norm
+  // 4096: total 106,852,251,264 (README: 106B). Active: 8 experts, 156,237,952 per MoE layer ->
+  // 13,424,129,664; GLM's 12B counts neither embedding table: 12,182,615,680.
+  const ModelSpec air = load_model("glm-4.5-air");
+  CHECK(air.gguf_arch == "glm4moe");
+  CHECK_FALSE(air.is_mla());
+  CHECK(air.first_dense_layers == 1);
+  CHECK(air.shared_experts == 1);
+  CHECK(air.expert_score_bias);
+  CHECK(air.sigmoid_routing);
+  CHECK(air.qkv_bias);
+  CHECK(air.rope_dims == 64);  // half of the 128-wide head
+  const ParameterCount a = parameter_count(air);
+  CHECK(a.total == 106'852'251'264ull);
+  CHECK(a.active == 13'424'129'664ull);
+  CHECK((a.active - a.embedding) / 1e9 == doctest::Approx(12.0).epsilon(0.02));
+  CHECK(a.total / 1e9 == doctest::Approx(106.0).epsilon(0.01));
+  CHECK(kv_bytes_per_token(air, {GgmlType::BF16, GgmlType::BF16}) == 46ull * 2 * 8 * 128 * 2);
+  // GLM-4.5: attention 136,339,456 per layer x 92; three dense FFNs of 188,743,680; 89 MoE layers of
+  // 819,200 + 160 + 160 x 23,592,960 + 23,592,960 = 3,799,285,920; embeddings 2 x 151552 x 5120:
+  // 352,797,805,472 (README: 355B, its multi-token-prediction layer counted; not here, as llama.cpp
+  // skips it). Active 33,632,242,592, without either embedding table 32,080,350,112 (README: 32B).
+  const ParameterCount g = parameter_count(load_model("glm-4.5"));
+  CHECK(g.total == 352'797'805'472ull);
+  CHECK(g.active == 33'632'242'592ull);
+  CHECK(g.total / 1e9 == doctest::Approx(355.0).epsilon(0.01));
+  CHECK((g.active - g.embedding) / 1e9 == doctest::Approx(32.0).epsilon(0.005));
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.
