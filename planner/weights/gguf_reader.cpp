@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -341,8 +342,8 @@ TensorInfo tensor_info_of(const GgufTensorInfo& t, bool* known = nullptr) {
     rest.remove_prefix(dot + 1);
   }
   if (tensor_suffix_role(rest, info.role).empty())
-    return unknown(fmt::format("tensor '{}' is not part of the qwen3, qwen3moe, llama, qwen2, gemma2, gemma3, "
-                               "gpt-oss, phi3 or deepseek2 layouts", t.name));
+    return unknown(fmt::format("tensor '{}' is not part of the layouts of {}", t.name,
+                               fmt::join(gguf_architectures(), ", ")));
   return info;
 }
 
@@ -525,11 +526,42 @@ std::vector<uint8_t> read_gguf_tensor_data(const GgufModel& m, size_t i) {
   return data;
 }
 
+namespace {
+
+// The blocks a file keeps after the trunk for multi-token prediction (<arch>.nextn_predict_layers:
+// GLM-4.5's, and newer conversions of DeepSeek's): llama.cpp loads them only when asked to predict
+// with them, so the model here is the trunk, and their tensors count in the file's size only.
+uint64_t trunk_blocks(const GgufModel& m) {
+  const GgufValue* arch = m.find("general.architecture");
+  if (!arch || arch->type != GgufType::string) return UINT64_MAX;
+  const uint64_t mtp = key_u64(m, arch->str + ".nextn_predict_layers", 0);
+  if (mtp == 0) return UINT64_MAX;
+  const uint64_t blocks = key_u64(m, arch->str + ".block_count");
+  if (mtp >= blocks)
+    throw InputError(fmt::format("{}: {}.nextn_predict_layers = {} leaves none of the {} blocks (block_count) to the "
+                                 "model", m.paths.front(), arch->str, mtp, blocks));
+  return blocks - mtp;
+}
+
+// Whether tensor `t` (blk.N.*) lies in a block at or after `trunk`.
+bool beyond_trunk(const GgufTensorInfo& t, uint64_t trunk) {
+  if (trunk == UINT64_MAX || !t.name.starts_with("blk.")) return false;
+  uint64_t block = 0;
+  const char* p = t.name.data() + 4;
+  const char* end = t.name.data() + t.name.size();
+  const auto [at, ec] = std::from_chars(p, end, block);
+  return ec == std::errc() && at != p && block >= trunk;
+}
+
+}  // namespace
+
 WeightsLayout gguf_weights_layout(const GgufModel& m) {
   WeightsLayout layout;
   layout.file_type = fmt::format("as stored in {}{}", std::filesystem::path(m.paths.front()).filename().string(),
                                  m.paths.size() > 1 ? fmt::format(" (+{} parts)", m.paths.size() - 1) : "");
-  for (const GgufTensorInfo& t : m.tensors) layout.tensors.push_back({tensor_info_of(t), t.type, t.bytes});
+  const uint64_t trunk = trunk_blocks(m);
+  for (const GgufTensorInfo& t : m.tensors)
+    if (!beyond_trunk(t, trunk)) layout.tensors.push_back({tensor_info_of(t), t.type, t.bytes});
   return layout;
 }
 
@@ -577,6 +609,8 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.gguf_arch = arch;
   s.hidden = key_u64(m, arch + ".embedding_length");
   s.layers = key_u64(m, arch + ".block_count");
+  const uint64_t trunk = trunk_blocks(m);
+  if (trunk != UINT64_MAX) s.layers = trunk;
   s.heads = key_u64(m, arch + ".attention.head_count");
   s.kv_heads = key_u64(m, arch + ".attention.head_count_kv", s.heads);
   s.head_dim = key_u64(m, arch + ".attention.key_length", s.heads == 0 ? 0 : s.hidden / s.heads);
@@ -623,6 +657,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   bool has_output = false, has_token_embd = false;
   std::set<int64_t> moe_layers;
   for (const GgufTensorInfo& t : m.tensors) {
+    if (beyond_trunk(t, trunk)) continue;
     const TensorInfo info = tensor_info_of(t);
     if (info.layer >= static_cast<int64_t>(s.layers))
       throw InputError(fmt::format("{}: tensor '{}' is beyond block_count {}", m.paths.front(), t.name, s.layers));

@@ -228,6 +228,45 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek and GLM-4.5 files read back as th
   }
 }
 
+TEST_CASE("a multi-token-prediction block after the trunk (nextn_predict_layers) is on disk but not in the model") {
+  // GLM-4.5's files (and newer DeepSeek conversions) keep it as block L (L = the trunk's layers): a
+  // full MoE layer plus nextn.* tensors, which llama.cpp loads only when asked to predict with them.
+  const ModelSpec s = scale_model_spec(load_model("glm-4.5-air"), 0.1, "scale");
+  const WeightsLayout layout = recipe_weights_layout(s, LlamaFileType::Q8_0);
+  ModelSpec with_mtp = s;
+  with_mtp.layers = s.layers + 1;
+  std::vector<GgufTensorData> tensors;
+  uint32_t seed = 500;
+  for (const TensorPlacement& p : recipe_weights_layout(with_mtp, LlamaFileType::Q8_0).tensors)
+    tensors.push_back({p.tensor.name, p.tensor.shape, p.type, seeded_bytes(p.bytes, ++seed)});
+  const std::string block = fmt::format("blk.{}.", s.layers);
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<uint64_t>>>{
+           {"nextn.eh_proj.weight", {2 * s.hidden, s.hidden}}, {"nextn.enorm.weight", {s.hidden}},
+           {"nextn.hnorm.weight", {s.hidden}}, {"nextn.shared_head_norm.weight", {s.hidden}}}) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    tensors.push_back({block + name, shape, GgmlType::F32, seeded_bytes(4 * n, ++seed)});
+  }
+  std::vector<GgufKeyValue> metadata = gguf_metadata_for(s);
+  for (GgufKeyValue& kv : metadata)
+    if (kv.key == "glm4moe.block_count") kv.value = GgufValue::of_u32(static_cast<uint32_t>(s.layers + 1));
+  metadata.push_back({"glm4moe.nextn_predict_layers", GgufValue::of_u32(1)});
+  const std::string path = temp_path("mtp.gguf");
+  write_gguf(path, metadata, tensors);
+  const GgufModel m = read_gguf_model(path);
+  const ModelSpec r = model_spec_from_gguf(m);
+  CHECK(r.layers == s.layers);
+  CHECK(parameter_count(r).total == parameter_count(s).total);
+  CHECK(weights_size(gguf_weights_layout(m)).bytes == weights_size(layout).bytes);  // the trunk's, loaded
+  CHECK(gguf_file_size_of(m).file_bytes == file_bytes(path).size());                // the whole file's
+  CHECK(gguf_file_size_of(m).tensor_data_bytes > weights_size(layout).bytes);
+  // A count that leaves no trunk is refused, naming the key.
+  for (GgufKeyValue& kv : metadata)
+    if (kv.key == "glm4moe.nextn_predict_layers") kv.value = GgufValue::of_u32(static_cast<uint32_t>(s.layers + 1));
+  write_gguf(path, metadata, tensors);
+  CHECK_THROWS_WITH_AS(model_spec_from_gguf(read_gguf_model(path)), doctest::Contains("nextn_predict_layers"), InputError);
+}
+
 // The toy with one metadata key replaced by a hostile value: what reading its spec says.
 std::string spec_error_with(const std::string& key, GgufValue value) {
   const std::string path = temp_path("hostile-shape.gguf");
