@@ -226,6 +226,20 @@ TEST_CASE("the models people deploy: totals and actives against their publishers
   // Gemma's non-embedding figures are exact.
   CHECK(parameter_count(load_model("gemma-2-9b")).non_embedding() == 8'324'201'984);
   CHECK(parameter_count(load_model("gemma-3-27b")).non_embedding() / 1e6 == doctest::Approx(25'600).epsilon(0.0001));
+  // The smaller Gemma 3 models, the same table: 698 M, 3,209 M and 10,759 M non-embedding; their
+  // windows 512 (1B) and 1024 tokens, 5 layers of every 6.
+  const struct {
+    const char* name;
+    double non_embedding_m;
+    uint64_t window;
+  } gemma3[] = {{"gemma-3-1b", 698, 512}, {"gemma-3-4b", 3'209, 1024}, {"gemma-3-12b", 10'759, 1024}};
+  for (const auto& g : gemma3) {
+    CAPTURE(g.name);
+    const ModelSpec s = load_model(g.name);
+    CHECK(parameter_count(s).non_embedding() / 1e6 == doctest::Approx(g.non_embedding_m).epsilon(0.001));
+    CHECK(s.sliding_window == g.window);
+    CHECK(s.window_layer_count() == s.layers - s.layers / 6);
+  }
   // Qwen truncates to one decimal: 30.53 B total reads 30.5B, 29.91 B non-embedding 29.9B, and
   // 3.35 B activated 3.3B.
   const ParameterCount q = parameter_count(load_model("qwen3-30b-a3b"));
