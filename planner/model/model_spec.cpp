@@ -17,7 +17,9 @@ namespace {
 // How each model_type names its MoE shape: the expert count's key, and the expert FFN width's
 // (Mixtral's and GPT-OSS's experts are intermediate_size wide, every layer MoE). GLM-4.5 names its
 // experts and router as DeepSeek does, with grouped-query attention in place of DeepSeek's latent.
-enum class Moe { none, qwen, mixtral, deepseek, gpt_oss, glm };
+// MiniMax-M2's experts are named as Mixtral's (intermediate_size wide, every layer), with a sigmoid
+// router and its bias.
+enum class Moe { none, qwen, mixtral, deepseek, gpt_oss, glm, minimax };
 
 // Which layers a declared sliding_window applies to (transformers' layer_types overrides all).
 enum class Windows {
@@ -62,6 +64,8 @@ constexpr std::array kArchitectures{
     // bias; grouped-query attention with biases (attention_bias), half the head rotated, q/k norms
     // where use_qk_norm says.
     Architecture{"glm4_moe", "glm4moe", false, false, Moe::glm, Windows::none},
+    // MiniMax-M2: q/k norms over the whole projections, rotary_dim of each head rotated.
+    Architecture{"minimax_m2", "minimax-m2", true, false, Moe::minimax, Windows::none},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -77,7 +81,7 @@ void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std
   static constexpr std::array kKeys{
       Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
       Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen, Moe::deepseek, Moe::glm},
-      Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", Moe::mixtral, Moe::gpt_oss},
+      Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", Moe::mixtral, Moe::gpt_oss, Moe::minimax},
       Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek, Moe::glm},
       Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek, Moe::glm},
       Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
@@ -447,6 +451,23 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     s.head_dim = s.qk_nope_dim + s.qk_rope_dim;  // the query/key head, not hidden / heads
     s.kv_heads = s.heads;                        // every head reads the shared latent
     read_deepseek_moe(c, s, where);
+  }
+  if (arch->moe == Moe::minimax) {  // every layer's FFN intermediate_size-wide experts, no shared one
+    read_experts(c, s, "num_local_experts", where);
+    s.moe_intermediate = s.intermediate;
+    s.expert_score_bias = optional_bool(c, "use_routing_bias", where).value_or(true);
+    const std::string scoring = optional_string(c, "scoring_func", where).value_or("sigmoid");
+    if (scoring != "softmax" && scoring != "sigmoid")
+      throw InputError(fmt::format("{}: field 'scoring_func' is '{}'; expected softmax or sigmoid", where, scoring));
+    s.sigmoid_routing = scoring == "sigmoid";
+    s.qk_norm = optional_bool(c, "use_qk_norm", where).value_or(true);
+    s.qk_norm_whole = s.qk_norm;
+    if (const auto rotary = optional_uint(c, "rotary_dim", where)) {
+      if (*rotary == 0 || *rotary > s.head_dim || *rotary % 2 != 0)
+        throw InputError(fmt::format("{}: field 'rotary_dim' is {}; expected an even count up to head_dim {}", where,
+                                     *rotary, s.head_dim));
+      s.rope_dims = *rotary == s.head_dim ? 0 : *rotary;
+    }
   }
   if (arch->moe == Moe::glm) {  // transformers' Glm4Moe: always a sigmoid router with its bias
     read_deepseek_moe(c, s, where);

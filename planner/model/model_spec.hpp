@@ -47,6 +47,7 @@ struct ModelSpec {
   uint64_t vocab = 0;
   bool tied_embeddings = false;    // output head shares token_embd
   bool qk_norm = false;            // Qwen3: RMSNorm on q and k per head
+  bool qk_norm_whole = false;      // MiniMax-M2: over the whole q and k projections, not per head
   bool qkv_bias = false;           // Qwen2: biases on q, k, v projections
   bool rope_freqs_tensor = false;  // Llama 3.1 "llama3" rope scaling: GGUF stores rope_freqs
   bool attn_output_bias = false;   // GPT-OSS: a bias on attn_output too

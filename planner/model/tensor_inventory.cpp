@@ -133,8 +133,8 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
     if (s.attn_output_bias) add("attn_output.bias", {s.hidden}, TensorRole::attn_output_bias);
     if (s.attn_sinks) add("attn_sinks.weight", {s.heads}, TensorRole::attn_sinks);
     if (s.qk_norm) {
-      add("attn_q_norm.weight", {s.head_dim}, TensorRole::attn_q_norm);
-      add("attn_k_norm.weight", {s.head_dim}, TensorRole::attn_k_norm);
+      add("attn_q_norm.weight", {s.qk_norm_whole ? s.q_width() : s.head_dim}, TensorRole::attn_q_norm);
+      add("attn_k_norm.weight", {s.qk_norm_whole ? s.kv_width() : s.head_dim}, TensorRole::attn_k_norm);
     }
     // GPT-OSS's and GLM-4.5's one norm before the FFN is llama.cpp's post_attention_norm; Gemma has both.
     const bool post_attention_norm_only = s.expert_bias || s.gguf_arch == "glm4moe";

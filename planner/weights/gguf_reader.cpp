@@ -627,6 +627,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   s.experts = key_u64(m, arch + ".expert_count", 0);
   s.experts_active = key_u64(m, arch + ".expert_used_count", 0);
   s.moe_intermediate = key_u64(m, arch + ".expert_feed_forward_length", 0);
+  s.sigmoid_routing = key_u64(m, arch + ".expert_gating_func", 1) == 2;  // llama.cpp's 1 softmax, 2 sigmoid
   if (arch == "deepseek2") {
     // MLA: llama.cpp's converter writes the cache's view (key_length = kv_lora_rank + rope,
     // head_count_kv 1) and the heads' own widths under *_mla; older files only the latter.
@@ -646,7 +647,6 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.first_dense_layers = key_u64(m, arch + ".leading_dense_block_count", 0);
     const GgufValue* norm = m.find(arch + ".expert_weights_norm");  // llama.cpp: false when absent
     s.moe_norm_top_k = norm && norm->type == GgufType::boolean && norm->u64 != 0;
-    s.sigmoid_routing = key_u64(m, arch + ".expert_gating_func", 1) == 2;  // llama.cpp's 1 softmax, 2 sigmoid
     const double scale = key_f64(m, arch + ".expert_weights_scale", 0.0);  // 0: none, as llama.cpp
     s.expert_weights_scale = scale > 0.0 ? scale : 1.0;
     s.expert_groups = std::max<uint64_t>(1, key_u64(m, arch + ".expert_group_count", 1));
@@ -664,7 +664,10 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     switch (info.role) {
       case TensorRole::token_embd: has_token_embd = true; s.vocab = t.shape.size() > 1 ? t.shape[1] : 0; break;
       case TensorRole::output: has_output = true; break;
-      case TensorRole::attn_q_norm: s.qk_norm = true; break;
+      case TensorRole::attn_q_norm:
+        s.qk_norm = true;
+        s.qk_norm_whole = !t.shape.empty() && t.shape[0] != s.head_dim;  // MiniMax-M2's, over the projection
+        break;
       case TensorRole::attn_q_bias: s.qkv_bias = true; break;
       case TensorRole::rope_freqs: s.rope_freqs_tensor = true; break;
       case TensorRole::ffn_gate_inp: moe_layers.insert(info.layer); break;

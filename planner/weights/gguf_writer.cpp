@@ -210,8 +210,7 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     kv.push_back({a + ".leading_dense_block_count", u32(s.first_dense_layers)});
     kv.push_back({a + ".expert_shared_count", u32(s.shared_experts)});
     kv.push_back({a + ".expert_weights_norm", GgufValue::of_bool(s.moe_norm_top_k)});
-    // llama.cpp's gating functions: 1 softmax (V2), 2 sigmoid (V3); V3's scale and expert groups
-    kv.push_back({a + ".expert_gating_func", u32(s.sigmoid_routing ? 2 : 1)});
+    // V3's scale and expert groups
     kv.push_back({a + ".expert_weights_scale", f32(s.expert_weights_scale)});
     if (s.expert_groups > 1) {
       kv.push_back({a + ".expert_group_count", u32(s.expert_groups)});
@@ -222,6 +221,9 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
     kv.push_back({a + ".expert_count", u32(s.experts)});
     kv.push_back({a + ".expert_used_count", u32(s.experts_active)});
     kv.push_back({a + ".expert_feed_forward_length", u32(s.moe_intermediate)});
+    // llama.cpp's gating functions: 1 softmax (DeepSeek-V2), 2 sigmoid (V3, GLM-4.5, MiniMax-M2)
+    if (s.sigmoid_routing || s.is_mla() || a == "glm4moe")
+      kv.push_back({a + ".expert_gating_func", u32(s.sigmoid_routing ? 2 : 1)});
   }
   return kv;
 }

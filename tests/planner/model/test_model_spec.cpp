@@ -177,6 +177,33 @@ TEST_CASE("GLM-4.5 and GLM-4.5-Air: DeepSeek's experts beside grouped-query atte
   CHECK((g.active - g.embedding) / 1e9 == doctest::Approx(32.0).epsilon(0.005));
 }
 
+TEST_CASE("MiniMax-M2: 256 experts every layer, q/k norms over the whole projections; 230B, 10B active (card)") {
+  // Per layer: q 3072 x 6144 = 18,874,368; k and v 3072 x 1024 = 3,145,728 each; o 6144 x 3072 =
+  // 18,874,368; q_norm 6144 and k_norm 1024 (whole projections); two norms 6144 -> 44,053,504.
+  // Router 256 x 3072 = 786,432 + bias 256; 256 experts x 3 x 3072 x 1536 = 3,623,878,656. x 62
+  // layers = 227,460,568,576; embeddings 2 x 200064 x 3072 = 1,229,193,216; output norm 3072:
+  // total 228,689,764,864 (card: 230B). Active: 8 experts, 158,086,400 per layer -> 11,030,553,088;
+  // without the input embedding 10,415,956,480 (card: 10B).
+  const ModelSpec s = load_model("minimax-m2");
+  CHECK(s.gguf_arch == "minimax-m2");
+  CHECK(s.qk_norm_whole);
+  CHECK(s.rope_dims == 64);
+  CHECK(s.expert_score_bias);
+  CHECK(s.sigmoid_routing);
+  CHECK(s.moe_layer_count() == 62);
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 228'689'764'864ull);
+  CHECK(p.active == 11'030'553'088ull);
+  CHECK(p.total / 1e9 == doctest::Approx(230.0).epsilon(0.01));
+  CHECK(p.active_without_lookup(s.tied_embeddings) / 1e9 == doctest::Approx(10.0).epsilon(0.045));
+  CHECK(kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}) == 62ull * 2 * 8 * 128 * 2);
+  // a rotary_dim no head holds is refused, naming it
+  Json c = Json::parse(R"({"model_type": "minimax_m2", "hidden_size": 256, "num_hidden_layers": 2,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 128, "intermediate_size": 64,
+    "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 2, "rotary_dim": 130})");
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("rotary_dim"), InputError);
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.

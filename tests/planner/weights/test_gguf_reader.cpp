@@ -190,7 +190,8 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
 TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek and GLM-4.5 files read back as their specs: windows, sinks, biases, "
           "fused tensors, MLA, shared experts beside grouped-query attention") {
   for (const char* name :
-       {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite", "glm-4.5-air"}) {
+       {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite", "glm-4.5-air",
+        "minimax-m2"}) {
     CAPTURE(name);
     // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
     const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
@@ -222,6 +223,8 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek and GLM-4.5 files read back as th
     CHECK(r.expert_weights_scale == doctest::Approx(s.expert_weights_scale));
     CHECK(r.rope_dims == s.rope_dims);
     CHECK(r.qkv_bias == s.qkv_bias);
+    CHECK(r.qk_norm == s.qk_norm);
+    CHECK(r.qk_norm_whole == s.qk_norm_whole);
     CHECK(kv_bytes_per_token(r, {GgmlType::BF16, GgmlType::BF16}) == kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}));
     CHECK(parameter_count(r).total == parameter_count(s).total);
     CHECK(weights_size(gguf_weights_layout(m)).bytes == weights_size(layout).bytes);
