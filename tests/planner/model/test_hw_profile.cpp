@@ -22,17 +22,17 @@ TEST_CASE("built-in profiles and links") {
     CHECK(p.memory_capacity_bytes > 0);
     CHECK(p.memory_bandwidth_bytes_per_s > 0);
   }
-  // a10, a100-40gb, a100-80gb, a100-80gb-pcie, a40, b200, dgx-spark, gh200, h100-nvl, h100-pcie,
+  // a10, a100-40gb, a100-80gb, a100-80gb-pcie, a40, b200, dgx-spark, gb200, gh200, h100-nvl, h100-pcie,
   // h100-sxm, h20, h200, l4, l40, l40s, m1, m1-pro, m1-max-64gb, m1-ultra, m2, m2-pro, m2-max-96gb,
   // m2-ultra, m3, m3-pro, m3-max-36gb, m3-max-64gb, m3-ultra, m4, m4-pro, m4-max-36gb, m4-max,
   // mi300x, mi325x, rtx-3090, rtx-4080, rtx-4090, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000,
   // rtx-pro-6000-blackwell, rx-7900-xtx, t4, tesla-p40
   // (hwprofiles/calibrations/ holds data, not profiles)
-  CHECK(builtin_hw_names().size() == 46);
+  CHECK(builtin_hw_names().size() == 47);
   // the datasheets' bandwidths of the devices added last: B200 8 TB/s, MI300X 5.3 TB/s, MI325X
   // 6 TB/s, H100 NVL 3.9 TB/s, H20 4.0 TB/s, L4 300 GB/s, T4 320 GB/s, L40 864 GB/s, A10 600 GB/s,
-  // RTX 5090 1792 GB/s, RTX 5080 960 GB/s
-  for (const auto& device : {std::pair{"b200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
+  // RTX 5090 1792 GB/s, RTX 5080 960 GB/s, GB200 8 TB/s
+  for (const auto& device : {std::pair{"b200", 8e12}, {"gb200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
                              {"h20", 4e12}, {"l4", 300e9}, {"t4", 320e9}, {"l40", 864e9}, {"a10", 600e9},
                              {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}}) {
     CAPTURE(device.first);  // (a pair, not a binding: clang before 16 cannot capture those)
@@ -52,6 +52,12 @@ TEST_CASE("built-in profiles and links") {
   REQUIRE(gh.host_links.size() == 1);
   CHECK(gh.host_links[0].name == "nvlink-c2c");
   CHECK(gh.host_links[0].bandwidth_bytes_per_s == 450e9);
+  // GB200: 186 GB, dense BF16 2.5 PFLOPS, its Grace memory over NVLink-C2C
+  const HwProfile gb = load_hw_profile("gb200");
+  CHECK(gb.memory_capacity_bytes == 186'000'000'000ull);
+  CHECK(gb.compute_ops_per_s.at("bf16") == 2500e12);
+  REQUIRE(gb.host_links.size() == 1);
+  CHECK(gb.host_links[0].name == "nvlink-c2c");
   CHECK(load_hw_profile("h200").compute_ops_per_s.at("bf16") == 989e12);
   CHECK(load_hw_profile("h200").memory_bandwidth_bytes_per_s == 4.8e12);
 }
