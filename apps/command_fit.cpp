@@ -185,6 +185,12 @@ std::vector<FitRow> fit_rows(const FitResult& r, const ModelSpec& spec) {
                                 format_bytes(r.kv_bytes_per_token), r.context, window_layers, spec.layers, spec.cached_window(),
                                 spec.window_cache_tokens ? fmt::format(" (window {} + a micro-batch)", spec.sliding_window) : "",
                                 r.requests, r.requests == 1 ? "" : "s")});
+  else if (spec.is_hybrid())  // the linear-attention layers' state: once per request
+    rows.push_back({"- KV cache", bytes(r.kv_bytes), Kind::minus,
+                    fmt::format("({}/token x {} tokens + {} of linear-attention state) x {} request{}",
+                                format_bytes(r.kv_bytes_per_token), r.context,
+                                format_bytes(r.kv_bytes_per_request - r.kv_bytes_per_token * kv_cache_tokens(r.context)),
+                                r.requests, r.requests == 1 ? "" : "s")});
   else
     rows.push_back({"- KV cache", bytes(r.kv_bytes), Kind::minus,
                     fmt::format("{}/token x {} tokens x {} request{}", format_bytes(r.kv_bytes_per_token), r.context,

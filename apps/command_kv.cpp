@@ -39,16 +39,21 @@ void run(const KvArgs& a) {
   if (explicit_pair) rows.push_back(plan.kv);
   for (const std::string& name : a.types) {
     GgmlType t = kv_cache_type(name, "--types").type;
-    rows.push_back({t, t});
+    rows.push_back(with_state_types({t, t}, spec, plan.engine));
   }
   if (rows.empty())
-    for (GgmlType t : {GgmlType::BF16, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) rows.push_back({t, t});
+    for (GgmlType t : {GgmlType::BF16, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0})
+      rows.push_back(with_state_types({t, t}, spec, plan.engine));
 
   // One request's bytes at the plan's context, unpaged (the KV table's convention): each layer holds
   // min(context, its window) tokens, so token bytes x context without windows.
   const auto layer_tokens = static_cast<uint64_t>(kv_attended_positions(kv_layer_windows(spec), plan.context));
-  auto request_bytes = [&](KvTypes t) { return kv_bytes_per_token(spec, t, plan.tp) / spec.layers * layer_tokens; };
-  const uint64_t bf16_request = request_bytes({GgmlType::BF16, GgmlType::BF16});
+  // (a hybrid model's linear-attention layers keep a state per sequence instead)
+  const uint64_t kv_layers = spec.attention_layers();
+  auto request_bytes = [&](KvTypes t) {
+    return kv_bytes_per_token(spec, t, plan.tp) / kv_layers * layer_tokens + recurrent_state_bytes(spec, t, plan.tp);
+  };
+  const uint64_t bf16_request = request_bytes(with_state_types({GgmlType::BF16, GgmlType::BF16}, spec, plan.engine));
 
   if (a.out.json()) {
     Json per_type = Json::array();
@@ -66,6 +71,8 @@ void run(const KvArgs& a) {
     Json j{{"model", spec.name}, {"layers", spec.layers}, {"kv_heads", spec.kv_heads},
            {"head_dim", spec.head_dim}, {"context", plan.context}, {"requests", plan.requests},
            {"tp", plan.tp}, {"sliding_window_layers", spec.window_layer_count()},
+           {"linear_attention_layers", spec.linear_layer_count()},
+           {"state_bytes_per_request", rows.empty() ? 0 : recurrent_state_bytes(spec, rows.front(), plan.tp)},
            {"kv_window_tokens", spec.window_layer_count() ? Json(spec.cached_window()) : Json(nullptr)},
            {"per_type", per_type}};
     print_json(j);
@@ -78,7 +85,7 @@ void run(const KvArgs& a) {
                plan.tp > 1 ? fmt::format(", the same on each of {} devices", plan.tp) : "");
   else
     fmt::print("KV cache of {}: {} layers x {} KV heads x {} head_dim ({} query heads{}){}\n", spec.name,
-               spec.layers, spec.kv_heads, spec.head_dim, spec.heads,
+               spec.is_hybrid() ? fmt::format("{} attention", kv_layers) : fmt::to_string(spec.layers), spec.kv_heads, spec.head_dim, spec.heads,
                spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
                plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
   if (const uint64_t w = spec.window_layer_count(); w && plan.context > spec.cached_window())
@@ -88,9 +95,15 @@ void run(const KvArgs& a) {
                                                       spec.window_cache_tokens)
                                         : std::string("that"),
                spec.layers - w, plan.context, w, spec.cached_window());
+  if (spec.is_hybrid() && !rows.empty()) {
+    const uint64_t state = recurrent_state_bytes(spec, rows.front(), plan.tp);
+    fmt::print("  and {} linear-attention layers, which keep {} per request whatever its context ({} as {} keeps it; "
+               "in every row below)\n", spec.linear_layer_count(), format_bytes(state),
+               ggml_type_info(rows.front().recurrent_state).name, plan.engine.empty() ? "llama.cpp" : plan.engine);
+  }
   // Values cached per token on one device: K and V rows, or MLA's one latent row.
   const uint64_t values = spec.is_mla() ? spec.layers * spec.kv_k_values()
-                                        : 2 * spec.layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim;
+                                        : 2 * kv_layers * kv_heads_per_device(spec, plan.tp) * spec.head_dim;
   TextTable table{{"type", "bits/value", "per token", fmt::format("per request ({} tokens)", plan.context),
                    count_of(plan.requests, "request"), "saving vs BF16 (per request)"},
                   {false, true, true, true, true, true}, {}};
@@ -111,7 +124,10 @@ void run(const KvArgs& a) {
     for (KvTypes t : rows) {
       for (const auto& line : kv_per_token_derivation(spec, t, plan.tp)) fmt::print("{}\n", line);
       const uint64_t token = kv_bytes_per_token(spec, t, plan.tp), request = request_bytes(t);
-      if (layer_tokens == spec.layers * plan.context)
+      if (spec.is_hybrid())
+        fmt::print("per request = {} B / {} attention layers x {} layer-tokens + {} B state = {} B = {} MiB\n\n", token,
+                   kv_layers, layer_tokens, recurrent_state_bytes(spec, t, plan.tp), request, trimmed(to_mib(request), ""));
+      else if (layer_tokens == spec.layers * plan.context)
         fmt::print("per request = {} B x {} tokens = {} B = {} MiB\n\n", token, plan.context, request,
                    trimmed(to_mib(request), ""));
       else

@@ -40,7 +40,9 @@ Json spec_json(const ModelSpec& s) {
               {"q_lora_rank", s.q_lora_rank}, {"kv_lora_rank", s.kv_lora_rank}, {"qk_rope_dim", s.qk_rope_dim},
               {"v_head_dim", s.is_mla() ? s.v_head_dim : s.head_dim},
               {"kv_bytes_per_token", kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16})},
-              {"full_attention_layers", s.layers - s.window_layer_count()},
+              {"full_attention_layers", s.attention_layers() - s.window_layer_count()},
+              {"linear_attention_layers", s.linear_layer_count()},
+              {"state_bytes_per_sequence", recurrent_state_bytes(s, {GgmlType::BF16, GgmlType::BF16})},
               {"sliding_window_layers", s.window_layer_count()},
               {"kv_window_tokens", s.window_layer_count() ? Json(s.sliding_window) : Json(nullptr)},
               {"attention_sinks", s.attn_sinks},
@@ -52,7 +54,13 @@ Json spec_json(const ModelSpec& s) {
 // "36 layers see the whole context" or "18 full, 18 within a 128-token window (...)".
 std::string attention_text(const ModelSpec& s) {
   std::string text;
-  if (const uint64_t w = s.window_layer_count(); w == 0)
+  if (s.is_hybrid()) {
+    const ModelSpec::LinearAttention& a = s.linear;
+    text = fmt::format("{} of {} layers attend to the whole context{}; {} are linear attention (Gated DeltaNet: {} key and "
+                       "{} value heads of {} x {}, a {}-tap convolution), a fixed state per sequence and no KV",
+                       s.attention_layers(), s.layers, s.attn_output_gate ? " (a sigmoid gate on their output)" : "",
+                       s.linear_layer_count(), a.key_heads, a.value_heads, a.key_head_dim, a.value_head_dim, a.conv_kernel);
+  } else if (const uint64_t w = s.window_layer_count(); w == 0)
     text = fmt::format("every layer attends to the whole context");
   else if (w == s.layers)
     text = fmt::format("every layer within a {}-token sliding window (KV capped there)", s.sliding_window);

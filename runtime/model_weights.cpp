@@ -159,7 +159,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
                          t.role == TensorRole::output_norm || t.role == TensorRole::attn_q_norm ||
                          t.role == TensorRole::attn_k_norm || t.role == TensorRole::attn_post_norm ||
                          t.role == TensorRole::ffn_post_norm || t.role == TensorRole::attn_q_a_norm ||
-                         t.role == TensorRole::attn_kv_a_norm;
+                         t.role == TensorRole::attn_kv_a_norm || t.role == TensorRole::ssm_norm;
     if (t.role == TensorRole::rope_freqs) {  // llama3's factors from config.json (a GGUF's own are read)
       const std::vector<float> factors = llama3_rope_factors(spec);
       std::memcpy(data, factors.data(), std::min(w.placement.bytes, factors.size() * sizeof(float)));

@@ -63,6 +63,9 @@ void check_tensor_parallel(const ModelSpec& s, uint64_t tp, std::string_view wha
   if (s.kv_heads % tp != 0 && tp % s.kv_heads != 0)
     throw InputError(fmt::format("{}: {} devices cannot split or replicate {}'s {} KV heads", what,
                                  tp, s.name, s.kv_heads));
+  if (s.is_hybrid() && (s.linear.key_heads % tp != 0 || s.linear.value_heads % tp != 0))
+    throw InputError(fmt::format("{}: {} devices cannot split {}'s {} key and {} value heads of linear attention evenly",
+                                 what, tp, s.name, s.linear.key_heads, s.linear.value_heads));
 }
 
 std::string kv_types_label(KvTypes t) {
@@ -90,12 +93,29 @@ uint64_t head_row_bytes(const ModelSpec& s, GgmlType type, const char* which) {
 // device under tensor parallelism (vLLM replicates it), and no V row.
 uint64_t kv_k_bytes_per_token(const ModelSpec& s, GgmlType k, uint64_t tp) {
   if (s.is_mla()) return s.layers * ggml_row_bytes(k, s.kv_k_values(), "K cache latent row");
-  return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, k, "K");
+  return s.attention_layers() * kv_heads_per_device(s, tp) * head_row_bytes(s, k, "K");
 }
 
 uint64_t kv_v_bytes_per_token(const ModelSpec& s, GgmlType v, uint64_t tp) {
   if (s.is_mla()) return 0;
-  return s.layers * kv_heads_per_device(s, tp) * head_row_bytes(s, v, "V");
+  return s.attention_layers() * kv_heads_per_device(s, tp) * head_row_bytes(s, v, "V");
+}
+
+KvTypes with_state_types(KvTypes kv, const ModelSpec& s, std::string_view engine) {
+  const bool llama_cpp = engine.empty() || engine == "llama.cpp";
+  kv.conv_state = llama_cpp ? GgmlType::F32 : GgmlType::BF16;
+  kv.recurrent_state = llama_cpp || s.linear.state_f32 ? GgmlType::F32 : GgmlType::BF16;
+  return kv;
+}
+
+uint64_t recurrent_state_bytes(const ModelSpec& s, KvTypes types, uint64_t tp) {
+  if (!s.is_hybrid()) return 0;
+  const ModelSpec::LinearAttention& a = s.linear;
+  // The value heads (and the key heads they share) split over the devices, as the attention heads.
+  const uint64_t conv = (a.conv_kernel - 1) * a.conv_channels() / tp;
+  const uint64_t state = a.value_heads / tp * a.key_head_dim * a.value_head_dim;
+  return s.linear_layer_count() * (conv * ggml_type_info(types.conv_state).block_bytes +
+                                   state * ggml_type_info(types.recurrent_state).block_bytes);
 }
 
 uint64_t kv_cache_tokens(uint64_t context) {
@@ -109,10 +129,11 @@ uint64_t kv_bytes_per_token(const ModelSpec& s, KvTypes types, uint64_t tp) {
 KvLayerWindows kv_layer_windows(const ModelSpec& s) {
   KvLayerWindows w;
   if (s.window_layer_count() == 0) {  // the common case, without a pass over the layers
-    w.full = s.layers;
+    w.full = s.attention_layers();
     return w;
   }
   for (uint64_t l = 0; l < s.layers; ++l) {
+    if (s.layer_is_linear(l)) continue;  // no cache per token
     const uint64_t window = s.layer_window(l) ? s.cached_window() : 0;
     if (window == 0) {
       ++w.full;
@@ -138,15 +159,20 @@ uint64_t cached_layer_tokens(const KvLayerWindows& w, uint64_t context) {
 }  // namespace
 
 uint64_t kv_bytes_for_context(const ModelSpec& s, KvTypes types, uint64_t context, uint64_t tp) {
-  const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;  // every layer's rows are alike
-  return per_layer * cached_layer_tokens(kv_layer_windows(s), context);
+  // every attention layer's rows are alike (a part of a hybrid model may hold none)
+  const uint64_t layers = s.attention_layers(), per_layer = layers ? kv_bytes_per_token(s, types, tp) / layers : 0;
+  return per_layer * cached_layer_tokens(kv_layer_windows(s), context) + recurrent_state_bytes(s, types, tp);
 }
 
 uint64_t kv_context_for_bytes(const ModelSpec& s, KvTypes types, uint64_t bytes, uint64_t tp) {
-  const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.layers;
+  const uint64_t state = recurrent_state_bytes(s, types, tp);
+  if (bytes < state) return 0;
+  bytes -= state;
+  if (s.attention_layers() == 0) return kMaxContextTokens;  // a part of a hybrid model with no KV cache
+  const uint64_t per_layer = kv_bytes_per_token(s, types, tp) / s.attention_layers();
   const KvLayerWindows w = kv_layer_windows(s);
   const uint64_t rows = bytes / per_layer;
-  if (w.windows.empty()) return rows / s.layers / kKvPageTokens * kKvPageTokens;
+  if (w.windows.empty()) return rows / s.attention_layers() / kKvPageTokens * kKvPageTokens;
   uint64_t lo = 0, hi = kMaxContextTokens / kKvPageTokens;  // in pages: lo fits, the answer is in [lo, hi]
   if (cached_layer_tokens(w, hi * kKvPageTokens) <= rows) return hi * kKvPageTokens;
   while (lo + 1 < hi) {

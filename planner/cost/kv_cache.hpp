@@ -16,7 +16,16 @@ namespace infer_plan {
 struct KvTypes {
   GgmlType k = GgmlType::BF16;
   GgmlType v = GgmlType::BF16;
+  // Linear-attention layers' state per sequence (ModelSpec::linear): the engine's, not the user's
+  // choice (recurrent_state_types); llama.cpp keeps both in F32.
+  GgmlType conv_state = GgmlType::F32;
+  GgmlType recurrent_state = GgmlType::F32;
 };
+
+// The state types `engine` keeps for `spec`'s linear-attention layers: llama.cpp F32 (its recurrent
+// memory); vLLM, SGLang and TensorRT-LLM the model's dtype (BF16), the temporal state in F32 where
+// the config asks for it (mamba_ssm_dtype).
+KvTypes with_state_types(KvTypes kv, const ModelSpec& spec, std::string_view engine);
 
 // The types llama.cpp accepts for its KV cache (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
 // and vLLM's fp8 (E4M3; its per-layer scales are not cache bytes).
@@ -37,14 +46,21 @@ uint64_t kv_heads_per_device(const ModelSpec& spec, uint64_t tp);
 inline constexpr uint64_t kKvPageTokens = 16;
 uint64_t kv_cache_tokens(uint64_t context);  // context rounded up to whole pages
 
-// Bytes of K and V for one token, all layers, on one device (tp = 1: the whole cache).
+// Bytes of the linear-attention layers' state for one sequence, whatever its context, on one
+// device (the heads split over `tp`): per layer the convolution's last conv_kernel - 1 inputs of
+// q, k and v, and per value head a key_head_dim x value_head_dim matrix. 0 without such layers.
+uint64_t recurrent_state_bytes(const ModelSpec& spec, KvTypes types, uint64_t tp = 1);
+
+// Bytes of K and V for one token, all layers, on one device (tp = 1: the whole cache); the
+// attention layers only (ModelSpec::attention_layers).
 uint64_t kv_bytes_per_token(const ModelSpec& spec, KvTypes types, uint64_t tp = 1);
 uint64_t kv_k_bytes_per_token(const ModelSpec& spec, GgmlType k, uint64_t tp = 1);
 uint64_t kv_v_bytes_per_token(const ModelSpec& spec, GgmlType v, uint64_t tp = 1);
 
 // Sliding windows (ModelSpec::layer_window): a window layer caches at most its last `window`
 // tokens (whole pages, as vLLM frees the pages that slide out), the others the whole context.
-// Without window layers these are kv_bytes_per_token x kv_cache_tokens(context), exactly.
+// Without window layers these are kv_bytes_per_token x kv_cache_tokens(context), exactly; a
+// hybrid model's recurrent state is added once per sequence.
 uint64_t kv_bytes_for_context(const ModelSpec& spec, KvTypes types, uint64_t context, uint64_t tp = 1);
 // The longest context (whole pages) one sequence's cache holds in `bytes`; 0 when not one page
 // fits. Past every window only the full layers grow; with no full layer at all the answer is

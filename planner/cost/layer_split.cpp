@@ -20,6 +20,9 @@ ModelSpec layer_range(const ModelSpec& spec, uint64_t begin, uint64_t end) {
   if (!spec.window_layers.empty())
     part.window_layers.assign(spec.window_layers.begin() + static_cast<std::ptrdiff_t>(begin),
                               spec.window_layers.begin() + static_cast<std::ptrdiff_t>(end));
+  if (spec.is_hybrid())
+    part.linear_layers.assign(spec.linear_layers.begin() + static_cast<std::ptrdiff_t>(begin),
+                              spec.linear_layers.begin() + static_cast<std::ptrdiff_t>(end));
   return part;
 }
 

@@ -41,14 +41,26 @@ std::vector<std::string> kv_per_token_derivation(const ModelSpec& s, KvTypes typ
       tp == 1 ? fmt::format("{} KV heads", heads)
               : fmt::format("{} KV heads per device ({} over {} devices)", heads, s.kv_heads, tp);
   const uint64_t total = kv_bytes_per_token(s, types, tp);
+  const std::string layers = s.is_hybrid() ? fmt::format("{} attention layers", s.attention_layers())
+                                           : fmt::format("{} layers", s.layers);
   if (types.k == types.v) {
-    out.push_back(fmt::format("KV/token = 2 (K, V) x {} layers x {} x {} = {} B = {}", s.layers,
+    out.push_back(fmt::format("KV/token = 2 (K, V) x {} x {} x {} = {} B = {}", layers,
                               heads_text, row_text(s, types.k), total, format_bytes(total)));
   } else {
     const uint64_t k = kv_k_bytes_per_token(s, types.k, tp), v = kv_v_bytes_per_token(s, types.v, tp);
-    out.push_back(fmt::format("K/token  = {} layers x {} x {} = {} B", s.layers, heads_text, row_text(s, types.k), k));
-    out.push_back(fmt::format("V/token  = {} layers x {} x {} = {} B", s.layers, heads_text, row_text(s, types.v), v));
+    out.push_back(fmt::format("K/token  = {} x {} x {} = {} B", layers, heads_text, row_text(s, types.k), k));
+    out.push_back(fmt::format("V/token  = {} x {} x {} = {} B", layers, heads_text, row_text(s, types.v), v));
     out.push_back(fmt::format("KV/token = {} + {} = {} B = {}", k, v, total, format_bytes(total)));
+  }
+  if (s.is_hybrid()) {
+    const ModelSpec::LinearAttention& a = s.linear;
+    const uint64_t state = recurrent_state_bytes(s, types, tp);
+    out.push_back(fmt::format("state    = {} linear-attention layers x ({} conv taps x {} channels, {} + {} value heads x "
+                              "{} x {}, {}){} = {} B = {} per sequence, whatever its context",
+                              s.linear_layer_count(), a.conv_kernel - 1, a.conv_channels() / tp,
+                              ggml_type_info(types.conv_state).name, a.value_heads / tp, a.key_head_dim, a.value_head_dim,
+                              ggml_type_info(types.recurrent_state).name, tp > 1 ? " on each device" : "", state,
+                              format_bytes(state)));
   }
   return out;
 }
@@ -255,7 +267,12 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (kv_cache_tokens(request.context) != request.context)
     d.push_back(fmt::format("pages    = {} tokens rounded up to whole {}-token pages = {} tokens", request.context,
                             kKvPageTokens, kv_cache_tokens(request.context)));
-  if (s.window_layer_count() == 0) {
+  if (s.is_hybrid() && s.window_layer_count() == 0) {
+    d.push_back(fmt::format("KV       = ({} B/token x {} tokens + {} B state) x {} request{} = {} B = {}",
+                            r.kv_bytes_per_token, kv_cache_tokens(request.context),
+                            recurrent_state_bytes(device_spec, request.kv, kv_tp), request.requests,
+                            request.requests == 1 ? "" : "s", r.kv_bytes, gib(r.kv_bytes)));
+  } else if (s.window_layer_count() == 0) {
     d.push_back(fmt::format("KV       = {} B/token x {} tokens x {} request{} = {} B = {}", r.kv_bytes_per_token,
                             kv_cache_tokens(request.context), request.requests, request.requests == 1 ? "" : "s",
                             r.kv_bytes, gib(r.kv_bytes)));
@@ -282,13 +299,14 @@ FitResult fit_memory(const ModelSpec& s, const HwProfile& hw, const FitRequest& 
   if (for_kv > 0) {
     d.push_back(fmt::format("max requests at {} tokens = floor({} B / {} B) = {}", request.context,
                             for_kv, r.kv_bytes_per_request, r.max_requests));
-    if (s.window_layer_count() == 0)
+    if (s.window_layer_count() == 0 && !s.is_hybrid())
       d.push_back(fmt::format("max context at {} request{} = floor({} B / ({} B x {})), whole pages = {} tokens",
                               request.requests, request.requests == 1 ? "" : "s", for_kv, r.kv_bytes_per_token,
                               request.requests, r.max_context));
     else
-      d.push_back(fmt::format("max context at {} request{} = the longest whose KV (window layers capped) fits {} B / {}, "
-                              "whole pages = {} tokens", request.requests, request.requests == 1 ? "" : "s", for_kv,
+      d.push_back(fmt::format("max context at {} request{} = the longest whose KV ({}) fits {} B / {}, "
+                              "whole pages = {} tokens", request.requests, request.requests == 1 ? "" : "s",
+                              s.is_hybrid() ? "and the linear layers' state" : "window layers capped", for_kv,
                               request.requests, r.max_context));
   } else {
     d.push_back("max requests = 0, max context = 0: nothing is left for the KV cache");

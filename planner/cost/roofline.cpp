@@ -210,6 +210,10 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   if (m && m->launch_overhead_s) launch_overhead_s_ = *m->launch_overhead_s;
   kv_per_token_ = infer_plan::kv_bytes_per_token(spec, kv, tp);
   layer_windows_ = kv_layer_windows(spec);
+  state_bytes_ = static_cast<double>(recurrent_state_bytes(spec, kv, tp));
+  const ModelSpec::LinearAttention& a = spec.linear;
+  linear_flops_per_token_ = 6.0 * static_cast<double>(spec.linear_layer_count() * a.value_heads / tp * a.key_head_dim *
+                                                      a.value_head_dim);
 }
 
 double Roofline::distinct_experts(double tokens) const {
@@ -360,11 +364,12 @@ StepCost Roofline::decode_step(uint64_t batch, uint64_t context, uint64_t tokens
   c.weight_bytes = weight_bytes_read(tokens);
   c.expert_bytes = expert_bytes_read(tokens);
   const double kv = static_cast<double>(kv_per_token_);
-  // Read the cache (a window layer only its window), write the new tokens.
+  // Read the cache (a window layer only its window), write the new tokens; read and write each
+  // sequence's linear-attention state.
   const double attended = kv_attended_positions(layer_windows_, context);  // layer-rows per query
-  c.kv_bytes = b * attended * kv / static_cast<double>(spec_.layers) + tokens * kv;
+  c.kv_bytes = b * attended * kv / static_cast<double>(std::max<uint64_t>(spec_.attention_layers(), 1)) + tokens * kv + 2.0 * b * state_bytes_;
   const double attention_flops = static_cast<double>(spec_.attention_flops_per_position()) /
-                                 static_cast<double>(tp_) * attended * tokens;
+                                 static_cast<double>(tp_) * attended * tokens + linear_flops_per_token_ * tokens;
   c.flops = 2.0 * matmul_params_active_ * tokens + attention_flops;
   return mixed(finish(c, tokens, tokens, attention_flops, false),
                [&](const Roofline& r) { return r.decode_step(batch, context, tokens_per_sequence); });
@@ -376,12 +381,14 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   StepCost c;
   c.weight_bytes = weight_bytes_read(tokens);
   c.expert_bytes = expert_bytes_read(tokens);
-  c.kv_bytes = tokens * static_cast<double>(kv_per_token_);  // written once
+  // written once, and each sequence's linear-attention state
+  c.kv_bytes = tokens * static_cast<double>(kv_per_token_) + static_cast<double>(sequences) * state_bytes_;
   // causal attention: token i attends to i + 1 positions (at most a window layer's window), summed
   // over the layers: P (P + 1) / 2 per layer and sequence without windows
   const double attended = static_cast<double>(sequences) * kv_prefill_attended_positions(layer_windows_, prompt_tokens);
   const double attention_flops =
-      static_cast<double>(spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended;
+      static_cast<double>(spec_.attention_flops_per_position()) / static_cast<double>(tp_) * attended +
+      linear_flops_per_token_ * tokens;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
   return mixed(finish(c, tokens, heads, attention_flops, true),

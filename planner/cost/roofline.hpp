@@ -143,6 +143,9 @@ class Roofline {
   double launches_per_step_ = 0;    // kernels of one forward pass
   uint64_t kv_per_token_ = 0;
   KvLayerWindows layer_windows_;  // the decode and prefill steps' attended positions
+  // Linear-attention layers: each sequence's state, read and written back every step, and the
+  // delta rule's FLOPs per token (a state read by k, updated by an outer product, read by q)
+  double state_bytes_ = 0, linear_flops_per_token_ = 0;
   std::map<std::string, double> token_bytes_by_type_;  // per GGML type, bytes one token multiplies
   std::map<std::string, double> head_bytes_by_type_;   // ... of the output head (one token per prompt in a prefill)
   struct TypeReadS {

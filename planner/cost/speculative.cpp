@@ -150,6 +150,7 @@ ModelSpec first_layers_spec(const ModelSpec& spec, uint64_t layers) {
   s.layers = layers;
   std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= layers; });
   if (!s.window_layers.empty()) s.window_layers.resize(layers);
+  if (s.is_hybrid()) s.linear_layers.resize(layers);
   return s;
 }
 

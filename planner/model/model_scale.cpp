@@ -36,6 +36,12 @@ ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view
   s.hidden = scaled_width(spec.hidden, scale);
   s.intermediate = scaled_width(spec.intermediate, scale);
   s.moe_intermediate = scaled_width(spec.moe_intermediate, scale);
+  s.shared_intermediate = scaled_width(spec.shared_intermediate, scale);
+  if (spec.is_hybrid()) {  // the linear-attention heads as the attention heads, each value head group kept
+    const uint64_t per_key = spec.linear.value_heads / std::max<uint64_t>(spec.linear.key_heads, 1);
+    s.linear.key_heads = scaled_count(spec.linear.key_heads, scale, 1);
+    s.linear.value_heads = s.linear.key_heads * per_key;
+  }
   const uint64_t group = spec.heads / std::max<uint64_t>(spec.kv_heads, 1);
   s.kv_heads = scaled_count(spec.kv_heads, scale, 1);
   s.heads = s.kv_heads * group;
@@ -54,6 +60,10 @@ ModelSpec scale_model_spec(const ModelSpec& spec, double scale, std::string_view
   // Layers listed as dense-only must still exist; the window layers keep their pattern's prefix.
   std::erase_if(s.mlp_only_layers, [&](uint64_t l) { return l >= s.layers; });
   if (!s.window_layers.empty()) s.window_layers.resize(s.layers);
+  if (s.is_hybrid()) {  // the linear layers likewise, keeping one attention layer at least
+    s.linear_layers.resize(s.layers);
+    if (s.attention_layers() == 0) s.linear_layers.back() = false;
+  }
   return s;
 }
 

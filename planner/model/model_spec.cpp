@@ -37,6 +37,7 @@ struct Architecture {
   bool qkv_bias;
   Moe moe;
   Windows windows;
+  bool linear_attention = false;  // Gated DeltaNet layers beside the attention ones (read_linear_attention)
 };
 
 constexpr std::array kArchitectures{
@@ -66,6 +67,9 @@ constexpr std::array kArchitectures{
     Architecture{"glm4_moe", "glm4moe", false, false, Moe::glm, Windows::none},
     // MiniMax-M2: q/k norms over the whole projections, rotary_dim of each head rotated.
     Architecture{"minimax_m2", "minimax-m2", true, false, Moe::minimax, Windows::none},
+    // Qwen3-Next: three Gated DeltaNet layers to one gated attention layer, Qwen's experts with a
+    // gated shared expert; llama.cpp's qwen3next.
+    Architecture{"qwen3_next", "qwen3next", true, false, Moe::qwen, Windows::none, true},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -163,9 +167,10 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
     std::vector<bool> sliding;
     for (const Json& t : *it) {
       const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
-      if (type != "full_attention" && type != "sliding_attention")
+      const bool linear = arch.linear_attention && type == "linear_attention";  // read_linear_attention's
+      if (type != "full_attention" && type != "sliding_attention" && !linear)
         throw InputError(fmt::format("{}: field 'layer_types' holds \"{}\"; supported: full_attention, "
-                                     "sliding_attention", where, type));
+                                     "sliding_attention{}", where, type, arch.linear_attention ? ", linear_attention" : ""));
       sliding.push_back(type == "sliding_attention");
     }
     if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
@@ -205,16 +210,45 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
   }
 }
 
+// Gated DeltaNet layers: layer_types' linear_attention entries when given, else all but every
+// full_attention_interval-th layer (transformers' default 4); their heads and the convolution's width.
+void read_linear_attention(const Json& c, ModelSpec& s, const std::string& where) {
+  if (const auto it = c.find("layer_types"); it != c.end() && it->is_array()) {  // read_windows checked its length
+    for (const Json& t : *it) s.linear_layers.push_back(t == "linear_attention");
+  } else {
+    const uint64_t interval = optional_uint(c, "full_attention_interval", where).value_or(4);
+    if (interval == 0 || interval > kMaxModelLayers)
+      throw InputError(fmt::format("{}: field 'full_attention_interval' is {}; expected 1 to {} (one attention layer in "
+                                   "every that many)", where, interval, kMaxModelLayers));
+    for (uint64_t l = 0; l < s.layers; ++l) s.linear_layers.push_back((l + 1) % interval != 0);
+  }
+  ModelSpec::LinearAttention& a = s.linear;
+  a.key_heads = require_positive(c, "linear_num_key_heads", where);
+  a.value_heads = require_positive(c, "linear_num_value_heads", where);
+  a.key_head_dim = require_positive(c, "linear_key_head_dim", where);
+  a.value_head_dim = require_positive(c, "linear_value_head_dim", where);
+  a.conv_kernel = require_positive(c, "linear_conv_kernel_dim", where);
+  a.state_f32 = optional_string(c, "mamba_ssm_dtype", where).value_or("") == "float32";
+  s.attn_output_gate = optional_bool(c, "attn_output_gate", where).value_or(true);
+  if (const auto shared = optional_uint(c, "shared_expert_intermediate_size", where); shared && *shared && s.is_moe()) {
+    s.shared_experts = 1;
+    s.shared_intermediate = *shared;
+    s.shared_expert_gate = true;
+  }
+}
+
 // config.json's key for each ModelSpec member.
 std::string hf_field_name(const Json& c, std::string_view member) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kKeys{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kKeys{{
       {"hidden", "hidden_size"}, {"layers", "num_hidden_layers"}, {"heads", "num_attention_heads"},
       {"kv_heads", "num_key_value_heads"}, {"head_dim", "head_dim"},
       {"intermediate", "intermediate_size"}, {"vocab", "vocab_size"}, {"experts", "num_experts"},
       {"experts_active", "num_experts_per_tok"}, {"moe_intermediate", "moe_intermediate_size"},
       {"decoder_sparse_step", "decoder_sparse_step"}, {"max_context", "max_position_embeddings"},
       {"sliding_window", "sliding_window"}, {"rope_theta", "rope_theta"},
-      {"rms_norm_eps", "rms_norm_eps"}}};
+      {"rms_norm_eps", "rms_norm_eps"}, {"linear.key_heads", "linear_num_key_heads"},
+      {"linear.value_heads", "linear_num_value_heads"}, {"linear.key_head_dim", "linear_key_head_dim"},
+      {"linear.value_head_dim", "linear_value_head_dim"}, {"linear.conv_kernel", "linear_conv_kernel_dim"}}};
   if (member == "head_dim" && !c.contains("head_dim"))
     return "head_dim (hidden_size / num_attention_heads, no 'head_dim' given)";
   for (const auto& [m, key] : kKeys)
@@ -245,6 +279,22 @@ void validate_model_shape(const ModelSpec& s, const ShapeFieldName& name_of, std
   in_range("sliding_window", s.sliding_window, 0, kMaxContextTokens);
   if (!s.window_layers.empty() && s.window_layers.size() != s.layers)
     throw InputError(fmt::format("{}: {} window flags for {} layers", where, s.window_layers.size(), s.layers));
+  if (s.is_hybrid()) {
+    if (s.linear_layers.size() != s.layers)
+      throw InputError(fmt::format("{}: {} linear-attention flags for {} layers", where, s.linear_layers.size(), s.layers));
+    if (s.attention_layers() == 0)
+      throw InputError(fmt::format("{}: every layer is a linear-attention layer; a model without one attention layer "
+                                   "(a pure state-space model) is not modelled", where));
+    in_range("linear.key_heads", s.linear.key_heads, 1, kMaxAttentionHeads);
+    in_range("linear.value_heads", s.linear.value_heads, 1, kMaxAttentionHeads);
+    in_range("linear.key_head_dim", s.linear.key_head_dim, 1, kMaxHeadDim);
+    in_range("linear.value_head_dim", s.linear.value_head_dim, 1, kMaxHeadDim);
+    in_range("linear.conv_kernel", s.linear.conv_kernel, 2, 64);
+    if (s.linear.value_heads % s.linear.key_heads != 0)
+      throw InputError(fmt::format("{}: {} is {}; expected a multiple of {} = {} (value heads share key heads)", where,
+                                   name_of("linear.value_heads"), s.linear.value_heads, name_of("linear.key_heads"),
+                                   s.linear.key_heads));
+  }
   if (s.is_moe()) {
     in_range("experts", s.experts, 1, kMaxExperts);
     in_range("experts_active", s.experts_active, 1, s.experts);
@@ -274,6 +324,10 @@ uint64_t ModelSpec::window_layer_count() const {
   if (!sliding_window) return 0;
   if (window_layers.empty()) return layers;
   return static_cast<uint64_t>(std::count(window_layers.begin(), window_layers.end(), true));
+}
+
+uint64_t ModelSpec::linear_layer_count() const {
+  return static_cast<uint64_t>(std::count(linear_layers.begin(), linear_layers.end(), true));
 }
 
 uint64_t ModelSpec::moe_layer_count() const {
@@ -492,6 +546,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       }
     }
   }
+  if (arch->linear_attention) read_linear_attention(c, s, where);
   validate_model_shape(s, [&](std::string_view member) { return hf_field_name(c, member); }, where);
   return s;
 }

@@ -72,6 +72,8 @@ struct ModelSpec {
   std::vector<uint64_t> mlp_only_layers;  // ... and l is not listed here ...
   uint64_t first_dense_layers = 0;   // ... and l >= this (DeepSeek's first_k_dense_replace)
   uint64_t shared_experts = 0;       // DeepSeek: experts every token runs, moe_intermediate wide each
+  uint64_t shared_intermediate = 0;  // Qwen3-Next: the shared experts' width together (0: moe_intermediate each)
+  bool shared_expert_gate = false;   // Qwen3-Next: the shared expert's output times sigmoid(a row . x)
   bool expert_score_bias = false;    // DeepSeek-V3: a per-expert routing bias (exp_probs_b)
   bool moe_norm_top_k = true;        // the top k's routing weights renormalised to sum to 1 (DeepSeek's
                                      // norm_topk_prob: V2 false, V3 true; the other families always)
@@ -88,6 +90,21 @@ struct ModelSpec {
   // holds per token and layer (vLLM's and llama.cpp's MLA caches). head_dim is the query/key
   // head width (nope + rope), v_head_dim the value head width.
   uint64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
+
+  // Hybrid linear attention (Qwen3-Next, Qwen3.5): linear_layers marks the layers that run Gated
+  // DeltaNet instead of softmax attention. Such a layer caches nothing per token: each sequence keeps
+  // a fixed state, the last conv_kernel - 1 tokens of its q, k and v (for a causal convolution) and
+  // per value head a key_head_dim x value_head_dim matrix. Empty: every layer attends.
+  struct LinearAttention {
+    uint64_t key_heads = 0, value_heads = 0, key_head_dim = 0, value_head_dim = 0, conv_kernel = 0;
+    bool state_f32 = false;  // the config asks for an F32 temporal state (mamba_ssm_dtype float32)
+    uint64_t key_width() const { return key_heads * key_head_dim; }
+    uint64_t value_width() const { return value_heads * value_head_dim; }
+    uint64_t conv_channels() const { return 2 * key_width() + value_width(); }  // q, k and v
+  };
+  std::vector<bool> linear_layers;
+  LinearAttention linear;
+  bool attn_output_gate = false;  // Qwen3-Next: q_proj also yields a sigmoid gate on attention's output (twice as wide)
 
   uint64_t max_context = 0;     // max_position_embeddings
   // Sliding-window attention: a window layer attends to (and caches) only the last
@@ -113,12 +130,17 @@ struct ModelSpec {
   bool is_mla() const { return kv_lora_rank > 0; }
   // The tokens layer l attends to and caches at most; 0: the whole context.
   uint64_t layer_window(uint64_t layer) const {
-    return sliding_window && (window_layers.empty() || window_layers[layer]) ? sliding_window : 0;
+    return sliding_window && !layer_is_linear(layer) && (window_layers.empty() || window_layers[layer]) ? sliding_window : 0;
   }
   uint64_t window_layer_count() const;
   // The tokens a window layer of one sequence caches (and an engine reads) at most.
   uint64_t cached_window() const { return window_cache_tokens ? window_cache_tokens : sliding_window; }
   bool layer_is_moe(uint64_t layer) const;
+  bool is_hybrid() const { return !linear_layers.empty(); }
+  bool layer_is_linear(uint64_t layer) const { return is_hybrid() && linear_layers[layer]; }
+  uint64_t linear_layer_count() const;
+  uint64_t attention_layers() const { return layers - linear_layer_count(); }  // the layers with a KV cache
+  uint64_t shared_expert_width() const { return shared_intermediate ? shared_intermediate : moe_intermediate * shared_experts; }
   uint64_t moe_layer_count() const;  // the layers with experts
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V

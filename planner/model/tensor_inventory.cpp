@@ -51,6 +51,14 @@ std::string_view tensor_role_name(TensorRole role) {
     case TensorRole::ffn_gate_exps_bias: return "ffn_gate_exps_bias";
     case TensorRole::ffn_up_exps_bias: return "ffn_up_exps_bias";
     case TensorRole::ffn_down_exps_bias: return "ffn_down_exps_bias";
+    case TensorRole::attn_gate: return "attn_gate";
+    case TensorRole::ssm_conv1d: return "ssm_conv1d";
+    case TensorRole::ssm_dt: return "ssm_dt";
+    case TensorRole::ssm_a: return "ssm_a";
+    case TensorRole::ssm_ba: return "ssm_ba";
+    case TensorRole::ssm_norm: return "ssm_norm";
+    case TensorRole::ssm_out: return "ssm_out";
+    case TensorRole::ffn_gate_inp_shexp: return "ffn_gate_inp_shexp";
   }
   return "?";
 }
@@ -117,27 +125,43 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
       }
       continue;
     }
-    if (s.fused_qkv) {
+    if (s.layer_is_linear(l)) {
+      // Gated DeltaNet (llama.cpp's qwen3next): q, k and v in one projection, the output gate z,
+      // the causal convolution's taps over q, k and v, per value head a step bias, a decay and the
+      // beta and alpha gates, a norm over each value head, and the output projection.
+      const ModelSpec::LinearAttention& a = s.linear;
+      add("attn_qkv.weight", {s.hidden, a.conv_channels()}, TensorRole::attn_qkv);
+      add("attn_gate.weight", {s.hidden, a.value_width()}, TensorRole::attn_gate);
+      add("ssm_conv1d.weight", {a.conv_kernel, a.conv_channels()}, TensorRole::ssm_conv1d);
+      add("ssm_dt.bias", {a.value_heads}, TensorRole::ssm_dt);
+      add("ssm_a", {a.value_heads}, TensorRole::ssm_a);
+      add("ssm_ba.weight", {s.hidden, 2 * a.value_heads}, TensorRole::ssm_ba);
+      add("ssm_norm.weight", {a.value_head_dim}, TensorRole::ssm_norm);
+      add("ssm_out.weight", {a.value_width(), s.hidden}, TensorRole::ssm_out);
+    } else if (s.fused_qkv) {
       add("attn_qkv.weight", {s.hidden, s.q_width() + 2 * s.kv_width()}, TensorRole::attn_qkv);
     } else {
-      add("attn_q.weight", {s.hidden, s.q_width()}, TensorRole::attn_q);
+      // Qwen3-Next's q projection also yields the output gate: twice the width
+      add("attn_q.weight", {s.hidden, (s.attn_output_gate ? 2 : 1) * s.q_width()}, TensorRole::attn_q);
       add("attn_k.weight", {s.hidden, s.kv_width()}, TensorRole::attn_k);
       add("attn_v.weight", {s.hidden, s.kv_width()}, TensorRole::attn_v);
     }
-    if (s.qkv_bias) {
+    const bool attends = !s.layer_is_linear(l);
+    if (s.qkv_bias && attends) {
       add("attn_q.bias", {s.q_width()}, TensorRole::attn_q_bias);
       add("attn_k.bias", {s.kv_width()}, TensorRole::attn_k_bias);
       add("attn_v.bias", {s.kv_width()}, TensorRole::attn_v_bias);
     }
-    add("attn_output.weight", {s.q_width(), s.hidden}, TensorRole::attn_output);
+    if (attends) add("attn_output.weight", {s.q_width(), s.hidden}, TensorRole::attn_output);
     if (s.attn_output_bias) add("attn_output.bias", {s.hidden}, TensorRole::attn_output_bias);
     if (s.attn_sinks) add("attn_sinks.weight", {s.heads}, TensorRole::attn_sinks);
-    if (s.qk_norm) {
+    if (s.qk_norm && attends) {
       add("attn_q_norm.weight", {s.qk_norm_whole ? s.q_width() : s.head_dim}, TensorRole::attn_q_norm);
       add("attn_k_norm.weight", {s.qk_norm_whole ? s.kv_width() : s.head_dim}, TensorRole::attn_k_norm);
     }
-    // GPT-OSS's and GLM-4.5's one norm before the FFN is llama.cpp's post_attention_norm; Gemma has both.
-    const bool post_attention_norm_only = s.expert_bias || s.gguf_arch == "glm4moe";
+    // GPT-OSS's, GLM-4.5's and Qwen3-Next's one norm before the FFN is llama.cpp's post_attention_norm;
+    // Gemma has both.
+    const bool post_attention_norm_only = s.expert_bias || s.gguf_arch == "glm4moe" || s.is_hybrid();
     if (s.post_norms || post_attention_norm_only)
       add("post_attention_norm.weight", {s.hidden}, TensorRole::attn_post_norm);
     if (!post_attention_norm_only) add("ffn_norm.weight", {s.hidden}, TensorRole::ffn_norm);
@@ -153,8 +177,9 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
         add("ffn_up_exps.bias", {s.moe_intermediate, s.experts}, TensorRole::ffn_up_exps_bias);
         add("ffn_down_exps.bias", {s.hidden, s.experts}, TensorRole::ffn_down_exps_bias);
       }
-      if (s.shared_experts) {  // GLM-4.5's, as DeepSeek's
-        const uint64_t shared = s.moe_intermediate * s.shared_experts;
+      if (s.shared_experts) {  // GLM-4.5's, as DeepSeek's; Qwen3-Next's behind a gate
+        const uint64_t shared = s.shared_expert_width();
+        if (s.shared_expert_gate) add("ffn_gate_inp_shexp.weight", {s.hidden}, TensorRole::ffn_gate_inp_shexp);
         add("ffn_gate_shexp.weight", {s.hidden, shared}, TensorRole::ffn_gate_shexp);
         add("ffn_up_shexp.weight", {s.hidden, shared}, TensorRole::ffn_up_shexp);
         add("ffn_down_shexp.weight", {shared, s.hidden}, TensorRole::ffn_down_shexp);

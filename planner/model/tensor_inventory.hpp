@@ -28,6 +28,9 @@ enum class TensorRole {
   attn_post_norm, ffn_post_norm,
   // GPT-OSS: attention output bias, one sink logit per head, router and expert biases
   attn_output_bias, attn_sinks, ffn_gate_inp_bias, ffn_gate_exps_bias, ffn_up_exps_bias, ffn_down_exps_bias,
+  // Qwen3-Next's Gated DeltaNet layers (llama.cpp's ssm_* names; their q, k and v projection is attn_qkv,
+  // the output gate's attn_gate) and its shared expert's gate
+  attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_ba, ssm_norm, ssm_out, ffn_gate_inp_shexp,
 };
 
 std::string_view tensor_role_name(TensorRole role);
@@ -47,7 +50,8 @@ struct TensorInfo {
   bool is_matrix() const { return shape.size() >= 2 && name.ends_with(".weight"); }
   // Written and kept F32 by llama.cpp's converter and llama-quantize: vectors, biases and the
   // MoE router (tiny, and routing is sensitive).
-  bool kept_f32() const { return !is_matrix() || role == TensorRole::ffn_gate_inp; }
+  // Also the Gated DeltaNet convolution's few taps per channel.
+  bool kept_f32() const { return !is_matrix() || role == TensorRole::ffn_gate_inp || role == TensorRole::ssm_conv1d; }
 };
 
 std::vector<TensorInfo> tensor_inventory(const ModelSpec& spec);

@@ -36,9 +36,10 @@ ResolvedPlan resolve_plan(const Plan& plan) { return resolve(plan, nullptr); }
 ResolvedPlan resolve_plan(const Plan& plan, const StepCalibration& steps) { return resolve(plan, &steps); }
 
 namespace {
-ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
+ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
   ResolvedPlan rp;
-  rp.plan = plan;
+  rp.plan = given;
+  const Plan& plan = rp.plan;  // its KV types gain the engine's state types below
   rp.spec = plan_model_spec(plan);
   if (plan.speculative) {  // the draft is checked with the plan, by every command that reads one
     const SpeculativePlan& sp = *plan.speculative;
@@ -129,6 +130,8 @@ ResolvedPlan resolve(const Plan& plan, const StepCalibration* steps) {
   // llama.cpp's devices hold whole layers and run them one after another (-sm layer): a step takes
   // what one device holding every layer takes, and a hand-over per boundary (the overlap of a long
   // prompt's micro-batches across devices, llama.cpp's pipeline parallelism, is not counted).
+  // A hybrid model's linear-attention state is kept as the engine keeps it.
+  rp.plan.kv = with_state_types(plan.kv, rp.spec, rp.engine);
   const uint64_t step_tp = rp.engine == "llama.cpp" ? 1 : plan.tp;
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, step_tp, rp.weights.scale);
   if (rp.engine == "llama.cpp") rp.roofline->split_layers(plan.tp);

@@ -312,7 +312,12 @@ std::string_view tensor_suffix_role(std::string_view suffix, TensorRole& role) {
       {"attn_kv_a_norm.weight", TensorRole::attn_kv_a_norm}, {"attn_k_b.weight", TensorRole::attn_k_b},
       {"attn_v_b.weight", TensorRole::attn_v_b}, {"attn_kv_b.weight", TensorRole::attn_kv_b},
       {"ffn_gate_shexp.weight", TensorRole::ffn_gate_shexp}, {"ffn_up_shexp.weight", TensorRole::ffn_up_shexp},
-      {"ffn_down_shexp.weight", TensorRole::ffn_down_shexp}, {"exp_probs_b.bias", TensorRole::ffn_exp_probs_b}};
+      {"ffn_down_shexp.weight", TensorRole::ffn_down_shexp}, {"exp_probs_b.bias", TensorRole::ffn_exp_probs_b},
+      // Qwen3-Next (qwen3next): Gated DeltaNet layers, the shared expert's gate
+      {"attn_gate.weight", TensorRole::attn_gate}, {"ssm_conv1d.weight", TensorRole::ssm_conv1d},
+      {"ssm_dt.bias", TensorRole::ssm_dt}, {"ssm_a", TensorRole::ssm_a}, {"ssm_ba.weight", TensorRole::ssm_ba},
+      {"ssm_norm.weight", TensorRole::ssm_norm}, {"ssm_out.weight", TensorRole::ssm_out},
+      {"ffn_gate_inp_shexp.weight", TensorRole::ffn_gate_inp_shexp}};
   const auto it = kRoles.find(suffix);
   if (it == kRoles.end()) return {};
   role = it->second;
@@ -653,6 +658,27 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.expert_groups_used = std::max<uint64_t>(1, key_u64(m, arch + ".expert_group_used_count", s.expert_groups));
     s.shared_experts = key_u64(m, arch + ".expert_shared_count", 0);
   }
+  if (arch == "qwen3next") {  // Gated DeltaNet: every full_attention_interval-th layer attends (llama.cpp's default 4)
+    const uint64_t interval = key_u64(m, arch + ".full_attention_interval", 4);
+    if (interval == 0)
+      throw InputError(fmt::format("{}: metadata key '{}.full_attention_interval' is 0; expected 1 or more", m.paths.front(),
+                                   arch));
+    for (uint64_t l = 0; l < std::min<uint64_t>(s.layers, kMaxModelLayers); ++l) s.linear_layers.push_back((l + 1) % interval != 0);
+    ModelSpec::LinearAttention& a = s.linear;
+    a.conv_kernel = key_u64(m, arch + ".ssm.conv_kernel");
+    a.key_head_dim = a.value_head_dim = key_u64(m, arch + ".ssm.state_size");
+    a.key_heads = key_u64(m, arch + ".ssm.group_count");
+    a.value_heads = key_u64(m, arch + ".ssm.time_step_rank");
+    if (key_u64(m, arch + ".ssm.inner_size") != a.value_heads * a.value_head_dim)
+      throw InputError(fmt::format("{}: metadata key '{}.ssm.inner_size' is {}; expected time_step_rank x state_size = {}",
+                                   m.paths.front(), arch, key_u64(m, arch + ".ssm.inner_size"),
+                                   a.value_heads * a.value_head_dim));
+    s.attn_output_gate = true;
+    if (const uint64_t shared = key_u64(m, arch + ".expert_shared_feed_forward_length", 0)) {
+      s.shared_experts = 1;
+      s.shared_intermediate = shared;
+    }
+  }
 
   bool has_output = false, has_token_embd = false;
   std::set<int64_t> moe_layers;
@@ -681,7 +707,8 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::attn_sinks: s.attn_sinks = true; break;
       case TensorRole::attn_output_bias: s.attn_output_bias = true; break;
       case TensorRole::ffn_gate_exps_bias: s.expert_bias = true; break;
-      case TensorRole::attn_qkv: s.fused_qkv = true; break;
+      case TensorRole::attn_qkv: s.fused_qkv = !s.is_hybrid(); break;  // Gated DeltaNet's q, k, v: not Phi's
+      case TensorRole::ffn_gate_inp_shexp: s.shared_expert_gate = true; break;
       case TensorRole::ffn_exp_probs_b:
         s.expert_score_bias = true;
         if (arch == "deepseek2") s.model_type = "deepseek_v3";  // V2 has no routing bias
@@ -720,7 +747,9 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
         {"intermediate", "feed_forward_length"}, {"experts", "expert_count"},
         {"experts_active", "expert_used_count"}, {"moe_intermediate", "expert_feed_forward_length"},
         {"max_context", "context_length"}, {"rope_theta", "rope.freq_base"},
-        {"rms_norm_eps", "attention.layer_norm_rms_epsilon"}};
+        {"rms_norm_eps", "attention.layer_norm_rms_epsilon"}, {"linear.key_heads", "ssm.group_count"},
+        {"linear.value_heads", "ssm.time_step_rank"}, {"linear.key_head_dim", "ssm.state_size"},
+        {"linear.value_head_dim", "ssm.state_size"}, {"linear.conv_kernel", "ssm.conv_kernel"}};
     if (member == "vocab") return "tensor 'token_embd.weight' dimension 1 (n_vocab)";
     const auto k = kKeys.find(member);
     return k == kKeys.end() ? std::string(member) : fmt::format("metadata key '{}.{}'", arch, k->second);

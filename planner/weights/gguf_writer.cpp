@@ -217,6 +217,26 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
       kv.push_back({a + ".expert_group_used_count", u32(s.expert_groups_used)});
     }
   }
+  if (s.is_hybrid()) {  // llama.cpp's qwen3next: Gated DeltaNet under its ssm keys, one head width for k and v
+    const ModelSpec::LinearAttention& l = s.linear;
+    if (l.key_head_dim != l.value_head_dim)
+      throw InputError(fmt::format("gguf writer: {}'s linear attention has key heads of {} and value heads of {}; llama.cpp's "
+                                   "qwen3next takes one width for both (ssm.state_size)", s.name, l.key_head_dim,
+                                   l.value_head_dim));
+    uint64_t interval = 1;  // the first attention layer's position: the pattern llama.cpp rebuilds from it
+    while (s.layer_is_linear(interval - 1)) ++interval;
+    for (uint64_t i = 0; i < s.layers; ++i)
+      if (s.layer_is_linear(i) != ((i + 1) % interval != 0))
+        throw InputError(fmt::format("gguf writer: {}'s layer {} breaks the one-in-{} pattern of attention layers that "
+                                     "llama.cpp's full_attention_interval describes", s.name, i, interval));
+    kv.push_back({a + ".full_attention_interval", u32(interval)});
+    kv.push_back({a + ".ssm.conv_kernel", u32(l.conv_kernel)});
+    kv.push_back({a + ".ssm.state_size", u32(l.key_head_dim)});
+    kv.push_back({a + ".ssm.group_count", u32(l.key_heads)});
+    kv.push_back({a + ".ssm.time_step_rank", u32(l.value_heads)});
+    kv.push_back({a + ".ssm.inner_size", u32(l.value_width())});
+    if (s.shared_experts) kv.push_back({a + ".expert_shared_feed_forward_length", u32(s.shared_expert_width())});
+  }
   if (s.is_moe()) {
     kv.push_back({a + ".expert_count", u32(s.experts)});
     kv.push_back({a + ".expert_used_count", u32(s.experts_active)});

@@ -204,6 +204,64 @@ TEST_CASE("MiniMax-M2: 256 experts every layer, q/k norms over the whole project
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("rotary_dim"), InputError);
 }
 
+TEST_CASE("Qwen3-Next-80B-A3B: 36 Gated DeltaNet and 12 gated attention layers; 80B, 3B activated (card)") {
+  // Every layer's FFN: router 2048 x 512 = 1,048,576; 512 experts x 3 x 2048 x 512 = 1,610,612,736;
+  // the shared expert 3 x 2048 x 512 = 3,145,728 and its gate 2,048; two norms 4,096.
+  // Gated DeltaNet: qkv 2048 x (2 x 16 x 128 + 32 x 128 = 8192) = 16,777,216; gate 2048 x 4096 =
+  // 8,388,608; conv 4 x 8192 = 32,768; dt and A 32 each; ba 2048 x 64 = 131,072; norm 128; out
+  // 4096 x 2048 = 8,388,608 -> 33,718,464. Attention: q 2048 x 2 x 4096 (query and gate) =
+  // 16,777,216; k and v 2048 x 512 each; o 4096 x 2048; q/k norms 256 each -> 27,263,488.
+  // 36 x 1,648,531,648 + 12 x 1,642,076,672 + embeddings 2 x 151936 x 2048 + output norm 2048 =
+  // 79,674,391,296: the checkpoint's own count (its safetensors, as a public test of Qwen3-Coder-Next's
+  // config records it, the MTP module aside). Active: 10 experts, 31,457,280 per layer ->
+  // 3,874,929,408 (the same record); without the input embedding 3,563,764,480 (card: 3B).
+  const ModelSpec s = load_model("qwen3-next-80b-a3b");
+  CHECK(s.gguf_arch == "qwen3next");
+  CHECK(s.is_hybrid());
+  CHECK(s.linear_layer_count() == 36);
+  CHECK(s.attention_layers() == 12);
+  CHECK(!s.layer_is_linear(3));
+  CHECK(s.layer_is_linear(4));
+  CHECK(s.rope_dims == 64);
+  CHECK(s.attn_output_gate);
+  CHECK(s.shared_expert_gate);
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 79'674'391'296ull);
+  CHECK(p.active == 3'874'929'408ull);
+  CHECK(p.active_without_lookup(s.tied_embeddings) == 3'563'764'480ull);
+  // KV only in the 12 attention layers: 12 x 2 x 2 heads x 256 x 2 B = 24,576 B per token.
+  const KvTypes bf16{GgmlType::BF16, GgmlType::BF16};
+  CHECK(kv_bytes_per_token(s, bf16) == 24'576u);
+  // The state per sequence, as llama.cpp keeps it (F32): per layer 3 taps x 8192 channels x 4 B =
+  // 98,304 and 32 heads x 128 x 128 x 4 B = 2,097,152; x 36 = 79,036,416 B (75.4 MiB). vLLM keeps
+  // it in BF16: half.
+  CHECK(recurrent_state_bytes(s, bf16) == 79'036'416u);
+  CHECK(recurrent_state_bytes(s, with_state_types(bf16, s, "vllm")) == 79'036'416u / 2);
+  CHECK(recurrent_state_bytes(s, bf16, 2) == 79'036'416u / 2);  // heads split over two devices
+  // A request's KV: its tokens' rows plus the state, whatever the context.
+  CHECK(kv_bytes_for_context(s, bf16, 32'768) == 24'576ull * 32'768 + 79'036'416);
+  CHECK(kv_bytes_for_context(s, bf16, 0) == 79'036'416u);
+  // ... and the longest context in a budget: the state first, then whole pages of tokens.
+  CHECK(kv_context_for_bytes(s, bf16, 24'576ull * 32'768 + 79'036'416) == 32'768u);
+  CHECK(kv_context_for_bytes(s, bf16, 79'036'415) == 0u);
+  // the config's own layer_types override the interval; a pure linear stack is refused
+  Json c = Json::parse(R"({"model_type": "qwen3_next", "hidden_size": 256, "num_hidden_layers": 3,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 128, "intermediate_size": 64,
+    "vocab_size": 1000, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+    "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4,
+    "layer_types": ["linear_attention", "full_attention", "linear_attention"]})");
+  const ModelSpec small = model_spec_from_hf_config(c, "m", "m.json");
+  CHECK(small.linear_layer_count() == 2);
+  CHECK(!small.layer_is_linear(1));
+  c["layer_types"] = Json::array({"linear_attention", "linear_attention", "linear_attention"});
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("every layer"), InputError);
+  c.erase("layer_types");
+  c["num_hidden_layers"] = 4;  // the default interval: the fourth attends
+  c["linear_num_value_heads"] = 3;  // not a multiple of the key heads
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("linear_num_value_heads"), InputError);
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.

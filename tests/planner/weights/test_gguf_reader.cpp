@@ -187,11 +187,11 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
 }
 
-TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek and GLM-4.5 files read back as their specs: windows, sinks, biases, "
-          "fused tensors, MLA, shared experts beside grouped-query attention") {
+TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5 and Qwen3-Next files read back as their specs: windows, sinks, "
+          "biases, fused tensors, MLA, shared experts beside grouped-query attention, linear attention") {
   for (const char* name :
        {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite", "glm-4.5-air",
-        "minimax-m2"}) {
+        "minimax-m2", "qwen3-next-80b-a3b"}) {
     CAPTURE(name);
     // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
     const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
@@ -225,6 +225,15 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek and GLM-4.5 files read back as th
     CHECK(r.qkv_bias == s.qkv_bias);
     CHECK(r.qk_norm == s.qk_norm);
     CHECK(r.qk_norm_whole == s.qk_norm_whole);
+    CHECK(r.linear_layers == s.linear_layers);
+    CHECK(r.linear.key_heads == s.linear.key_heads);
+    CHECK(r.linear.value_heads == s.linear.value_heads);
+    CHECK(r.linear.key_head_dim == s.linear.key_head_dim);
+    CHECK(r.linear.conv_kernel == s.linear.conv_kernel);
+    CHECK(r.attn_output_gate == s.attn_output_gate);
+    CHECK(r.shared_expert_gate == s.shared_expert_gate);
+    CHECK(r.shared_expert_width() == s.shared_expert_width());
+    CHECK(recurrent_state_bytes(r, {}) == recurrent_state_bytes(s, {}));
     CHECK(kv_bytes_per_token(r, {GgmlType::BF16, GgmlType::BF16}) == kv_bytes_per_token(s, {GgmlType::BF16, GgmlType::BF16}));
     CHECK(parameter_count(r).total == parameter_count(s).total);
     CHECK(weights_size(gguf_weights_layout(m)).bytes == weights_size(layout).bytes);
