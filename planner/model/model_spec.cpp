@@ -30,6 +30,10 @@ enum class Windows {
   none,         // the architecture has no sliding window
 };
 
+// Linear-attention layers beside the attention ones (read_linear_attention): Qwen3-Next's GGUF
+// projects the beta and alpha gates together (ssm_ba), Qwen3.5's apart (ssm_beta, ssm_alpha).
+enum class Linear { none, qwen3_next, qwen3_5 };
+
 struct Architecture {
   std::string_view model_type;
   std::string_view gguf_arch;
@@ -37,7 +41,8 @@ struct Architecture {
   bool qkv_bias;
   Moe moe;
   Windows windows;
-  bool linear_attention = false;  // Gated DeltaNet layers beside the attention ones (read_linear_attention)
+  Linear linear = Linear::none;
+  std::string_view text_model = {};  // a multimodal wrapper: the language model is its text_config, of this type
 };
 
 constexpr std::array kArchitectures{
@@ -56,7 +61,7 @@ constexpr std::array kArchitectures{
     // wrapper whose text_config is read.
     Architecture{"gemma2", "gemma2", false, false, Moe::none, Windows::every_other},
     Architecture{"gemma3_text", "gemma3", true, false, Moe::none, Windows::pattern},
-    Architecture{"gemma3", "gemma3", true, false, Moe::none, Windows::pattern},
+    Architecture{"gemma3", "gemma3", true, false, Moe::none, Windows::pattern, Linear::none, "gemma3_text"},
     // GPT-OSS: biases everywhere, attention sinks, experts of intermediate_size every layer.
     Architecture{"gpt_oss", "gpt-oss", false, true, Moe::gpt_oss, Windows::every_other},
     // Phi-3/Phi-4: fused attn_qkv and gate+up in llama.cpp's files.
@@ -69,7 +74,13 @@ constexpr std::array kArchitectures{
     Architecture{"minimax_m2", "minimax-m2", true, false, Moe::minimax, Windows::none},
     // Qwen3-Next: three Gated DeltaNet layers to one gated attention layer, Qwen's experts with a
     // gated shared expert; llama.cpp's qwen3next.
-    Architecture{"qwen3_next", "qwen3next", true, false, Moe::qwen, Windows::none, true},
+    Architecture{"qwen3_next", "qwen3next", true, false, Moe::qwen, Windows::none, Linear::qwen3_next},
+    // Qwen3.5: Qwen3-Next's layers, dense or with experts, behind a vision wrapper (text_config);
+    // llama.cpp's qwen35 and qwen35moe.
+    Architecture{"qwen3_5_text", "qwen35", true, false, Moe::none, Windows::none, Linear::qwen3_5},
+    Architecture{"qwen3_5_moe_text", "qwen35moe", true, false, Moe::qwen, Windows::none, Linear::qwen3_5},
+    Architecture{"qwen3_5", "qwen35", true, false, Moe::none, Windows::none, Linear::qwen3_5, "qwen3_5_text"},
+    Architecture{"qwen3_5_moe", "qwen35moe", true, false, Moe::qwen, Windows::none, Linear::qwen3_5, "qwen3_5_moe_text"},
 };
 
 // Keys that change a model's shape under the architectures that use them. One the model_type does
@@ -167,10 +178,10 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
     std::vector<bool> sliding;
     for (const Json& t : *it) {
       const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
-      const bool linear = arch.linear_attention && type == "linear_attention";  // read_linear_attention's
+      const bool linear = arch.linear != Linear::none && type == "linear_attention";  // read_linear_attention's
       if (type != "full_attention" && type != "sliding_attention" && !linear)
         throw InputError(fmt::format("{}: field 'layer_types' holds \"{}\"; supported: full_attention, "
-                                     "sliding_attention{}", where, type, arch.linear_attention ? ", linear_attention" : ""));
+                                     "sliding_attention{}", where, type, arch.linear != Linear::none ? ", linear_attention" : ""));
       sliding.push_back(type == "sliding_attention");
     }
     if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
@@ -212,7 +223,7 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
 
 // Gated DeltaNet layers: layer_types' linear_attention entries when given, else all but every
 // full_attention_interval-th layer (transformers' default 4); their heads and the convolution's width.
-void read_linear_attention(const Json& c, ModelSpec& s, const std::string& where) {
+void read_linear_attention(const Json& c, ModelSpec& s, Linear linear, const std::string& where) {
   if (const auto it = c.find("layer_types"); it != c.end() && it->is_array()) {  // read_windows checked its length
     for (const Json& t : *it) s.linear_layers.push_back(t == "linear_attention");
   } else {
@@ -229,6 +240,7 @@ void read_linear_attention(const Json& c, ModelSpec& s, const std::string& where
   a.value_head_dim = require_positive(c, "linear_value_head_dim", where);
   a.conv_kernel = require_positive(c, "linear_conv_kernel_dim", where);
   a.state_f32 = optional_string(c, "mamba_ssm_dtype", where).value_or("") == "float32";
+  a.fused_beta_alpha = linear == Linear::qwen3_next;
   s.attn_output_gate = optional_bool(c, "attn_output_gate", where).value_or(true);
   if (const auto shared = optional_uint(c, "shared_expert_intermediate_size", where); shared && *shared && s.is_moe()) {
     s.shared_experts = 1;
@@ -411,9 +423,11 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     throw InputError(fmt::format("{}: field 'model_type' is \"{}\"; supported: {}", where,
                                  s.model_type, known));
   }
-  if (s.model_type == "gemma3") {  // the multimodal wrapper: the language model is its text_config
+  if (!arch->text_model.empty()) {  // a multimodal wrapper: the language model is its text_config
     Json text = require_object(c, "text_config", where);
-    text["model_type"] = "gemma3_text";
+    text["model_type"] = std::string(arch->text_model);
+    for (const char* key : {"_hf_id", "_name_or_path", "_hf_weights", "tie_word_embeddings"})  // the wrapper's own
+      if (c.contains(key) && !text.contains(key)) text[key] = c[key];
     ModelSpec spec = model_spec_from_hf_config(text, name, where + ": text_config");
     spec.source = where;
     return spec;
@@ -443,7 +457,22 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
   const bool gemma = s.gguf_arch == "gemma2" || s.gguf_arch == "gemma3";
   s.tied_embeddings = optional_bool(c, "tie_word_embeddings", where).value_or(gemma);  // transformers' defaults
   s.max_context = optional_uint(c, "max_position_embeddings", where).value_or(0);
-  s.rope_theta = optional_number(c, "rope_theta", where).value_or(10000.0);
+  // transformers' newer rope_parameters hold the base and the rotated fraction (Qwen3.5)
+  const Json* rope = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? &c["rope_parameters"] : nullptr;
+  const std::string rope_where = where + ": rope_parameters";
+  s.rope_theta = optional_number(c, "rope_theta", where)
+                     .value_or(rope ? optional_number(*rope, "rope_theta", rope_where).value_or(10000.0) : 10000.0);
+  if (rope && rope->contains("mrope_section")) {  // multimodal RoPE: text positions rotate every section alike
+    const Json& sections = (*rope)["mrope_section"];
+    if (!sections.is_array() || sections.size() > 4)
+      throw InputError(fmt::format("{}: field 'mrope_section' must list at most 4 counts of rotated pairs", rope_where));
+    for (const Json& n : sections) {
+      if (!n.is_number_unsigned())
+        throw InputError(fmt::format("{}: field 'mrope_section' holds {}; expected counts of rotated pairs", rope_where,
+                                     n.dump()));
+      s.rope_sections.push_back(n.get<uint64_t>());
+    }
+  }
   s.rms_norm_eps = optional_number(c, "rms_norm_eps", where).value_or(1e-6);
   read_windows(c, s, *arch, where);
   if (gemma) {
@@ -473,7 +502,9 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
     const double base = static_cast<double>(rs.type == "yarn" && rs.original_context ? rs.original_context : s.max_context);
     s.max_context = static_cast<uint64_t>(std::min(base * rs.factor, 1e12));
   }
-  if (auto f = optional_number(c, "partial_rotary_factor", where)) {
+  std::optional<double> partial = optional_number(c, "partial_rotary_factor", where);
+  if (!partial && rope) partial = optional_number(*rope, "partial_rotary_factor", rope_where);
+  if (auto f = partial) {
     if (!(*f > 0.0 && *f <= 1.0))
       throw InputError(fmt::format("{}: field 'partial_rotary_factor' is {}; expected a fraction in (0, 1]", where, *f));
     const auto dims = static_cast<uint64_t>(static_cast<double>(s.head_dim) * *f) / 2 * 2;
@@ -546,7 +577,7 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
       }
     }
   }
-  if (arch->linear_attention) read_linear_attention(c, s, where);
+  if (arch->linear != Linear::none) read_linear_attention(c, s, arch->linear, where);
   validate_model_shape(s, [&](std::string_view member) { return hf_field_name(c, member); }, where);
   return s;
 }

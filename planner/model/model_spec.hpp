@@ -63,6 +63,7 @@ struct ModelSpec {
                                    // gate sigmoid(1.702 gate) (up + 1); 0: plain SwiGLU
   RopeScaling rope_scaling;
   uint64_t rope_dims = 0;          // rotated values per head (0: all of head_dim; fewer: partial RoPE)
+  std::vector<uint64_t> rope_sections;  // Qwen3.5's multimodal RoPE sections (a text position rotates all alike)
 
   // MoE (zero experts = dense).
   uint64_t experts = 0;              // num_experts (routed)
@@ -98,6 +99,7 @@ struct ModelSpec {
   struct LinearAttention {
     uint64_t key_heads = 0, value_heads = 0, key_head_dim = 0, value_head_dim = 0, conv_kernel = 0;
     bool state_f32 = false;  // the config asks for an F32 temporal state (mamba_ssm_dtype float32)
+    bool fused_beta_alpha = false;  // Qwen3-Next's beta and alpha gates in one projection (Qwen3.5: two)
     uint64_t key_width() const { return key_heads * key_head_dim; }
     uint64_t value_width() const { return value_heads * value_head_dim; }
     uint64_t conv_channels() const { return 2 * key_width() + value_width(); }  // q, k and v

@@ -59,6 +59,8 @@ std::string_view tensor_role_name(TensorRole role) {
     case TensorRole::ssm_norm: return "ssm_norm";
     case TensorRole::ssm_out: return "ssm_out";
     case TensorRole::ffn_gate_inp_shexp: return "ffn_gate_inp_shexp";
+    case TensorRole::ssm_beta: return "ssm_beta";
+    case TensorRole::ssm_alpha: return "ssm_alpha";
   }
   return "?";
 }
@@ -135,7 +137,12 @@ std::vector<TensorInfo> tensor_inventory(const ModelSpec& s) {
       add("ssm_conv1d.weight", {a.conv_kernel, a.conv_channels()}, TensorRole::ssm_conv1d);
       add("ssm_dt.bias", {a.value_heads}, TensorRole::ssm_dt);
       add("ssm_a", {a.value_heads}, TensorRole::ssm_a);
-      add("ssm_ba.weight", {s.hidden, 2 * a.value_heads}, TensorRole::ssm_ba);
+      if (a.fused_beta_alpha) {
+        add("ssm_ba.weight", {s.hidden, 2 * a.value_heads}, TensorRole::ssm_ba);
+      } else {
+        add("ssm_beta.weight", {s.hidden, a.value_heads}, TensorRole::ssm_beta);
+        add("ssm_alpha.weight", {s.hidden, a.value_heads}, TensorRole::ssm_alpha);
+      }
       add("ssm_norm.weight", {a.value_head_dim}, TensorRole::ssm_norm);
       add("ssm_out.weight", {a.value_width(), s.hidden}, TensorRole::ssm_out);
     } else if (s.fused_qkv) {

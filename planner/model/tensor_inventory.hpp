@@ -31,6 +31,7 @@ enum class TensorRole {
   // Qwen3-Next's Gated DeltaNet layers (llama.cpp's ssm_* names; their q, k and v projection is attn_qkv,
   // the output gate's attn_gate) and its shared expert's gate
   attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_ba, ssm_norm, ssm_out, ffn_gate_inp_shexp,
+  ssm_beta, ssm_alpha,  // Qwen3.5's beta and alpha gates apart
 };
 
 std::string_view tensor_role_name(TensorRole role);

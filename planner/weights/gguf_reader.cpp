@@ -317,7 +317,8 @@ std::string_view tensor_suffix_role(std::string_view suffix, TensorRole& role) {
       {"attn_gate.weight", TensorRole::attn_gate}, {"ssm_conv1d.weight", TensorRole::ssm_conv1d},
       {"ssm_dt.bias", TensorRole::ssm_dt}, {"ssm_a", TensorRole::ssm_a}, {"ssm_ba.weight", TensorRole::ssm_ba},
       {"ssm_norm.weight", TensorRole::ssm_norm}, {"ssm_out.weight", TensorRole::ssm_out},
-      {"ffn_gate_inp_shexp.weight", TensorRole::ffn_gate_inp_shexp}};
+      {"ffn_gate_inp_shexp.weight", TensorRole::ffn_gate_inp_shexp}, {"ssm_beta.weight", TensorRole::ssm_beta},
+      {"ssm_alpha.weight", TensorRole::ssm_alpha}};
   const auto it = kRoles.find(suffix);
   if (it == kRoles.end()) return {};
   role = it->second;
@@ -627,6 +628,14 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.max_context = std::max(s.max_context, static_cast<uint64_t>(std::min(
                                                 static_cast<double>(s.rope_scaling.original_context) * s.rope_scaling.factor, 1e12)));
   s.rope_dims = key_u64(m, arch + ".rope.dimension_count", 0);
+  if (const GgufValue* sections = m.find(arch + ".rope.dimension_sections");
+      sections && sections->type == GgufType::array && sections->count <= 4 && sections->raw.size() == 4 * sections->count)
+    for (uint64_t i = 0; i < sections->count; ++i) {  // i32 or u32 (llama.cpp takes either)
+      uint32_t n = 0;
+      std::memcpy(&n, sections->raw.data() + 4 * i, 4);
+      s.rope_sections.push_back(n);
+    }
+  while (!s.rope_sections.empty() && s.rope_sections.back() == 0) s.rope_sections.pop_back();  // the writer's padding
   if (s.rope_dims == s.head_dim) s.rope_dims = 0;  // all of it, whatever --scale later makes head_dim
   s.rms_norm_eps = key_f64(m, arch + ".attention.layer_norm_rms_epsilon", 1e-6);
   s.experts = key_u64(m, arch + ".expert_count", 0);
@@ -658,7 +667,8 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
     s.expert_groups_used = std::max<uint64_t>(1, key_u64(m, arch + ".expert_group_used_count", s.expert_groups));
     s.shared_experts = key_u64(m, arch + ".expert_shared_count", 0);
   }
-  if (arch == "qwen3next") {  // Gated DeltaNet: every full_attention_interval-th layer attends (llama.cpp's default 4)
+  if (key_u64(m, arch + ".ssm.time_step_rank", 0)) {  // Gated DeltaNet (qwen3next, qwen35, qwen35moe): every
+                                                      // full_attention_interval-th layer attends (llama.cpp's default 4)
     const uint64_t interval = key_u64(m, arch + ".full_attention_interval", 4);
     if (interval == 0)
       throw InputError(fmt::format("{}: metadata key '{}.full_attention_interval' is 0; expected 1 or more", m.paths.front(),
@@ -709,6 +719,7 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::ffn_gate_exps_bias: s.expert_bias = true; break;
       case TensorRole::attn_qkv: s.fused_qkv = !s.is_hybrid(); break;  // Gated DeltaNet's q, k, v: not Phi's
       case TensorRole::ffn_gate_inp_shexp: s.shared_expert_gate = true; break;
+      case TensorRole::ssm_ba: s.linear.fused_beta_alpha = true; break;
       case TensorRole::ffn_exp_probs_b:
         s.expert_score_bias = true;
         if (arch == "deepseek2") s.model_type = "deepseek_v3";  // V2 has no routing bias

@@ -230,6 +230,11 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
         throw InputError(fmt::format("gguf writer: {}'s layer {} breaks the one-in-{} pattern of attention layers that "
                                      "llama.cpp's full_attention_interval describes", s.name, i, interval));
     kv.push_back({a + ".full_attention_interval", u32(interval)});
+    if (!s.rope_sections.empty()) {  // Qwen3.5's multimodal RoPE (llama.cpp's qwen35 requires the key)
+      std::vector<int32_t> sections(4, 0);
+      for (size_t i = 0; i < s.rope_sections.size() && i < 4; ++i) sections[i] = static_cast<int32_t>(s.rope_sections[i]);
+      kv.push_back({a + ".rope.dimension_sections", GgufValue::of_i32s(sections)});
+    }
     kv.push_back({a + ".ssm.conv_kernel", u32(l.conv_kernel)});
     kv.push_back({a + ".ssm.state_size", u32(l.key_head_dim)});
     kv.push_back({a + ".ssm.group_count", u32(l.key_heads)});

@@ -262,6 +262,43 @@ TEST_CASE("Qwen3-Next-80B-A3B: 36 Gated DeltaNet and 12 gated attention layers; 
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("linear_num_value_heads"), InputError);
 }
 
+TEST_CASE("Qwen3.5: the language model of a vision wrapper, Qwen3-Next's layers with beta and alpha apart") {
+  // 35B-A3B, 40 layers (30 Gated DeltaNet, 10 attention), hidden 2048. FFN per layer: router 2048 x 256
+  // = 524,288; 256 experts x 3 x 2048 x 512 = 805,306,368; shared 3,145,728 and its gate 2,048; two
+  // norms 4,096 -> 808,982,528. DeltaNet 33,718,464 (Qwen3-Next's, its 2048 x 64 gates as two 2048 x
+  // 32); attention 27,263,488. 30 x 842,700,992 + 10 x 836,246,016 + embeddings 2 x 248320 x 2048 +
+  // 2048 = 34,660,610,688 (card: 35B). Active: 8 experts, 28,841,984 per layer -> 3,454,988,928;
+  // without the input embedding 2,946,429,568 (card: 3B).
+  const ModelSpec s = load_model("qwen3.5-35b-a3b");
+  CHECK(s.model_type == "qwen3_5_moe_text");
+  CHECK(s.gguf_arch == "qwen35moe");
+  CHECK(s.hf_id == "Qwen/Qwen3.5-35B-A3B");  // the wrapper's
+  CHECK(!s.tied_embeddings);
+  CHECK(s.attention_layers() == 10);
+  CHECK(!s.linear.fused_beta_alpha);
+  CHECK(s.rope_dims == 64);  // rope_parameters' partial_rotary_factor 0.25 of 256
+  CHECK(s.rope_theta == 1e7);
+  CHECK(s.rope_sections == std::vector<uint64_t>{11, 11, 10});
+  const ParameterCount p = parameter_count(s);
+  CHECK(p.total == 34'660'610'688ull);
+  CHECK(p.active == 3'454'988'928ull);
+  CHECK(p.active_without_lookup(s.tied_embeddings) == 2'946'429'568ull);
+  // The state: 3 taps x 8192 channels and 32 heads x 128 x 128 per layer, x 30. llama.cpp keeps both
+  // in F32: 30 x 2,195,456 = 65,863,680 B; vLLM the taps in BF16 and, as the config's mamba_ssm_dtype
+  // asks, the matrices in F32: 30 x (49,152 + 2,097,152) = 64,389,120 B.
+  const KvTypes bf16{GgmlType::BF16, GgmlType::BF16};
+  CHECK(recurrent_state_bytes(s, with_state_types(bf16, s, "llama.cpp")) == 65'863'680u);
+  CHECK(recurrent_state_bytes(s, with_state_types(bf16, s, "vllm")) == 64'389'120u);
+  // 397B-A17B: within 1% of the card's totals (its vision encoder is not counted here)
+  const ModelSpec big = load_model("qwen3.5-397b-a17b");
+  const ParameterCount q = parameter_count(big);
+  CHECK(q.total / 1e9 == doctest::Approx(397.0).epsilon(0.01));
+  CHECK(q.active / 1e9 == doctest::Approx(17.0).epsilon(0.03));
+  // a wrapper without its text_config is refused, naming it
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(Json::parse(R"({"model_type": "qwen3_5_moe"})"), "m", "m.json"),
+                       doctest::Contains("text_config"), InputError);
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.

@@ -191,7 +191,7 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5 and Qwen3-Next files rea
           "biases, fused tensors, MLA, shared experts beside grouped-query attention, linear attention") {
   for (const char* name :
        {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite", "glm-4.5-air",
-        "minimax-m2", "qwen3-next-80b-a3b"}) {
+        "minimax-m2", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "qwen3.5-9b"}) {
     CAPTURE(name);
     // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
     const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
@@ -231,6 +231,8 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5 and Qwen3-Next files rea
     CHECK(r.linear.key_head_dim == s.linear.key_head_dim);
     CHECK(r.linear.conv_kernel == s.linear.conv_kernel);
     CHECK(r.attn_output_gate == s.attn_output_gate);
+    CHECK(r.linear.fused_beta_alpha == s.linear.fused_beta_alpha);
+    CHECK(r.rope_sections == s.rope_sections);
     CHECK(r.shared_expert_gate == s.shared_expert_gate);
     CHECK(r.shared_expert_width() == s.shared_expert_width());
     CHECK(recurrent_state_bytes(r, {}) == recurrent_state_bytes(s, {}));
