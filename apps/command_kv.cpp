@@ -89,8 +89,8 @@ void run(const KvArgs& a) {
                spec.kv_heads == spec.heads ? ", MHA" : fmt::format(", GQA {}:1", spec.heads / spec.kv_heads),
                plan.tp > 1 ? fmt::format(", per device of {}", plan.tp) : "");
   if (const uint64_t w = spec.window_layer_count(); w && plan.context > spec.cached_window())
-    fmt::print("  {} of the {} layers attend within a {}-token window and cache only {}: per request = per token / "
-               "layer x ({} x {} + {} x {})\n", w, spec.layers, spec.sliding_window,
+    fmt::print("  {} of the {} layers attend within a {}-token {} and cache only {}: per request = per token / "
+               "layer x ({} x {} + {} x {})\n", w, spec.layers, spec.sliding_window, spec.chunked_windows ? "chunk" : "window",
                spec.window_cache_tokens ? fmt::format("{} (the window and a micro-batch, as llama.cpp keeps it)",
                                                       spec.window_cache_tokens)
                                         : std::string("that"),

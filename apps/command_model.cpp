@@ -64,6 +64,9 @@ std::string attention_text(const ModelSpec& s) {
     text = fmt::format("every layer attends to the whole context");
   else if (w == s.layers)
     text = fmt::format("every layer within a {}-token sliding window (KV capped there)", s.sliding_window);
+  else if (s.chunked_windows)
+    text = fmt::format("{} full layers, {} within {}-token chunks (their KV capped at a chunk)", s.layers - w, w,
+                       s.sliding_window);
   else
     text = fmt::format("{} full layers, {} within a {}-token sliding window (their KV capped there)", s.layers - w, w,
                        s.sliding_window);

@@ -67,7 +67,7 @@ std::vector<float> llama3_rope_factors(const ModelSpec& spec) {
     double f = 1.0;
     if (wavelength > low_wavelength) {
       f = rs.factor;
-    } else if (wavelength >= high_wavelength) {
+    } else if (wavelength >= high_wavelength && rs.high_freq_factor > rs.low_freq_factor) {
       const double smooth = (original / wavelength - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
       f = 1.0 / ((1.0 - smooth) / rs.factor + smooth);
     }

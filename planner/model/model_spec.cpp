@@ -19,7 +19,9 @@ namespace {
 // experts and router as DeepSeek does, with grouped-query attention in place of DeepSeek's latent.
 // MiniMax-M2's experts are named as Mixtral's (intermediate_size wide, every layer), with a sigmoid
 // router and its bias.
-enum class Moe { none, qwen, mixtral, deepseek, gpt_oss, glm, minimax };
+// Llama 4's experts are intermediate_size wide, each MoE layer (every interleave_moe_layer_step-th)
+// with one shared expert as wide, a sigmoid top-k router; its dense layers intermediate_size_mlp wide.
+enum class Moe { none, qwen, mixtral, deepseek, gpt_oss, glm, minimax, llama4 };
 
 // Which layers a declared sliding_window applies to (transformers' layer_types overrides all).
 enum class Windows {
@@ -27,6 +29,8 @@ enum class Windows {
   qwen,         // Qwen2/3: only with use_sliding_window, layers from max_window_layers on
   every_other,  // Gemma 2, GPT-OSS: even layers slide, odd ones see everything
   pattern,      // Gemma 3: of each sliding_window_pattern layers, all but the last slide
+  chunked,      // Llama 4: the layers that rotate (no_rope_layers 1; three of four) attend within
+                // attention_chunk_size-token chunks, the others (no RoPE) to everything
   none,         // the architecture has no sliding window
 };
 
@@ -74,6 +78,9 @@ constexpr std::array kArchitectures{
     Architecture{"minimax_m2", "minimax-m2", true, false, Moe::minimax, Windows::none},
     // Qwen3-Next: three Gated DeltaNet layers to one gated attention layer, Qwen's experts with a
     // gated shared expert; llama.cpp's qwen3next.
+    // Llama 4: chunked local attention in three of four layers, experts with a shared one.
+    Architecture{"llama4_text", "llama4", false, false, Moe::llama4, Windows::chunked},
+    Architecture{"llama4", "llama4", false, false, Moe::llama4, Windows::chunked, Linear::none, "llama4_text"},
     Architecture{"qwen3_next", "qwen3next", true, false, Moe::qwen, Windows::none, Linear::qwen3_next},
     // Qwen3.5: Qwen3-Next's layers, dense or with experts, behind a vision wrapper (text_config);
     // llama.cpp's qwen35 and qwen35moe.
@@ -89,33 +96,33 @@ constexpr std::array kArchitectures{
 void refuse_unread_shape_keys(const Json& c, const Architecture& arch, const std::string& where) {
   struct Key {
     std::string_view key, meaning;
-    Moe read_by;                 // none: no MoE family reads it (see `windows`)
-    Moe also_read_by = Moe::none, and_by = Moe::none;
+    std::array<Moe, 4> read_by;  // the MoE families that read it (none: no MoE family; see `windows`)
     Windows windows = Windows::none;  // a window key: read by this windowing
   };
   static constexpr std::array kKeys{
-      Key{"num_experts", "routed experts (Qwen MoE)", Moe::qwen},
-      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", Moe::qwen, Moe::deepseek, Moe::glm},
-      Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", Moe::mixtral, Moe::gpt_oss, Moe::minimax},
-      Key{"n_routed_experts", "routed experts (DeepSeek)", Moe::deepseek, Moe::glm},
-      Key{"n_shared_experts", "shared experts (DeepSeek)", Moe::deepseek, Moe::glm},
-      Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
-      Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", Moe::deepseek},
-      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma 3)", Moe::none, Moe::none, Moe::none,
-          Windows::pattern},
+      Key{"num_experts", "routed experts (Qwen MoE)", {Moe::qwen}},
+      Key{"moe_intermediate_size", "the experts' FFN width (Qwen MoE)", {Moe::qwen, Moe::deepseek, Moe::glm}},
+      Key{"num_local_experts", "routed experts (Mixtral, GPT-OSS)", {Moe::mixtral, Moe::gpt_oss, Moe::minimax, Moe::llama4}},
+      Key{"n_routed_experts", "routed experts (DeepSeek)", {Moe::deepseek, Moe::glm}},
+      Key{"n_shared_experts", "shared experts (DeepSeek)", {Moe::deepseek, Moe::glm}},
+      Key{"kv_lora_rank", "multi-head latent attention (DeepSeek)", {Moe::deepseek}},
+      Key{"q_lora_rank", "multi-head latent attention (DeepSeek)", {Moe::deepseek}},
+      Key{"sliding_window_pattern", "alternating sliding-window layers (Gemma 3)", {}, Windows::pattern},
+      Key{"attention_chunk_size", "attention within chunks of tokens (Llama 4)", {}, Windows::chunked},
   };
   for (const Key& k : kKeys) {
     const auto it = c.find(k.key);
     if (it == c.end() || it->is_null() || (it->is_number() && it->get<double>() == 0)) continue;
-    if (arch.moe != Moe::none && (k.read_by == arch.moe || k.also_read_by == arch.moe || k.and_by == arch.moe)) continue;
+    if (arch.moe != Moe::none && std::find(k.read_by.begin(), k.read_by.end(), arch.moe) != k.read_by.end()) continue;
     if (k.windows != Windows::none && k.windows == arch.windows) continue;
     throw InputError(fmt::format("{}: field '{}' ({}) is not part of model_type '{}', so the shape would be wrong; "
                                  "{}", where, k.key, k.meaning, arch.model_type,
-                                 k.read_by == Moe::mixtral    ? "use model_type 'mixtral' (or gpt_oss)"
-                                 : k.read_by == Moe::qwen     ? "use model_type 'qwen3_moe'"
-                                 : k.read_by == Moe::deepseek ? "use model_type 'deepseek_v3' (or deepseek_v2)"
+                                 k.read_by[0] == Moe::mixtral    ? "use model_type 'mixtral' (or gpt_oss)"
+                                 : k.read_by[0] == Moe::qwen     ? "use model_type 'qwen3_moe'"
+                                 : k.read_by[0] == Moe::deepseek ? "use model_type 'deepseek_v3' (or deepseek_v2)"
                                  : k.windows == Windows::pattern ? "use model_type 'gemma3_text'"
-                                                              : "this architecture is not supported yet"));
+                                 : k.windows == Windows::chunked ? "use model_type 'llama4_text'"
+                                                                 : "this architecture is not supported yet"));
   }
 }
 
@@ -192,6 +199,20 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
     s.window_layers = std::move(sliding);
     return;
   }
+  if (arch.windows == Windows::chunked) {  // a chunk: what a layer attends to and caches at most
+    const uint64_t chunk = optional_uint(c, "attention_chunk_size", where).value_or(0);
+    if (chunk == 0) return;
+    s.sliding_window = chunk;
+    s.chunked_windows = true;
+    if (const auto it = c.find("no_rope_layers"); it != c.end() && it->is_array() && !it->empty()) {
+      if (it->size() != s.layers)
+        throw InputError(fmt::format("{}: field 'no_rope_layers' must list one flag per layer ({} layers)", where, s.layers));
+      for (const Json& f : *it) s.window_layers.push_back(f != 0);  // 1: rotates, and attends within its chunk
+    } else {
+      for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back((l + 1) % 4 != 0);
+    }
+    return;
+  }
   if (!enabled || window == 0 || arch.windows == Windows::none) return;
   s.sliding_window = window;
   switch (arch.windows) {
@@ -212,7 +233,7 @@ void read_windows(const Json& c, ModelSpec& s, const Architecture& arch, const s
       for (uint64_t l = 0; l < s.layers; ++l) s.window_layers.push_back((l + 1) % n != 0);
       break;
     }
-    case Windows::none: break;
+    case Windows::none: case Windows::chunked: break;
   }
   if (std::find(s.window_layers.begin(), s.window_layers.end(), true) == s.window_layers.end() &&
       !s.window_layers.empty()) {
@@ -396,8 +417,8 @@ RopeScaling rope_scaling_from_hf(const Json& r, uint64_t max_context, const std:
   if (rs.type == "llama3") {
     rs.low_freq_factor = positive("low_freq_factor", 1.0);
     rs.high_freq_factor = positive("high_freq_factor", 4.0);
-    if (!(rs.high_freq_factor > rs.low_freq_factor))
-      throw InputError(fmt::format("{}: high_freq_factor {} must exceed low_freq_factor {}", at, rs.high_freq_factor,
+    if (!(rs.high_freq_factor >= rs.low_freq_factor))  // equal: no band between kept and slowed (Llama 4 Scout)
+      throw InputError(fmt::format("{}: high_freq_factor {} must be at least low_freq_factor {}", at, rs.high_freq_factor,
                                    rs.low_freq_factor));
   }
   return rs;
@@ -553,6 +574,16 @@ ModelSpec model_spec_from_hf_config(const Json& c, const std::string& name, cons
                                      *rotary, s.head_dim));
       s.rope_dims = *rotary == s.head_dim ? 0 : *rotary;
     }
+  }
+  if (arch->moe == Moe::llama4) {
+    read_experts(c, s, "num_local_experts", where);
+    s.moe_intermediate = s.intermediate;
+    s.intermediate = optional_uint(c, "intermediate_size_mlp", where).value_or(s.intermediate);  // the dense layers'
+    s.decoder_sparse_step = optional_uint(c, "interleave_moe_layer_step", where).value_or(1);
+    if (s.decoder_sparse_step == 0)
+      throw InputError(fmt::format("{}: field 'interleave_moe_layer_step' is 0; expected >= 1", where));
+    s.shared_experts = 1;
+    s.sigmoid_routing = true;
   }
   if (arch->moe == Moe::glm) {  // transformers' Glm4Moe: always a sigmoid router with its bias
     read_deepseek_moe(c, s, where);

@@ -117,6 +117,10 @@ struct ModelSpec {
   // A window the model declares but the plan's engine does not apply (llama.cpp's llama
   // architecture, which Mistral converts to, has no sliding window): kept for the warning only.
   uint64_t ignored_window = 0;
+  // Llama 4: a window layer attends within fixed chunks of sliding_window tokens (its cache holds the
+  // current chunk) rather than a sliding window; counted as a window of that size (an upper bound on
+  // the positions read).
+  bool chunked_windows = false;
   // What the engine's cache keeps of a window layer per sequence, when more than the window: llama.cpp
   // keeps n_swa + n_ubatch cells (the window and a micro-batch being written), padded to 256, and reads
   // them all. 0: the window itself (vLLM, SGLang).
@@ -159,10 +163,11 @@ struct ModelSpec {
   }
 };
 
-// llama.cpp applies a sliding window only in these architectures (gemma2, gemma3, gpt-oss); its
+// llama.cpp applies a sliding window only in these architectures (gemma2, gemma3, gpt-oss; llama4's
+// chunks likewise); its
 // llama (which Mistral converts to) and qwen2 have none, and its phi3 disables it.
 inline bool llama_cpp_applies_windows(std::string_view gguf_arch) {
-  return gguf_arch == "gemma2" || gguf_arch == "gemma3" || gguf_arch == "gpt-oss";
+  return gguf_arch == "gemma2" || gguf_arch == "gemma3" || gguf_arch == "gpt-oss" || gguf_arch == "llama4";
 }
 
 // How the source names a ModelSpec member in messages: "field 'hidden_size'" for config.json,

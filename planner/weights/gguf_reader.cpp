@@ -719,6 +719,10 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
       case TensorRole::ffn_gate_exps_bias: s.expert_bias = true; break;
       case TensorRole::attn_qkv: s.fused_qkv = !s.is_hybrid(); break;  // Gated DeltaNet's q, k, v: not Phi's
       case TensorRole::ffn_gate_inp_shexp: s.shared_expert_gate = true; break;
+      case TensorRole::ffn_down_shexp:  // Llama 4's one shared expert (DeepSeek's count is a key)
+        if (s.shared_experts == 0) s.shared_experts = 1;
+        if (!t.shape.empty() && t.shape[0] != s.moe_intermediate * s.shared_experts) s.shared_intermediate = t.shape[0];
+        break;
       case TensorRole::ssm_ba: s.linear.fused_beta_alpha = true; break;
       case TensorRole::ffn_exp_probs_b:
         s.expert_score_bias = true;
@@ -729,11 +733,15 @@ ModelSpec model_spec_from_gguf(const GgufModel& m) {
   }
   // Sliding windows where llama.cpp applies them: every other layer from the first (gemma2,
   // gpt-oss), five of six (gemma3); its phi3 disables them.
-  if (const uint64_t window = key_u64(m, arch + ".attention.sliding_window", 0);
+  // llama4: three of four layers within 8192-token chunks, unless the key says 0 (llama.cpp's constant).
+  const bool chunks = arch == "llama4";
+  if (const uint64_t window = chunks ? (key_u64(m, arch + ".attention.sliding_window", 8192) ? 8192 : 0)
+                                     : key_u64(m, arch + ".attention.sliding_window", 0);
       window && llama_cpp_applies_windows(arch)) {
     s.sliding_window = window;
+    s.chunked_windows = chunks;
     for (uint64_t l = 0; l < std::min<uint64_t>(s.layers, kMaxModelLayers); ++l)
-      s.window_layers.push_back(arch == "gemma3" ? (l + 1) % 6 != 0 : l % 2 == 0);
+      s.window_layers.push_back(arch == "gemma3" ? (l + 1) % 6 != 0 : chunks ? (l + 1) % 4 != 0 : l % 2 == 0);
   }
   if (arch == "gemma2" || arch == "gemma3") {
     s.embedding_scale = true;

@@ -217,6 +217,7 @@ std::vector<GgufKeyValue> gguf_metadata_for(const ModelSpec& s) {
       kv.push_back({a + ".expert_group_used_count", u32(s.expert_groups_used)});
     }
   }
+  if (a == "llama4") kv.push_back({a + ".interleave_moe_layer_step", u32(s.decoder_sparse_step)});
   if (s.is_hybrid()) {  // llama.cpp's qwen3next: Gated DeltaNet under its ssm keys, one head width for k and v
     const ModelSpec::LinearAttention& l = s.linear;
     if (l.key_head_dim != l.value_head_dim)

@@ -237,11 +237,11 @@ for (const arch of ["qwen3", "llama", "spm"]) {
 // A built-in model's shape at a tenth, written as llama.cpp's file type: llama.cpp loads it and
 // evaluates a token (GPT-OSS with its experts in MXFP4, the rest Q8_0; DeepSeek-V2-Lite's latent
 // attention, which the runtime does not run yet, with fewer layers than llama.cpp's Lite rule knows;
-// GLM-4.5-Air, MiniMax-M2, Qwen3-Next and Qwen3.5, which the runtime does not run: their keys and
-// tensors as llama.cpp's glm4moe, minimax-m2, qwen3next and qwen35moe read them).
+// GLM-4.5-Air, MiniMax-M2, Qwen3-Next, Qwen3.5 and Llama 4, which the runtime does not run: their
+// keys and tensors as llama.cpp's glm4moe, minimax-m2, qwen3next, qwen35moe and llama4 read them).
 for (const [model, type] of [["gpt-oss-20b", "MXFP4_MOE"], ["deepseek-v2-lite", "Q8_0"], ["glm-4.5-air", "Q8_0"],
                              ["minimax-m2", "Q8_0"], ["qwen3-next-80b-a3b", "Q8_0"],
-                             ["qwen3.5-35b-a3b", "Q8_0"]]) {
+                             ["qwen3.5-35b-a3b", "Q8_0"], ["llama-4-maverick", "Q8_0"]]) {
   const gguf = path.join(work, `${model}-${type}.gguf`);
   infer("gguf", "write", "-m", model, "--scale", "0.1", "-w", type, "--out", gguf, "-q");
   let verdict;

@@ -299,6 +299,41 @@ TEST_CASE("Qwen3.5: the language model of a vision wrapper, Qwen3-Next's layers 
                        doctest::Contains("text_config"), InputError);
 }
 
+TEST_CASE("Llama 4 Scout and Maverick: chunked attention, experts with a shared one; 17B active (card)") {
+  // Per layer, attention: q and o 5120 x 5120 = 26,214,400 each, k and v 5120 x 1024 = 5,242,880
+  // each -> 62,914,560, two norms 10,240. An MoE layer: router 5120 x E; E experts and the shared one
+  // of 3 x 5120 x 8192 = 125,829,120 each. Embeddings 2 x 202048 x 5120 = 2,068,971,520, output norm
+  // 5120. Scout (16 experts every layer): 48 x 2,202,101,760 + 2,068,976,640 = 107,769,861,120 (card:
+  // 109B with the vision encoder); active, one expert: 48 x 314,664,960 + 2,068,976,640 =
+  // 17,172,894,720 (card: 17B). Maverick (128 experts in every other layer, a dense FFN of 3 x 5120 x
+  // 16384 = 251,658,240 in the rest): 48 x 62,924,800 + 24 x 251,658,240 + 24 x (128 + 1) x
+  // 125,829,120 + 24 x 655,360 + 2,068,976,640 = 400,711,848,960 (card: 400B); active 17,184,691,200.
+  const ModelSpec scout = load_model("llama-4-scout");
+  CHECK(scout.gguf_arch == "llama4");
+  CHECK(scout.chunked_windows);
+  CHECK(scout.sliding_window == 8192);
+  CHECK(scout.window_layer_count() == 36);
+  CHECK(scout.layer_window(3) == 0);  // the fourth layer, without RoPE, attends to everything
+  CHECK(scout.moe_layer_count() == 48);
+  CHECK(scout.rope_scaling.type == "llama3");  // high_freq_factor = low_freq_factor = 1: no band between
+  CHECK(parameter_count(scout).total == 107'769'861'120ull);
+  CHECK(parameter_count(scout).active == 17'172'894'720ull);
+  const ModelSpec maverick = load_model("llama-4-maverick");
+  CHECK(maverick.moe_layer_count() == 24);
+  CHECK(!maverick.layer_is_moe(0));
+  CHECK(maverick.layer_is_moe(1));
+  CHECK(parameter_count(maverick).total == 400'711'848'960ull);
+  CHECK(parameter_count(maverick).active == 17'184'691'200ull);
+  // KV at 128K: 12 full layers hold every token, 36 a chunk: 2 x 8 x 128 x 2 B = 4096 B per layer-token
+  // -> 4096 x (12 x 131072 + 36 x 8192) per request.
+  const KvTypes bf16{GgmlType::BF16, GgmlType::BF16};
+  CHECK(kv_bytes_for_context(scout, bf16, 131'072) == 4096ull * (12 * 131'072 + 36 * 8192));
+  // the chunk key under an architecture without chunks is refused, naming it
+  Json c = Json::parse(R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+    "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 1000, "attention_chunk_size": 8192})");
+  CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "m.json"), doctest::Contains("llama4_text"), InputError);
+}
+
 TEST_CASE("DeepSeek-V2-Lite: 15.7 B parameters, 2.4 B activated (model card), no q_lora") {
   // Per layer, attention: q 2048 x 16 x 192 = 6,291,456; kv_a_mqa 2048 x 576 = 1,179,648;
   // kv_a_norm 512; k_b and v_b 2,097,152; o 2048 x 2048 = 4,194,304 -> 13,763,072, + norms 4,096.

@@ -187,11 +187,12 @@ TEST_CASE("a model written from a spec and a recipe reads back as the same spec 
   CHECK(weights_size(recipe_weights_layout(r, LlamaFileType::Q4_K_M)).bytes == weights_size(back).bytes);
 }
 
-TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5 and Qwen3-Next files read back as their specs: windows, sinks, "
-          "biases, fused tensors, MLA, shared experts beside grouped-query attention, linear attention") {
+TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5, Qwen3-Next, Qwen3.5 and Llama 4 files read back as their specs: "
+          "windows, sinks, biases, fused tensors, MLA, shared experts beside grouped-query attention, linear attention, "
+          "chunks") {
   for (const char* name :
        {"gemma-2-9b", "gemma-3-27b", "gpt-oss-20b", "phi-4", "deepseek-v3", "deepseek-v2-lite", "glm-4.5-air",
-        "minimax-m2", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "qwen3.5-9b"}) {
+        "minimax-m2", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "qwen3.5-9b", "llama-4-scout", "llama-4-maverick"}) {
     CAPTURE(name);
     // The shape at a small scale (layers and widths shrink; the window pattern and flags stay).
     const ModelSpec s = scale_model_spec(load_model(name), 0.1, "scale");
@@ -233,6 +234,8 @@ TEST_CASE("Gemma 2/3, GPT-OSS, Phi-4, DeepSeek, GLM-4.5 and Qwen3-Next files rea
     CHECK(r.attn_output_gate == s.attn_output_gate);
     CHECK(r.linear.fused_beta_alpha == s.linear.fused_beta_alpha);
     CHECK(r.rope_sections == s.rope_sections);
+    CHECK(r.chunked_windows == s.chunked_windows);
+    CHECK(r.moe_layer_count() == s.moe_layer_count());
     CHECK(r.shared_expert_gate == s.shared_expert_gate);
     CHECK(r.shared_expert_width() == s.shared_expert_width());
     CHECK(recurrent_state_bytes(r, {}) == recurrent_state_bytes(s, {}));
