@@ -19,7 +19,8 @@ constexpr std::array kArchs{
     DeviceArch{"apple-m4", "apple", "M4, M4 Pro, M4 Max"},
     DeviceArch{"cdna2", "amd", "MI210, MI250X"},
     DeviceArch{"cdna3", "amd", "MI300X, MI325X"},
-    DeviceArch{"rdna3", "amd", "RX 7900 XTX, Radeon PRO W7900"},
+    DeviceArch{"cdna4", "amd", "MI350X, MI355X"},
+    DeviceArch{"rdna3", "amd", "RX 7900 XTX, Radeon PRO W7900, Radeon 8060S (Ryzen AI Max+ 395, RDNA 3.5)"},
 };
 
 }  // namespace

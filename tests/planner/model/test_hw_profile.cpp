@@ -25,16 +25,18 @@ TEST_CASE("built-in profiles and links") {
   // a10, a100-40gb, a100-80gb, a100-80gb-pcie, a40, b200, dgx-spark, gb200, gh200, h100-nvl, h100-pcie,
   // h100-sxm, h20, h200, l4, l40, l40s, m1, m1-pro, m1-max-64gb, m1-ultra, m2, m2-pro, m2-max-96gb,
   // m2-ultra, m3, m3-pro, m3-max-36gb, m3-max-64gb, m3-ultra, m4, m4-pro, m4-max-36gb, m4-max,
-  // mi300x, mi325x, rtx-3090, rtx-4080, rtx-4090, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000,
+  // mi300x, mi325x, mi355x, a10g, ryzen-ai-max-395, rtx-3090, rtx-4080, rtx-4090, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000,
   // rtx-pro-6000-blackwell, rx-7900-xtx, t4, tesla-p40
   // (hwprofiles/calibrations/ holds data, not profiles)
-  CHECK(builtin_hw_names().size() == 47);
+  CHECK(builtin_hw_names().size() == 50);
   // the datasheets' bandwidths of the devices added last: B200 8 TB/s, MI300X 5.3 TB/s, MI325X
   // 6 TB/s, H100 NVL 3.9 TB/s, H20 4.0 TB/s, L4 300 GB/s, T4 320 GB/s, L40 864 GB/s, A10 600 GB/s,
-  // RTX 5090 1792 GB/s, RTX 5080 960 GB/s, GB200 8 TB/s
+  // RTX 5090 1792 GB/s, RTX 5080 960 GB/s, GB200 8 TB/s, MI355X 8 TB/s, A10G 600 GB/s, Ryzen AI Max+ 395
+  // 256 GB/s (256 bits at 8000 MT/s)
   for (const auto& device : {std::pair{"b200", 8e12}, {"gb200", 8e12}, {"mi300x", 5.3e12}, {"mi325x", 6e12}, {"h100-nvl", 3.9e12},
                              {"h20", 4e12}, {"l4", 300e9}, {"t4", 320e9}, {"l40", 864e9}, {"a10", 600e9},
-                             {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}}) {
+                             {"rtx-5090", 1792e9}, {"rtx-5080", 960e9}, {"mi355x", 8e12}, {"a10g", 600e9},
+                             {"ryzen-ai-max-395", 256e9}}) {
     CAPTURE(device.first);  // (a pair, not a binding: clang before 16 cannot capture those)
     CHECK(load_hw_profile(device.first).memory_bandwidth_bytes_per_s == doctest::Approx(device.second).epsilon(1e-9));
   }
