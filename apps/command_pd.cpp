@@ -32,8 +32,9 @@ constexpr const char* kDefaultSameMachineLink = "nvlink-4";
 
 struct PdArgs {
   OutputOptions out;
-  std::string model = "qwen3-8b";
-  std::string kv, kv_k, kv_v;
+  // the model, its KV types and, with --hw (or --plan), the devices, engine, weights and TP whose
+  // roofline gives the prefill and decode times: the flags every planning command shares
+  PlanOptions plan;
   std::string prompt = kDefaultPrompt, output = kDefaultOutput;
   std::string link;
   double prefill_ms = kDefaultPrefillMs;
@@ -42,9 +43,6 @@ struct PdArgs {
   std::optional<double> qps;
   std::optional<uint64_t> concurrency, prefill_concurrency, decode_concurrency, gpus;
   bool same_machine = false;
-  std::string hw, weights;      // with --hw: prefill and decode times from the roofline
-  std::string engine;           // ... and the engine's step model and memory (default: the profile's)
-  uint64_t tp = 1;              // ... on this many devices per instance
   std::string times_source = "given (--prefill-ms)";
   // with --hw: whether the decode side holds its batch at the whole context (the fit's answer)
   std::optional<FitResult> decode_fit;
@@ -190,30 +188,23 @@ void print_explain(const PdResult& r) {
 
 void run(const PdArgs& a) {
   PdInputs in;
-  in.spec = load_model(a.model);
-  if (!a.kv.empty()) in.kv.k = in.kv.v = kv_cache_type(a.kv, "--kv").type;
-  if (!a.kv_k.empty()) in.kv.k = kv_cache_type(a.kv_k, "--cache-type-k").type;
-  if (!a.kv_v.empty()) in.kv.v = kv_cache_type(a.kv_v, "--cache-type-v").type;
+  Plan plan = a.plan.resolve();
+  in.spec = plan_model_spec(plan);
+  in.kv = plan.kv;
   in.workload.prompt_tokens = parse_tokens(a.prompt, "--input-len");
   in.workload.output_tokens = parse_tokens(a.output, "--output-len");
   in.workload.rate_per_s = a.qps;
   in.workload.concurrency = a.concurrency;
   in.times = {a.prefill_ms, a.decode_ms, a.decode_batch};
   PdArgs& args = const_cast<PdArgs&>(a);
-  if (a.hw.empty() && (!a.engine.empty() || a.tp != 1))
+  const bool on_devices = !a.plan.hw.empty() || !a.plan.plan_file.empty();
+  if (!on_devices && (!a.plan.engine.empty() || a.plan.tp.value_or(1) != 1))
     throw InputError(fmt::format("{}: needs --hw (the engine and the devices size the roofline's times and the "
                                  "decode fit; without --hw the times are --prefill-ms and --decode-ms)",
-                                 a.engine.empty() ? "--tp" : "--engine"));
-  if (!a.hw.empty()) {
+                                 a.plan.engine.empty() ? "--tp" : "--engine"));
+  if (on_devices) {
     // The roofline of the model on --hw: one prefill of the prompt, and one decode step of the
     // batch at the mean context while generating. Explicit --prefill-ms / --decode-ms still win.
-    Plan plan;
-    plan.model = a.model;
-    plan.hw = a.hw;
-    plan.weights = a.weights.empty() ? plan.weights : a.weights;
-    plan.kv = in.kv;
-    plan.engine = a.engine;
-    plan.tp = a.tp;
     if (a.decode_batch == 0) throw InputError("--decode-batch: expected at least 1");
     // the decode side holds every request of its batch at prompt + output tokens
     plan.context = in.workload.prompt_tokens + in.workload.output_tokens;
@@ -263,7 +254,7 @@ void run(const PdArgs& a) {
   }
   print_text(r, in,
              a.prefill_given ? "given (--prefill-ms)"
-             : a.hw.empty()  ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
+             : !on_devices   ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
                              : a.times_source);
   if (const auto& e = a.engine_stall)
     fmt::print("\n  as {} schedules it ({}): {}\n", a.engine_name, a.engine_policy,
@@ -278,7 +269,8 @@ void run(const PdArgs& a) {
   if (a.decode_fit) {
     const FitResult& f = *a.decode_fit;
     fmt::print("\n  decode batch on {}{}: {} requests x {} tokens {} (at most {} at that context; `fit` for the "
-               "breakdown)\n", a.tp > 1 ? fmt::format("{} x ", a.tp) : "", a.hw, a.decode_batch, f.context,
+               "breakdown)\n", f.tp > 1 ? fmt::format("{} x ", f.tp) : "", a.plan.hw.empty() ? plan.hw : a.plan.hw,
+               a.decode_batch, f.context,
                f.fits ? fmt::format("fit with {} to spare", gib(f.headroom_bytes))
                       : fmt::format("DO NOT FIT: {} short", gib(-f.headroom_bytes)),
                f.max_requests);
@@ -293,11 +285,10 @@ void add_pd_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "pd", "Prefill/decode disaggregation: the KV transfer against the prefill stall a split removes; when a split "
             "pays, by workload; prefill instances at most a third of decode's");
-  cmd->add_option("--model,-m", args->model, model_option_help("qwen3-8b"))->type_name("NAME|PATH|ORG/NAME");
-  cmd->add_option("--kv,--kv-cache-dtype", args->kv, kv_option_help("default bf16; the transfer moves the cache as stored"))
-      ->type_name("TYPE");
-  cmd->add_option("--cache-type-k,--kv-k", args->kv_k, "K cache type, overriding --kv (llama.cpp's -ctk)")->type_name("TYPE");
-  cmd->add_option("--cache-type-v,--kv-v", args->kv_v, "V cache type, overriding --kv (llama.cpp's -ctv)")->type_name("TYPE");
+  // The shared plan flags (--model, --kv, --hw, --engine, --weights, --tp, the engines' own); the
+  // decode side's context and batch are this command's: the prompt and output, --decode-batch.
+  args->plan.add_to(*cmd, PlanOptions::kModel | PlanOptions::kMemory);
+  for (const char* derived : {"--ctx-size", "--parallel"}) cmd->remove_option(cmd->get_option(derived));
   cmd->add_option("--input-len,-p,--prompt", args->prompt,
                   fmt::format("Mean prompt per request in tokens (2048 or 2K; llama-bench's -p); its KV is what a "
                               "split transfers (default {})", kDefaultPrompt))
@@ -310,19 +301,6 @@ void add_pd_command(CLI::App& app) {
                               "JSON path (default {}, or {} with --same-machine)",
                               fmt::join(builtin_link_names(), ", "), kDefaultLink, kDefaultSameMachineLink))
       ->type_name("NAME|PATH");
-  cmd->add_option("--hw", args->hw,
-                  "Hardware profile: take the prefill and decode times from the model's roofline on it "
-                  "(explicit --prefill-ms / --decode-ms still win)")
-      ->type_name("NAME|PATH");
-  cmd->add_option("--weights,-w", args->weights, "Weight type for the roofline with --hw (default BF16)")->type_name("TYPE");
-  cmd->add_option("--engine", args->engine,
-                  "With --hw: the engine serving each side (llama.cpp, vllm, sglang, trtllm): its step model for the "
-                  "times and its memory for the decode fit (default: the profile's step model, no engine memory)")
-      ->type_name("NAME");
-  cmd->add_option("--tp,--tensor-parallel-size", args->tp,
-                  "With --hw: devices per instance, tensor-parallel (default 1); the decode fit is per device")
-      ->check(kNonNegativeCount)
-      ->type_name("N");
   cmd->add_option("--prefill-ms", args->prefill_ms,
                   fmt::format("Time of one prefill of --input-len tokens, in milliseconds (default {}, the "
                               "example below)", kDefaultPrefillMs))
@@ -364,9 +342,13 @@ void add_pd_command(CLI::App& app) {
                 "(default: separate machines)");
   args->out.add_to(*cmd);
   cmd->footer(
-      "When a split pays (a published rule of thumb; its thresholds as this tool reads it): short input\n"
-      "< 500 tokens, long input > 2000, long output > 1000; low QPS < 2 req/s; medium concurrency 16-63,\n"
-      "high >= 64.\n"
+      "When a split pays, as a practitioner's write-up of serving with nano-vllm puts it (two A100s there: mixed\n"
+      "about 180 tok/s, split about 260, first token 35% sooner): not for short inputs at low load (a split\n"
+      "only adds a network hop); strongly for long inputs at high concurrency; for long outputs at medium\n"
+      "concurrency; across the GPUs of one machine, not machines, where they share NVLink; prefill\n"
+      "concurrency under a third of decode's; the KV over at least 25 Gb/s, ideally RDMA or NVLink. Its\n"
+      "thresholds as this tool reads them: short input < 500 tokens, long input > 2000, long output > 1000;\n"
+      "low QPS < 2 req/s; medium concurrency 16-63, high >= 64.\n"
       "JSON: stall_ms is the decode step with the prefill inside (decode + prefill); stall_ratio is that\n"
       "over the step alone.\n"
       "Examples (a 40 ms prefill in a batch of 100 decodes at 5 ms; then the times from Qwen3-8B's roofline on an H200):\n"

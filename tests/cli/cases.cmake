@@ -107,6 +107,9 @@ infer_plan_cli_case(pd_explain EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10 --ex
   MATCH "transfer = 294912000 B / 50 GB/s" "stalled decode step = decode \\+ prefill = 5.00 ms \\+ 40.00 ms = 45.00 ms"
         "reference \\(a published measurement, not computed here\\)" "mixed about 180 tok/s, PD split about 260 tok/s, TTFT about -35"
         "low QPS < 2 req/s")
+# the shared plan flags, vLLM's names among them: the decode fit on two devices at vLLM's 0.95
+infer_plan_cli_case(pd_plan_flags EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vllm --tensor-parallel-size 2
+  --gpu-memory-utilization 0.95 --kv-cache-dtype fp8 MATCH "decode batch on 2 x h200: 100 requests x 2304 tokens fit")
 infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help
   MATCH "--prefill-ms" "default 40" "--decode-batch" "--same-machine" "default 25gbe, or nvlink-4 with --same-machine"
         "--prefill-concurrency" "--gpus" "Little's law")
