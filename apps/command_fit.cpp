@@ -284,6 +284,16 @@ void run(const FitArgs& a) {
   const bool verdict_exits = !r.fits && !output_state().documents_wanted;
   const std::vector<FitSuggestion> suggestions = output_state().documents_wanted ? std::vector<FitSuggestion>{}
                                                                                  : nearest_fits(rp);
+  // Each changed field as the flags that set it (llama.cpp's names for its own fields)
+  const auto flags_of = [&](const FitSuggestion& f) -> std::string {
+    if (f.lever == "weights") return "--weights " + f.value;
+    if (f.lever == "kv") return plan.engine == "vllm" ? "--kv " + f.value : fmt::format("-ctk {} -ctv {}", f.value, f.value);
+    if (f.lever == "context") return "-c " + f.value;
+    if (f.lever == "requests") return "-np " + f.value;
+    if (f.lever == "tp") return "--tp " + f.value;
+    if (f.lever == "gpu_layers") return "-ngl " + f.value;
+    return fmt::format("field '{}' {}", f.lever, f.value);
+  };
   if (!a.svg.empty()) write_text_file(a.svg, fit_svg(r, spec, hw, plan), "--svg");
   if (a.out.json()) {
     Json j = fit_json(r, spec, hw, plan);
@@ -296,7 +306,8 @@ void run(const FitArgs& a) {
     if (verdict_exits) {
       Json list = Json::array();
       for (const FitSuggestion& f : suggestions)
-        list.push_back({{"lever", f.lever}, {"flag", f.flag}, {"outcome", f.outcome}, {"headroom_bytes", f.headroom_bytes}});
+        list.push_back({{"lever", f.lever}, {"value", f.value}, {"flag", flags_of(f)}, {"outcome", f.outcome},
+                        {"headroom_bytes", f.headroom_bytes}});
       j["suggestions"] = list;
     }
     if (a.out.explain) j["derivation"] = r.derivation;
@@ -319,8 +330,8 @@ void run(const FitArgs& a) {
   if (!suggestions.empty()) {
     fmt::print("\n  nearest plans that fit, one change each:\n");
     size_t width = 0;
-    for (const FitSuggestion& f : suggestions) width = std::max(width, f.flag.size());
-    for (const FitSuggestion& f : suggestions) fmt::print("    {:<{}}   {}\n", f.flag, width, f.outcome);
+    for (const FitSuggestion& f : suggestions) width = std::max(width, flags_of(f).size());
+    for (const FitSuggestion& f : suggestions) fmt::print("    {:<{}}   {}\n", flags_of(f), width, f.outcome);
   } else if (!r.fits) {
     fmt::print("\n  no single change of weights, KV type, context, requests, --tp or -ngl fits\n");
   }

@@ -52,7 +52,7 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
           continue;
         }
         if (!r) continue;
-        out.push_back({"weights", fmt::format("--weights {}", type),
+        out.push_back({"weights", type,
                        fmt::format("weights {}{}, {}", gib(r->fit.weights_bytes), r->fit.tp > 1 ? " per device" : "",
                                    spare(r->fit)),
                        r->fit.headroom_bytes});
@@ -74,7 +74,7 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
       changed.kv = {type, type};
       if (kv_bytes_per_token(rp.spec, changed.kv) >= now) continue;
       if (const std::optional<ResolvedPlan> r = fitting(changed)) {
-        out.push_back({"kv", plan.engine == "vllm" ? fmt::format("--kv {}", name) : fmt::format("-ctk {} -ctv {}", name, name),
+        out.push_back({"kv", name,
                        fmt::format("KV {}, {}", gib(r->fit.kv_bytes), spare(r->fit)), r->fit.headroom_bytes});
         break;
       }
@@ -85,14 +85,14 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
     Plan changed = plan;
     changed.context = rp.fit.max_context;
     if (const std::optional<ResolvedPlan> r = fitting(changed))
-      out.push_back({"context", fmt::format("-c {}", changed.context),
+      out.push_back({"context", std::to_string(changed.context),
                      fmt::format("{} tokens per request, {}", changed.context, spare(r->fit)), r->fit.headroom_bytes});
   }
   if (rp.fit.max_requests > 0 && rp.fit.max_requests < plan.requests) {
     Plan changed = plan;
     changed.requests = rp.fit.max_requests;
     if (const std::optional<ResolvedPlan> r = fitting(changed))
-      out.push_back({"requests", fmt::format("-np {}", changed.requests),
+      out.push_back({"requests", std::to_string(changed.requests),
                      fmt::format("{} concurrent request{}, {}", changed.requests, changed.requests == 1 ? "" : "s",
                                  spare(r->fit)),
                      r->fit.headroom_bytes});
@@ -104,7 +104,7 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
       Plan changed = plan;
       changed.tp = tp;
       if (const std::optional<ResolvedPlan> r = fitting(changed)) {
-        out.push_back({"tp", fmt::format("--tp {}", tp),
+        out.push_back({"tp", std::to_string(tp),
                        fmt::format("{} devices, {} of weights each, {}", tp, gib(r->fit.weights_bytes), spare(r->fit)),
                        r->fit.headroom_bytes});
         break;
@@ -115,7 +115,7 @@ std::vector<FitSuggestion> nearest_fits(const ResolvedPlan& rp) {
       changed.gpu_layers_auto = true;
       if (const std::optional<ResolvedPlan> r = fitting(changed); r && r->split && r->split->gpu_layers > 0) {
         const double step_s = r->server.decode_iteration_s(1, plan.context);
-        out.push_back({"gpu_layers", fmt::format("-ngl {}", r->split->gpu_layers),
+        out.push_back({"gpu_layers", std::to_string(r->split->gpu_layers),
                        fmt::format("{} of {} layers on the device, the rest in host memory: decode {:.1f} tokens/s at "
                                    "batch 1, {}",
                                    r->split->gpu_layers, split_layer_count(rp.spec), 1.0 / step_s, spare(r->fit)),
