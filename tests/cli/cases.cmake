@@ -120,7 +120,7 @@ infer_plan_cli_case(bad_hw EXIT 2 ARGS fit --hw h300 MATCH "unknown hardware pro
 # Did you mean: the names a typed one begins (h100 -> h100-sxm, h100-pcie), near spellings, and
 # the command's flags the same way, before any value is read as a positional.
 infer_plan_cli_case(bad_hw_prefix EXIT 2 ARGS fit --hw h100 MATCH "unknown hardware profile 'h100' .did you mean h100-nvl, h100-sxm or h100-pcie.")
-infer_plan_cli_case(bad_model_near EXIT 2 ARGS fit -m qwen3-8 MATCH "unknown model 'qwen3-8' .did you mean qwen3-8b or qwen3-4b.")
+infer_plan_cli_case(bad_model_near EXIT 2 ARGS fit -m qwen3-8 MATCH "unknown model 'qwen3-8' .did you mean qwen3-8b, qwen3-4b")
 infer_plan_cli_case(bad_flag_near EXIT 2 ARGS fit --contex 8K -m qwen3-8b MATCH "fit: unknown flag '--contex'; did you mean --ctx-size.")
 infer_plan_cli_case(bad_flag_value_not_positional EXIT 2 ARGS calibrate f.json --engien x
   MATCH "calibrate: unknown flag '--engien'; did you mean --engine." NOMATCH "File does not exist")
