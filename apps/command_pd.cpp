@@ -124,8 +124,12 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
     fmt::print("{}\n", line);
   };
   row("KV per request", format_bytes(r.kv_bytes_per_request),
-      fmt::format("{}/token x {} tokens = {} B", format_bytes(r.kv_bytes_per_token), in.workload.prompt_tokens,
-                  r.kv_bytes_per_request));
+      r.kv_bytes_per_request == r.kv_bytes_per_token * in.workload.prompt_tokens
+          ? fmt::format("{}/token x {} tokens = {} B", format_bytes(r.kv_bytes_per_token), in.workload.prompt_tokens,
+                        r.kv_bytes_per_request)
+          : fmt::format("the cache of {} prompt tokens in whole pages{}{} = {} B", in.workload.prompt_tokens,
+                        in.spec.window_layer_count() ? ", windows capped" : "",
+                        in.spec.is_hybrid() ? ", with the linear-attention state" : "", r.kv_bytes_per_request));
   row("KV transfer", ms(r.transfer_ms),
       fmt::format("one request over an idle {}{}", r.link.name,
                   r.transfer_exceeds_prefill ? "; exceeds the prefill" : ""));
@@ -210,6 +214,7 @@ void run(const PdArgs& a) {
     plan.context = in.workload.prompt_tokens + in.workload.output_tokens;
     plan.requests = a.decode_batch;
     const ResolvedPlan rp = resolve_plan(plan);
+    in.kv = rp.plan.kv;  // a hybrid model's state as the engine keeps it
     args.decode_fit = rp.fit;
     // The same prompt on the mixed server, as the engine's scheduler cuts it (when the step times
     // are the roofline's: given times have no scheduler).

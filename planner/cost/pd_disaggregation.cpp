@@ -97,8 +97,9 @@ const char* pd_verdict_name(PdVerdict v) {
 }
 
 uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t prompt_tokens) {
-  // The decode side needs the whole cache, so no tensor-parallel split here.
-  return kv_bytes_per_token(spec, kv) * prompt_tokens;
+  // The decode side needs the whole cache, so no tensor-parallel split here: the prompt's pages
+  // (a window layer's at most its window), and a hybrid model's linear-attention state.
+  return kv_bytes_for_context(spec, kv, prompt_tokens);
 }
 
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s) {
@@ -242,8 +243,14 @@ PdResult plan_pd(const PdInputs& in) {
   r.transfer_ms = kv_transfer_ms(r.kv_bytes_per_request, bw);
   r.prefill_ms = in.times.prefill_ms;
   r.transfer_exceeds_prefill = r.transfer_ms > r.prefill_ms;
-  d.push_back(fmt::format("KV per request = {} tokens x {} B/token = {} B ({})", in.workload.prompt_tokens,
-                          r.kv_bytes_per_token, r.kv_bytes_per_request, format_bytes(r.kv_bytes_per_request)));
+  if (r.kv_bytes_per_request == r.kv_bytes_per_token * in.workload.prompt_tokens)
+    d.push_back(fmt::format("KV per request = {} tokens x {} B/token = {} B ({})", in.workload.prompt_tokens,
+                            r.kv_bytes_per_token, r.kv_bytes_per_request, format_bytes(r.kv_bytes_per_request)));
+  else  // whole pages, windows capped, a linear-attention state (kv_bytes_for_context)
+    d.push_back(fmt::format("KV per request = the cache of a {}-token prompt (whole {}-token pages{}{}) = {} B ({})",
+                            in.workload.prompt_tokens, kKvPageTokens, in.spec.window_layer_count() ? ", windows capped" : "",
+                            in.spec.is_hybrid() ? ", and the linear-attention layers' state" : "", r.kv_bytes_per_request,
+                            format_bytes(r.kv_bytes_per_request)));
   d.push_back(fmt::format("transfer = {} B / {} ({} B/s, {}) = {}", r.kv_bytes_per_request, format_rate(bw), bw,
                           link.name, ms(r.transfer_ms)));
   d.push_back(fmt::format("transfer {} prefill: {} {} {}", r.transfer_exceeds_prefill ? ">" : "<=",

@@ -109,7 +109,7 @@ struct PdGpuSplit {
 
 struct PdResult {
   uint64_t kv_bytes_per_token = 0;    // K + V, all layers, whole model (no tensor parallel)
-  uint64_t kv_bytes_per_request = 0;  // prompt tokens x per token
+  uint64_t kv_bytes_per_request = 0;  // the prompt's cache (pd_kv_bytes_per_request)
   LinkProfile link;
   double transfer_ms = 0;             // one request's KV over an idle link
   double prefill_ms = 0;
@@ -140,7 +140,9 @@ struct PdResult {
   std::vector<std::string> derivation;  // --explain: each step with its numbers substituted
 };
 
-// Bytes of KV one request hands from prefill to decode: prompt tokens x kv_bytes_per_token.
+// Bytes of KV one request hands from prefill to decode: its prompt's cache as the decode side holds
+// it (kv_bytes_for_context: whole pages, windows capped, a hybrid model's state), prompt tokens x
+// kv_bytes_per_token when the prompt fills whole pages of a plain model.
 uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t prompt_tokens);
 // Milliseconds to move `bytes` over a link of `bytes_per_s` (per direction), uncontended.
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s);

@@ -67,10 +67,16 @@ TEST_CASE("KV types and GQA decide the bytes moved") {
   const ModelSpec s = load_model("qwen3-8b");
   // q8_0: 34 B per 32 values -> 147456 x 34/64 = 78336 B/token; x 2000 = 156,672,000 B
   CHECK(pd_kv_bytes_per_request(s, {GgmlType::Q8_0, GgmlType::Q8_0}, 2000) == 156'672'000ull);
-  // K BF16 73728 B + V q4_0 73728 x 18/64 = 20736 B -> 94464 B/token
-  CHECK(pd_kv_bytes_per_request(s, {GgmlType::BF16, GgmlType::Q4_0}, 1) == 94'464ull);
-  // MHA 7B (32 layers x 32 heads x 128 x 2 x 2 B = 512 KiB/token): 1000 tokens = 524,288,000 B
-  CHECK(pd_kv_bytes_per_request(load_model("llama-2-7b"), {GgmlType::F16, GgmlType::F16}, 1000) == 524'288'000ull);
+  // K BF16 73728 B + V q4_0 73728 x 18/64 = 20736 B -> 94464 B/token; one token moves its whole
+  // 16-token page, as the decode side holds it
+  CHECK(pd_kv_bytes_per_request(s, {GgmlType::BF16, GgmlType::Q4_0}, 1) == 16 * 94'464ull);
+  // MHA 7B (32 layers x 32 heads x 128 x 2 x 2 B = 512 KiB/token): 1000 tokens fill 63 pages of
+  // 16 = 1008 tokens: 528,482,304 B
+  CHECK(pd_kv_bytes_per_request(load_model("llama-2-7b"), {GgmlType::F16, GgmlType::F16}, 1000) == 528'482'304ull);
+  // Qwen3-Next: 24,576 B per token in its 12 attention layers, and the 36 DeltaNet layers' state
+  // (F32: 79,036,416 B) whatever the prompt: 2000 tokens move 49,152,000 + 79,036,416 B
+  CHECK(pd_kv_bytes_per_request(load_model("qwen3-next-80b-a3b"), {GgmlType::BF16, GgmlType::BF16}, 2000) ==
+        49'152'000ull + 79'036'416ull);
 }
 
 TEST_CASE("SPEC 7: a 40 ms prefill inside a batch of 100 decodes at 5-10 ms") {
@@ -164,9 +170,10 @@ TEST_CASE("row 3: long outputs at medium concurrency -> yes") {
   in.workload.concurrency = 32;
   const PdResult r = plan_pd(in);
   CHECK(matched_rows(r) == std::vector<int>{3});
-  // 147,456,000 B / 12.5e9 = 11.79648 ms < 20 ms; load 4 x 147,456,000 / 12.5e9 = 0.04719
-  CHECK(r.transfer_ms == doctest::Approx(11.79648));
-  CHECK(r.link_load == doctest::Approx(0.04718592));
+  // 1000 tokens in whole pages, 1008 x 147,456 = 148,635,648 B / 12.5e9 = 11.89085 ms < 20 ms;
+  // load 4 x 148,635,648 / 12.5e9 = 0.04756
+  CHECK(r.transfer_ms == doctest::Approx(11.8908518));
+  CHECK(r.link_load == doctest::Approx(0.0475634074));
   CHECK(r.verdict == PdVerdict::Yes);
   CHECK(any_reason_contains(r, "prefill-dedicated"));
   // 15 in flight is low, 64 is high: neither is medium
@@ -189,8 +196,8 @@ TEST_CASE("row 4: one machine with several GPUs -> split across GPUs") {
   REQUIRE(r.gpu_split);
   CHECK(r.gpu_split->prefill == 2);
   CHECK(r.gpu_split->decode == 6);
-  // 147,456,000 B / 450e9 = 0.32768 ms
-  CHECK(r.transfer_ms == doctest::Approx(0.32768));
+  // 148,635,648 B (1008 tokens' pages) / 450e9 = 0.330301 ms
+  CHECK(r.transfer_ms == doctest::Approx(0.33030144));
 }
 
 TEST_CASE("no row matches -> maybe; the first matching row decides") {
@@ -257,8 +264,9 @@ TEST_CASE("the link vetoes a split: under 25 Gb/s even when the transfer is shor
   PdInputs in = base(10, 200, "1gbe");
   in.workload.rate_per_s = 5;
   const PdResult r = plan_pd(in);
-  // 10 x 147456 = 1,474,560 B / 0.125e9 = 11.80 ms < 40 ms; load 5 x 1,474,560 / 0.125e9 = 0.059
-  CHECK(r.transfer_ms == doctest::Approx(11.79648));
+  // 10 tokens take one 16-token page: 16 x 147456 = 2,359,296 B / 0.125e9 = 18.87 ms < 40 ms; load
+  // 5 x 2,359,296 / 0.125e9 = 0.094
+  CHECK(r.transfer_ms == doctest::Approx(18.874368));
   CHECK_FALSE(r.transfer_exceeds_prefill);
   CHECK_FALSE(r.link_saturated);
   CHECK(r.link_below_minimum);
