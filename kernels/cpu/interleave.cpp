@@ -10,6 +10,18 @@
 namespace infer_plan::kernels {
 namespace {
 
+// Q6_K and Q3_K move four values at a time: a 32-bit word of GGML bytes (byte i: values l + i,
+// i = 0..3) gives the interleaved bytes 4r + i of the same values, each field taken and placed in
+// every byte at once (the masks keep each byte's own bits). Little-endian, as the runtime assumes.
+uint32_t word_at(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+void put_word(uint8_t* p, uint32_t w) { std::memcpy(p, &w, 4); }
+void or_word(uint8_t* p, uint32_t w) { put_word(p, word_at(p) | w); }
+constexpr uint32_t kBytes2 = 0x03030303, kBytes1 = 0x01010101, kBytes4 = 0x0F0F0F0F;
+
 // The 32-value types with an interleaved order: a scale field at the block's start (Q4_0's, IQ4_NL's,
 // Q5_0's, Q4_1's and Q5_1's fp16 d, MXFP4's E8M0 exponent byte), Q4_1's and Q5_1's fp16 minimum,
 // Q5_0's and Q5_1's fifth bits (a little-endian word, bit j value j's), Q4_0's 16 nibble bytes.
@@ -226,18 +238,6 @@ void deinterleave_xs_group(const uint8_t* group, uint64_t row_bytes, uint64_t bl
     }
   }
 }
-
-// Q6_K and Q3_K move four values at a time: a 32-bit word of GGML bytes (byte i: values l + i,
-// i = 0..3) gives the interleaved bytes 4r + i of the same values, each field taken and placed in
-// every byte at once (the masks keep each byte's own bits). Little-endian, as the runtime assumes.
-uint32_t word_at(const uint8_t* p) {
-  uint32_t w;
-  std::memcpy(&w, p, 4);
-  return w;
-}
-void put_word(uint8_t* p, uint32_t w) { std::memcpy(p, &w, 4); }
-void or_word(uint8_t* p, uint32_t w) { put_word(p, word_at(p) | w); }
-constexpr uint32_t kBytes2 = 0x03030303, kBytes1 = 0x01010101, kBytes4 = 0x0F0F0F0F;
 
 // Row r's sub-block j of a GGML block into the group's block `out`, and back (the GGML block's code
 // planes zeroed first: take ORs into them).
