@@ -152,7 +152,7 @@ void fill_synthetic_row(GgmlType type, uint64_t cols, float amplitude, uint64_t 
 ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const WeightsLayout& layout,
                            uint64_t seed, ThreadPool& pool, std::optional<WeightsOffload> offload)
     : backend_(backend), spec_(spec), layers_(spec.layers), offload_(offload) {
-  build(layout, [&](WeightTensor& w, uint8_t* data) {
+  build(layout, pool, [&](WeightTensor& w, uint8_t* data) {
     const TensorInfo& t = w.placement.tensor;
     const uint64_t tensor_seed = mix(seed ^ mix(tensors_.size()));  // tensor i is filled as the (i + 1)-th held
     const bool is_norm = t.role == TensorRole::attn_norm || t.role == TensorRole::ffn_norm ||
@@ -189,7 +189,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelSpec& spec, const Weight
   const GgufModel file = read_gguf_model(gguf_path);
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < file.tensors.size(); ++i) by_name[file.tensors[i].name] = i;
-  build(layout, [&](WeightTensor& w, uint8_t* data) {
+  build(layout, pool, [&](WeightTensor& w, uint8_t* data) {
     const std::string& name = w.placement.tensor.name;
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw InputError(fmt::format("{}: no tensor '{}'", gguf_path, name));
@@ -210,7 +210,7 @@ ModelWeights::ModelWeights(Backend& backend, const ModelWeights& source, const W
     : backend_(backend), spec_(source.spec()), layers_(source.spec().layers) {
   std::map<std::string, const WeightTensor*> by_name;
   for (const WeightTensor& t : source.tensors()) by_name[t.placement.tensor.name] = &t;
-  build(layout, [&](WeightTensor& w, uint8_t* data) {
+  build(layout, pool, [&](WeightTensor& w, uint8_t* data) {
     const auto it = by_name.find(w.placement.tensor.name);
     if (it == by_name.end() || it->second->placement.tensor.shape != w.placement.tensor.shape)
       throw InputError(fmt::format("weights: {} has no tensor '{}' of that shape", source.spec().name, w.placement.tensor.name));
@@ -246,7 +246,8 @@ void ModelWeights::convert_rows(GgmlType from, const uint8_t* source, const Weig
   });
 }
 
-void ModelWeights::build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill) {
+void ModelWeights::build(const WeightsLayout& layout, ThreadPool& pool,
+                         const std::function<void(WeightTensor&, uint8_t*)>& fill) {
   // Every type checked before anything is allocated; a tensor that fails later (a file's missing
   // tensor, a conversion) gives back what was allocated before the error leaves the constructor.
   for (const TensorPlacement& p : layout.tensors)
@@ -256,14 +257,14 @@ void ModelWeights::build(const WeightsLayout& layout, const std::function<void(W
           "weights whose tensors all have these types, e.g. a type with ':pure' (Q4_0:pure)",
           p.tensor.name, ggml_type_info(p.type).name, kernels::matmul_type_names()));
   try {
-    allocate_and_fill(layout, fill);
+    allocate_and_fill(layout, pool, fill);
   } catch (...) {
     release();
     throw;
   }
 }
 
-void ModelWeights::allocate_and_fill(const WeightsLayout& layout,
+void ModelWeights::allocate_and_fill(const WeightsLayout& layout, ThreadPool& pool,
                                      const std::function<void(WeightTensor&, uint8_t*)>& fill) {
   tensors_.reserve(layout.tensors.size());
   // Offloaded groups first: which layout entries go to the host pool, at which offset.
@@ -318,7 +319,11 @@ void ModelWeights::allocate_and_fill(const WeightsLayout& layout,
       // `order` says otherwise). Not the embedding: its rows are read one at a time.
       if (backend_.name() == "cpu" && !t.is_vector() && t.role != TensorRole::token_embd &&
           kernels::prefers_interleaved(p.type, t.shape.at(1))) {
-        kernels::interleave_rows(p.type, static_cast<uint8_t*>(held.buffer.data), held.rows, held.cols);
+        // group by group over the threads: a large model's start-up is this pass
+        uint8_t* const data = static_cast<uint8_t*>(held.buffer.data);
+        pool.parallel_for(held.rows / kernels::kInterleavedRows, [&](uint64_t begin, uint64_t end) {
+          kernels::interleave_groups(p.type, data, held.cols, begin, end);
+        });
         held.order = kernels::RowOrder::interleaved;
       }
     } else {  // a GPU: written on the host, then copied (one tensor's bytes of host memory at a time)

@@ -124,8 +124,9 @@ class ModelWeights {
   // Allocates every tensor of `layout` and calls fill(tensor, data) to write it; then indexes them.
   // Throws before allocating for a type the CPU cannot multiply, and frees what it allocated when
   // a later tensor fails (the constructor's caller gets the error, the backend its memory).
-  void build(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill);
-  void allocate_and_fill(const WeightsLayout& layout, const std::function<void(WeightTensor&, uint8_t*)>& fill);
+  void build(const WeightsLayout& layout, ThreadPool& pool, const std::function<void(WeightTensor&, uint8_t*)>& fill);
+  void allocate_and_fill(const WeightsLayout& layout, ThreadPool& pool,
+                         const std::function<void(WeightTensor&, uint8_t*)>& fill);
   void release();  // every buffer back to the backend
   static void convert_rows(GgmlType from, const uint8_t* source, const WeightTensor& w, uint8_t* data, ThreadPool& pool,
                            const std::string& where);

@@ -10,7 +10,7 @@
 namespace infer_plan::kernels {
 namespace {
 
-// Q6_K and Q3_K move four values at a time: a 32-bit word of GGML bytes (byte i: values l + i,
+// The interleaving moves four values at a time: a 32-bit word of GGML bytes (byte i: values l + i,
 // i = 0..3) gives the interleaved bytes 4r + i of the same values, each field taken and placed in
 // every byte at once (the masks keep each byte's own bits). Little-endian, as the runtime assumes.
 uint32_t word_at(const uint8_t* p) {
@@ -59,17 +59,10 @@ bool nibble_type(GgmlType type) {
   }
 }
 
-// Value j's code of a block: byte j's low nibble, or byte j - 16's high one; with the fifth bit.
-uint8_t nibble_code(const uint8_t* block, NibbleBlock nb, uint32_t j) {
-  const uint8_t* qs = block + nb.qs;
-  const uint8_t low = j < kQ4_0Values / 2 ? qs[j] & 0x0F : qs[j - kQ4_0Values / 2] >> 4;
-  if (!nb.qh) return low;
-  uint32_t high;
-  std::memcpy(&high, block + nb.qh, 4);
-  return static_cast<uint8_t>(low | ((high >> j) & 1) << 4);
-}
-
-// One group: eight GGML rows at `rows` (row_bytes apart) into interleaved order at `out`.
+// One group: eight GGML rows at `rows` (row_bytes apart) into interleaved order at `out`. Bytes
+// 4r + i of code row k hold values 8k + i (low nibble) and 8k + 4 + i (high): for k = 0, 1 the low
+// nibbles of GGML bytes 8k + i and 8k + 4 + i, for k = 2, 3 the high nibbles of bytes 8(k - 2) + i
+// and 8(k - 2) + 4 + i, so that a word of four GGML bytes gives four interleaved ones at once.
 void interleave_group(NibbleBlock nb, const uint8_t* rows, uint64_t row_bytes, uint64_t blocks, uint8_t* out) {
   const uint64_t codes = nb.codes(), fifths = nb.fifths();
   for (uint64_t b = 0; b < blocks; ++b, out += kInterleavedRows * nb.bytes) {
@@ -77,15 +70,21 @@ void interleave_group(NibbleBlock nb, const uint8_t* rows, uint64_t row_bytes, u
       const uint8_t* block = rows + r * row_bytes + b * nb.bytes;
       std::memcpy(out + nb.scale_bytes * r, block, nb.scale_bytes);
       if (nb.m) std::memcpy(out + kInterleavedRows * nb.scale_bytes + 2 * r, block + nb.m, 2);
-      for (uint32_t i = 0; i < 4; ++i) {
-        uint8_t fifth = 0;
-        for (uint32_t k = 0; k < 4; ++k) {
-          const uint8_t a = nibble_code(block, nb, 8 * k + i), c = nibble_code(block, nb, 8 * k + 4 + i);
-          out[codes + 32 * k + 4 * r + i] = static_cast<uint8_t>((a & 0x0F) | (c & 0x0F) << 4);
-          fifth |= static_cast<uint8_t>((a >> 4) << k | (c >> 4) << (4 + k));
-        }
-        if (nb.qh) out[fifths + 4 * r + i] = fifth;
+      const uint8_t* qs = block + nb.qs;
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t shift = k < 2 ? 0 : 4, at = 8 * (k % 2);
+        put_word(out + codes + 32 * k + 4 * r,
+                 ((word_at(qs + at) >> shift) & kBytes4) | ((word_at(qs + at + 4) >> shift) & kBytes4) << 4);
       }
+      if (!nb.qh) continue;
+      // bit j: value j's fifth bit; byte i of the group's takes bits i + 8k (k = 0..3) as its bits k
+      // and bits i + 4 + 8k as its bits 4 + k. pack() gathers bits 0, 8, 16, 24 into bits 0..3: the
+      // product puts bit 8a at 28 + a, and every other product term below 28 or beyond the word.
+      const uint32_t high = word_at(block + nb.qh);
+      const auto pack = [](uint32_t bits) { return (bits * 0x10204080u) >> 28; };
+      for (uint32_t i = 0; i < 4; ++i)
+        out[fifths + 4 * r + i] =
+            static_cast<uint8_t>(pack((high >> i) & kBytes1) | pack((high >> (4 + i)) & kBytes1) << 4);
     }
   }
 }
@@ -371,15 +370,20 @@ bool prefers_interleaved(GgmlType type, uint64_t rows) {
   return can_interleave(type, rows) && avx2_interleaved_dot(type) != nullptr;
 }
 
-void interleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols) {
-  assert(can_interleave(type, rows));
+void interleave_groups(GgmlType type, uint8_t* data, uint64_t cols, uint64_t begin, uint64_t end) {
+  assert(can_interleave(type, kInterleavedRows));
   const uint64_t row_bytes = ggml_row_bytes(type, cols, "interleave");
   std::vector<uint8_t> plain(kInterleavedRows * row_bytes);
-  for (uint64_t g = 0; g < rows / kInterleavedRows; ++g) {
+  for (uint64_t g = begin; g < end; ++g) {
     uint8_t* group = data + g * plain.size();
     std::memcpy(plain.data(), group, plain.size());
     interleave_one(type, plain.data(), row_bytes, cols, group);
   }
+}
+
+void interleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols) {
+  assert(can_interleave(type, rows));
+  interleave_groups(type, data, cols, 0, rows / kInterleavedRows);
 }
 
 void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint64_t group, uint8_t* out) {

@@ -66,6 +66,9 @@ bool prefers_interleaved(GgmlType type, uint64_t rows);
 // `rows` GGML rows of `cols` values at `data`, rearranged in place into interleaved groups;
 // can_interleave(type, rows) must hold.
 void interleave_rows(GgmlType type, uint8_t* data, uint64_t rows, uint64_t cols);
+// The same for groups [begin, end) of such a matrix only (each group's eight rows in place): disjoint
+// ranges may run on different threads.
+void interleave_groups(GgmlType type, uint8_t* data, uint64_t cols, uint64_t begin, uint64_t end);
 // Group `group` of an interleaved matrix back to its eight GGML rows, written to `out`
 // (kInterleavedRows rows of row bytes each).
 void deinterleave_group(GgmlType type, const uint8_t* data, uint64_t cols, uint64_t group, uint8_t* out);
