@@ -1,0 +1,95 @@
+// Prefill/decode disaggregation on the serving clock: the pools a disaggregated server runs and
+// their rules, written once for the simulation here and the runtime's workers.
+//
+// - Prefill pool: `prefill_workers` workers take the prompts in arrival order (one shared FCFS
+//   queue); a worker prefills one prompt at a time, prefill_s of its tokens.
+// - Link: each prefilled request's KV (the prompt's cache as the decode side holds it) crosses one
+//   link, in the order the prefills end, one transfer at a time: transfer_s of the request.
+// - Decode pool: `decode_workers` workers; the requests whose KV has landed are handed to them in
+//   turn (round-robin in landing order). A worker is the scheduler's decode server (DecodePool):
+//   FCFS, a request admitted when a batch slot is free and its whole KV (prompt + output, whole
+//   pages) fits beside those admitted; every step decodes a token for each admitted request.
+// - The first token a client sees is the decode side's: the prefill's last position is computed
+//   again there (as vLLM's disaggregated serving does), so a request joins its first decode step
+//   with its prompt as context and decodes `output` steps in all. TTFT = queue + prefill + transfer
+//   + the wait for and run of that first decode step.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "planner/serving/serving_sim.hpp"
+
+namespace infer_plan {
+
+// One decode worker's policy (both evaluators drive it): requests arrive with their KV, wait in
+// FCFS order, and are admitted at a step's start when a batch slot is free and their reservation
+// (prompt + output, whole pages of the server's kv_page_tokens) fits beside the admitted ones'; the
+// head blocks those behind it. Each step decodes one token of every admitted request.
+class DecodePool {
+ public:
+  // `server`: max_batch, kv_capacity_tokens and kv_page_tokens (its callbacks are not called);
+  // `requests` (ids are indices) must outlive the pool.
+  DecodePool(const ServerModel& server, const std::vector<ServingRequest>& requests);
+
+  // Request `id`'s KV has landed: it waits. False (and ignored) when its KV exceeds the whole pool.
+  bool offer(uint32_t id);
+  bool has_work() const { return !running_.empty() || admits_head(); }
+  // Admits what fits and returns the step's batch (ids, each decoding one token).
+  const std::vector<uint32_t>& schedule();
+  // The step scheduled has run: the requests that emitted their last token leave (departed()).
+  void complete();
+
+  const std::vector<uint32_t>& started() const { return started_; }    // admitted by the last schedule()
+  const std::vector<uint32_t>& departed() const { return departed_; }  // left at the last complete()
+  // The sum of the batch's contexts during the last step scheduled (prompt + tokens decoded before it).
+  uint64_t context_tokens() const { return context_tokens_; }
+  uint64_t waiting() const { return waiting_.size(); }
+  uint64_t reserved_tokens() const { return reserved_tokens_; }
+
+ private:
+  struct Running {
+    uint32_t id;
+    uint64_t decoded;  // tokens decoded so far
+  };
+  bool admits_head() const;
+
+  const ServerModel* server_;
+  const std::vector<ServingRequest>* requests_;
+  std::deque<uint32_t> waiting_;
+  std::vector<Running> running_;
+  std::vector<uint32_t> batch_, started_, departed_;
+  uint64_t reserved_tokens_ = 0, context_tokens_ = 0;
+};
+
+struct PdServerModel {
+  std::function<double(uint64_t prompt_tokens)> prefill_s;  // one prompt on one prefill worker
+  ServerModel decode;        // a decode worker: decode_iteration_s, max_batch, its KV pool
+  // Seconds to move one request's KV over the link (the prompt's cache: pd_kv_bytes_per_request
+  // over the link's bandwidth).
+  std::function<double(uint64_t prompt_tokens)> transfer_s;
+  uint64_t prefill_workers = 1, decode_workers = 1;
+};
+
+// One request's course through the pools, from t = 0 (all -1 when it was rejected).
+struct PdRequestTimes {
+  double arrival_s = 0, prefill_start_s = -1, prefill_end_s = -1, transfer_start_s = -1, transfer_end_s = -1;
+  double first_token_s = -1, finish_s = -1;
+  std::string rejected;  // "exceeds_kv_capacity" (the decode worker's pool), else empty
+};
+
+struct PdServingResult {
+  std::vector<PdRequestTimes> requests;  // in arrival order
+  // TTFT and its parts, over the completed requests: waiting for a prefill worker, the prefill,
+  // waiting for and crossing the link, waiting for and running the first decode step.
+  Distribution ttft_s, queue_s, prefill_s, transfer_s, first_decode_s, tpot_s;
+  uint64_t completed = 0, rejected = 0;
+  double span_s = 0;  // t = 0 to the last departure
+};
+
+// Runs `requests` (arrival order) through the pools; every request ends completed or rejected.
+// InputError for zero workers or a callback returning a negative or non-finite time.
+PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vector<ServingRequest>& requests);
+
+}  // namespace infer_plan

@@ -1,0 +1,122 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "planner/core/input_error.hpp"
+#include "planner/serving/pd_serving.hpp"
+
+using namespace infer_plan;
+
+namespace {
+
+// A prefill of 125 ms, a transfer of 31.25 ms, a decode step of 7.8125 ms whatever the batch (binary
+// fractions, so that the sums below are exact and a landing at a step's end is seen at that end):
+// the times below are sums of these by hand.
+constexpr double kPrefill = 0.125, kTransfer = 0.03125, kStep = 0.0078125;
+
+PdServerModel model(uint64_t prefill_workers = 1, uint64_t decode_workers = 1) {
+  PdServerModel m;
+  m.prefill_s = [](uint64_t) { return kPrefill; };
+  m.transfer_s = [](uint64_t) { return kTransfer; };
+  m.decode.decode_iteration_s = [](uint64_t, uint64_t) { return kStep; };
+  m.decode.max_batch = 8;
+  m.prefill_workers = prefill_workers;
+  m.decode_workers = decode_workers;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("one request: TTFT = prefill + transfer + the first decode step, then a step per token") {
+  const std::vector<ServingRequest> requests{{0.0, 100, 3}};
+  const PdServingResult r = simulate_pd_serving(model(), requests);
+  REQUIRE(r.completed == 1);
+  const PdRequestTimes& t = r.requests[0];
+  CHECK(t.prefill_end_s == 0.125);
+  CHECK(t.transfer_end_s == 0.15625);
+  CHECK(t.first_token_s == 0.1640625);  // 0.125 + 0.03125 + 0.0078125
+  CHECK(t.finish_s == 0.1796875);       // two more steps for 3 tokens in all
+  CHECK(r.ttft_s.mean == doctest::Approx(0.1640625));
+  CHECK(r.queue_s.mean == doctest::Approx(0.0));
+  CHECK(r.prefill_s.mean == doctest::Approx(kPrefill));
+  CHECK(r.transfer_s.mean == doctest::Approx(kTransfer));
+  CHECK(r.first_decode_s.mean == doctest::Approx(kStep));
+  CHECK(r.tpot_s.mean == doctest::Approx(kStep));
+  CHECK(r.span_s == doctest::Approx(0.1796875));
+}
+
+TEST_CASE("one prefill worker queues the prompts; two run them side by side and the link queues them") {
+  const std::vector<ServingRequest> requests{{0.0, 100, 5}, {0.0, 100, 3}};
+  // One prefill worker: the second prompt waits 125 ms, prefills 0.125-0.25, crosses to 0.28125,
+  // and finds the decode worker idle (the first left at 0.1953125): first token 0.2890625.
+  const PdServingResult one = simulate_pd_serving(model(1, 1), requests);
+  CHECK(one.requests[0].finish_s == 0.1953125);
+  CHECK(one.requests[1].prefill_start_s == 0.125);
+  CHECK(one.requests[1].first_token_s == 0.2890625);
+  CHECK(one.requests[1].finish_s == 0.3046875);
+  CHECK(one.queue_s.max == doctest::Approx(0.125));
+  // Two prefill workers: both prefills end at 0.125; the link takes one at a time (to 0.15625,
+  // then to 0.1875), so the second's transfer part is 62.5 ms. The first decodes from 0.15625, its
+  // fourth token at 0.1875; the second lands then and joins the fifth step (0.1953125).
+  const PdServingResult two = simulate_pd_serving(model(2, 1), requests);
+  CHECK(two.requests[1].prefill_start_s == 0.0);
+  CHECK(two.requests[1].transfer_start_s == 0.15625);
+  CHECK(two.requests[1].transfer_end_s == 0.1875);
+  CHECK(two.transfer_s.max == doctest::Approx(0.0625));
+  CHECK(two.requests[0].finish_s == 0.1953125);
+  CHECK(two.requests[1].first_token_s == 0.1953125);
+  CHECK(two.requests[1].finish_s == 0.2109375);
+}
+
+TEST_CASE("a decode step is timed at its batch and contexts; a full KV pool holds the next request back") {
+  PdServerModel m = model(2, 1);
+  // 7.8125 ms + 0.9765625 ms per sequence; contexts recorded to check the batch's sum
+  std::vector<uint64_t> contexts;
+  m.decode.decode_iteration_s = [&](uint64_t batch, uint64_t context) {
+    contexts.push_back(context);
+    return kStep + 0.0009765625 * static_cast<double>(batch);
+  };
+  m.transfer_s = [](uint64_t) { return 0.0; };  // both land at 0.125 together
+  const std::vector<ServingRequest> requests{{0.0, 100, 2}, {0.0, 50, 2}};
+  const PdServingResult r = simulate_pd_serving(m, requests);
+  // both join the first step (batch 2: 9.765625 ms), contexts 100 + 50; the second step 101 + 51
+  CHECK(r.requests[0].first_token_s == 0.134765625);
+  CHECK(r.requests[1].first_token_s == 0.134765625);
+  CHECK(r.requests[1].finish_s == 0.14453125);
+  REQUIRE(contexts.size() == 2);
+  CHECK(contexts[0] == 150);
+  CHECK(contexts[1] == 152);
+  // A pool of 112 tokens in pages of 16 holds the first (100 + 2 -> 112) but not both: the second
+  // waits until the first leaves (two steps of 8.7890625 ms: 0.142578125), then decodes two more.
+  m.decode.kv_capacity_tokens = 112;
+  m.decode.kv_page_tokens = 16;
+  const PdServingResult held = simulate_pd_serving(m, requests);
+  CHECK(held.requests[0].finish_s == 0.142578125);
+  CHECK(held.requests[1].first_token_s == 0.1513671875);
+  CHECK(held.requests[1].finish_s == 0.16015625);
+  CHECK(held.first_decode_s.max == doctest::Approx(0.0263671875));
+}
+
+TEST_CASE("two decode workers take the landed requests in turn; an oversized request is rejected") {
+  PdServerModel m = model(2, 2);
+  m.decode.kv_capacity_tokens = 256;
+  m.decode.kv_page_tokens = 16;
+  const std::vector<ServingRequest> requests{{0.0, 100, 2}, {0.0, 100, 2}, {0.05, 300, 2}};
+  const PdServingResult r = simulate_pd_serving(m, requests);
+  CHECK(r.completed == 2);
+  CHECK(r.rejected == 1);
+  CHECK(r.requests[2].rejected == "exceeds_kv_capacity");  // 302 tokens, 304 in pages > 256
+  // the second lands at 0.1875 (behind the first on the link) on the second worker, idle
+  CHECK(r.requests[0].first_token_s == 0.1640625);
+  CHECK(r.requests[1].first_token_s == 0.1953125);
+  CHECK(r.completed + r.rejected == requests.size());
+}
+
+TEST_CASE("a disaggregated server needs a worker of each kind and finite times") {
+  const std::vector<ServingRequest> requests{{0.0, 100, 2}};
+  CHECK_THROWS_AS(simulate_pd_serving(model(0, 1), requests), InputError);
+  CHECK_THROWS_AS(simulate_pd_serving(model(1, 0), requests), InputError);
+  PdServerModel bad = model();
+  bad.transfer_s = [](uint64_t) { return -1.0; };
+  CHECK_THROWS_WITH_AS(simulate_pd_serving(bad, requests), doctest::Contains("transfer_s"), InputError);
+}
