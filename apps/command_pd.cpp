@@ -14,6 +14,7 @@
 #include "apps/text_table.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/cost/pd_disaggregation.hpp"
+#include "planner/serving/pd_serving.hpp"
 #include "planner/serving/scheduler.hpp"
 #include "planner/core/units.hpp"
 
@@ -51,7 +52,52 @@ struct PdArgs {
   std::string engine_name, engine_policy;
   bool engine_mixes = false;  // its prompts' chunks share steps with the decodes
   bool prefill_given = false, decode_given = false;
+  // --simulate: both servers under the same Poisson load (planner/serving/pd_serving, serving_sim)
+  bool simulate = false;
+  uint64_t num_prompts = 500, seed = 1;
+  uint64_t prefill_workers = 1, decode_workers = 1;
+  std::optional<PdServingResult> split_run;
+  std::optional<ServingResult> mixed_run;
 };
+
+// The simulated servers side by side: TTFT and TPOT, and the split's TTFT in parts.
+Json simulation_json(const PdArgs& a) {
+  const PdServingResult& s = *a.split_run;
+  const ServingResult& m = *a.mixed_run;
+  const auto to_ms = [](double seconds) { return seconds * 1e3; };
+  Json mixed = {{"servers", a.prefill_workers + a.decode_workers}, {"stable", m.stable}, {"completed", m.completed}};
+  if (m.latency)
+    mixed.update({{"ttft_ms_p50", to_ms(m.latency->ttft_s.p50)}, {"ttft_ms_p90", to_ms(m.latency->ttft_s.p90)},
+                  {"ttft_ms_mean", to_ms(m.latency->ttft_s.mean)}, {"tpot_ms_p50", to_ms(m.latency->tpot_s.p50)}});
+  return Json{{"requests", a.num_prompts},
+              {"seed", a.seed},
+              {"colocated", mixed},
+              {"split",
+               {{"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers}, {"completed", s.completed},
+                {"ttft_ms_p50", to_ms(s.ttft_s.p50)}, {"ttft_ms_p90", to_ms(s.ttft_s.p90)}, {"ttft_ms_mean", to_ms(s.ttft_s.mean)},
+                {"tpot_ms_p50", to_ms(s.tpot_s.p50)}, {"queue_ms_mean", to_ms(s.queue_s.mean)},
+                {"prefill_ms_mean", to_ms(s.prefill_s.mean)}, {"kv_transfer_ms_mean", to_ms(s.transfer_s.mean)},
+                {"first_decode_ms_mean", to_ms(s.first_decode_s.mean)}}}};
+}
+
+void print_simulation(const PdArgs& a, double rate_per_s) {
+  const PdServingResult& s = *a.split_run;
+  const ServingResult& m = *a.mixed_run;
+  fmt::print("\n  simulated: {} Poisson arrivals at {:g} req/s (seed {}) on {} devices either way\n", a.num_prompts,
+             rate_per_s, a.seed, a.prefill_workers + a.decode_workers);
+  TextTable t{{"server", "TTFT p50", "TTFT p90", "TPOT p50", "TTFT in parts (means)"}, {false, true, true, true, false}, {}};
+  if (m.latency)
+    t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), ms(m.latency->ttft_s.p50 * 1e3),
+                      ms(m.latency->ttft_s.p90 * 1e3), ms(m.latency->tpot_s.p50 * 1e3), "-"});
+  else
+    t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), "unstable", "-", "-",
+                      m.unstable_reason});
+  t.rows.push_back({fmt::format("split, {} prefill + {} decode", a.prefill_workers, a.decode_workers),
+                    ms(s.ttft_s.p50 * 1e3), ms(s.ttft_s.p90 * 1e3), ms(s.tpot_s.p50 * 1e3),
+                    fmt::format("queue {} + prefill {} + transfer {} + first decode {}", ms(s.queue_s.mean * 1e3),
+                                ms(s.prefill_s.mean * 1e3), ms(s.transfer_s.mean * 1e3), ms(s.first_decode_s.mean * 1e3))});
+  fmt::print("{}", t.render("  "));
+}
 
 
 std::string upper(std::string s) {
@@ -206,6 +252,9 @@ void run(const PdArgs& a) {
     throw InputError(fmt::format("{}: needs --hw (the engine and the devices size the roofline's times and the "
                                  "decode fit; without --hw the times are --prefill-ms and --decode-ms)",
                                  a.plan.engine.empty() ? "--tp" : "--engine"));
+  in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
+  if (a.simulate && (!on_devices || !a.qps))
+    throw InputError("--simulate: needs --hw (the roofline times both servers' steps) and --qps (their Poisson load)");
   if (on_devices) {
     // The roofline of the model on --hw: one prefill of the prompt, and one decode step of the
     // batch at the mean context while generating. Explicit --prefill-ms / --decode-ms still win.
@@ -230,8 +279,37 @@ void run(const PdArgs& a) {
       in.times.decode_step_ms =
           rp.roofline->decode_step(a.decode_batch, in.workload.prompt_tokens + in.workload.output_tokens / 2).time_s * 1e3;
     args.times_source = fmt::format("{} of {} ({}) on {}", step_model_name(rp), rp.spec.name, rp.weights.label, rp.hw.name);
+    if (a.simulate) {  // both servers on the same devices and load: P + D colocated servers, or P prefill and D decode
+      if (a.gpus && *a.gpus >= 2) {
+        const PdGpuSplit split = split_pd_gpus(*a.gpus);
+        args.prefill_workers = split.prefill;
+        args.decode_workers = split.decode;
+      }
+      ServingLoad load;
+      load.rate_per_s = *a.qps;
+      load.requests = a.num_prompts;
+      load.seed = a.seed;
+      load.prompt_tokens = TokenLengths::fixed(in.workload.prompt_tokens);
+      load.output_tokens = TokenLengths::fixed(in.workload.output_tokens);
+      PdServerModel model;
+      model.prefill_s = rp.server.prefill_s;
+      model.decode = rp.server;
+      const double link_bytes_per_s = in.deployment.link.bandwidth_bytes_per_s;
+      const ModelSpec& spec = in.spec;
+      const KvTypes kv = in.kv;
+      model.transfer_s = [&](uint64_t prompt) {
+        return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), link_bytes_per_s) / 1e3;
+      };
+      model.prefill_workers = args.prefill_workers;
+      model.decode_workers = args.decode_workers;
+      args.split_run = simulate_pd_serving(model, serving_requests(load));
+      ServingLoad share = load;  // each colocated server takes its share of the arrivals
+      const uint64_t servers = args.prefill_workers + args.decode_workers;
+      share.rate_per_s = *a.qps / static_cast<double>(servers);
+      share.requests = std::max<uint64_t>(1, a.num_prompts / servers);
+      args.mixed_run = simulate_serving(rp.server, share);
+    }
   }
-  in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
   in.deployment.same_machine = a.same_machine;
   in.deployment.gpus = a.gpus;
   in.deployment.prefill_concurrency = a.prefill_concurrency;
@@ -247,6 +325,7 @@ void run(const PdArgs& a) {
       j["engine_stall"] = {{"engine", a.engine_name}, {"policy", a.engine_policy}, {"steps", e->steps},
                            {"chunk_tokens", e->chunk_tokens}, {"step_ms", e->gap_s * 1e3},
                            {"ratio", e->gap_s * 1e3 / r.decode_step_ms}};
+    if (a.split_run) j["simulation"] = simulation_json(a);
     if (a.out.explain) {
       const PdSeedReference& s = kSeed002PdReference;
       j["derivation"] = r.derivation;
@@ -280,6 +359,7 @@ void run(const PdArgs& a) {
                       : fmt::format("DO NOT FIT: {} short", gib(-f.headroom_bytes)),
                f.max_requests);
   }
+  if (a.split_run) print_simulation(a, *a.qps);
   if (a.out.explain) print_explain(r);
 }
 
@@ -342,6 +422,14 @@ void add_pd_command(CLI::App& app) {
                   "to split)")
       ->check(kNonNegativeCount)
       ->type_name("N");
+  cmd->add_flag("--simulate", args->simulate,
+                "With --hw and --qps: run both servers under that Poisson load on the same devices (the colocated "
+                "ones sharing the arrivals, or --gpus divided into prefill and decode; default one of each) and "
+                "print their TTFT and TPOT, the split's TTFT in parts");
+  cmd->add_option("--num-prompts", args->num_prompts, "Requests simulated with --simulate (vLLM bench's name; default 500)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}))
+      ->type_name("N");
+  cmd->add_option("--seed", args->seed, "The arrivals' seed with --simulate (default 1)")->type_name("N");
   cmd->add_flag("--same-machine", args->same_machine,
                 "Prefill and decode GPUs share one machine (NVLink): split across GPUs, not machines "
                 "(default: separate machines)");

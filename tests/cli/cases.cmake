@@ -110,6 +110,11 @@ infer_plan_cli_case(pd_explain EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10 --ex
 # the shared plan flags, vLLM's names among them: the decode fit on two devices at vLLM's 0.95
 infer_plan_cli_case(pd_plan_flags EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vllm --tensor-parallel-size 2
   --gpu-memory-utilization 0.95 --kv-cache-dtype fp8 MATCH "decode batch on 2 x h200: 100 requests x 2304 tokens fit")
+# both servers simulated under one Poisson load: the split's TTFT in its parts beside the colocated one's
+infer_plan_cli_case(pd_simulate EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vllm -p 4K --qps 4 --gpus 4 --simulate
+  --num-prompts 200 MATCH "simulated: 200 Poisson arrivals at 4 req/s .seed 1. on 4 devices either way"
+  "colocated, 4 servers" "split, 1 prefill \\+ 3 decode" "queue [0-9.]+ ms \\+ prefill [0-9.]+ ms \\+ transfer")
+infer_plan_cli_case(bad_pd_simulate EXIT 2 ARGS pd --simulate --qps 1 MATCH "--simulate: needs --hw")
 infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help
   MATCH "--prefill-ms" "default 40" "--decode-batch" "--same-machine" "default 25gbe, or nvlink-4 with --same-machine"
         "--prefill-concurrency" "--gpus" "Little's law")
