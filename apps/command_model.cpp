@@ -124,8 +124,8 @@ void run(const ModelArgs& a) {
     fmt::print("  MLA: q_lora_rank {}, kv latent {} + RoPE key {} per token and layer (the cache), value heads {}\n",
                s.q_lora_rank ? std::to_string(s.q_lora_rank) : std::string("none"), s.kv_lora_rank, s.qk_rope_dim,
                s.v_head_dim);
-  else
-    fmt::print("  dense FFN {}\n", s.intermediate);
+  else if (const uint64_t dense = s.layers - s.moe_layer_count(); dense > 0)  // none when every layer has experts
+    fmt::print("  dense FFN {}{}\n", s.intermediate, s.is_moe() ? fmt::format(" (in {} of the {} layers)", dense, s.layers) : "");
   fmt::print("  attention: {}\n", attention_text(s));
   fmt::print("  embeddings {}, q/k norm {}, qkv bias {}, trained context {}\n",
              s.tied_embeddings ? "tied" : "untied", s.qk_norm ? "yes" : "no", s.qkv_bias ? "yes" : "no",
