@@ -10,6 +10,7 @@ inline constexpr uint64_t kMaxConcurrentRequests = 1'000'000;     // requests (o
 inline constexpr uint64_t kMaxSimulatedRequests = 10'000'000;     // arrivals one serving simulation draws (~50 B of records each)
 inline constexpr uint64_t kMaxScenarioPoints = 10'000;             // predictions one scenario sweeps (2 s of plain ones)
 inline constexpr uint64_t kMaxTensorParallel = 64;                // devices one model is split across
+inline constexpr uint64_t kMaxPdWorkers = 1024;                   // prefill or decode workers of a disaggregated server
 inline constexpr double kMaxPricePerHour = 1e6;                   // US dollars per device-hour
 inline constexpr double kMaxTimeS = 1e7;                          // any time or deadline: 116 days
 inline constexpr double kMaxArrivalRate = 1e6;                    // requests per second

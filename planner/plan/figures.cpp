@@ -218,6 +218,33 @@ Json serving_figures(const ServingPrediction& p) {
 
 }  // namespace
 
+Json served_figures(const ServedSummary& s) {
+  return Json{{"ttft_ms", distribution_figures(s.ttft_s, 1e3)}, {"tpot_ms", distribution_figures(s.tpot_s, 1e3)},
+              {"e2el_ms", distribution_figures(s.e2el_s, 1e3)}, {"completed", s.completed}, {"rejected", s.rejected}};
+}
+
+Json pd_split_figures(const PdServingResult& r, const ServedSummary& served) {
+  Json j = served_figures(served);
+  j["queue_ms"] = distribution_figures(r.queue_s, 1e3);
+  j["prefill_ms"] = distribution_figures(r.prefill_s, 1e3);
+  j["transfer_ms"] = distribution_figures(r.transfer_s, 1e3);
+  j["kv_transfer_ms"] = distribution_figures(r.link_s, 1e3);
+  j["first_decode_ms"] = distribution_figures(r.first_decode_s, 1e3);
+  return j;
+}
+
+Json pd_figures(const PdPrediction& p) {
+  return Json{{"link", p.link},
+              {"link_bytes_per_s", p.link_bytes_per_s},
+              {"prefill_workers", p.prefill_workers},
+              {"decode_workers", p.decode_workers},
+              {"kv_transfer_bytes", p.kv_transfer_bytes},
+              {"kv_transfer_ms", p.kv_transfer_s * 1e3},
+              {"split", pd_split_figures(p.split, p.split_served)},
+              {"colocated", served_figures(p.colocated)},
+              {"choice", pd_choice_name(p.choice)}};
+}
+
 Json prediction_figures(const Prediction& p) {
   Json figures;
   figures["model"] = p.model;
@@ -235,6 +262,7 @@ Json prediction_figures(const Prediction& p) {
     figures["offload"] = offload_figures(p.offload->result);
     figures["offload"]["link"] = p.offload->link;
   }
+  if (p.pd) figures["pd"] = pd_figures(*p.pd);
   return figures;
 }
 

@@ -24,6 +24,12 @@ Json distribution_figures(const Distribution& d, double scale = 1);
 // (null without goodput limits); mean_in_system and littles_law_in_system. All null when the
 // run has no latency (unstable, or nothing completed).
 Json serving_metrics(const ServingResult& r);
+// The disaggregation comparison: a server's TTFT, TPOT and E2EL (ms), completed and rejected;
+// the split's TTFT in parts beside them; the whole pd section (kv_transfer_bytes, kv_transfer_ms,
+// split, colocated, choice). The runtime's measured pd section has the same keys.
+Json served_figures(const ServedSummary& s);
+Json pd_split_figures(const PdServingResult& r, const ServedSummary& served);
+Json pd_figures(const PdPrediction& p);
 // Every section of a prediction (planner/plan/predict.hpp), keyed as the commands print them.
 Json prediction_figures(const Prediction& p);
 

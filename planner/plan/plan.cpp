@@ -95,6 +95,9 @@ Json plan_to_json(const Plan& plan) {
     if (lp.in_system) o["in_system"] = *lp.in_system;
     j["load"] = o;
   }
+  if (plan.pd)
+    j["pd"] = Json{{"prefill_workers", plan.pd->prefill_workers}, {"decode_workers", plan.pd->decode_workers},
+                   {"link", plan.pd->link}, {"link_scale", plan.pd->link_scale}};
   return j;
 }
 
@@ -109,7 +112,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   check_known_fields(j, {"model", "scale", "hw", "engine", "weights", "weights_size", "kv", "context", "output",
                          "requests", "tp", "reserves", "decode_ms", "deadline_s", "offload", "speculative", "load",
-                         "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
+                         "pd", "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "devices", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager",
                          "enable_prefix_caching", "override_tensor", "cuda_graph_max_bs"},
@@ -292,6 +295,17 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                                    "requests kept in the system on average; the rate is solved for it)", lw));
     p.load = lp;
   }
+  if (j.contains("pd") && !j.at("pd").is_null()) {
+    const std::string pw = where + ": pd";
+    const Json& o = require_object(j, "pd", where);
+    check_known_fields(o, {"prefill_workers", "decode_workers", "link", "link_scale"}, pw);
+    PdPlan pd;
+    pd.prefill_workers = optional_uint(o, "prefill_workers", pw).value_or(pd.prefill_workers);
+    pd.decode_workers = optional_uint(o, "decode_workers", pw).value_or(pd.decode_workers);
+    pd.link = optional_string(o, "link", pw).value_or(pd.link);
+    pd.link_scale = optional_number(o, "link_scale", pw).value_or(pd.link_scale);
+    p.pd = pd;
+  }
   validate_plan(p, where);
   return p;
 }
@@ -343,6 +357,15 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} tokens per step", name("max_num_batched_tokens"),
                                  *n, kMaxContextTokens));
   in_range("host_bandwidth", p.host_bandwidth_bytes_per_s, kMaxRateBytesPerS, "rate in B/s");
+  if (p.pd) {
+    for (const auto& [field, n] : {std::pair{"pd.prefill_workers", p.pd->prefill_workers},
+                                   std::pair{"pd.decode_workers", p.pd->decode_workers}})
+      if (n == 0 || n > kMaxPdWorkers)
+        throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} workers", name(field), n, kMaxPdWorkers));
+    in_range("pd.link_scale", p.pd->link_scale, 1e6, "factor on the link's bandwidth");
+    if (!p.load || !p.load->rate_per_s)
+      throw InputError(fmt::format("{}: a split is compared under a Poisson load; give load.rate_per_s", name("pd")));
+  }
   if (p.host_memory_bytes && (*p.host_memory_bytes == 0 || *p.host_memory_bytes > kMaxBytes))
     throw InputError(fmt::format("{}: {} bytes is out of range; expected a positive size up to 1024 PiB",
                                  name("host_memory"), *p.host_memory_bytes));

@@ -53,6 +53,15 @@ struct LoadPlan {
   uint64_t shared_prefix = 0;
 };
 
+// Prefill/decode disaggregation (planner/serving/pd_serving.hpp): prompts on prefill workers,
+// their KV over a link to decode workers; compared with as many colocated servers under the same load.
+struct PdPlan {
+  uint64_t prefill_workers = 1;
+  uint64_t decode_workers = 1;
+  std::string link = "25gbe";  // a built-in link name or a link JSON path (hwprofiles/links)
+  double link_scale = 1.0;     // the link's bandwidth times this: a CPU's slower steps want a slower link
+};
+
 struct Plan {
   std::string model = "qwen3-8b";          // built-in name, config.json path
   double scale = 1.0;                      // shrink the model for a CPU run (planner/model/model_scale)
@@ -95,6 +104,7 @@ struct Plan {
   std::optional<OffloadPlan> offload;
   std::optional<SpeculativePlan> speculative;
   std::optional<LoadPlan> load;
+  std::optional<PdPlan> pd;
 };
 
 // llama.cpp's -fa value: on, off, or auto (nullopt: the engine decides); InputError naming `what`.

@@ -19,6 +19,7 @@
 #include "planner/cost/memory_fit.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/cost/offload.hpp"
+#include "planner/cost/pd_disaggregation.hpp"
 #include "planner/serving/littles_law.hpp"
 #include "planner/serving/engine_policy.hpp"
 #include "planner/serving/serving_sim.hpp"
@@ -552,6 +553,56 @@ OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used) 
   return in;
 }
 
+LinkProfile plan_pd_link(const Plan& plan) {
+  if (!plan.pd) throw InputError("plan: no 'pd' section");
+  LinkProfile link;
+  try {
+    link = load_link(plan.pd->link);
+  } catch (const InputError& e) {
+    throw InputError(std::string("pd.link: ") + e.what());
+  }
+  link.bandwidth_bytes_per_s *= plan.pd->link_scale;
+  return link;
+}
+
+PdServerModel plan_pd_server(const ResolvedPlan& rp) {
+  const Plan& plan = rp.plan;
+  const LinkProfile link = plan_pd_link(plan);
+  PdServerModel model;
+  model.prefill_s = rp.server.prefill_s;
+  model.decode = rp.server;
+  model.transfer_s = [spec = rp.spec, kv = plan.kv, bandwidth = link.bandwidth_bytes_per_s](uint64_t prompt) {
+    return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), bandwidth) / 1e3;
+  };
+  model.prefill_workers = plan.pd->prefill_workers;
+  model.decode_workers = plan.pd->decode_workers;
+  return model;
+}
+
+namespace {
+
+PdPrediction pd_prediction(const ResolvedPlan& rp) {
+  const Plan& plan = rp.plan;
+  const ServingLoad load = plan_serving_load(plan);
+  const std::vector<ServingRequest> requests = serving_requests(load);
+  const PdServerModel model = plan_pd_server(rp);
+  const LinkProfile link = plan_pd_link(plan);
+  PdPrediction p;
+  p.link = link.name;
+  p.link_bytes_per_s = link.bandwidth_bytes_per_s;
+  p.kv_transfer_bytes = pd_kv_bytes_per_request(rp.spec, plan.kv, plan.context - plan.output);
+  p.kv_transfer_s = model.transfer_s(plan.context - plan.output);
+  p.prefill_workers = model.prefill_workers;
+  p.decode_workers = model.decode_workers;
+  p.split = simulate_pd_serving(model, requests);
+  p.split_served = summarize_served(p.split, requests);
+  p.colocated = simulate_colocated(rp.server, load, requests, model.prefill_workers + model.decode_workers);
+  p.choice = pd_choice(p.split_served, p.colocated);
+  return p;
+}
+
+}  // namespace
+
 Prediction predict(const ResolvedPlan& rp) {
   const Plan& plan = rp.plan;
   Prediction p;
@@ -579,6 +630,7 @@ Prediction predict(const ResolvedPlan& rp) {
     p.offload = OffloadPrediction{
         plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in, rp.roofline.get(), 4096), link.name};
   }
+  if (plan.pd) p.pd = pd_prediction(rp);
   return p;
 }
 

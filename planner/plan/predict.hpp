@@ -11,6 +11,7 @@
 #include "planner/cost/memory_fit.hpp"
 #include "planner/cost/speculative.hpp"
 #include "planner/serving/littles_law.hpp"
+#include "planner/serving/pd_serving.hpp"
 #include "planner/serving/serving_sim.hpp"
 #include "planner/weights/weights_size.hpp"
 
@@ -122,6 +123,17 @@ struct OffloadPrediction {
   OffloadResult result;
   std::string link;                    // the link's name
 };
+// The plan's pd section: its split and as many colocated servers under the load's arrivals.
+struct PdPrediction {
+  std::string link;                 // the link's name
+  double link_bytes_per_s = 0;      // its bandwidth times pd.link_scale
+  uint64_t kv_transfer_bytes = 0;   // one request's KV (every prompt is context - output tokens)
+  double kv_transfer_s = 0;         // that over the idle link
+  uint64_t prefill_workers = 0, decode_workers = 0;
+  PdServingResult split;
+  ServedSummary split_served, colocated;
+  PdChoice choice = PdChoice::colocate;
+};
 struct KvTypeCost {
   GgmlType type;
   uint64_t bytes_per_token = 0;        // K and V of this type, all layers, per device
@@ -138,7 +150,13 @@ struct Prediction {
   std::vector<KvTypeCost> kv;          // the common cache types, BF16 first
   std::optional<SpecPrediction> spec;
   std::optional<OffloadPrediction> offload;
+  std::optional<PdPrediction> pd;
 };
+
+// The plan's disaggregated server (its pd section) as both evaluators run it: each prefill worker's
+// prefill and each decode worker's steps by the plan's step model, the link's bandwidth scaled.
+PdServerModel plan_pd_server(const ResolvedPlan& rp);
+LinkProfile plan_pd_link(const Plan& plan);  // pd.link, its bandwidth times pd.link_scale
 
 Prediction predict(const ResolvedPlan& rp);
 // predict(resolve_plan(plan)) as the Figures JSON the commands print and scenarios address.

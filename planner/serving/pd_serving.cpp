@@ -126,7 +126,16 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
     }
   }
 
-  std::vector<double> ttft, queue, prefill, transfer, first_decode, tpot;
+  summarize_pd(result, requests);
+  assert(result.completed + result.rejected == requests.size());
+  return result;
+}
+
+void summarize_pd(PdServingResult& result, const std::vector<ServingRequest>& requests) {
+  assert(result.requests.size() == requests.size());
+  result.completed = result.rejected = 0;
+  result.span_s = 0;
+  std::vector<double> ttft, queue, prefill, transfer, first_decode, tpot, link, e2el;
   for (size_t i = 0; i < requests.size(); ++i) {
     const PdRequestTimes& t = result.requests[i];
     if (!t.rejected.empty()) {
@@ -139,7 +148,9 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
     queue.push_back(t.prefill_start_s - t.arrival_s);
     prefill.push_back(t.prefill_end_s - t.prefill_start_s);
     transfer.push_back(t.transfer_end_s - t.prefill_end_s);
+    link.push_back(t.transfer_end_s - t.transfer_start_s);
     first_decode.push_back(t.first_token_s - t.transfer_end_s);
+    e2el.push_back(t.finish_s - t.arrival_s);
     if (requests[i].output_tokens > 1)
       tpot.push_back((t.finish_s - t.first_token_s) / static_cast<double>(requests[i].output_tokens - 1));
   }
@@ -147,10 +158,66 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
   result.queue_s = summarize(queue);
   result.prefill_s = summarize(prefill);
   result.transfer_s = summarize(transfer);
+  result.link_s = summarize(link);
   result.first_decode_s = summarize(first_decode);
   result.tpot_s = summarize(tpot);
-  assert(result.completed + result.rejected == requests.size());
-  return result;
+  result.e2el_s = summarize(e2el);
+}
+
+ServedSummary summarize_served(const std::vector<ServedRequest>& requests) {
+  ServedSummary s;
+  std::vector<double> ttft, tpot, e2el;
+  for (const ServedRequest& r : requests) {
+    if (r.rejected) {
+      ++s.rejected;
+      continue;
+    }
+    ++s.completed;
+    ttft.push_back(r.first_token_s - r.arrival_s);
+    e2el.push_back(r.finish_s - r.arrival_s);
+    if (r.output_tokens > 1) tpot.push_back((r.finish_s - r.first_token_s) / static_cast<double>(r.output_tokens - 1));
+  }
+  s.ttft_s = summarize(ttft);
+  s.tpot_s = summarize(tpot);
+  s.e2el_s = summarize(e2el);
+  return s;
+}
+
+ServedSummary summarize_served(const PdServingResult& r, const std::vector<ServingRequest>& requests) {
+  std::vector<ServedRequest> served;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const PdRequestTimes& t = r.requests.at(i);
+    served.push_back({t.arrival_s, t.first_token_s, t.finish_s, requests[i].output_tokens, !t.rejected.empty()});
+  }
+  return summarize_served(served);
+}
+
+ServedSummary simulate_colocated(const ServerModel& server, const ServingLoad& load,
+                                 const std::vector<ServingRequest>& requests, uint64_t servers) {
+  if (servers == 0) throw InputError("colocated servers: expected at least one");
+  std::vector<ServedRequest> served;
+  ServingLoad each = load;
+  each.record_requests = true;
+  for (uint64_t k = 0; k < servers && k < requests.size(); ++k) {
+    std::vector<ServingRequest> share;
+    for (size_t i = k; i < requests.size(); i += servers) share.push_back(requests[i]);
+    const ServingResult r = simulate_serving(server, each, share);
+    for (size_t i = 0; i < share.size(); ++i) {
+      const RequestTimes& t = r.per_request.at(i);
+      // the front end's delay, as simulate_serving counts it in TTFT and E2EL
+      served.push_back({share[i].arrival_s, t.first_token_s + server.first_token_s, t.finish_s + server.first_token_s,
+                        share[i].output_tokens, !t.rejected.empty()});
+    }
+  }
+  return summarize_served(served);
+}
+
+const char* pd_choice_name(PdChoice c) { return c == PdChoice::split ? "split" : "colocate"; }
+
+PdChoice pd_choice(const ServedSummary& split, const ServedSummary& colocated) {
+  if (split.completed == 0) return PdChoice::colocate;
+  if (colocated.completed == 0) return PdChoice::split;
+  return split.e2el_s.mean < colocated.e2el_s.mean ? PdChoice::split : PdChoice::colocate;
 }
 
 }  // namespace infer_plan

@@ -84,12 +84,40 @@ struct PdServingResult {
   // TTFT and its parts, over the completed requests: waiting for a prefill worker, the prefill,
   // waiting for and crossing the link, waiting for and running the first decode step.
   Distribution ttft_s, queue_s, prefill_s, transfer_s, first_decode_s, tpot_s;
+  Distribution link_s;  // the crossing alone (transfer end - transfer start)
+  Distribution e2el_s;  // arrival to last token
   uint64_t completed = 0, rejected = 0;
   double span_s = 0;  // t = 0 to the last departure
 };
+// Fills `r`'s distributions and counts from r.requests (the simulation's, or a run's records).
+void summarize_pd(PdServingResult& r, const std::vector<ServingRequest>& requests);
 
 // Runs `requests` (arrival order) through the pools; every request ends completed or rejected.
 // InputError for zero workers or a callback returning a negative or non-finite time.
 PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vector<ServingRequest>& requests);
+
+// A server's requests as the split and the colocated servers are compared: arrival, first and
+// last token from t = 0 (rejected ones are counted, not timed).
+struct ServedRequest {
+  double arrival_s = 0, first_token_s = -1, finish_s = -1;
+  uint64_t output_tokens = 0;
+  bool rejected = false;
+};
+struct ServedSummary {
+  Distribution ttft_s, tpot_s, e2el_s;
+  uint64_t completed = 0, rejected = 0;
+};
+ServedSummary summarize_served(const std::vector<ServedRequest>& requests);
+ServedSummary summarize_served(const PdServingResult& r, const std::vector<ServingRequest>& requests);
+
+// The colocated side of the comparison: `servers` servers of `server`'s policy, request i (in
+// arrival order) on server i mod servers, each on its own clock from t = 0.
+ServedSummary simulate_colocated(const ServerModel& server, const ServingLoad& load,
+                                 const std::vector<ServingRequest>& requests, uint64_t servers);
+// Which pays under the load: the split when its mean end-to-end latency (TTFT plus the decode
+// that follows) is below the colocated servers', else colocation.
+enum class PdChoice { split, colocate };
+const char* pd_choice_name(PdChoice c);  // "split", "colocate"
+PdChoice pd_choice(const ServedSummary& split, const ServedSummary& colocated);
 
 }  // namespace infer_plan

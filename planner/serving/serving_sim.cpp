@@ -384,7 +384,12 @@ TokenLengths parse_token_lengths(std::string_view text, std::string_view what) {
 
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load) {
   validate(server, load);
-  const std::vector<Request> requests = serving_requests(load);
+  return simulate_serving(server, load, serving_requests(load));
+}
+
+ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load, const std::vector<ServingRequest>& requests) {
+  validate(server, load);
+  if (requests.empty()) throw InputError("requests: none to serve");
   std::vector<Outcome> outcomes(requests.size());
   Engine engine(server, requests);
   engine.sched.set_shared_prefix(load.shared_prefix_tokens);
@@ -396,7 +401,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   }
 
   ServingResult res;
-  res.requests = load.requests;
+  res.requests = requests.size();
   res.offered_span_s = requests.back().arrival_s;
   Occupancy occ;
   const double quarter_s = res.offered_span_s / 4;

@@ -246,6 +246,10 @@ struct ServingResult {
 // lengths, min > max, max_batch 0, a deadline <= 0, or a callback returning a negative or
 // non-finite time. Invariant (asserted): completed + rejected == requests.
 ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load);
+// The same on given arrivals (in arrival order) instead of the load's draws; the load's other
+// fields (deadline, shared prefix, goodput, record_requests) apply.
+ServingResult simulate_serving(const ServerModel& server, const ServingLoad& load,
+                               const std::vector<ServingRequest>& requests);
 
 // The admission rules the scheduler (scheduler.hpp) calls:
 // - on arrival, a request whose whole KV (prompt + output) is larger than the pool is rejected;

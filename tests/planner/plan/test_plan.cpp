@@ -6,6 +6,7 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/cost/roofline.hpp"
+#include "planner/plan/figures.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "planner/core/units.hpp"
@@ -270,4 +271,44 @@ TEST_CASE("a load given by what it keeps in the system: the rate solved, as Litt
   // More in the system than the load has requests: no rate does it.
   plan.load->in_system = 5000;
   CHECK_THROWS_WITH_AS(solve_serving_rate(resolve_plan(plan)), doctest::Contains("no arrival rate keeps"), InputError);
+}
+
+TEST_CASE("pd section: workers and a scaled link, compared under the plan's load") {
+  const Json j = Json::parse(R"({"model": "qwen3-8b", "context": 2048, "output": 64, "kv": "q8_0",
+      "load": {"rate_per_s": 0.5, "requests": 20},
+      "pd": {"prefill_workers": 1, "decode_workers": 3, "link": "25gbe", "link_scale": 0.5}})");
+  const Plan p = plan_from_json(j, "p.json");
+  REQUIRE(p.pd);
+  CHECK(p.pd->decode_workers == 3u);
+  CHECK(plan_from_json(plan_to_json(p), "again").pd->link_scale == 0.5);
+  // 25 Gb/s = 3.125 GB/s, halved
+  CHECK(plan_pd_link(p).bandwidth_bytes_per_s == doctest::Approx(1.5625e9));
+  const Prediction pr = predict(resolve_plan(p));
+  REQUIRE(pr.pd);
+  // Qwen3-8B's KV: 36 layers x 8 KV heads x 128 x (K + V) at Q8_0 (34 bytes per 32 values) =
+  // 36 x 2 x 1024 x 34 / 32 = 78,336 bytes per token; the 1984-token prompt fills 124 pages exactly.
+  CHECK(pr.pd->kv_transfer_bytes == 1984u * 78336u);
+  CHECK(pr.pd->kv_transfer_s == doctest::Approx(1984.0 * 78336 / 1.5625e9));
+  CHECK(pr.pd->split.completed == 20u);
+  CHECK(pr.pd->colocated.completed == 20u);
+  CHECK(pr.pd->split.link_s.mean == doctest::Approx(pr.pd->kv_transfer_s));
+  const Json f = prediction_figures(pr);
+  CHECK(f.at("pd").at("kv_transfer_bytes") == pr.pd->kv_transfer_bytes);
+  CHECK(f.at("pd").at("choice") == pd_choice_name(pr.pd->choice));
+
+  Json no_load = j;
+  no_load.erase("load");
+  CHECK_THROWS_WITH_AS(plan_from_json(no_load, "p.json"), doctest::Contains("load.rate_per_s"), InputError);
+  Json zero = j;
+  zero["pd"]["prefill_workers"] = 0;
+  CHECK_THROWS_WITH_AS(plan_from_json(zero, "p.json"), doctest::Contains("'pd.prefill_workers'"), InputError);
+  Json scale = j;
+  scale["pd"]["link_scale"] = -1;
+  CHECK_THROWS_WITH_AS(plan_from_json(scale, "p.json"), doctest::Contains("'pd.link_scale'"), InputError);
+  Json unknown = j;
+  unknown["pd"]["links"] = "x";
+  CHECK_THROWS_WITH_AS(plan_from_json(unknown, "p.json"), doctest::Contains("links"), InputError);
+  Json link = j;
+  link["pd"]["link"] = "no-such-link";
+  CHECK_THROWS_WITH_AS(predict(resolve_plan(plan_from_json(link, "p.json"))), doctest::Contains("pd.link"), InputError);
 }

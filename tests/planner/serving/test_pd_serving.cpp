@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "planner/core/input_error.hpp"
@@ -119,4 +120,40 @@ TEST_CASE("a disaggregated server needs a worker of each kind and finite times")
   PdServerModel bad = model();
   bad.transfer_s = [](uint64_t) { return -1.0; };
   CHECK_THROWS_WITH_AS(simulate_pd_serving(bad, requests), doctest::Contains("transfer_s"), InputError);
+}
+
+TEST_CASE("colocated servers share the arrivals in turn; the choice goes by mean end-to-end latency") {
+  // A colocated server prefills a prompt alone (125 ms, emitting the first token) and decodes a
+  // step of 7.8125 ms; no step token budget: a prompt that can start runs first.
+  ServerModel server;
+  server.prefill_s = [](uint64_t) { return kPrefill; };
+  server.decode_iteration_s = [](uint64_t, uint64_t) { return kStep; };
+  server.max_batch = 8;
+  ServingLoad load;
+  load.rate_per_s = 1;
+  load.requests = 2;
+  load.prompt_tokens = TokenLengths::fixed(100);
+  load.output_tokens = TokenLengths::fixed(3);
+  const std::vector<ServingRequest> requests{{0.0, 100, 3}, {0.0, 100, 3}};
+  // Two servers, one request each: first token at 0.125, two steps more: 0.140625.
+  const ServedSummary two = simulate_colocated(server, load, requests, 2);
+  CHECK(two.completed == 2u);
+  CHECK(two.ttft_s.mean == doctest::Approx(0.125));
+  CHECK(two.e2el_s.mean == doctest::Approx(0.140625));
+  // One server: the second prompt prefills 0.125-0.25, then both decode two steps together,
+  // ending at 0.265625.
+  const ServedSummary one = simulate_colocated(server, load, requests, 1);
+  CHECK(one.ttft_s.mean == doctest::Approx((0.125 + 0.25) / 2));
+  CHECK(one.e2el_s.mean == doctest::Approx(0.265625));
+  // The split (one prefill, one decode worker): the first ends at 0.1796875, the second prefills
+  // 0.125-0.25, crosses to 0.28125 and ends two steps after its first at 0.3046875.
+  PdServingResult split = simulate_pd_serving(model(), requests);
+  CHECK(split.e2el_s.mean == doctest::Approx((0.1796875 + 0.3046875) / 2));
+  CHECK(split.link_s.mean == doctest::Approx(kTransfer));
+  const ServedSummary s = summarize_served(split, requests);
+  CHECK(s.e2el_s.mean == doctest::Approx(split.e2el_s.mean));
+  CHECK(s.tpot_s.mean == doctest::Approx(kStep));
+  CHECK(pd_choice(s, two) == PdChoice::colocate);  // 0.2421875 against 0.140625
+  CHECK(pd_choice(s, one) == PdChoice::split);     // against 0.265625
+  CHECK(std::string(pd_choice_name(PdChoice::split)) == "split");
 }
