@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,20 +47,32 @@ class Backend {
   // it before writing any weights. None when the backend cannot tell.
   virtual std::optional<uint64_t> available_bytes(MemoryCategory category) const = 0;
 
-  // Bytes currently allocated per category, from the backend's own accounting.
-  const std::map<MemoryCategory, uint64_t>& allocated() const { return allocated_; }
+  // Bytes currently allocated per category, from the backend's own accounting (kept under a lock:
+  // the servers a disaggregation report runs side by side set up on one backend at once).
+  std::map<MemoryCategory, uint64_t> allocated() const {
+    const std::lock_guard lock(accounting_);
+    return allocated_;
+  }
   uint64_t allocated(MemoryCategory c) const;
   // The most bytes each category held at once since the backend was made.
-  const std::map<MemoryCategory, uint64_t>& peak() const { return peak_; }
+  std::map<MemoryCategory, uint64_t> peak() const {
+    const std::lock_guard lock(accounting_);
+    return peak_;
+  }
 
  protected:
   void count_allocation(MemoryCategory c, uint64_t bytes) {
+    const std::lock_guard lock(accounting_);
     allocated_[c] += bytes;
     peak_[c] = std::max(peak_[c], allocated_[c]);
   }
-  void count_free(MemoryCategory c, uint64_t bytes) { allocated_[c] -= bytes; }
+  void count_free(MemoryCategory c, uint64_t bytes) {
+    const std::lock_guard lock(accounting_);
+    allocated_[c] -= bytes;
+  }
 
  private:
+  mutable std::mutex accounting_;
   std::map<MemoryCategory, uint64_t> allocated_;
   std::map<MemoryCategory, uint64_t> peak_;
 };

@@ -30,6 +30,7 @@ std::string_view memory_category_name(MemoryCategory c) {
 }
 
 uint64_t Backend::allocated(MemoryCategory c) const {
+  const std::lock_guard lock(accounting_);
   auto it = allocated_.find(c);
   return it == allocated_.end() ? 0 : it->second;
 }

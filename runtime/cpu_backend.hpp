@@ -1,6 +1,8 @@
 // The CPU backend: host memory with 64-byte alignment (one cache line, and a whole AVX-512
 // vector), memcpy for copies, std::chrono::steady_clock for time.
 #pragma once
+#include <atomic>
+
 #include "runtime/backend.hpp"
 
 namespace infer_plan::runtime {
@@ -19,7 +21,7 @@ class CpuBackend final : public Backend {
   std::optional<uint64_t> available_bytes(MemoryCategory) const override { return host_available_bytes(); }
 
  private:
-  uint64_t live_buffers_ = 0;
+  std::atomic<uint64_t> live_buffers_{0};  // several servers may set up at once
 };
 
 }  // namespace infer_plan::runtime

@@ -1,5 +1,8 @@
 #include "runtime/paged_kv_cache.hpp"
 
+#include <cstring>
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -103,6 +106,30 @@ void PagedKvCache::release(SequenceId seq) {
     window_free_.insert(window_free_.end(), w->second.rbegin(), w->second.rend());
     window_owned_.erase(w);
   }
+}
+
+void PagedKvCache::export_pages(SequenceId seq, uint64_t tokens, std::vector<uint8_t>& out) const {
+  if (window_layers_) throw std::logic_error("PagedKvCache: a cache with window layers exports no pages");
+  const std::vector<uint64_t>& pages = owned_.at(seq);
+  const uint64_t n = pages_for(tokens);
+  if (n > pages.size()) throw std::logic_error("PagedKvCache: export of tokens the sequence holds no pages for");
+  if (!backend_.host_addressable(MemoryCategory::kv_cache))
+    throw std::logic_error("PagedKvCache: pages are exported from a host-addressable cache only");
+  const size_t at = out.size();
+  out.resize(at + n * page_bytes_);
+  backend_.synchronize();  // the passes that wrote them have ended
+  for (uint64_t i = 0; i < n; ++i) std::memcpy(out.data() + at + i * page_bytes_, base() + pages[i] * page_bytes_, page_bytes_);
+}
+
+void PagedKvCache::import_pages(SequenceId seq, std::span<const uint8_t> bytes) {
+  if (window_layers_) throw std::logic_error("PagedKvCache: a cache with window layers imports no pages");
+  if (bytes.size() % page_bytes_) throw std::logic_error("PagedKvCache: import of a part of a page");
+  const std::vector<uint64_t>& pages = owned_.at(seq);
+  const uint64_t n = bytes.size() / page_bytes_;
+  if (n > pages.size()) throw std::logic_error("PagedKvCache: import of more pages than the sequence holds");
+  if (!backend_.host_addressable(MemoryCategory::kv_cache))
+    throw std::logic_error("PagedKvCache: pages are imported into a host-addressable cache only");
+  for (uint64_t i = 0; i < n; ++i) std::memcpy(base() + pages[i] * page_bytes_, bytes.data() + i * page_bytes_, page_bytes_);
 }
 
 uint64_t PagedKvCache::tokens_reserved(SequenceId seq) const {

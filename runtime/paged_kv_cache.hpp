@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
@@ -53,6 +54,13 @@ class PagedKvCache {
   void pin_prefix(SequenceId seq, uint64_t pages);
   void attach_prefix(SequenceId seq, uint64_t pages);
   uint64_t tokens_reserved(SequenceId seq) const;
+
+  // Disaggregation: `seq`'s pages that hold its first `tokens` tokens, every layer, appended to
+  // `out` in order (whole pages: what a prefill worker hands a decode worker); and such bytes,
+  // from a cache of the same model and types, written into `seq`'s first pages (it holds at least
+  // as many). Models with window layers (a ring per sequence) are not exported.
+  void export_pages(SequenceId seq, uint64_t tokens, std::vector<uint8_t>& out) const;
+  void import_pages(SequenceId seq, std::span<const uint8_t> bytes);
 
   // The layout a device decoder needs (runtime/cuda_decoder): page p's layer l holds its K rows
   // at base + p * page_bytes + l * layer_stride, then its V rows k_rows_bytes() later.

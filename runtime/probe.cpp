@@ -290,8 +290,8 @@ ProbeResult probe_cpu(const ProbeOptions& options) {
 
 namespace {
 
-RateSample mean_of(const RateSample& a, const RateSample& b) {
-  return {(a.median + b.median) / 2, std::min(a.min, b.min), std::max(a.max, b.max)};
+RateSample mean_of(const RateSample& a, const RateSample& b, double w) {
+  return {(1 - w) * a.median + w * b.median, std::min(a.min, b.min), std::max(a.max, b.max)};
 }
 
 template <class Map, class Mean>
@@ -304,21 +304,23 @@ Map mean_of_maps(const Map& a, const Map& b, const Mean& mean) {
 
 }  // namespace
 
-ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after) {
+ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after, double weight_after) {
+  const double w = weight_after;
+  const auto mean = [w](const RateSample& a, const RateSample& b) { return mean_of(a, b, w); };
   ProbeResult r = before;
-  r.read_bytes_per_s = mean_of(before.read_bytes_per_s, after.read_bytes_per_s);
-  r.copy_bytes_per_s = mean_of(before.copy_bytes_per_s, after.copy_bytes_per_s);
-  r.copy_beside_compute_bytes_per_s = mean_of(before.copy_beside_compute_bytes_per_s, after.copy_beside_compute_bytes_per_s);
-  r.matvec_bytes_per_s = mean_of_maps(before.matvec_bytes_per_s, after.matvec_bytes_per_s, mean_of);
-  r.matmul_ops_per_s = mean_of_maps(before.matmul_ops_per_s, after.matmul_ops_per_s, mean_of);
-  r.projection_bytes_per_s = mean_of_maps(before.projection_bytes_per_s, after.projection_bytes_per_s, mean_of);
+  r.read_bytes_per_s = mean(before.read_bytes_per_s, after.read_bytes_per_s);
+  r.copy_bytes_per_s = mean(before.copy_bytes_per_s, after.copy_bytes_per_s);
+  r.copy_beside_compute_bytes_per_s = mean(before.copy_beside_compute_bytes_per_s, after.copy_beside_compute_bytes_per_s);
+  r.matvec_bytes_per_s = mean_of_maps(before.matvec_bytes_per_s, after.matvec_bytes_per_s, mean);
+  r.matmul_ops_per_s = mean_of_maps(before.matmul_ops_per_s, after.matmul_ops_per_s, mean);
+  r.projection_bytes_per_s = mean_of_maps(before.projection_bytes_per_s, after.projection_bytes_per_s, mean);
   r.extra_product_s_per_byte = mean_of_maps(
       before.extra_product_s_per_byte, after.extra_product_s_per_byte,
-      [](const std::map<uint64_t, double>& a, const std::map<uint64_t, double>& b) {
-        return mean_of_maps(a, b, [](double x, double y) { return (x + y) / 2; });
+      [w](const std::map<uint64_t, double>& a, const std::map<uint64_t, double>& b) {
+        return mean_of_maps(a, b, [w](double x, double y) { return (1 - w) * x + w * y; });
       });
-  r.launch_overhead_s = (before.launch_overhead_s + after.launch_overhead_s) / 2;
-  r.launch_fit_rate = (before.launch_fit_rate + after.launch_fit_rate) / 2;
+  r.launch_overhead_s = (1 - w) * before.launch_overhead_s + w * after.launch_overhead_s;
+  r.launch_fit_rate = (1 - w) * before.launch_fit_rate + w * after.launch_fit_rate;
   r.averaged = true;
   return r;
 }

@@ -79,7 +79,8 @@ ProbeResult probe_cpu(const ProbeOptions& options);
 // mean of the two (min and max span both), each curve point the mean. A shared machine's speed
 // drifts by tens of percent within minutes; the run sits between the probes, so the mean is what
 // it saw on average, where one probe before it is what it saw at its start.
-ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after);
+// `weight_after` weighs the second (a running mean over several probes: 1 / n for the n-th).
+ProbeResult average_probes(const ProbeResult& before, const ProbeResult& after, double weight_after = 0.5);
 
 // A device profile (hwprofiles/ format): capacity = physical memory, bandwidth and compute from
 // the probe, and the `measured` block (memory_bandwidth, matvec, matmul, host_to_device = the copy

@@ -102,6 +102,19 @@ std::vector<uint32_t> synthetic_prompt(uint64_t seed, uint64_t request, uint64_t
   return out;
 }
 
+bool plan_weights_from_file(const ResolvedPlan& rp) {
+  const bool as_stored = rp.weights.layout.file_type.starts_with("as stored in");
+  if (as_stored && rp.plan.scale != 1)
+    throw InputError("run: --scale shrinks synthetic weights; a .gguf with its own weights runs at its own size");
+  return is_gguf_path(rp.spec.source) && (as_stored || rp.plan.scale == 1);
+}
+
+ModelWeights plan_model_weights(const ResolvedPlan& rp, Backend& backend, ThreadPool& pool, uint64_t seed,
+                                const std::optional<WeightsOffload>& offload) {
+  return plan_weights_from_file(rp) ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool, offload)
+                                    : ModelWeights(backend, rp.spec, rp.weights.layout, seed, pool, offload);
+}
+
 PassShape server_pass_shape(const Plan& plan, uint64_t prefill_chunk, std::optional<uint64_t> step_token_budget) {
   // The pool run_plan makes: requests x context, whole pages. A running sequence holds one page at least.
   const uint64_t per_sequence = PagedKvCache::pages_for(plan.context), pool = plan.requests * per_sequence;
@@ -194,7 +207,8 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, [[maybe_unus
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options) {
   const Plan& plan = rp.plan;
   check_runnable(rp, backend, server_pass_shape(plan, options.prefill_chunk, rp.server.step_token_budget));
-  const std::vector<ServingRequest> arrivals = plan_requests(plan, options.prompt, rp.spec.vocab);
+  const std::vector<ServingRequest> arrivals =
+      options.arrivals.empty() ? plan_requests(plan, options.prompt, rp.spec.vocab) : options.arrivals;
   const std::optional<WeightsOffload> offload = plan_weights_offload(rp);
   const uint64_t max_batch = plan_max_batch(plan);
 
@@ -210,15 +224,11 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   result.driver_before_bytes = backend.driver_used_bytes();
   // A .gguf model runs the file's tensors: as stored ("file"), or quantized on load to the plan's
   // types. Shrunk by --scale, its shape runs with synthetic weights; a config.json model too.
-  const bool as_stored = rp.weights.layout.file_type.starts_with("as stored in");
-  const bool from_file = is_gguf_path(rp.spec.source) && (as_stored || plan.scale == 1);
-  if (as_stored && plan.scale != 1)
-    throw InputError("run: --scale shrinks synthetic weights; a .gguf with its own weights runs at its own size");
+  const bool from_file = plan_weights_from_file(rp);
   if (options.progress)
     options.progress(from_file ? fmt::format("reading {}'s weights ({})", rp.spec.name, rp.weights.label)
                                : fmt::format("writing {} synthetic weights ({})", rp.spec.name, rp.weights.label));
-  ModelWeights weights = from_file ? ModelWeights(backend, rp.spec, rp.weights.layout, rp.spec.source, pool, offload)
-                                   : ModelWeights(backend, rp.spec, rp.weights.layout, options.seed, pool, offload);
+  ModelWeights weights = plan_model_weights(rp, backend, pool, options.seed, offload);
   // Offload: `buffers` slots of the largest group (the planner's group_bytes) and the copy thread.
   std::unique_ptr<OffloadPrefetcher> prefetcher;
   if (offload) prefetcher = make_offload_prefetcher(backend, weights, plan.offload->buffers);
@@ -328,6 +338,7 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
     }
     result.steps.push_back(step);
   };
+  if (options.on_ready) options.on_ready();
   const uint64_t t0 = backend.now_ns();
   double last_progress_s = 0, seen_s = 0;
   while (ended < arrivals.size()) {

@@ -30,6 +30,8 @@
 #include "planner/serving/scheduler.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/forward_pass.hpp"
+#include "runtime/model_weights.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace infer_plan::runtime {
 
@@ -73,6 +75,11 @@ struct RunOptions {
   bool token_logits = false;
   // Called now and then with a one-line status (the CLI shows it on a terminal).
   std::function<void(const std::string&)> progress;
+  // The arrivals to serve (arrival order) instead of the plan's: one of several servers sharing a load.
+  std::vector<ServingRequest> arrivals;
+  // Called once the setup is done, before the clock starts: servers started together wait for
+  // each other there, so that none serves while another writes its weights.
+  std::function<void()> on_ready;
 };
 
 struct StepRecord {
@@ -147,6 +154,12 @@ void check_runnable(const ResolvedPlan& rp, const Backend& backend, const PassSh
                     uint64_t decoders = 1);
 
 RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& options);
+
+// A plan's weights as a run writes them: a .gguf model's own tensors (as stored, or quantized on
+// load to the plan's types), else synthetic ones from `seed` (a shape shrunk by --scale, a config).
+bool plan_weights_from_file(const ResolvedPlan& rp);
+ModelWeights plan_model_weights(const ResolvedPlan& rp, Backend& backend, ThreadPool& pool, uint64_t seed,
+                                const std::optional<WeightsOffload>& offload = std::nullopt);
 
 // The threads that compute for a plan: `threads` (0: one per hardware thread), less one for the
 // offload copy thread when the plan offloads (at least one), so that the copy never waits for a

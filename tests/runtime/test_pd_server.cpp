@@ -1,0 +1,127 @@
+// The disaggregated server on a tiny model: the pages a prefill worker hands over are the bytes
+// the planner counts, the decode side continues each request as one server would, the link is
+// paced to the plan's, and every request ends on both the split and the colocated servers.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <vector>
+
+#include "planner/core/input_error.hpp"
+#include "planner/cost/pd_disaggregation.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/predict.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/paged_kv_cache.hpp"
+#include "runtime/pd_server.hpp"
+#include "runtime/server.hpp"
+
+using namespace infer_plan;
+using namespace infer_plan::runtime;
+
+namespace {
+Plan tiny_pd_plan() {
+  Plan p;  // Qwen3-0.6B at 0.1: 3 layers, 256 wide, 1 KV head of 128
+  p.model = "qwen3-0.6b";
+  p.scale = 0.1;
+  p.weights = "Q8_0";
+  p.kv.k = GgmlType::Q8_0;
+  p.kv.v = GgmlType::Q4_0;
+  p.context = 48;
+  p.output = 8;  // 40-token prompts: 3 pages
+  p.requests = 3;
+  p.load = LoadPlan{};
+  p.load->rate_per_s = 40;
+  p.load->requests = 6;
+  p.pd = PdPlan{};
+  p.pd->link = "25gbe";
+  p.pd->link_scale = 1e-3;  // 3.125 MB/s: 3 pages of ~1 KiB rows cross in about 3 ms
+  return p;
+}
+}  // namespace
+
+TEST_CASE("paged KV: a sequence's pages exported are the planner's bytes, and import writes them back") {
+  CpuBackend backend;
+  const ResolvedPlan rp = resolve_plan(tiny_pd_plan());
+  PagedKvCache from(backend, rp.spec, rp.plan.kv, 4), to(backend, rp.spec, rp.plan.kv, 6);
+  REQUIRE(from.reserve(7, 33));
+  std::vector<float> k(rp.spec.kv_k_values()), v(rp.spec.kv_v_values());
+  for (uint64_t layer = 0; layer < rp.spec.layers; ++layer)
+    for (uint64_t t = 0; t < 33; ++t) {
+      for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>((layer * 31 + t * 7 + i) % 19) - 9.0f;
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((layer * 17 + t * 5 + i) % 23) - 11.0f;
+      from.store(7, layer, t, k.data(), v.data());
+    }
+  std::vector<uint8_t> bytes;
+  from.export_pages(7, 33, bytes);
+  // 33 tokens are 3 whole pages of every layer's K and V: the prompt's cache as pd counts it
+  CHECK(bytes.size() == 3 * from.page_bytes());
+  CHECK(bytes.size() == pd_kv_bytes_per_request(rp.spec, rp.plan.kv, 33));
+  REQUIRE(to.reserve(2, 40));
+  REQUIRE(to.reserve(9, 48));  // pages that are not the first of the pool
+  to.import_pages(9, bytes);
+  std::vector<uint8_t> again;
+  to.export_pages(9, 33, again);
+  CHECK(again == bytes);
+  CHECK_THROWS_AS(to.import_pages(2, std::vector<uint8_t>(4 * to.page_bytes())), std::logic_error);  // 3 pages held
+  CHECK_THROWS_AS(from.export_pages(7, 49, again), std::logic_error);
+}
+
+TEST_CASE("disaggregated: every request ends; the decode side gives each request one server's tokens") {
+  CpuBackend backend;
+  const ResolvedPlan rp = resolve_plan(tiny_pd_plan());
+  std::map<uint64_t, std::vector<uint32_t>> split_tokens, one_server;
+  RunOptions options;
+  options.threads = 2;
+  options.prefill_chunk = 16;  // a prompt in three passes on its prefill worker
+  options.on_token = [&](const TokenEvent& e) {
+    CHECK(e.step == split_tokens[e.request].size());
+    split_tokens[e.request].push_back(e.token);
+  };
+  const PdRunResult r = run_pd_plan(rp, backend, options);
+  REQUIRE_FALSE(r.interrupted);
+  CHECK(r.threads_per_worker == 1u);
+  const uint64_t bytes = pd_kv_bytes_per_request(rp.spec, rp.plan.kv, 40);
+  const MeasuredPd m = measured_pd(r);
+  CHECK(m.split.completed == 6u);
+  CHECK(m.colocated.completed == 6u);
+  CHECK(m.kv_transfer_bytes == bytes);
+  CHECK(m.kv_transfer_bytes_min == bytes);
+  CHECK(r.prefill_steps.size() == 6u * 3u);
+  for (size_t i = 0; i < r.arrivals.size(); ++i) {
+    const PdRequestTimes& t = r.split.requests[i];
+    CHECK(t.prefill_start_s >= t.arrival_s);
+    CHECK(t.transfer_start_s >= t.prefill_end_s);
+    // the link is paced: a crossing takes its bytes over the link's bandwidth at least
+    CHECK(t.transfer_end_s - t.transfer_start_s >= static_cast<double>(bytes) / r.link_bytes_per_s * (1 - 1e-9));
+    CHECK(t.first_token_s > t.transfer_end_s);
+    CHECK(t.finish_s > t.first_token_s);
+    CHECK(split_tokens[i].size() == rp.plan.output);
+  }
+  CHECK(r.colocated.size() == 2u);
+  CHECK(r.colocated[0].requests.size() == 3u);  // requests 0, 2, 4
+  // The same arrivals on one server: the same tokens for every request (greedy, same weights).
+  RunOptions single;
+  single.threads = 1;
+  single.arrivals = r.arrivals;
+  single.on_token = [&](const TokenEvent& e) { one_server[e.request].push_back(e.token); };
+  run_plan(rp, backend, single);
+  CHECK(one_server == split_tokens);
+  const Json j = measured_pd_json(r, m);
+  CHECK(j.at("kv_transfer_bytes") == bytes);
+  CHECK(j.at("split").at("completed") == 6u);
+}
+
+TEST_CASE("disaggregated: what the split cannot carry yet is refused, naming it") {
+  CpuBackend backend;
+  Plan p = tiny_pd_plan();
+  p.offload = OffloadPlan{};
+  p.offload->every = 2;
+  CHECK_THROWS_WITH_AS(run_pd_plan(resolve_plan(p), backend, {}), doctest::Contains("'offload'"), InputError);
+  p = tiny_pd_plan();
+  p.model = "gemma-2-9b";
+  p.scale = 0.05;
+  CHECK_THROWS_WITH_AS(run_pd_plan(resolve_plan(p), backend, {}), doctest::Contains("window"), InputError);
+  p = tiny_pd_plan();
+  p.pd.reset();
+  CHECK_THROWS_WITH_AS(run_pd_plan(resolve_plan(p), backend, {}), doctest::Contains("'pd'"), InputError);
+}
