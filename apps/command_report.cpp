@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "apps/format.hpp"
 #include "apps/commands.hpp"
@@ -44,6 +45,7 @@ constexpr double kLittleBound = 0.10;   // measured in-system vs measured rate x
 constexpr double kSojournBound = 0.25;  // the serving simulation vs measured mean sojourn
 constexpr double kOffloadRoundBound = 0.20;  // offload round vs bytes / probed copy bandwidth
 constexpr double kDriverMemoryBound = 0.01;  // the device's memory as the driver sees it vs fit
+constexpr double kPdTransferBound = 0.20;    // a request's time on the link vs its bytes / the link
 // Issue 7's kernel targets on the GPU: a batch-1 decode step streams its bytes at this fraction of
 // the probed device copy, or better (the sub-byte types' dequantization costs more).
 constexpr double kDecodeBandwidthTarget = 0.85, kDecodeBandwidthTargetLowBit = 0.70;
@@ -341,6 +343,92 @@ Json decode_steps_json(const Plan& plan, const runtime::RunResult& run) {
               {"by_batch", groups}};
 }
 
+// ---- Disaggregation: the plan's pd section predicted (planner/serving/pd_serving) and executed
+// (runtime/pd_server): the KV each request moves, its time on the link, the TTFT in parts, and the
+// same load on as many colocated servers, so that the choice is checked and not only its parts.
+std::vector<Row> pd_rows(const ResolvedPlan& rp, const Prediction& p, const runtime::PdRunResult& run,
+                         const runtime::MeasuredPd& m) {
+  const PdPrediction& pd = *p.pd;
+  const auto d = [](uint64_t v) { return static_cast<double>(v); };
+  std::vector<Row> rows;
+  rows.push_back({"kv_transfer_bytes", "B", d(pd.kv_transfer_bytes), d(m.kv_transfer_bytes), 0.0,
+                  m.kv_transfer_bytes_min == m.kv_transfer_bytes
+                      ? fmt::format("one request's pages as the link copied them ({} requests alike)", m.split.completed)
+                      : fmt::format("the largest request's pages; the smallest {} B", m.kv_transfer_bytes_min)});
+  rows.push_back({"kv_transfer_ms mean", "ms", pd.kv_transfer_s * 1e3, m.split.link_s.mean * 1e3, kPdTransferBound,
+                  fmt::format("bytes / {} x {:g} ({}) vs the link's crossings", pd.link, rp.plan.pd->link_scale,
+                              format_rate(pd.link_bytes_per_s))});
+  // Each worker's passes against the step model the prediction runs on.
+  const Roofline& rl = *rp.roofline;
+  std::vector<double> pred_prefill, meas_prefill, pred_decode, meas_decode;
+  for (const runtime::StepRecord& s : run.prefill_steps) {
+    pred_prefill.push_back(rl.prefill(s.tokens).time_s * 1e3);
+    meas_prefill.push_back((s.end_s - s.start_s) * 1e3);
+  }
+  for (const runtime::StepRecord& s : run.decode_steps) {
+    pred_decode.push_back(rp.server.decode_iteration_s(s.batch, s.context_tokens - s.batch) * 1e3);
+    meas_decode.push_back((s.end_s - s.start_s) * 1e3);
+  }
+  if (!meas_prefill.empty())
+    rows.push_back({"prefill pass ms p50", "ms", median(pred_prefill), median(meas_prefill), std::nullopt,
+                    fmt::format("the prefill workers' {} passes", meas_prefill.size())});
+  if (!meas_decode.empty())
+    rows.push_back({"decode step ms p50", "ms", median(pred_decode), median(meas_decode), std::nullopt,
+                    fmt::format("the decode workers' {} steps, each at its batch and context", meas_decode.size())});
+  std::vector<double> pred_co_prefill, meas_co_prefill, pred_co_decode, meas_co_decode;
+  for (const runtime::RunResult& server : run.colocated)
+    for (const runtime::StepRecord& s : server.steps) {
+      const double measured_ms = (s.end_s - s.start_s) * 1e3;
+      if (s.prefill) {
+        pred_co_prefill.push_back(rl.prefill(s.tokens).time_s * 1e3);
+        meas_co_prefill.push_back(measured_ms);
+      } else {
+        pred_co_decode.push_back(rp.server.decode_iteration_s(s.batch, s.context_tokens - s.batch) * 1e3);
+        meas_co_decode.push_back(measured_ms);
+      }
+    }
+  if (!meas_co_prefill.empty())
+    rows.push_back({"colocated prefill pass ms p50", "ms", median(pred_co_prefill), median(meas_co_prefill),
+                    std::nullopt, fmt::format("the colocated servers' {} passes", meas_co_prefill.size())});
+  if (!meas_co_decode.empty())
+    rows.push_back({"colocated decode step ms p50", "ms", median(pred_co_decode), median(meas_co_decode),
+                    std::nullopt, fmt::format("their {} decode steps", meas_co_decode.size())});
+  const PdServingResult& ps = pd.split;
+  const PdServingResult& ms_ = m.split;
+  rows.push_back({"split queue_ms mean", "ms", ps.queue_s.mean * 1e3, ms_.queue_s.mean * 1e3, std::nullopt,
+                  "waiting for a prefill worker"});
+  rows.push_back({"split prefill_ms mean", "ms", ps.prefill_s.mean * 1e3, ms_.prefill_s.mean * 1e3, std::nullopt, ""});
+  rows.push_back({"split transfer_ms mean", "ms", ps.transfer_s.mean * 1e3, ms_.transfer_s.mean * 1e3, std::nullopt,
+                  "waiting for and crossing the link"});
+  rows.push_back({"split first_decode_ms mean", "ms", ps.first_decode_s.mean * 1e3, ms_.first_decode_s.mean * 1e3,
+                  std::nullopt, "waiting for and running the first decode step"});
+  rows.push_back({"split ttft_ms mean", "ms", pd.split_served.ttft_s.mean * 1e3, m.split_served.ttft_s.mean * 1e3,
+                  std::nullopt, "the four parts above"});
+  rows.push_back({"split tpot_ms median", "ms", pd.split_served.tpot_s.p50 * 1e3, m.split_served.tpot_s.p50 * 1e3,
+                  std::nullopt, ""});
+  rows.push_back({"split e2el_ms mean", "ms", pd.split_served.e2el_s.mean * 1e3, m.split_served.e2el_s.mean * 1e3,
+                  std::nullopt, fmt::format("{} prefill + {} decode workers", pd.prefill_workers, pd.decode_workers)});
+  const uint64_t servers = pd.prefill_workers + pd.decode_workers;
+  rows.push_back({"colocated ttft_ms mean", "ms", pd.colocated.ttft_s.mean * 1e3, m.colocated.ttft_s.mean * 1e3,
+                  std::nullopt, fmt::format("{} servers, request i on server i mod {}", servers, servers)});
+  rows.push_back({"colocated tpot_ms median", "ms", pd.colocated.tpot_s.p50 * 1e3, m.colocated.tpot_s.p50 * 1e3,
+                  std::nullopt, ""});
+  rows.push_back({"colocated e2el_ms mean", "ms", pd.colocated.e2el_s.mean * 1e3, m.colocated.e2el_s.mean * 1e3,
+                  std::nullopt, ""});
+  const auto ratio = [](const ServedSummary& split, const ServedSummary& colocated) {
+    return colocated.e2el_s.mean > 0 ? split.e2el_s.mean / colocated.e2el_s.mean : 0.0;
+  };
+  Row choice{"split / colocated e2el", "", ratio(pd.split_served, pd.colocated), ratio(m.split_served, m.colocated),
+             std::nullopt,
+             fmt::format("below 1 the split pays: predicted {}, measured {}", pd_choice_name(pd.choice),
+                         pd_choice_name(m.choice))};
+  choice.rule = pd.choice == m.choice;
+  choice.rule_name = "same choice";
+  rows.push_back(choice);
+  rows.push_back({"rejected", "", d(pd.split.rejected), d(m.split.rejected), std::nullopt, "the split's decode pool"});
+  return rows;
+}
+
 // One measurement: the plan resolved (on a probed profile with --probe), executed, predicted and
 // compared row by row.
 struct Measurement {
@@ -351,6 +439,10 @@ struct Measurement {
   std::optional<SpecComparison> spec;
   std::vector<Row> rows;
   bool rate_solved = false;  // the load's rate solved for its load.in_system
+  // A plan with a pd section: the split and the colocated servers instead of `run`.
+  std::optional<runtime::PdRunResult> pd_run;
+  std::optional<runtime::MeasuredPd> pd_measured;
+  bool interrupted() const { return pd_run ? pd_run->interrupted : run.interrupted; }
 };
 
 // With --probe the profile is measured moments before the run, so both see the same machine; on
@@ -361,7 +453,10 @@ class Prober {
   Prober(const ReportArgs& a, const Plan& plan) : a_(a), copy_(offload_probe_copy(plan)), options_(a.runtime) {
     // The probe's compute rates at the run's compute threads (one fewer with offload: the copy
     // thread's core); its copy thread runs beside their products, a group at a time, as offload's does.
-    options_.threads = runtime::compute_threads(plan, a.runtime.threads);
+    // (a disaggregated server's workers each with their share).
+    options_.threads = plan.pd ? runtime::pd_worker_threads(plan, a.runtime.threads)
+                               : runtime::compute_threads(plan, a.runtime.threads);
+    if (plan.pd) workers_ = plan.pd->prefill_workers + plan.pd->decode_workers;
   }
   bool twice() const { return a_.probe && a_.runtime.backend == "cpu"; }
   // The plan on the profile probed now (the plan unchanged without --probe).
@@ -369,7 +464,7 @@ class Prober {
     if (a_.probe) {
       plan.hw = "inline";
       if (twice()) {
-        before_ = probe_on(options_, a_.quick_probe, copy_);
+        before_ = probe_cpu_workers();
         plan.hw_inline = runtime::probe_profile_json(*before_, "cpu-probed");
       } else {
         plan.hw_inline = probe_profile(options_, a_.quick_probe, copy_, "cuda-probed");
@@ -386,12 +481,39 @@ class Prober {
   // On the CPU: the plan on the mean of the probes before and after the run.
   std::optional<ResolvedPlan> after(Plan& plan) {
     if (!twice()) return std::nullopt;
-    const runtime::ProbeResult later = probe_on(options_, a_.quick_probe, copy_);
+    const runtime::ProbeResult later = probe_cpu_workers();
     plan.hw_inline = runtime::probe_profile_json(runtime::average_probes(*before_, later), "cpu-probed");
     return resolved(plan);
   }
 
  private:
+  // The CPU probed as one worker sees it: with a disaggregated server's workers, as many probes
+  // at once (each worker's share of the threads), their rates averaged: the memory bandwidth and
+  // cores the workers share while they all run, not an idle machine's.
+  runtime::ProbeResult probe_cpu_workers() const {
+    if (workers_ == 1) return probe_on(options_, a_.quick_probe, copy_);
+    std::vector<std::optional<runtime::ProbeResult>> probes(workers_);
+    std::vector<std::exception_ptr> errors(workers_);
+    std::vector<std::thread> threads;
+    for (uint64_t w = 0; w < workers_; ++w)
+      threads.emplace_back([&, w] {
+        RuntimeOptions o = options_;
+        o.quiet = o.quiet || w > 0;  // one progress line
+        try {
+          probes[w] = probe_on(o, a_.quick_probe, copy_);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    runtime::ProbeResult mean = *probes[0];
+    for (uint64_t w = 1; w < workers_; ++w)  // a running mean: probe w weighs as much as each before it
+      mean = runtime::average_probes(mean, *probes[w], 1.0 / static_cast<double>(w + 1));
+    return mean;
+  }
+  uint64_t workers_ = 1;
   // A plan that names an engine runs that engine's scheduling policy on infer-plan's runtime: with a
   // profile of its own (a probe's, calibrate's), the step model stays the profile's, not the
   // engine's published runs' (whose overheads the runtime does not have).
@@ -414,7 +536,21 @@ class Prober {
 
 // The serving run, and with a speculative section the sweep over block lengths; then the rows.
 // solve_rate: the plan's load gives load.in_system for its rate (set in `plan` by each call).
+// A plan with a pd section: the split and the colocated servers, then the rows.
+Measurement measure_pd(const ReportArgs& a, Plan& plan, Prober& prober) {
+  Measurement m;
+  m.rp = prober.before(plan);
+  m.pd_run = execute_pd_plan(m.rp, a.runtime);
+  m.pd_measured = runtime::measured_pd(*m.pd_run);
+  if (m.pd_run->interrupted) return m;
+  if (std::optional<ResolvedPlan> later = prober.after(plan)) m.rp = std::move(*later);
+  m.predicted = predict(m.rp);
+  m.rows = pd_rows(m.rp, m.predicted, *m.pd_run, *m.pd_measured);
+  return m;
+}
+
 Measurement measure(const ReportArgs& a, Plan& plan, Prober& prober, bool solve_rate) {
+  if (plan.pd) return measure_pd(a, plan, prober);
   Measurement m;
   m.rp = prober.before(plan);
   // A load given by what it keeps in the system: the rate that does it on the profile just probed
@@ -488,7 +624,10 @@ std::string report_header(const Plan& plan, const Measurement& m) {
                         m.rate_solved ? fmt::format(" (solved for {:g} in the system)", *plan.load->in_system) : "")
           : ", closed batch",
       // The CPU's compute threads; on the GPU the host's threads only write the weights.
-      m.run.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.run.threads, "thread")) : m.run.backend, m.rp.hw.name,
+      m.pd_run ? fmt::format("{} ({} prefill + {} decode workers of {} over {} x {:g}; as many colocated servers)",
+                             m.pd_run->backend, plan.pd->prefill_workers, plan.pd->decode_workers,
+                             count_of(m.pd_run->threads_per_worker, "thread"), plan.pd->link, plan.pd->link_scale)
+      : m.run.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.run.threads, "thread")) : m.run.backend, m.rp.hw.name,
       m.rp.roofline->rates().memory_source);
 }
 
@@ -498,7 +637,9 @@ Json report_json(const Plan& plan, const Measurement& m, const Verdict& v) {
       std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.speed_independent() || r.holds(); });
   Json j{{"plan", m.rp.spec.name}, {"holds", v.holds}, {"holds_speed_independent", exact_hold},
          {"retried", v.retried},   {"rows", Json::array()},
-         {"measured", runtime::measured_json(m.measured)}, {"predicted", prediction_figures(m.predicted)}};
+         {"measured", m.pd_run ? Json{{"pd", runtime::measured_pd_json(*m.pd_run, *m.pd_measured)}}
+                               : runtime::measured_json(m.measured)},
+         {"predicted", prediction_figures(m.predicted)}};
   for (const Row& r : rows) {
     Json row{{"figure", r.figure}, {"unit", r.unit}, {"predicted", r.predicted}, {"measured", r.measured},
              {"error", std::isfinite(r.error()) ? Json(r.error()) : Json(nullptr)},
@@ -512,7 +653,7 @@ Json report_json(const Plan& plan, const Measurement& m, const Verdict& v) {
     j["rows"].push_back(row);
   }
   if (m.spec) j["speculative"] = spec_comparison_json(*m.spec);
-  if (!plan.offload) j["decode_steps"] = decode_steps_json(plan, m.run);  // `calibrate` reads these
+  if (!plan.offload && !m.pd_run) j["decode_steps"] = decode_steps_json(plan, m.run);  // `calibrate` reads these
   return j;
 }
 
@@ -523,6 +664,22 @@ void print_text(const std::string& header, const Measurement& m, const Verdict& 
                m.spec->sweep.draft, m.spec->sweep.temperature, m.spec->sweep.output_tokens, m.spec->sweep.repeats,
                spec_sweep_table(*m.spec, false));
   fmt::print("\n{}{}\n", v.line, v.retried ? " (after one rerun)" : "");
+}
+
+// The TTFT in parts, predicted beside measured: the split's queue, prefill, transfer and first
+// decode step, its TTFT, and the colocated servers' TTFT.
+void write_pd_svg(const std::string& dir, const Measurement& m) {
+  const PdPrediction& p = *m.predicted.pd;
+  const runtime::MeasuredPd& r = *m.pd_measured;
+  const std::vector<BarGroup> bars{
+      {"queue", "ms", p.split.queue_s.mean * 1e3, r.split.queue_s.mean * 1e3},
+      {"prefill", "ms", p.split.prefill_s.mean * 1e3, r.split.prefill_s.mean * 1e3},
+      {"transfer", "ms", p.split.transfer_s.mean * 1e3, r.split.transfer_s.mean * 1e3},
+      {"first decode", "ms", p.split.first_decode_s.mean * 1e3, r.split.first_decode_s.mean * 1e3},
+      {"split TTFT", "ms", p.split_served.ttft_s.mean * 1e3, r.split_served.ttft_s.mean * 1e3},
+      {"colocated TTFT", "ms", p.colocated.ttft_s.mean * 1e3, r.colocated.ttft_s.mean * 1e3}};
+  write_text_file(dir + "/ttft_split.svg",
+                  svg_predicted_vs_measured(m.rp.spec.name + ": mean TTFT in parts, split and colocated", bars), "--svg");
 }
 
 void write_markdown(const std::string& path, const std::string& header, const Measurement& m, const Verdict& v) {
@@ -547,7 +704,12 @@ void run(const ReportArgs& a) {
   Prober prober(a, plan);
   const bool solve_rate = plan.load && !plan.load->rate_per_s && plan.load->in_system && plan.load->simulate;
   Measurement m = measure(a, plan, prober, solve_rate);
-  if (m.run.interrupted) {
+  if (m.interrupted()) {
+    if (m.pd_run) {
+      fmt::print(stderr, "report: interrupted; the figures measured so far:\n");
+      print_json(runtime::measured_pd_json(*m.pd_run, *m.pd_measured));
+      throw ExitCode{runtime::kInterruptedExitCode};
+    }
     fmt::print(stderr, "report: interrupted; {} requests ended, {} did not; the figures measured so far:\n",
                m.run.requests.size(), m.run.unfinished);
     print_json(runtime::measured_json(m.measured));
@@ -585,7 +747,9 @@ void run(const ReportArgs& a) {
       md << "\n## Quality\n\n```\n" << quality_text(*quality) << "```\n";
     }
   }
-  if (!a.svg_dir.empty()) {
+  if (!a.svg_dir.empty() && m.pd_run) {
+    write_pd_svg(a.svg_dir, m);
+  } else if (!a.svg_dir.empty()) {
     write_svgs(a.svg_dir, m.rows, m.rp, m.run, m.measured);
     if (m.spec)
       write_text_file(a.svg_dir + "/spec_ms_per_token.svg",

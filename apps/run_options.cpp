@@ -55,6 +55,12 @@ runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& op
       std::move(base));
 }
 
+runtime::PdRunResult execute_pd_plan(const ResolvedPlan& rp, const RuntimeOptions& options) {
+  return with_backend(options, [&](runtime::Backend& b, const runtime::RunOptions& ro) {
+    return runtime::run_pd_plan(rp, b, ro);
+  });
+}
+
 runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
                                                    uint64_t repeats) {
   return with_backend(options, [&](runtime::Backend& b, const runtime::RunOptions& ro) {

@@ -9,6 +9,7 @@
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/probe.hpp"
+#include "runtime/pd_server.hpp"
 #include "runtime/server.hpp"
 #include "runtime/speculative_sweep.hpp"
 
@@ -25,6 +26,8 @@ struct RuntimeOptions {
 // Runs the plan on the chosen backend. Progress goes to stderr when it is a terminal (and not
 // --quiet). `base` brings what the command adds (a prompt, sampling, emitted tokens).
 runtime::RunResult execute_plan(const ResolvedPlan& rp, const RuntimeOptions& options, runtime::RunOptions base = {});
+// A plan with a pd section: its split and the colocated servers (runtime/pd_server).
+runtime::PdRunResult execute_pd_plan(const ResolvedPlan& rp, const RuntimeOptions& options);
 // The plan's speculative section measured over block lengths (runtime/speculative_sweep.hpp).
 runtime::SpecSweepResult execute_speculative_sweep(const ResolvedPlan& rp, const RuntimeOptions& options,
                                                    uint64_t repeats);

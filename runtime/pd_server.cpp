@@ -407,9 +407,12 @@ MeasuredPd measured_pd(const PdRunResult& r) {
 }
 
 Json measured_pd_json(const PdRunResult& r, const MeasuredPd& m) {
-  std::vector<double> prefill_ms, decode_ms;
+  std::vector<double> prefill_ms, decode_ms, colocated_prefill_ms, colocated_decode_ms;
   for (const StepRecord& s : r.prefill_steps) prefill_ms.push_back((s.end_s - s.start_s) * 1e3);
   for (const StepRecord& s : r.decode_steps) decode_ms.push_back((s.end_s - s.start_s) * 1e3);
+  for (const RunResult& run : r.colocated)
+    for (const StepRecord& s : run.steps)
+      (s.prefill ? colocated_prefill_ms : colocated_decode_ms).push_back((s.end_s - s.start_s) * 1e3);
   return Json{{"backend", r.backend},
               {"threads_per_worker", r.threads_per_worker},
               {"link", r.link},
@@ -419,6 +422,8 @@ Json measured_pd_json(const PdRunResult& r, const MeasuredPd& m) {
               {"kv_transfer_ms", m.split.link_s.mean * 1e3},
               {"prefill_pass_ms", distribution_figures(summarize(prefill_ms))},
               {"decode_step_ms", distribution_figures(summarize(decode_ms))},
+              {"colocated_prefill_pass_ms", distribution_figures(summarize(colocated_prefill_ms))},
+              {"colocated_decode_step_ms", distribution_figures(summarize(colocated_decode_ms))},
               {"split", pd_split_figures(m.split, m.split_served)},
               {"colocated", served_figures(m.colocated)},
               {"choice", pd_choice_name(m.choice)},
