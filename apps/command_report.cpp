@@ -356,8 +356,9 @@ std::vector<Row> pd_rows(const ResolvedPlan& rp, const Prediction& p, const runt
                       ? fmt::format("one request's pages as the link copied them ({} requests alike)", m.split.completed)
                       : fmt::format("the largest request's pages; the smallest {} B", m.kv_transfer_bytes_min)});
   rows.push_back({"kv_transfer_ms mean", "ms", pd.kv_transfer_s * 1e3, m.split.link_s.mean * 1e3, kPdTransferBound,
-                  fmt::format("bytes / {} x {:g} ({}) vs the link's crossings", pd.link, rp.plan.pd->link_scale,
-                              format_rate(pd.link_bytes_per_s))});
+                  fmt::format("bytes / {} x {:g} ({}) vs the link's time carrying a request{}", pd.link,
+                              rp.plan.pd->link_scale, format_rate(pd.link_bytes_per_s),
+                              pd.stream ? fmt::format(" (streamed: {} layers' pieces)", rp.spec.layers) : "")});
   // Each worker's passes against the step model the prediction runs on.
   const Roofline& rl = *rp.roofline;
   std::vector<double> pred_prefill, meas_prefill, pred_decode, meas_decode;
@@ -624,9 +625,10 @@ std::string report_header(const Plan& plan, const Measurement& m) {
                         m.rate_solved ? fmt::format(" (solved for {:g} in the system)", *plan.load->in_system) : "")
           : ", closed batch",
       // The CPU's compute threads; on the GPU the host's threads only write the weights.
-      m.pd_run ? fmt::format("{} ({} prefill + {} decode workers of {} over {} x {:g}; as many colocated servers)",
+      m.pd_run ? fmt::format("{} ({} prefill + {} decode workers of {} over {} x {:g}{}; as many colocated servers)",
                              m.pd_run->backend, plan.pd->prefill_workers, plan.pd->decode_workers,
-                             count_of(m.pd_run->threads_per_worker, "thread"), plan.pd->link, plan.pd->link_scale)
+                             count_of(m.pd_run->threads_per_worker, "thread"), plan.pd->link, plan.pd->link_scale,
+                             plan.pd->stream ? ", streamed layer by layer" : "")
       : m.run.backend == "cpu" ? fmt::format("cpu ({})", count_of(m.run.threads, "thread")) : m.run.backend, m.rp.hw.name,
       m.rp.roofline->rates().memory_source);
 }

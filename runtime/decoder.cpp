@@ -100,6 +100,7 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.attn_norm->floats(), H, eps, &xn_[i * H]);
     if (spec_.is_mla()) mla_attention_layer(L, l, chunks);
     else attention_layer(L, l, chunks);
+    if (layer_written_) layer_written_(l);
     if (group && part == OffloadPart::attn) prefetcher_->release(*group);
     if (group && part == OffloadPart::ffn) acquire();
     for (uint64_t i = 0; i < tokens; ++i) kernels::rmsnorm(&x_[i * H], L.ffn_norm->floats(), H, eps, &xn_[i * H]);

@@ -4,6 +4,7 @@
 // picks by backend, so run, report and the speculative sweep are the same code on both.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -54,6 +55,13 @@ class ForwardPass {
   virtual void forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens);
   virtual uint64_t layers() const = 0;  // blocks run before the head (a draft runs the first few)
   virtual const ModelSpec& spec() const = 0;
+  // Called during a pass, on its thread, as soon as layer `layer` has written the pass's K and V
+  // rows (what a disaggregated prefill streams). The CPU decoder calls it; the CUDA decoder does
+  // not (the disaggregated server runs on the CPU).
+  void on_layer_written(std::function<void(uint64_t layer)> hook) { layer_written_ = std::move(hook); }
+
+ protected:
+  std::function<void(uint64_t)> layer_written_;
 
  private:
   std::vector<std::vector<float>> argmax_logits_;  // forward_argmax's, reused across passes

@@ -121,6 +121,20 @@ void PagedKvCache::export_pages(SequenceId seq, uint64_t tokens, std::vector<uin
   for (uint64_t i = 0; i < n; ++i) std::memcpy(out.data() + at + i * page_bytes_, base() + pages[i] * page_bytes_, page_bytes_);
 }
 
+void PagedKvCache::export_layer(SequenceId seq, uint64_t layer, uint64_t first, uint64_t pages,
+                                std::vector<uint8_t>& out) const {
+  if (window_layers_) throw std::logic_error("PagedKvCache: a cache with window layers exports no pages");
+  if (!backend_.host_addressable(MemoryCategory::kv_cache))
+    throw std::logic_error("PagedKvCache: pages are exported from a host-addressable cache only");
+  const std::vector<uint64_t>& held = owned_.at(seq);
+  if (first + pages > held.size()) throw std::logic_error("PagedKvCache: export of pages the sequence does not hold");
+  const size_t at = out.size();
+  out.resize(at + pages * layer_stride_);
+  for (uint64_t i = 0; i < pages; ++i)
+    std::memcpy(out.data() + at + i * layer_stride_, base() + held[first + i] * page_bytes_ + layer_offset(layer),
+                layer_stride_);
+}
+
 void PagedKvCache::import_pages(SequenceId seq, std::span<const uint8_t> bytes) {
   if (window_layers_) throw std::logic_error("PagedKvCache: a cache with window layers imports no pages");
   if (bytes.size() % page_bytes_) throw std::logic_error("PagedKvCache: import of a part of a page");

@@ -61,6 +61,11 @@ class PagedKvCache {
   // as many). Models with window layers (a ring per sequence) are not exported.
   void export_pages(SequenceId seq, uint64_t tokens, std::vector<uint8_t>& out) const;
   void import_pages(SequenceId seq, std::span<const uint8_t> bytes);
+  // Layer by layer (a streamed hand-over): layer `layer`'s part of `seq`'s pages [first, first +
+  // pages), appended to `out` page after page, layer_stride() bytes each; within exported pages,
+  // that part of a page begins layer_offset(layer) bytes in.
+  void export_layer(SequenceId seq, uint64_t layer, uint64_t first, uint64_t pages, std::vector<uint8_t>& out) const;
+  uint64_t layer_offset(uint64_t layer) const { return layer_slot_.at(layer) * layer_stride_; }
 
   // The layout a device decoder needs (runtime/cuda_decoder): page p's layer l holds its K rows
   // at base + p * page_bytes + l * layer_stride, then its V rows k_rows_bytes() later.

@@ -43,10 +43,14 @@ struct Worker {
   std::vector<StepRecord> steps;
 };
 
-// A request's pages, and where they are.
+// A request's pages: all of them, or streamed, one layer's part of some of them.
+inline constexpr uint64_t kAllLayers = ~uint64_t{0};
 struct Message {
   uint32_t id = 0;
   std::vector<uint8_t> bytes;
+  uint64_t layer = kAllLayers;  // a layer: its part of pages [first_page, ...), page after page
+  uint64_t first_page = 0;
+  bool last = true;             // the request's last piece
 };
 
 // A queue between two threads; closed when its producer is done.
@@ -158,6 +162,7 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
   std::mutex next_mutex;
   size_t next = 0;  // the next prompt, in arrival order
   std::atomic<uint64_t> prefills_left{admitted};
+  const bool stream = plan.pd->stream;
   std::mutex on_token_mutex;
   Crew crew(backend, backend.now_ns());
   std::vector<PdRequestTimes>& times = result.split.requests;
@@ -178,27 +183,40 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
       t.prefill_start_s = crew.now_s();
       const uint64_t prompt = arrivals[id].prompt_tokens;
       if (!w.cache.reserve(id, prompt)) throw std::logic_error("pd: a prefill worker's cache refused a prompt");
+      std::vector<uint64_t> sent(rp.spec.layers, 0);  // streamed: each layer's pages sent so far
       for (uint64_t done = 0; done < prompt; done += options.prefill_chunk) {
-        const uint64_t tokens_now = std::min(options.prefill_chunk, prompt - done);
+        const uint64_t tokens_now = std::min(options.prefill_chunk, prompt - done), end = done + tokens_now;
+        if (stream)  // each layer's whole pages as soon as the layer has written them
+          w.pass->on_layer_written([&, id, end](uint64_t layer) {
+            const uint64_t upto = end == prompt ? PagedKvCache::pages_for(prompt) : end / kKvPageTokens;
+            if (upto <= sent[layer]) return;
+            Message piece{static_cast<uint32_t>(id), {}, layer, sent[layer], end == prompt && layer + 1 == rp.spec.layers};
+            w.cache.export_layer(id, layer, sent[layer], upto - sent[layer], piece.bytes);
+            sent[layer] = upto;
+            to_link.push(std::move(piece));
+          });
         const SequenceChunk chunk{id, std::span<const uint32_t>(tokens[id].data() + done, tokens_now), done};
         const double step0 = crew.now_s();
         w.pass->forward_argmax(std::span<const SequenceChunk>(&chunk, 1), picked);
         backend.synchronize();
-        w.steps.push_back({true, 1, tokens_now, done + tokens_now, tokens_now, 0, step0, crew.now_s()});
+        w.steps.push_back({true, 1, tokens_now, end, tokens_now, 0, step0, crew.now_s()});
       }
+      w.pass->on_layer_written(nullptr);
       Message m{static_cast<uint32_t>(id), {}};
-      w.cache.export_pages(id, prompt, m.bytes);
+      if (!stream) w.cache.export_pages(id, prompt, m.bytes);
       w.cache.release(id);
-      t.prefill_end_s = crew.now_s();
-      to_link.push(std::move(m));
+      t.prefill_end_s = crew.now_s();  // then the pages leave, whole (streamed, they have left)
+      if (!stream) to_link.push(std::move(m));
       if (--prefills_left == 0) to_link.close();
       if (interrupt_requested()) crew.stop(all);
     }
   };
 
   const double bytes_per_s = result.link_bytes_per_s;
+  const PagedKvCache& layout = prefill.front()->cache;  // every worker's pages are laid out alike
   const auto link = [&]() {
     size_t landed = 0;
+    std::map<uint32_t, Message> receiving;  // requests part-way over the link, as whole pages
     for (;;) {
       Message m;
       {
@@ -209,18 +227,34 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
         to_link.items.pop_front();
       }
       PdRequestTimes& t = times[m.id];
-      t.transfer_start_s = crew.now_s();
-      Message received{m.id, std::vector<uint8_t>(m.bytes.size())};
+      const double start = crew.now_s();
+      Message& received = receiving[m.id];
+      if (received.bytes.empty()) {
+        received.id = m.id;
+        received.bytes.resize(PagedKvCache::pages_for(arrivals[m.id].prompt_tokens) * layout.page_bytes());
+        t.transfer_start_s = start;
+        t.link_s = 0;
+      }
+      // Copied a piece at a time (a layer's part of one page when streamed), each when the
+      // link's pace allows.
+      const bool whole = m.layer == kAllLayers;
+      const uint64_t piece = whole ? kLinkChunkBytes : layout.layer_stride();
       uint64_t copied = 0;
       while (copied < m.bytes.size()) {
-        const size_t piece = std::min(kLinkChunkBytes, m.bytes.size() - copied);
-        std::memcpy(received.bytes.data() + copied, m.bytes.data() + copied, piece);
-        copied += piece;
-        crew.sleep_until(t.transfer_start_s + static_cast<double>(copied) / bytes_per_s);
+        const uint64_t length = std::min<uint64_t>(piece, m.bytes.size() - copied);
+        const uint64_t to = whole ? copied
+                                  : (m.first_page + copied / piece) * layout.page_bytes() + layout.layer_offset(m.layer);
+        if (to + length > received.bytes.size()) throw std::logic_error("pd: a piece beyond the request's pages");
+        std::memcpy(received.bytes.data() + to, m.bytes.data() + copied, length);
+        copied += length;
+        crew.sleep_until(start + static_cast<double>(copied) / bytes_per_s);
       }
+      t.link_s += crew.now_s() - start;
+      result.kv_transfer_bytes[m.id] += copied;
+      if (!m.last) continue;
       t.transfer_end_s = crew.now_s();
-      result.kv_transfer_bytes[m.id] = copied;
       inboxes[landed++ % inboxes.size()].push(std::move(received));
+      receiving.erase(m.id);
     }
     for (Mailbox& m : inboxes) m.close();
   };

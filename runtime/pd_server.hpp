@@ -7,7 +7,8 @@
 //   (in passes of RunOptions::prefill_chunk tokens), copies its KV pages out and frees them;
 // - one link carries each request's pages, one transfer at a time in the order the prefills end,
 //   copying them in chunks paced to the plan's link (its bandwidth times pd.link_scale); the bytes
-//   copied are counted;
+//   copied are counted. With pd.stream each layer's whole pages leave as soon as the layer has
+//   written them, so the transfer overlaps the prefill;
 // - the landed requests go to the decode workers in turn; each worker's DecodePool admits them
 //   (their pages written into its cache) and decodes its batch a token a step. The prompt's last
 //   position is computed again there and gives the first token.

@@ -238,6 +238,7 @@ Json pd_figures(const PdPrediction& p) {
               {"link_bytes_per_s", p.link_bytes_per_s},
               {"prefill_workers", p.prefill_workers},
               {"decode_workers", p.decode_workers},
+              {"stream", p.stream},
               {"kv_transfer_bytes", p.kv_transfer_bytes},
               {"kv_transfer_ms", p.kv_transfer_s * 1e3},
               {"split", pd_split_figures(p.split, p.split_served)},

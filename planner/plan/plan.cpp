@@ -97,7 +97,7 @@ Json plan_to_json(const Plan& plan) {
   }
   if (plan.pd)
     j["pd"] = Json{{"prefill_workers", plan.pd->prefill_workers}, {"decode_workers", plan.pd->decode_workers},
-                   {"link", plan.pd->link}, {"link_scale", plan.pd->link_scale}};
+                   {"link", plan.pd->link}, {"link_scale", plan.pd->link_scale}, {"stream", plan.pd->stream}};
   return j;
 }
 
@@ -298,12 +298,13 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   if (j.contains("pd") && !j.at("pd").is_null()) {
     const std::string pw = where + ": pd";
     const Json& o = require_object(j, "pd", where);
-    check_known_fields(o, {"prefill_workers", "decode_workers", "link", "link_scale"}, pw);
+    check_known_fields(o, {"prefill_workers", "decode_workers", "link", "link_scale", "stream"}, pw);
     PdPlan pd;
     pd.prefill_workers = optional_uint(o, "prefill_workers", pw).value_or(pd.prefill_workers);
     pd.decode_workers = optional_uint(o, "decode_workers", pw).value_or(pd.decode_workers);
     pd.link = optional_string(o, "link", pw).value_or(pd.link);
     pd.link_scale = optional_number(o, "link_scale", pw).value_or(pd.link_scale);
+    pd.stream = optional_bool(o, "stream", pw).value_or(false);
     p.pd = pd;
   }
   validate_plan(p, where);

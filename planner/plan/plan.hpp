@@ -60,6 +60,7 @@ struct PdPlan {
   uint64_t decode_workers = 1;
   std::string link = "25gbe";  // a built-in link name or a link JSON path (hwprofiles/links)
   double link_scale = 1.0;     // the link's bandwidth times this: a CPU's slower steps want a slower link
+  bool stream = false;         // the KV crosses layer by layer as the prefill makes it, not after it
 };
 
 struct Plan {

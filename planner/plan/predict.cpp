@@ -576,6 +576,7 @@ PdServerModel plan_pd_server(const ResolvedPlan& rp) {
   };
   model.prefill_workers = plan.pd->prefill_workers;
   model.decode_workers = plan.pd->decode_workers;
+  if (plan.pd->stream) model.stream_pieces = rp.spec.layers;  // a layer at a time
   return model;
 }
 
@@ -594,6 +595,7 @@ PdPrediction pd_prediction(const ResolvedPlan& rp) {
   p.kv_transfer_s = model.transfer_s(plan.context - plan.output);
   p.prefill_workers = model.prefill_workers;
   p.decode_workers = model.decode_workers;
+  p.stream = plan.pd->stream;
   p.split = simulate_pd_serving(model, requests);
   p.split_served = summarize_served(p.split, requests);
   p.colocated = simulate_colocated(rp.server, load, requests, model.prefill_workers + model.decode_workers);

@@ -130,6 +130,7 @@ struct PdPrediction {
   uint64_t kv_transfer_bytes = 0;   // one request's KV (every prompt is context - output tokens)
   double kv_transfer_s = 0;         // that over the idle link
   uint64_t prefill_workers = 0, decode_workers = 0;
+  bool stream = false;              // layer by layer, overlapping the prefill
   PdServingResult split;
   ServedSummary split_served, colocated;
   PdChoice choice = PdChoice::colocate;

@@ -95,12 +95,45 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
     return result.requests[a].prefill_end_s < result.requests[b].prefill_end_s;
   });
   double link_free = 0;
-  for (const uint32_t id : order) {
-    PdRequestTimes& t = result.requests[id];
-    t.transfer_start_s = std::max(t.prefill_end_s, link_free);
-    t.transfer_end_s = t.transfer_start_s + checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s",
-                                                    requests[id].prompt_tokens);
-    link_free = t.transfer_end_s;
+  if (model.stream_pieces <= 1) {
+    for (const uint32_t id : order) {
+      PdRequestTimes& t = result.requests[id];
+      t.transfer_start_s = std::max(t.prefill_end_s, link_free);
+      t.transfer_end_s = t.transfer_start_s + checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s",
+                                                      requests[id].prompt_tokens);
+      link_free = t.transfer_end_s;
+    }
+  } else {  // every request's pieces, in the order they are ready
+    struct Piece {
+      double ready_s, seconds;
+      uint32_t id;
+      uint64_t index;
+    };
+    const uint64_t n = model.stream_pieces;
+    std::vector<Piece> pieces;
+    for (const uint32_t id : admitted) {
+      const PdRequestTimes& t = result.requests[id];
+      const double whole = checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s", requests[id].prompt_tokens);
+      for (uint64_t k = 0; k < n; ++k)
+        pieces.push_back({t.prefill_start_s + static_cast<double>(k + 1) / static_cast<double>(n) *
+                                                  (t.prefill_end_s - t.prefill_start_s),
+                          whole / static_cast<double>(n), id, k});
+    }
+    std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.ready_s < b.ready_s; });
+    for (const Piece& p : pieces) {
+      PdRequestTimes& t = result.requests[p.id];
+      const double start = std::max(p.ready_s, link_free);
+      link_free = start + p.seconds;
+      if (p.index == 0) {
+        t.transfer_start_s = start;
+        t.link_s = 0;
+      }
+      t.link_s += p.seconds;
+      if (p.index + 1 == n) t.transfer_end_s = link_free;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {  // in the order they land
+      return result.requests[a].transfer_end_s < result.requests[b].transfer_end_s;
+    });
   }
   // Decode pool: landed requests to the workers in turn; each worker steps on its own clock.
   std::vector<std::vector<uint32_t>> handed(model.decode_workers);
@@ -148,7 +181,7 @@ void summarize_pd(PdServingResult& result, const std::vector<ServingRequest>& re
     queue.push_back(t.prefill_start_s - t.arrival_s);
     prefill.push_back(t.prefill_end_s - t.prefill_start_s);
     transfer.push_back(t.transfer_end_s - t.prefill_end_s);
-    link.push_back(t.transfer_end_s - t.transfer_start_s);
+    link.push_back(t.link_s >= 0 ? t.link_s : t.transfer_end_s - t.transfer_start_s);
     first_decode.push_back(t.first_token_s - t.transfer_end_s);
     e2el.push_back(t.finish_s - t.arrival_s);
     if (requests[i].output_tokens > 1)

@@ -4,7 +4,8 @@
 // - Prefill pool: `prefill_workers` workers take the prompts in arrival order (one shared FCFS
 //   queue); a worker prefills one prompt at a time, prefill_s of its tokens.
 // - Link: each prefilled request's KV (the prompt's cache as the decode side holds it) crosses one
-//   link, in the order the prefills end, one transfer at a time: transfer_s of the request.
+//   link, in the order the prefills end, one transfer at a time: transfer_s of the request. Or
+//   streamed as the prefill makes it (stream_pieces), the transfer overlapping the prefill.
 // - Decode pool: `decode_workers` workers; the requests whose KV has landed are handed to them in
 //   turn (round-robin in landing order). A worker is the scheduler's decode server (DecodePool):
 //   FCFS, a request admitted when a batch slot is free and its whole KV (prompt + output, whole
@@ -70,12 +71,17 @@ struct PdServerModel {
   // over the link's bandwidth).
   std::function<double(uint64_t prompt_tokens)> transfer_s;
   uint64_t prefill_workers = 1, decode_workers = 1;
+  // 1: a request's KV crosses whole once its prefill ends. N > 1: streamed as the prefill makes
+  // it, in N equal pieces (a layer each), the k-th ready at k/N of the prefill; the link takes the
+  // pieces of all requests in the order they are ready, one at a time.
+  uint64_t stream_pieces = 1;
 };
 
 // One request's course through the pools, from t = 0 (all -1 when it was rejected).
 struct PdRequestTimes {
   double arrival_s = 0, prefill_start_s = -1, prefill_end_s = -1, transfer_start_s = -1, transfer_end_s = -1;
   double first_token_s = -1, finish_s = -1;
+  double link_s = -1;    // the link's time carrying it (streamed: its pieces'); -1: transfer end - start
   std::string rejected;  // "exceeds_kv_capacity" (the decode worker's pool), else empty
 };
 
@@ -84,7 +90,7 @@ struct PdServingResult {
   // TTFT and its parts, over the completed requests: waiting for a prefill worker, the prefill,
   // waiting for and crossing the link, waiting for and running the first decode step.
   Distribution ttft_s, queue_s, prefill_s, transfer_s, first_decode_s, tpot_s;
-  Distribution link_s;  // the crossing alone (transfer end - transfer start)
+  Distribution link_s;  // the link's time carrying a request (PdRequestTimes::link_s)
   Distribution e2el_s;  // arrival to last token
   uint64_t completed = 0, rejected = 0;
   double span_s = 0;  // t = 0 to the last departure

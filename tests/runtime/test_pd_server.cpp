@@ -111,6 +111,31 @@ TEST_CASE("disaggregated: every request ends; the decode side gives each request
   CHECK(j.at("split").at("completed") == 6u);
 }
 
+TEST_CASE("disaggregated, streamed layer by layer: the same pages and the same tokens") {
+  CpuBackend backend;
+  Plan p = tiny_pd_plan();
+  p.pd->stream = true;
+  const ResolvedPlan rp = resolve_plan(p);
+  std::map<uint64_t, std::vector<uint32_t>> streamed, whole;
+  RunOptions options;
+  options.threads = 2;
+  options.prefill_chunk = 24;  // two passes: the first sends each layer's first page, the second the rest
+  options.on_token = [&](const TokenEvent& e) { streamed[e.request].push_back(e.token); };
+  const PdRunResult r = run_pd_plan(rp, backend, options);
+  const uint64_t bytes = pd_kv_bytes_per_request(rp.spec, rp.plan.kv, 40);
+  for (size_t i = 0; i < r.arrivals.size(); ++i) {
+    CHECK(r.kv_transfer_bytes[i] == bytes);
+    CHECK(r.split.requests[i].link_s >= static_cast<double>(bytes) / r.link_bytes_per_s * (1 - 1e-9));
+  }
+  RunOptions single;
+  single.threads = 1;
+  single.arrivals = r.arrivals;
+  single.on_token = [&](const TokenEvent& e) { whole[e.request].push_back(e.token); };
+  run_plan(rp, backend, single);
+  CHECK(streamed.size() == r.arrivals.size());
+  CHECK(whole == streamed);
+}
+
 TEST_CASE("disaggregated: what the split cannot carry yet is refused, naming it") {
   CpuBackend backend;
   Plan p = tiny_pd_plan();

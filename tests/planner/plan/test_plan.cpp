@@ -296,6 +296,17 @@ TEST_CASE("pd section: workers and a scaled link, compared under the plan's load
   CHECK(f.at("pd").at("kv_transfer_bytes") == pr.pd->kv_transfer_bytes);
   CHECK(f.at("pd").at("choice") == pd_choice_name(pr.pd->choice));
 
+  // Streamed layer by layer: the same bytes on the link, most of them while the prompt prefills.
+  Json streamed = j;
+  streamed["pd"]["stream"] = true;
+  const Plan ps = plan_from_json(streamed, "p.json");
+  CHECK(plan_from_json(plan_to_json(ps), "again").pd->stream);
+  const Prediction prs = predict(resolve_plan(ps));
+  CHECK(prs.pd->stream);
+  CHECK(prs.pd->split.link_s.mean == doctest::Approx(pr.pd->kv_transfer_s));
+  CHECK(prs.pd->split.transfer_s.mean < pr.pd->split.transfer_s.mean);
+  CHECK(prs.pd->split_served.ttft_s.mean < pr.pd->split_served.ttft_s.mean);
+
   Json no_load = j;
   no_load.erase("load");
   CHECK_THROWS_WITH_AS(plan_from_json(no_load, "p.json"), doctest::Contains("load.rate_per_s"), InputError);

@@ -157,3 +157,25 @@ TEST_CASE("colocated servers share the arrivals in turn; the choice goes by mean
   CHECK(pd_choice(s, one) == PdChoice::split);     // against 0.265625
   CHECK(std::string(pd_choice_name(PdChoice::split)) == "split");
 }
+
+TEST_CASE("streamed layer by layer, the transfer overlaps the prefill; the link takes pieces as they are ready") {
+  PdServerModel m = model();
+  m.stream_pieces = 4;  // four layers: a piece of 7.8125 ms ready every 31.25 ms of the prefill
+  const std::vector<ServingRequest> one{{0.0, 100, 3}};
+  const PdServingResult r = simulate_pd_serving(m, one);
+  const PdRequestTimes& t = r.requests[0];
+  CHECK(t.transfer_start_s == 0.03125);     // the first layer's piece, ready at a quarter
+  CHECK(t.transfer_end_s == 0.1328125);     // the last, ready at 0.125, over the link by 0.1328125
+  CHECK(t.link_s == doctest::Approx(kTransfer));  // four pieces, the whole transfer's time on the link
+  CHECK(t.first_token_s == 0.140625);       // instead of 0.1640625 without streaming
+  CHECK(r.link_s.mean == doctest::Approx(kTransfer));
+  // Two prefill workers: both prompts' pieces are ready at the same times; the link alternates
+  // them in arrival order, so the second's last piece leaves at 0.140625.
+  PdServerModel two = model(2, 1);
+  two.stream_pieces = 4;
+  const std::vector<ServingRequest> both{{0.0, 100, 3}, {0.0, 100, 3}};
+  const PdServingResult b = simulate_pd_serving(two, both);
+  CHECK(b.requests[0].transfer_end_s == 0.1328125);
+  CHECK(b.requests[1].transfer_end_s == 0.140625);
+  CHECK(b.requests[1].link_s == doctest::Approx(kTransfer));
+}
