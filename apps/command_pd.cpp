@@ -53,7 +53,7 @@ struct PdArgs {
   bool engine_mixes = false;  // its prompts' chunks share steps with the decodes
   bool prefill_given = false, decode_given = false;
   // --simulate: both servers under the same Poisson load (planner/serving/pd_serving, serving_sim)
-  bool simulate = false;
+  bool simulate = false, stream = false;
   uint64_t num_prompts = 500, seed = 1;
   uint64_t prefill_workers = 1, decode_workers = 1;
   std::optional<PdServingResult> split_run;
@@ -73,7 +73,8 @@ Json simulation_json(const PdArgs& a) {
               {"seed", a.seed},
               {"colocated", mixed},
               {"split",
-               {{"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers}, {"completed", s.completed},
+               {{"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers}, {"stream", a.stream},
+                {"completed", s.completed},
                 {"ttft_ms_p50", to_ms(s.ttft_s.p50)}, {"ttft_ms_p90", to_ms(s.ttft_s.p90)}, {"ttft_ms_mean", to_ms(s.ttft_s.mean)},
                 {"tpot_ms_p50", to_ms(s.tpot_s.p50)}, {"queue_ms_mean", to_ms(s.queue_s.mean)},
                 {"prefill_ms_mean", to_ms(s.prefill_s.mean)}, {"kv_transfer_ms_mean", to_ms(s.transfer_s.mean)},
@@ -92,7 +93,8 @@ void print_simulation(const PdArgs& a, double rate_per_s) {
   else
     t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), "unstable", "-", "-",
                       m.unstable_reason});
-  t.rows.push_back({fmt::format("split, {} prefill + {} decode", a.prefill_workers, a.decode_workers),
+  t.rows.push_back({fmt::format("split, {} prefill + {} decode{}", a.prefill_workers, a.decode_workers,
+                                a.stream ? ", streamed" : ""),
                     ms(s.ttft_s.p50 * 1e3), ms(s.ttft_s.p90 * 1e3), ms(s.tpot_s.p50 * 1e3),
                     fmt::format("queue {} + prefill {} + transfer {} + first decode {}", ms(s.queue_s.mean * 1e3),
                                 ms(s.prefill_s.mean * 1e3), ms(s.transfer_s.mean * 1e3), ms(s.first_decode_s.mean * 1e3))});
@@ -253,6 +255,7 @@ void run(const PdArgs& a) {
                                  "decode fit; without --hw the times are --prefill-ms and --decode-ms)",
                                  a.plan.engine.empty() ? "--tp" : "--engine"));
   in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
+  if (a.stream && !a.simulate) throw InputError("--stream: needs --simulate (it changes when the split's KV crosses)");
   if (a.simulate && (!on_devices || !a.qps))
     throw InputError("--simulate: needs --hw (the roofline times both servers' steps) and --qps (their Poisson load)");
   if (on_devices) {
@@ -302,6 +305,7 @@ void run(const PdArgs& a) {
       };
       model.prefill_workers = args.prefill_workers;
       model.decode_workers = args.decode_workers;
+      if (a.stream) model.stream_pieces = spec.layers;  // a layer at a time
       args.split_run = simulate_pd_serving(model, serving_requests(load));
       ServingLoad share = load;  // each colocated server takes its share of the arrivals
       const uint64_t servers = args.prefill_workers + args.decode_workers;
@@ -426,6 +430,9 @@ void add_pd_command(CLI::App& app) {
                 "With --hw and --qps: run both servers under that Poisson load on the same devices (the colocated "
                 "ones sharing the arrivals, or --gpus divided into prefill and decode; default one of each) and "
                 "print their TTFT and TPOT, the split's TTFT in parts");
+  cmd->add_flag("--stream", args->stream,
+                "With --simulate: the KV crosses layer by layer as the prefill writes it, overlapping the prefill "
+                "(default: whole, once the prefill ends)");
   cmd->add_option("--num-prompts", args->num_prompts, "Requests simulated with --simulate (vLLM bench's name; default 500)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}))
       ->type_name("N");
