@@ -703,6 +703,7 @@ void run(const ReportArgs& a) {
   // with in_system would give the rate by Little's law instead).
   if (plan.load && (plan.load->rate_per_s || (plan.load->in_system && !plan.load->sojourn_s))) plan.load->simulate = true;
   if (plan.speculative) runtime::check_speculative_sweep(resolve_plan(plan), a.spec_repeats);  // before probing
+  if (plan.pd) (void)plan_pd_link(plan);  // a link that does not exist, before probing
   Prober prober(a, plan);
   const bool solve_rate = plan.load && !plan.load->rate_per_s && plan.load->in_system && plan.load->simulate;
   Measurement m = measure(a, plan, prober, solve_rate);

@@ -160,6 +160,11 @@ void run(const RunArgs& a) {
     if (a.plan.ctx.empty()) resolved.context = base.prompt.size() + resolved.output;
     if (!a.plan.requests) resolved.requests = 1;
   }
+  // A split is weighed against colocated servers, which is report's job: run serves one server.
+  if (resolved.pd)
+    throw InputError(fmt::format("run: the plan has a 'pd' section (a disaggregated server); `infer-plan report {}` "
+                                 "runs it beside colocated servers, or leave the section out to run one server",
+                                 a.plan.plan_file.empty() ? std::string("PLAN") : a.plan.plan_file));
   const Plan plan = with_backend_profile(resolved, a.runtime);
   const ResolvedPlan rp = resolve_plan(plan);
   if (plan.speculative) runtime::check_speculative_sweep(rp, a.spec_repeats);  // before minutes of serving

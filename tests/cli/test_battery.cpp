@@ -475,6 +475,10 @@ TEST_CASE("mutated plan files in every command that reads a plan [plans]") {
       {"load", {{"rate_per_s", 2}, {"requests", 1000000000000}}},
       {"load", {{"rate_per_s", 2}, {"max_batch", 0}}},
       {"load", {{"simulate", true}}},
+      {"pd", {{"prefill_workers", 0}}},
+      {"pd", {{"link_scale", -1}}},
+      {"pd", {{"links", "25gbe"}}},
+      {"pd", "split"},
       {"mdoel", "qwen3-8b"},
   };
   std::vector<Case> cases;
