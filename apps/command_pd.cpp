@@ -57,55 +57,62 @@ struct PdArgs {
   uint64_t num_prompts = 500, seed = 1;
   uint64_t prefill_workers = 1, decode_workers = 1;
   std::optional<PdServingResult> split_run;
-  std::optional<ServingResult> mixed_run;
+  std::optional<ServedSummary> split_served, mixed_run;
 };
+
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
 
 // The simulated servers side by side: TTFT and TPOT, and the split's TTFT in parts.
 Json simulation_json(const PdArgs& a) {
   const PdServingResult& s = *a.split_run;
-  const ServingResult& m = *a.mixed_run;
+  const ServedSummary& m = *a.mixed_run;
   const auto to_ms = [](double seconds) { return seconds * 1e3; };
   Json mixed = {{"servers", a.prefill_workers + a.decode_workers}, {"stable", m.stable}, {"completed", m.completed}};
-  if (m.latency)
-    mixed.update({{"ttft_ms_p50", to_ms(m.latency->ttft_s.p50)}, {"ttft_ms_p90", to_ms(m.latency->ttft_s.p90)},
-                  {"ttft_ms_mean", to_ms(m.latency->ttft_s.mean)}, {"tpot_ms_p50", to_ms(m.latency->tpot_s.p50)}});
+  if (m.stable)
+    mixed.update({{"ttft_ms_p50", to_ms(m.ttft_s.p50)}, {"ttft_ms_p90", to_ms(m.ttft_s.p90)},
+                  {"ttft_ms_mean", to_ms(m.ttft_s.mean)}, {"tpot_ms_p50", to_ms(m.tpot_s.p50)},
+                  {"e2el_ms_mean", to_ms(m.e2el_s.mean)}});
   return Json{{"requests", a.num_prompts},
               {"seed", a.seed},
+              {"choice", pd_choice_name(pd_choice(*a.split_served, m))},
               {"colocated", mixed},
               {"split",
                {{"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers}, {"stream", a.stream},
                 {"completed", s.completed},
                 {"ttft_ms_p50", to_ms(s.ttft_s.p50)}, {"ttft_ms_p90", to_ms(s.ttft_s.p90)}, {"ttft_ms_mean", to_ms(s.ttft_s.mean)},
-                {"tpot_ms_p50", to_ms(s.tpot_s.p50)}, {"queue_ms_mean", to_ms(s.queue_s.mean)},
+                {"tpot_ms_p50", to_ms(s.tpot_s.p50)}, {"e2el_ms_mean", to_ms(s.e2el_s.mean)},
+                {"queue_ms_mean", to_ms(s.queue_s.mean)},
                 {"prefill_ms_mean", to_ms(s.prefill_s.mean)}, {"kv_transfer_ms_mean", to_ms(s.transfer_s.mean)},
                 {"first_decode_ms_mean", to_ms(s.first_decode_s.mean)}}}};
 }
 
 void print_simulation(const PdArgs& a, double rate_per_s) {
   const PdServingResult& s = *a.split_run;
-  const ServingResult& m = *a.mixed_run;
+  const ServedSummary& m = *a.mixed_run;
   fmt::print("\n  simulated: {} Poisson arrivals at {:g} req/s (seed {}) on {} devices either way\n", a.num_prompts,
              rate_per_s, a.seed, a.prefill_workers + a.decode_workers);
-  TextTable t{{"server", "TTFT p50", "TTFT p90", "TPOT p50", "TTFT in parts (means)"}, {false, true, true, true, false}, {}};
-  if (m.latency)
-    t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), ms(m.latency->ttft_s.p50 * 1e3),
-                      ms(m.latency->ttft_s.p90 * 1e3), ms(m.latency->tpot_s.p50 * 1e3), "-"});
+  TextTable t{{"server", "TTFT p50", "TTFT p90", "TPOT p50", "E2EL mean", "TTFT in parts (means)"},
+              {false, true, true, true, true, false}, {}};
+  if (m.stable)
+    t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), ms(m.ttft_s.p50 * 1e3),
+                      ms(m.ttft_s.p90 * 1e3), ms(m.tpot_s.p50 * 1e3), ms(m.e2el_s.mean * 1e3), "-"});
   else
     t.rows.push_back({fmt::format("colocated, {} servers", a.prefill_workers + a.decode_workers), "unstable", "-", "-",
-                      m.unstable_reason});
+                      "-", m.unstable_reason});
   t.rows.push_back({fmt::format("split, {} prefill + {} decode{}", a.prefill_workers, a.decode_workers,
                                 a.stream ? ", streamed" : ""),
-                    ms(s.ttft_s.p50 * 1e3), ms(s.ttft_s.p90 * 1e3), ms(s.tpot_s.p50 * 1e3),
+                    ms(s.ttft_s.p50 * 1e3), ms(s.ttft_s.p90 * 1e3), ms(s.tpot_s.p50 * 1e3), ms(s.e2el_s.mean * 1e3),
                     fmt::format("queue {} + prefill {} + transfer {} + first decode {}", ms(s.queue_s.mean * 1e3),
                                 ms(s.prefill_s.mean * 1e3), ms(s.transfer_s.mean * 1e3), ms(s.first_decode_s.mean * 1e3))});
   fmt::print("{}", t.render("  "));
+  if (m.stable)
+    fmt::print("  simulated choice: {} (the lower mean E2EL)\n", upper(pd_choice_name(pd_choice(*a.split_served, m))));
 }
 
 
-std::string upper(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 Json pd_json(const PdResult& r, const PdInputs& in) {
   Json table = Json::array(), matched = Json::array();
@@ -306,12 +313,11 @@ void run(const PdArgs& a) {
       model.prefill_workers = args.prefill_workers;
       model.decode_workers = args.decode_workers;
       if (a.stream) model.stream_pieces = spec.layers;  // a layer at a time
-      args.split_run = simulate_pd_serving(model, serving_requests(load));
-      ServingLoad share = load;  // each colocated server takes its share of the arrivals
-      const uint64_t servers = args.prefill_workers + args.decode_workers;
-      share.rate_per_s = *a.qps / static_cast<double>(servers);
-      share.requests = std::max<uint64_t>(1, a.num_prompts / servers);
-      args.mixed_run = simulate_serving(rp.server, share);
+      const std::vector<ServingRequest> requests = serving_requests(load);
+      args.split_run = simulate_pd_serving(model, requests);
+      args.split_served = summarize_served(*args.split_run, requests);
+      // the same arrivals on as many colocated servers, request i on server i mod n (as report runs them)
+      args.mixed_run = simulate_colocated(rp.server, load, requests, args.prefill_workers + args.decode_workers);
     }
   }
   in.deployment.same_machine = a.same_machine;

@@ -231,10 +231,16 @@ ServedSummary simulate_colocated(const ServerModel& server, const ServingLoad& l
   std::vector<ServedRequest> served;
   ServingLoad each = load;
   each.record_requests = true;
+  bool stable = true;
+  std::string unstable_reason;
   for (uint64_t k = 0; k < servers && k < requests.size(); ++k) {
     std::vector<ServingRequest> share;
     for (size_t i = k; i < requests.size(); i += servers) share.push_back(requests[i]);
     const ServingResult r = simulate_serving(server, each, share);
+    if (!r.stable && stable) {
+      stable = false;
+      unstable_reason = fmt::format("server {}: {}", k + 1, r.unstable_reason);
+    }
     for (size_t i = 0; i < share.size(); ++i) {
       const RequestTimes& t = r.per_request.at(i);
       // the front end's delay, as simulate_serving counts it in TTFT and E2EL
@@ -242,7 +248,10 @@ ServedSummary simulate_colocated(const ServerModel& server, const ServingLoad& l
                         share[i].output_tokens, !t.rejected.empty()});
     }
   }
-  return summarize_served(served);
+  ServedSummary summary = summarize_served(served);
+  summary.stable = stable;
+  summary.unstable_reason = unstable_reason;
+  return summary;
 }
 
 const char* pd_choice_name(PdChoice c) { return c == PdChoice::split ? "split" : "colocate"; }

@@ -112,12 +112,16 @@ struct ServedRequest {
 struct ServedSummary {
   Distribution ttft_s, tpot_s, e2el_s;
   uint64_t completed = 0, rejected = 0;
+  // The colocated servers' stability (serving_sim's verdict, each server's): an unstable one's
+  // figures grow with the run's length.
+  bool stable = true;
+  std::string unstable_reason;
 };
 ServedSummary summarize_served(const std::vector<ServedRequest>& requests);
 ServedSummary summarize_served(const PdServingResult& r, const std::vector<ServingRequest>& requests);
 
 // The colocated side of the comparison: `servers` servers of `server`'s policy, request i (in
-// arrival order) on server i mod servers, each on its own clock from t = 0.
+// arrival order) on server i mod servers, each on its own clock from t = 0 (stable when all are).
 ServedSummary simulate_colocated(const ServerModel& server, const ServingLoad& load,
                                  const std::vector<ServingRequest>& requests, uint64_t servers);
 // Which pays under the load: the split when its mean end-to-end latency (TTFT plus the decode

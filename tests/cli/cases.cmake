@@ -113,7 +113,8 @@ infer_plan_cli_case(pd_plan_flags EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine 
 # both servers simulated under one Poisson load: the split's TTFT in its parts beside the colocated one's
 infer_plan_cli_case(pd_simulate EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vllm -p 4K --qps 4 --gpus 4 --simulate
   --num-prompts 200 MATCH "simulated: 200 Poisson arrivals at 4 req/s .seed 1. on 4 devices either way"
-  "colocated, 4 servers" "split, 1 prefill \\+ 3 decode" "queue [0-9.]+ ms \\+ prefill [0-9.]+ ms \\+ transfer")
+  "colocated, 4 servers" "split, 1 prefill \\+ 3 decode" "queue [0-9.]+ ms \\+ prefill [0-9.]+ ms \\+ transfer"
+  "simulated choice: (SPLIT|COLOCATE) .the lower mean E2EL.")
 # streamed layer by layer: 8K tokens of Qwen3-8B's KV (1.2 GB) over 25 GbE mostly while the prompt prefills
 infer_plan_cli_case(pd_simulate_stream EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2 --simulate
   --stream --num-prompts 100 MATCH "split, 1 prefill \\+ 1 decode, streamed")
