@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 
 #include "planner/calibration/serving_prior.hpp"
@@ -17,9 +18,12 @@ namespace infer_plan {
 namespace {
 
 constexpr std::string_view kEngineLevel = "engine";
+constexpr int kFirst2025Build = 4400;  // llama.cpp's build numbers: b4400 is of the last days of 2024
+
 
 std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
-                                            const std::string& arch, double bandwidth, const std::string& exclude);
+                                            const std::string& arch, double bandwidth, const std::string& exclude,
+                                            BuildEra era);
 
 std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
   std::vector<DeviceCalibration> out;
@@ -36,6 +40,13 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
     }
   }
   return out;
+}
+
+// The era most of a device's points stand for: what its own fit's prior borrows from.
+BuildEra majority_era(const DeviceCalibration& d) {
+  const long newer = std::count_if(d.fit.points.begin(), d.fit.points.end(),
+                                   [](const CalibrationPoint& p) { return build_era(p.row.build) == BuildEra::from_2025; });
+  return 2 * newer > static_cast<long>(d.fit.points.size()) ? BuildEra::from_2025 : BuildEra::before_2025;
 }
 
 // The devices pooled for `arch` without `exclude`: the architecture's when any is left, else its
@@ -62,16 +73,77 @@ std::vector<const DeviceCalibration*> pooled(const std::vector<DeviceCalibration
 // memory is reached at a smaller fraction by one sequence's matrix-vector products: HBM devices
 // near half, GDDR and Apple's near 0.8-1).
 constexpr std::string_view kBandwidthCovariate = "~bandwidth";
+constexpr std::string_view kSharedCost = "~shared";
+constexpr double kMinReadCost = 1.0 / 1.1;  // the read cost of a datasheet byte: at most 1.1 x the datasheet's rate
 constexpr double kReferenceBandwidth = 1e12;
 constexpr size_t kBuildsShown = 6;  // builds named in a transferred model's source
 constexpr double kTransferredTail = 0.05;  // a transferred band's quantiles: 5th and 95th
 
 double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kReferenceBandwidth); }
 
+StepSample decode_sample(const DeviceCalibration& d, const CalibrationPoint& p) {
+  StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d.device + " " + p.group};
+  x.type_terms_s[std::string(kKvCovariate)] = p.kv_term_s;
+  if (p.moe_layers > 0) x.type_terms_s[std::string(kMoeCovariate)] = p.moe_layers * kMoeLayerUnit;
+  x.type_terms_s[std::string(kBandwidthCovariate)] = p.term_s * log_bandwidth(d.bandwidth_bytes_per_s);
+  return x;
+}
+
+// Each weight type's read cost (per datasheet byte, at `bandwidth`) on a wider pool than `level`:
+// the vendor's devices where `level` is the architecture, else all; from the points of `era`'s
+// builds only (the K-quants' kernels of 2023-24 are not today's). "~shared": the shared cost.
+std::map<std::string, double> wider_type_costs(const std::vector<DeviceCalibration>& all, const std::string& arch,
+                                               const std::string& level, const std::string& exclude, BuildEra era,
+                                               double bandwidth) {
+  const DeviceArch* a = find_device_arch(arch);
+  std::vector<StepSample> xs;
+  for (const DeviceCalibration& d : all) {
+    if (d.device == exclude) continue;
+    const DeviceArch* b = find_device_arch(d.arch);
+    if (level == arch && a && !(b && b->vendor == a->vendor)) continue;
+    for (const CalibrationPoint& p : d.fit.points)
+      if (p.decode && build_era(p.row.build) == era) xs.push_back(decode_sample(d, p));
+  }
+  std::map<std::string, double> out;
+  if (xs.size() < 2) return out;
+  const StepLine line = fit_step_line(xs);
+  const auto bw = line.delta.find(std::string(kBandwidthCovariate));
+  const double slope = std::max(kMinReadCost, line.slope + (bw == line.delta.end() ? 0.0 : bw->second) * log_bandwidth(bandwidth));
+  for (const auto& [type, d] : line.delta)
+    if (!type.starts_with('~')) out[type] = std::max(kMinReadCost, slope + d);
+  out[std::string(kSharedCost)] = slope;
+  return out;
+}
+
+// The weight types a pool's devices never read, priced from a wider pool of the same builds' era:
+// the wider pool's cost x the geometric mean of (this pool's / the wider pool's cost) over the
+// types both read (else over the shared costs). Borrowed without the era, the 2023-24 builds'
+// K-quant costs made the 2025-26 devices' leave-one-device-out worse (dgx-spark 5.8% -> 22.1%);
+// with it, and scaled on the common types, over the 267 built-in decode points: median 7.5% ->
+// 7.6%, worst +112.5% -> +80.9%, points beyond 40% 22 -> 15 (leave-one-file-out 4.8% -> 4.6%,
+// worst 38.7% -> 42.9%). Returns the types borrowed.
+std::vector<std::string> borrow_missing_types(DecodeTerms& d, const std::map<std::string, double>& wider, double slope) {
+  if (wider.empty()) return {};
+  double log_scale = 0;
+  int common = 0;
+  for (const auto& [type, cost] : wider)
+    if (const auto it = d.read_efficiency_by_type.find(type); it != d.read_efficiency_by_type.end())
+      log_scale += std::log(1.0 / it->second / cost), ++common;
+  const double scale = common > 0 ? std::exp(log_scale / common) : slope / wider.at(std::string(kSharedCost));
+  std::vector<std::string> borrowed;
+  for (const auto& [type, cost] : wider)
+    if (!type.starts_with('~') && !d.read_efficiency_by_type.contains(type)) {
+      d.read_efficiency_by_type[type] = 1.0 / std::max(kMinReadCost, cost * scale);
+      borrowed.push_back(type);
+    }
+  return borrowed;
+}
+
 // The pooled terms for a device of `arch` reading at `bandwidth` (datasheet), without error bands:
 // one fit over the pooled devices' points (decode; prefill where any has prefill points).
 std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
-                                            const std::string& arch, double bandwidth, const std::string& exclude) {
+                                            const std::string& arch, double bandwidth, const std::string& exclude,
+                                            BuildEra era) {
   std::string level;
   const std::vector<const DeviceCalibration*> devices = pooled(all, arch, exclude, level);
   if (devices.empty()) return std::nullopt;
@@ -83,11 +155,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
     for (const CalibrationPoint& p : d->fit.points) {
       if (!p.decode) continue;
       builds.insert(p.row.build.empty() ? "not stated" : p.row.build.substr(0, std::min<size_t>(p.row.build.size(), 16)));
-      StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d->device + " " + p.group};
-      x.type_terms_s[std::string(kKvCovariate)] = p.kv_term_s;
-      if (p.moe_layers > 0) x.type_terms_s[std::string(kMoeCovariate)] = p.moe_layers * kMoeLayerUnit;
-      x.type_terms_s[std::string(kBandwidthCovariate)] = p.term_s * log_bandwidth(d->bandwidth_bytes_per_s);
-      decode.push_back(std::move(x));
+      decode.push_back(decode_sample(*d, p));
     }
   }
   if (decode.size() < 2) return std::nullopt;
@@ -99,12 +167,15 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
     const auto it = line.delta.find(std::string(name));
     return it == line.delta.end() ? 0.0 : it->second;
   };
-  const double slope = std::max(1.0 / 1.1, line.slope + delta(kBandwidthCovariate) * log_bandwidth(bandwidth));
+  const double slope = std::max(kMinReadCost, line.slope + delta(kBandwidthCovariate) * log_bandwidth(bandwidth));
   c.decode.fixed_s = line.fixed_s;
   c.decode.read_efficiency = 1.0 / slope;
   for (const auto& [type, d] : line.delta)
-    if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(1.0 / 1.1, slope + d);
-  c.decode.kv_read_efficiency = 1.0 / std::max(1.0 / 1.1, slope + delta(kKvCovariate));
+    if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(kMinReadCost, slope + d);
+  std::vector<std::string> borrowed;
+  if (level != kEngineLevel)
+    borrowed = borrow_missing_types(c.decode, wider_type_costs(all, arch, level, exclude, era, bandwidth), slope);
+  c.decode.kv_read_efficiency = 1.0 / std::max(kMinReadCost, slope + delta(kKvCovariate));
   c.decode.moe_layer_s = std::max(0.0, delta(kMoeCovariate)) * kMoeLayerUnit;
   // Prefill: each device's own terms averaged (the fixed time's mean, the compute efficiency's
   // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
@@ -132,6 +203,10 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
                                                devices.size() == 1 ? "" : "s", fmt::join(names, ", "))
                                  : fmt::format("no {} device has measurements: the {} {} device{} pooled ({})", arch,
                                                devices.size(), level, devices.size() == 1 ? "" : "s", fmt::join(names, ", "));
+  if (!borrowed.empty())
+    c.basis_note += fmt::format("; {} priced from {} devices' {} builds", fmt::join(borrowed, ", "),
+                                level == arch ? std::string(find_device_arch(arch)->vendor) : "all",
+                                era == BuildEra::from_2025 ? "2025-26" : "2023-24");
   std::vector<std::string> shown(builds.begin(), builds.end());
   const size_t more = shown.size() > kBuildsShown ? shown.size() - kBuildsShown : 0;
   shown.resize(std::min(shown.size(), kBuildsShown));
@@ -167,6 +242,17 @@ const T& once_per_engine(const std::string& engine, T (*make)(const std::string&
 
 }  // namespace
 
+BuildEra build_era(const std::string& build) {
+  static const std::regex number(R"(\((\d{3,5})\))"), year(R"((20\d\d))");
+  std::smatch m;
+  if (std::regex_search(build, m, number))
+    return std::stoi(m[1].str()) >= kFirst2025Build ? BuildEra::from_2025 : BuildEra::before_2025;
+  int latest = 0;
+  for (auto it = std::sregex_iterator(build.begin(), build.end(), year); it != std::sregex_iterator(); ++it)
+    latest = std::max(latest, std::stoi((*it)[1].str()));
+  return latest >= 2025 ? BuildEra::from_2025 : BuildEra::before_2025;
+}
+
 const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::string& engine) {
   return once_per_engine<std::vector<DeviceCalibration>>(engine, fit_builtin_devices);
 }
@@ -183,7 +269,7 @@ const CalibrationResult& own_calibration(const std::string& engine, const std::s
   CalibrationOptions o;
   o.engine = engine;
   o.source = fmt::format("hwprofiles/calibrations/{}.json", device);
-  o.prior = pooled_terms(all, engine, d->arch, d->bandwidth_bytes_per_s, device);
+  o.prior = pooled_terms(all, engine, d->arch, d->bandwidth_bytes_per_s, device, majority_era(*d));
   return cache.emplace(key, refit_step_model(d->fit, device, o)).first->second;
 }
 
@@ -207,13 +293,15 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
 std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
   std::vector<DeviceOutPoint> out;
   for (const DeviceCalibration& d : builtin_device_calibrations(engine)) {
-    const std::optional<StepCalibration> others =
-        pooled_terms(builtin_device_calibrations(engine), engine, d.arch, d.bandwidth_bytes_per_s, d.device);
-    if (!others) continue;  // the only device
+    std::map<BuildEra, std::optional<StepCalibration>> others;
+    for (const CalibrationPoint& p : d.fit.points) others.emplace(build_era(p.row.build), std::nullopt);
+    for (auto& [era, c] : others)
+      c = pooled_terms(builtin_device_calibrations(engine), engine, d.arch, d.bandwidth_bytes_per_s, d.device, era);
+    if (!others.begin()->second) continue;  // the only device
     std::string level;
     (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
     for (size_t i = 0; i < d.fit.points.size(); ++i)
-      out.push_back({d.device, d.arch, i, level, d.fit.points[i], predict_point(*others, d.fit.points[i])});
+      out.push_back({d.device, d.arch, i, level, d.fit.points[i], predict_point(*others.at(build_era(d.fit.points[i].row.build)), d.fit.points[i])});
   }
   return out;
 }
@@ -221,7 +309,8 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
 std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
                                                        const std::string& exclude) {
   std::optional<StepCalibration> c =
-      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude);
+      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude,
+                   BuildEra::from_2025);  // a user runs today's build
   if (!c) return c;
   const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
   c->decode.error = bands.decode;

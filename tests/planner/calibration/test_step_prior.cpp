@@ -136,3 +136,42 @@ TEST_CASE("each device's own fit, pulled toward the others' terms, predicts its 
   CHECK(c->decode.read_efficiency == doctest::Approx(own.calibration.decode.read_efficiency));
   CHECK(c->decode.fixed_s == doctest::Approx(own.calibration.decode.fixed_s));
 }
+
+TEST_CASE("build_era reads a build number, else the latest year the build names") {
+  CHECK(build_era("b828e18c7 (7948)") == BuildEra::from_2025);
+  CHECK(build_era("4426e298 (2824)") == BuildEra::before_2025);  // b2824: May 2024
+  CHECK(build_era("PR #16834 master column, 2025-10-29") == BuildEra::from_2025);
+  CHECK(build_era("5cca2542a (PR #16715 base column, 2025-10-26)") == BuildEra::from_2025);
+  CHECK(build_era("8e672ef (2023-11-21: the table's reference build per the copy)") == BuildEra::before_2025);
+  CHECK(build_era("PR #4766 master column (llama.cpp master, Jan 2024; commit not given)") == BuildEra::before_2025);
+  CHECK(build_era("") == BuildEra::before_2025);
+}
+
+TEST_CASE("a type a pool never read is priced from its vendor's devices of the same builds' era") {
+  // Left out, the rtx-3090's ampere neighbours read no Q2_K: its 2023-24 points borrow the Q2_K
+  // cost of the other NVIDIA devices' 2023-24 builds, where the K-quants were read slower than
+  // Q4_0, as the 3090 itself measured them (the same model file size ratio both ways).
+  const DeviceOutPoint* q2k = nullptr;
+  const DeviceOutPoint* q40 = nullptr;
+  const std::vector<DeviceOutPoint> out = leave_one_device_out("llama.cpp");
+  for (const DeviceOutPoint& p : out)
+    if (p.device == "rtx-3090" && p.point.decode && p.point.model == "llama-2-7b") {
+      if (p.point.weights == "Q2_K") q2k = &p;
+      if (p.point.weights == "Q4_0") q40 = &p;
+    }
+  REQUIRE(q2k);
+  REQUIRE(q40);
+  const double measured = (q2k->point.measured_s / q2k->point.term_s) / (q40->point.measured_s / q40->point.term_s);
+  const double predicted = (q2k->predicted_s / q2k->point.term_s) / (q40->predicted_s / q40->point.term_s);
+  CHECK(measured > 1.3);
+  CHECK(predicted > 1.3);
+  // a user's device of an architecture measured only on old builds' Q4_K: an M4 reads Q4_K as the
+  // 2025-26 Apple builds do, and the basis says so
+  HwProfile m4 = load_hw_profile("m4-max");
+  m4.name = "m4-test";
+  const std::optional<StepCalibration> c = engine_step_calibration(m4, "llama.cpp");
+  REQUIRE(c);
+  CHECK(c->basis == "transferred");
+  CHECK(c->decode.read_efficiency_by_type.contains("Q4_K"));
+  CHECK(c->basis_note.find("priced from apple devices' 2025-26 builds") != std::string::npos);
+}
