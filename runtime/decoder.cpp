@@ -56,8 +56,9 @@ void Decoder::project(const WeightTensor& w, const float* x, uint64_t tokens, fl
   runtime::project(pool_, w.type(), w.data() + row_offset * w.row_bytes, rows, w.cols, x, tokens, y, act_, w.order);
 }
 
-void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
-                      bool every_token) {
+void Decoder::forward_layers(std::span<const SequenceChunk> chunks) { run_layers(chunks); }
+
+uint64_t Decoder::run_layers(std::span<const SequenceChunk> chunks) {
   const uint64_t H = spec_.hidden;
   uint64_t tokens = 0;
   for (const SequenceChunk& c : chunks) {
@@ -108,11 +109,19 @@ void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::ve
     else ffn_dense(L, tokens);
     if (group && part != OffloadPart::attn) prefetcher_->release(*group);
   }
+  return tokens;
+}
+
+void Decoder::forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
+                      bool every_token) {
+  const uint64_t H = spec_.hidden;
+  const uint64_t tokens = run_layers(chunks);
+  const float eps = static_cast<float>(spec_.rms_norm_eps);
 
   // The head, on each chunk's last token (or on every token).
   const uint64_t n = every_token ? tokens : chunks.size();
   grow(out_, n * H);
-  t = 0;
+  uint64_t t = 0;
   for (uint64_t c = 0; c < n; ++c) {
     t = every_token ? t + 1 : t + chunks[c].tokens.size();
     kernels::rmsnorm(&x_[(t - 1) * H], weights_.output_norm().floats(), H, eps, &out_[c * H]);

@@ -31,10 +31,13 @@ class Decoder final : public ForwardPass {
 
   void forward(std::span<const SequenceChunk> chunks, std::vector<std::vector<float>>& logits,
                bool every_token = false) override;
+  void forward_layers(std::span<const SequenceChunk> chunks) override;
   uint64_t layers() const override { return layers_; }
   const ModelSpec& spec() const override { return spec_; }
 
  private:
+  // The embedding and the blocks: x_ then holds each token's last hidden state. Returns the tokens.
+  uint64_t run_layers(std::span<const SequenceChunk> chunks);
   // y (tokens x w.rows) = W x (tokens x w.cols), rows split across the pool.
   void project(const WeightTensor& w, const float* x, uint64_t tokens, float* y,
                uint64_t row_offset = 0, uint64_t rows = 0);

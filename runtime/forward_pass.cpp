@@ -30,6 +30,8 @@ void ForwardPass::forward_argmax(std::span<const SequenceChunk> chunks, std::vec
   for (size_t r = 0; r < tokens.size(); ++r) tokens[r] = kernels::argmax(argmax_logits_[r]);
 }
 
+void ForwardPass::forward_layers(std::span<const SequenceChunk> chunks) { forward(chunks, argmax_logits_); }
+
 std::unique_ptr<ForwardPass> make_forward_pass([[maybe_unused]] Backend& backend, const ModelWeights& weights,
                                                PagedKvCache& cache, ThreadPool& pool, uint64_t layers,
                                                OffloadPrefetcher* prefetcher) {  // backend: read with CUDA only

@@ -53,6 +53,11 @@ class ForwardPass {
   // forward()'s logits on the host; the CUDA decoder picks on the device and copies back one token
   // per row instead of a vocabulary of floats.
   virtual void forward_argmax(std::span<const SequenceChunk> chunks, std::vector<uint32_t>& tokens);
+  // The blocks only: the chunks' K and V rows written, no head, for a pass whose tokens emit
+  // nothing (a long prompt's chunks before its last, a disaggregated prefill's passes), as
+  // llama.cpp multiplies the head only for the tokens that ask for logits. Here: forward() with
+  // its logits dropped; the CPU decoder skips the head (the CUDA decoder still runs it).
+  virtual void forward_layers(std::span<const SequenceChunk> chunks);
   virtual uint64_t layers() const = 0;  // blocks run before the head (a draft runs the first few)
   virtual const ModelSpec& spec() const = 0;
   // Called during a pass, on its thread, as soon as layer `layer` has written the pass's K and V
@@ -64,7 +69,7 @@ class ForwardPass {
   std::function<void(uint64_t)> layer_written_;
 
  private:
-  std::vector<std::vector<float>> argmax_logits_;  // forward_argmax's, reused across passes
+  std::vector<std::vector<float>> argmax_logits_;  // forward_argmax's and forward_layers', reused across passes
 };
 
 // The decoder for `backend` ("cpu": runtime/decoder on `pool`; "cuda": runtime/cuda_decoder).

@@ -168,7 +168,6 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
   std::vector<PdRequestTimes>& times = result.split.requests;
 
   const auto prefill_worker = [&](Worker& w) {
-    std::vector<uint32_t> picked;
     for (;;) {
       size_t id;
       {
@@ -197,7 +196,7 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
           });
         const SequenceChunk chunk{id, std::span<const uint32_t>(tokens[id].data() + done, tokens_now), done};
         const double step0 = crew.now_s();
-        w.pass->forward_argmax(std::span<const SequenceChunk>(&chunk, 1), picked);
+        w.pass->forward_layers(std::span<const SequenceChunk>(&chunk, 1));  // the decode side's is the first token
         backend.synchronize();
         w.steps.push_back({true, 1, tokens_now, end, tokens_now, 0, step0, crew.now_s()});
       }

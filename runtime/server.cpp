@@ -303,7 +303,11 @@ RunResult run_plan(const ResolvedPlan& rp, Backend& backend, const RunOptions& o
   constexpr uint64_t kNoToken = ~uint64_t{0};
   const auto run_pass = [&]() {
     const bool any = std::any_of(emits.begin(), emits.end(), [](uint64_t e) { return e != kNoToken; });
-    if (!host_logits || !any) {
+    if (!any) {  // a prompt's chunk before its last: no row asks for logits
+      decoder->forward_layers(rows);
+      return;
+    }
+    if (!host_logits) {
       decoder->forward_argmax(rows, picked);
       return;
     }

@@ -11,9 +11,12 @@
 #include "planner/plan/plan.hpp"
 #include "planner/plan/predict.hpp"
 #include "runtime/cpu_backend.hpp"
+#include "runtime/forward_pass.hpp"
+#include "runtime/model_weights.hpp"
 #include "runtime/paged_kv_cache.hpp"
 #include "runtime/pd_server.hpp"
 #include "runtime/server.hpp"
+#include "runtime/thread_pool.hpp"
 
 using namespace infer_plan;
 using namespace infer_plan::runtime;
@@ -64,6 +67,35 @@ TEST_CASE("paged KV: a sequence's pages exported are the planner's bytes, and im
   CHECK(again == bytes);
   CHECK_THROWS_AS(to.import_pages(2, std::vector<uint8_t>(4 * to.page_bytes())), std::logic_error);  // 3 pages held
   CHECK_THROWS_AS(from.export_pages(7, 49, again), std::logic_error);
+}
+
+TEST_CASE("a pass of the blocks only writes the pages a whole pass writes, and the next token is the same") {
+  CpuBackend backend;
+  const ResolvedPlan rp = resolve_plan(tiny_pd_plan());
+  ThreadPool pool(1);
+  const ModelWeights weights = plan_model_weights(rp, backend, pool, 7);
+  PagedKvCache whole(backend, rp.spec, rp.plan.kv, 4), layers(backend, rp.spec, rp.plan.kv, 4);
+  const std::unique_ptr<ForwardPass> a = make_forward_pass(backend, weights, whole, pool);
+  const std::unique_ptr<ForwardPass> b = make_forward_pass(backend, weights, layers, pool);
+  std::vector<uint32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<uint32_t>((i * 37 + 11) % rp.spec.vocab);
+  REQUIRE(whole.reserve(1, 41));
+  REQUIRE(layers.reserve(1, 41));
+  // 32 tokens: two whole pages (a page's unwritten rows are not compared)
+  const SequenceChunk chunk{1, std::span<const uint32_t>(prompt.data(), 32), 0};
+  std::vector<uint32_t> picked;
+  a->forward_argmax(std::span<const SequenceChunk>(&chunk, 1), picked);
+  b->forward_layers(std::span<const SequenceChunk>(&chunk, 1));
+  std::vector<uint8_t> from_whole, from_layers;
+  whole.export_pages(1, 32, from_whole);
+  layers.export_pages(1, 32, from_layers);
+  CHECK(from_whole.size() == 2 * whole.page_bytes());
+  CHECK(from_whole == from_layers);
+  const SequenceChunk last{1, std::span<const uint32_t>(prompt.data() + 32, 1), 32};
+  std::vector<std::vector<float>> la, lb;
+  a->forward(std::span<const SequenceChunk>(&last, 1), la);
+  b->forward(std::span<const SequenceChunk>(&last, 1), lb);
+  CHECK(la == lb);
 }
 
 TEST_CASE("disaggregated: every request ends; the decode side gives each request one server's tokens") {
