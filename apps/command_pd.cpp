@@ -301,18 +301,8 @@ void run(const PdArgs& a) {
       load.seed = a.seed;
       load.prompt_tokens = TokenLengths::fixed(in.workload.prompt_tokens);
       load.output_tokens = TokenLengths::fixed(in.workload.output_tokens);
-      PdServerModel model;
-      model.prefill_s = rp.server.prefill_s;
-      model.decode = rp.server;
-      const double link_bytes_per_s = in.deployment.link.bandwidth_bytes_per_s;
-      const ModelSpec& spec = in.spec;
-      const KvTypes kv = in.kv;
-      model.transfer_s = [&](uint64_t prompt) {
-        return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), link_bytes_per_s) / 1e3;
-      };
-      model.prefill_workers = args.prefill_workers;
-      model.decode_workers = args.decode_workers;
-      if (a.stream) model.stream_pieces = spec.layers;  // a layer at a time
+      const PdServerModel model = pd_server_model(rp.server, in.spec, in.kv, in.deployment.link.bandwidth_bytes_per_s,
+                                                  args.prefill_workers, args.decode_workers, a.stream);
       const std::vector<ServingRequest> requests = serving_requests(load);
       args.split_run = simulate_pd_serving(model, requests);
       args.split_served = summarize_served(*args.split_run, requests);

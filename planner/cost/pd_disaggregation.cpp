@@ -11,6 +11,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/core/units.hpp"
+#include "planner/model/tensor_inventory.hpp"
 
 namespace infer_plan {
 namespace {
@@ -100,6 +101,18 @@ uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t pro
   // The decode side needs the whole cache, so no tensor-parallel split here: the prompt's pages
   // (a window layer's at most its window), and a hybrid model's linear-attention state.
   return kv_bytes_for_context(spec, kv, prompt_tokens);
+}
+
+double pd_kv_written_share(const ModelSpec& spec) {
+  double attention = 0, all = 0;
+  for (const TensorInfo& t : tensor_inventory(spec)) {
+    if (t.layer < 0 || !t.is_matrix()) continue;
+    double params = static_cast<double>(t.elements());
+    if (t.is_expert()) params *= static_cast<double>(spec.experts_active) / static_cast<double>(spec.experts);
+    all += params;
+    if (tensor_role_name(t.role).starts_with("attn_")) attention += params;
+  }
+  return all > 0 ? attention / all : 1.0;
 }
 
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s) {

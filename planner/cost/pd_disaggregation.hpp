@@ -144,6 +144,10 @@ struct PdResult {
 // it (kv_bytes_for_context: whole pages, windows capped, a hybrid model's state), prompt tokens x
 // kv_bytes_per_token when the prompt fills whole pages of a plain model.
 uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t prompt_tokens);
+// The share of a layer's products done when its K and V rows are final, which is when a streamed
+// prefill sends them: the attention's projections (q, k, v and output) of all the layer's matrices
+// (a layer with experts counted at its active experts' share). Over the model's layers, the mean.
+double pd_kv_written_share(const ModelSpec& spec);
 // Milliseconds to move `bytes` over a link of `bytes_per_s` (per direction), uncontended.
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s);
 PrefillStall prefill_stall(double decode_step_ms, double prefill_ms, uint64_t decode_batch);

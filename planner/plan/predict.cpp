@@ -565,19 +565,27 @@ LinkProfile plan_pd_link(const Plan& plan) {
   return link;
 }
 
+PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, double link_bytes_per_s,
+                              uint64_t prefill_workers, uint64_t decode_workers, bool stream) {
+  PdServerModel model;
+  model.prefill_s = server.prefill_s;
+  model.decode = server;
+  model.transfer_s = [spec, kv, link_bytes_per_s](uint64_t prompt) {
+    return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), link_bytes_per_s) / 1e3;
+  };
+  model.prefill_workers = prefill_workers;
+  model.decode_workers = decode_workers;
+  if (stream) {
+    model.stream_pieces = spec.layers;
+    model.stream_ready_share = pd_kv_written_share(spec);
+  }
+  return model;
+}
+
 PdServerModel plan_pd_server(const ResolvedPlan& rp) {
   const Plan& plan = rp.plan;
-  const LinkProfile link = plan_pd_link(plan);
-  PdServerModel model;
-  model.prefill_s = rp.server.prefill_s;
-  model.decode = rp.server;
-  model.transfer_s = [spec = rp.spec, kv = plan.kv, bandwidth = link.bandwidth_bytes_per_s](uint64_t prompt) {
-    return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), bandwidth) / 1e3;
-  };
-  model.prefill_workers = plan.pd->prefill_workers;
-  model.decode_workers = plan.pd->decode_workers;
-  if (plan.pd->stream) model.stream_pieces = rp.spec.layers;  // a layer at a time
-  return model;
+  return pd_server_model(rp.server, rp.spec, plan.kv, plan_pd_link(plan).bandwidth_bytes_per_s,
+                         plan.pd->prefill_workers, plan.pd->decode_workers, plan.pd->stream);
 }
 
 namespace {

@@ -157,6 +157,10 @@ struct Prediction {
 // The plan's disaggregated server (its pd section) as both evaluators run it: each prefill worker's
 // prefill and each decode worker's steps by the plan's step model, the link's bandwidth scaled.
 PdServerModel plan_pd_server(const ResolvedPlan& rp);
+// The same from its parts (the pd command's flags): prefill and decode by `server`, a request's
+// prompt KV over `link_bytes_per_s`, streamed a layer at a time once its attention has written it.
+PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, double link_bytes_per_s,
+                              uint64_t prefill_workers, uint64_t decode_workers, bool stream);
 LinkProfile plan_pd_link(const Plan& plan);  // pd.link, its bandwidth times pd.link_scale
 
 Prediction predict(const ResolvedPlan& rp);

@@ -115,8 +115,8 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
       const PdRequestTimes& t = result.requests[id];
       const double whole = checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s", requests[id].prompt_tokens);
       for (uint64_t k = 0; k < n; ++k)
-        pieces.push_back({t.prefill_start_s + static_cast<double>(k + 1) / static_cast<double>(n) *
-                                                  (t.prefill_end_s - t.prefill_start_s),
+        pieces.push_back({t.prefill_start_s + (static_cast<double>(k) + model.stream_ready_share) /
+                                                  static_cast<double>(n) * (t.prefill_end_s - t.prefill_start_s),
                           whole / static_cast<double>(n), id, k});
     }
     std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.ready_s < b.ready_s; });

@@ -72,9 +72,11 @@ struct PdServerModel {
   std::function<double(uint64_t prompt_tokens)> transfer_s;
   uint64_t prefill_workers = 1, decode_workers = 1;
   // 1: a request's KV crosses whole once its prefill ends. N > 1: streamed as the prefill makes
-  // it, in N equal pieces (a layer each), the k-th ready at k/N of the prefill; the link takes the
-  // pieces of all requests in the order they are ready, one at a time.
+  // it, in N equal pieces (a layer each), the k-th (from 0) ready at (k + stream_ready_share) / N
+  // of the prefill (a layer's K and V are final before its FFN runs: pd_kv_written_share); the
+  // link takes the pieces of all requests in the order they are ready, one at a time.
   uint64_t stream_pieces = 1;
+  double stream_ready_share = 1;
 };
 
 // One request's course through the pools, from t = 0 (all -1 when it was rejected).

@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/cost/pd_disaggregation.hpp"
 #include "planner/serving/pd_serving.hpp"
 
 using namespace infer_plan;
@@ -178,4 +180,18 @@ TEST_CASE("streamed layer by layer, the transfer overlaps the prefill; the link 
   CHECK(b.requests[0].transfer_end_s == 0.1328125);
   CHECK(b.requests[1].transfer_end_s == 0.140625);
   CHECK(b.requests[1].link_s == doctest::Approx(kTransfer));
+  // Each layer's K and V final a quarter of the way through the layer: the k-th piece is ready at
+  // (k + 1/4) / 4 of the 125 ms prefill, the last at 101.5625 ms, over the link by 109.375 ms, before
+  // the prefill's last FFN ends (the decode side recomputes the last position anyway).
+  m.stream_ready_share = 0.25;
+  const PdRequestTimes& early = simulate_pd_serving(m, one).requests[0];
+  CHECK(early.transfer_start_s == 0.0078125);
+  CHECK(early.transfer_end_s == 0.109375);
+  CHECK(early.transfer_end_s < early.prefill_end_s);
+}
+
+TEST_CASE("a layer's K and V are final once its attention's projections are done") {
+  // Qwen3-8B's layer: q 4096 x 4096, k and v 4096 x 1024 each, output 4096 x 4096, and an FFN of
+  // 3 x 4096 x 12288: (16.78 + 8.39 + 16.78) / (41.94 + 150.99) = 0.2174 of its products.
+  CHECK(pd_kv_written_share(load_model("qwen3-8b")) == doctest::Approx(41943040.0 / 192937984.0));
 }
