@@ -85,8 +85,8 @@ Json simulation_json(const PdArgs& a) {
                 {"ttft_ms_p50", to_ms(s.ttft_s.p50)}, {"ttft_ms_p90", to_ms(s.ttft_s.p90)}, {"ttft_ms_mean", to_ms(s.ttft_s.mean)},
                 {"tpot_ms_p50", to_ms(s.tpot_s.p50)}, {"e2el_ms_mean", to_ms(s.e2el_s.mean)},
                 {"queue_ms_mean", to_ms(s.queue_s.mean)},
-                {"prefill_ms_mean", to_ms(s.prefill_s.mean)}, {"kv_transfer_ms_mean", to_ms(s.transfer_s.mean)},
-                {"first_decode_ms_mean", to_ms(s.first_decode_s.mean)}}}};
+                {"prefill_ms_mean", to_ms(s.prefill_s.mean)}, {"transfer_ms_mean", to_ms(s.transfer_s.mean)},
+                {"first_decode_ms_mean", to_ms(s.first_decode_s.mean)}, {"kv_transfer_ms_mean", to_ms(s.link_s.mean)}}}};
 }
 
 void print_simulation(const PdArgs& a, double rate_per_s) {

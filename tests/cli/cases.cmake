@@ -118,6 +118,10 @@ infer_plan_cli_case(pd_simulate EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vl
 # streamed layer by layer: 8K tokens of Qwen3-8B's KV (1.2 GB) over 25 GbE mostly while the prompt prefills
 infer_plan_cli_case(pd_simulate_stream EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2 --simulate
   --stream --num-prompts 100 MATCH "split, 1 prefill \\+ 1 decode, streamed")
+# named as report names them: the link's time carrying a request (8192 x 147456 B over 3.125 GB/s =
+# 386.547 ms) apart from the TTFT part that also waits for the link
+infer_plan_cli_case(pd_simulate_json EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2 --simulate
+  --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 386.54" "\"transfer_ms_mean\": [0-9]")
 infer_plan_cli_case(bad_pd_stream EXIT 2 ARGS pd --stream MATCH "--stream: needs --simulate")
 infer_plan_cli_case(bad_pd_simulate EXIT 2 ARGS pd --simulate --qps 1 MATCH "--simulate: needs --hw")
 infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help
