@@ -184,7 +184,8 @@ TEST_CASE("streamed layer by layer, the transfer overlaps the prefill; the link 
   // (k + 1/4) / 4 of the 125 ms prefill, the last at 101.5625 ms, over the link by 109.375 ms, before
   // the prefill's last FFN ends (the decode side recomputes the last position anyway).
   m.stream_ready_share = 0.25;
-  const PdRequestTimes& early = simulate_pd_serving(m, one).requests[0];
+  const PdServingResult streamed = simulate_pd_serving(m, one);
+  const PdRequestTimes& early = streamed.requests[0];
   CHECK(early.transfer_start_s == 0.0078125);
   CHECK(early.transfer_end_s == 0.109375);
   CHECK(early.transfer_end_s < early.prefill_end_s);
