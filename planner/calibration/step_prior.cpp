@@ -20,7 +20,6 @@ namespace {
 constexpr std::string_view kEngineLevel = "engine";
 constexpr int kFirst2025Build = 4400;  // llama.cpp's build numbers: b4400 is of the last days of 2024
 
-
 std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
                                             const std::string& arch, double bandwidth, const std::string& exclude,
                                             BuildEra era);
@@ -34,8 +33,11 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
     // than failing every plan of the engine.
     try {
       const HwProfile hw = load_hw_profile(device);
-      if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine, std::nullopt, false))
-        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r)});
+      if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine, std::nullopt, false)) {
+        std::vector<BuildEra> eras;
+        for (const CalibrationPoint& p : r->points) eras.push_back(build_era(p.row.build));
+        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r), std::move(eras)});
+      }
     } catch (const InputError&) {
     }
   }
@@ -44,9 +46,8 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
 
 // The era most of a device's points stand for: what its own fit's prior borrows from.
 BuildEra majority_era(const DeviceCalibration& d) {
-  const long newer = std::count_if(d.fit.points.begin(), d.fit.points.end(),
-                                   [](const CalibrationPoint& p) { return build_era(p.row.build) == BuildEra::from_2025; });
-  return 2 * newer > static_cast<long>(d.fit.points.size()) ? BuildEra::from_2025 : BuildEra::before_2025;
+  const long newer = std::count(d.eras.begin(), d.eras.end(), BuildEra::from_2025);
+  return 2 * newer > static_cast<long>(d.eras.size()) ? BuildEra::from_2025 : BuildEra::before_2025;
 }
 
 // The devices pooled for `arch` without `exclude`: the architecture's when any is left, else its
@@ -101,8 +102,8 @@ std::map<std::string, double> wider_type_costs(const std::vector<DeviceCalibrati
     if (d.device == exclude) continue;
     const DeviceArch* b = find_device_arch(d.arch);
     if (level == arch && a && !(b && b->vendor == a->vendor)) continue;
-    for (const CalibrationPoint& p : d.fit.points)
-      if (p.decode && build_era(p.row.build) == era) xs.push_back(decode_sample(d, p));
+    for (size_t i = 0; i < d.fit.points.size(); ++i)
+      if (d.fit.points[i].decode && d.eras[i] == era) xs.push_back(decode_sample(d, d.fit.points[i]));
   }
   std::map<std::string, double> out;
   if (xs.size() < 2) return out;
@@ -294,14 +295,14 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
   std::vector<DeviceOutPoint> out;
   for (const DeviceCalibration& d : builtin_device_calibrations(engine)) {
     std::map<BuildEra, std::optional<StepCalibration>> others;
-    for (const CalibrationPoint& p : d.fit.points) others.emplace(build_era(p.row.build), std::nullopt);
+    for (const BuildEra era : d.eras) others.emplace(era, std::nullopt);
     for (auto& [era, c] : others)
       c = pooled_terms(builtin_device_calibrations(engine), engine, d.arch, d.bandwidth_bytes_per_s, d.device, era);
     if (!others.begin()->second) continue;  // the only device
     std::string level;
     (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
     for (size_t i = 0; i < d.fit.points.size(); ++i)
-      out.push_back({d.device, d.arch, i, level, d.fit.points[i], predict_point(*others.at(build_era(d.fit.points[i].row.build)), d.fit.points[i])});
+      out.push_back({d.device, d.arch, i, level, d.fit.points[i], predict_point(*others.at(d.eras[i]), d.fit.points[i])});
   }
   return out;
 }

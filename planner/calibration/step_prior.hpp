@@ -29,6 +29,7 @@ struct DeviceCalibration {
   std::string arch;     // its profile's, or empty
   double bandwidth_bytes_per_s = 0;  // its profile's datasheet memory bandwidth
   CalibrationResult fit;  // alone, without leave-one-out: the pool's input (its points, its prefill terms)
+  std::vector<BuildEra> eras;  // each of fit.points' build era (build_era), read once
 };
 
 // Every built-in data file of `engine` whose device has a built-in profile, fitted alone; once per

@@ -146,7 +146,7 @@ struct PdResult {
 uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t prompt_tokens);
 // The share of a layer's products done when its K and V rows are final, which is when a streamed
 // prefill sends them: the attention's projections (q, k, v and output) of all the layer's matrices
-// (a layer with experts counted at its active experts' share). Over the model's layers, the mean.
+// (a layer with experts counted at its active experts' share), over all the layers together.
 double pd_kv_written_share(const ModelSpec& spec);
 // Milliseconds to move `bytes` over a link of `bytes_per_s` (per direction), uncontended.
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s);
