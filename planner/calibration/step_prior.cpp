@@ -113,6 +113,8 @@ std::map<std::string, double> wider_type_costs(const std::vector<DeviceCalibrati
   for (const auto& [type, d] : line.delta)
     if (!type.starts_with('~')) out[type] = std::max(kMinReadCost, slope + d);
   out[std::string(kSharedCost)] = slope;
+  if (const auto moe = line.delta.find(std::string(kMoeCovariate)); moe != line.delta.end())
+    out[std::string(kMoeCovariate)] = std::max(0.0, moe->second) * kMoeLayerUnit;  // seconds per layer
   return out;
 }
 
@@ -173,11 +175,29 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   c.decode.read_efficiency = 1.0 / slope;
   for (const auto& [type, d] : line.delta)
     if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(kMinReadCost, slope + d);
-  std::vector<std::string> borrowed;
-  if (level != kEngineLevel)
-    borrowed = borrow_missing_types(c.decode, wider_type_costs(all, arch, level, exclude, era, bandwidth), slope);
   c.decode.kv_read_efficiency = 1.0 / std::max(kMinReadCost, slope + delta(kKvCovariate));
   c.decode.moe_layer_s = std::max(0.0, delta(kMoeCovariate)) * kMoeLayerUnit;
+  std::vector<std::string> borrowed;
+  std::string moe_from;  // where the time of a layer with experts was borrowed from
+  if (level != kEngineLevel) {
+    const std::map<std::string, double> wider = wider_type_costs(all, arch, level, exclude, era, bandwidth);
+    borrowed = borrow_missing_types(c.decode, wider, slope);
+    // A pool without a model with experts borrows their layers' time from the wider pool's
+    // builds of the same era (else all devices'): that time is the kernels' launches and routing
+    // per layer, alike across devices of a vendor and era (own fits, 2025-26 builds: rtx-4090 39,
+    // rtx-pro-6000 46, dgx-spark 32 us), and 0 left a 30B-A3B model 60% fast on the rtx-4090.
+    // Leave-one-device-out over the 267 built-in decode points: median 7.6% -> 7.3%; rtx-4090
+    // 13.6% -> 3.5% (worst +62.1% -> +19.7%), m2-ultra 12.8% -> 9.4%.
+    if (!line.delta.contains(std::string(kMoeCovariate))) {
+      const std::string key(kMoeCovariate), vendor(find_device_arch(arch)->vendor);
+      if (const auto it = wider.find(key); it != wider.end())
+        c.decode.moe_layer_s = it->second, moe_from = level == arch ? vendor : "all";
+      else if (level == arch)
+        if (const std::map<std::string, double> every = wider_type_costs(all, arch, vendor, exclude, era, bandwidth);
+            every.contains(key))
+          c.decode.moe_layer_s = every.at(key), moe_from = "all";
+    }
+  }
   // Prefill: each device's own terms averaged (the fixed time's mean, the compute efficiency's
   // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
   // (median 29.8% against 20.9%): the achieved fraction of the datasheet FLOPs differs by device
@@ -207,6 +227,9 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   if (!borrowed.empty())
     c.basis_note += fmt::format("; {} priced from {} devices' {} builds", fmt::join(borrowed, ", "),
                                 level == arch ? std::string(find_device_arch(arch)->vendor) : "all",
+                                era == BuildEra::from_2025 ? "2025-26" : "2023-24");
+  if (!moe_from.empty())
+    c.basis_note += fmt::format("; the layers with experts timed from {} devices' {} builds", moe_from,
                                 era == BuildEra::from_2025 ? "2025-26" : "2023-24");
   std::vector<std::string> shown(builds.begin(), builds.end());
   const size_t more = shown.size() > kBuildsShown ? shown.size() - kBuildsShown : 0;
