@@ -42,6 +42,7 @@ struct SpecArgs {
   std::string svg;           // ms per token against the block length, as a chart
   std::string derived_from;  // filled by run(): what the times came from
   SpecInputNames names;      // the flags, or the plan file's fields where those filled them
+  bool verify_from_plan = false, draft_from_plan = false;  // the plan section's verify_ms, draft_ms
   const CLI::App* cmd = nullptr;  // to ask which flags were given
 };
 
@@ -73,8 +74,8 @@ void apply_plan_section(SpecArgs& a) {
   } else if (!sp.draft.empty()) {
     a.draft = sp.draft;
   } else {
-    if (sp.verify_ms) a.verify_ms = *sp.verify_ms;
-    if (sp.draft_ms) a.draft_ms = *sp.draft_ms;
+    if (sp.verify_ms) a.verify_ms = *sp.verify_ms, a.verify_from_plan = true;
+    if (sp.draft_ms) a.draft_ms = *sp.draft_ms, a.draft_from_plan = true;
     a.names.verify_ms = field("verify_ms");
     a.names.draft_ms = field("draft_ms");
   }
@@ -204,12 +205,34 @@ std::string spec_svg(const SpecInputs& in, const SpecResult& r) {
                                     {{fmt::format("plain decoding {:.2f} ms/token", r.plain_ms_per_token), r.plain_ms_per_token}}}});
 }
 
+// A target named (a model, device, weights or engine) with neither a draft to time nor both times
+// given: the worked example's times would answer, silently, for another model on another device.
+void check_times_for_target(const SpecArgs& a) {
+  if (!a.draft.empty() || a.draft_layers) return;
+  std::vector<std::string> named;
+  for (const char* flag : {"--model", "--hw", "--weights", "--engine"})
+    if (a.cmd->count(flag) > 0) named.push_back(flag);
+  std::vector<std::string> missing, seeds;
+  if (a.cmd->count("--verify-ms") == 0 && !a.verify_from_plan)
+    missing.push_back("--verify-ms"), seeds.push_back(short_decimal(seed_verify_ms) + " ms");
+  if (a.cmd->count("--draft-ms") == 0 && !a.draft_from_plan)
+    missing.push_back("--draft-ms"), seeds.push_back(short_decimal(seed_draft_ms) + " ms");
+  if (named.empty() || missing.empty()) return;
+  throw InputError(fmt::format(
+      "{}: a target is named but nothing times it: without a draft, {} would be the worked example's {}, not "
+      "{}'s; give a draft to time both on the device (--draft MODEL, or --draft-layers N: the target's first N "
+      "layers), or {}",
+      fmt::join(named, ", "), fmt::join(missing, " and "), fmt::join(seeds, " and "),
+      a.cmd->count("--model") > 0 ? "this model" : "this device", fmt::join(missing, " and ")));
+}
+
 void run(SpecArgs a) {
   if (!a.svg.empty()) check_chart_path(a.svg, "--svg");
   apply_plan_section(a);
   // With the times given the target is not timed, but a model, profile or weights that was named
   // must still exist: a typo is not ignored.
   (void)resolve_plan(a.target.resolve());
+  check_times_for_target(a);
   SpecInputs in;
   in.accept_rates = parse_accept_list(a.accept);
   in.verify_ms = constant_verify_ms(a.verify_ms);
@@ -334,9 +357,10 @@ void add_spec_command(CLI::App& app) {
       "spec", "Speculative decoding: expected tokens, round time and ms/token per block length, the optimum");
   cmd->footer(
       "Model: E_m = 1 + sum_(i=1..m) a_1...a_i tokens per round; T_m = verify + drafts x draft;\n"
-      "ms/token = T_m / E_m. Defaults are a worked example's figures (a = 0.75, 26.3 ms, 3.6 ms); a --plan file's\n"
-      "'speculative' section replaces them (its rates, block range, group, draft_layers or draft, or times),\n"
-      "and a flag given here overrides its field. Examples:\n"
+      "ms/token = T_m / E_m. Defaults are a worked example's figures (a = 0.75, 26.3 ms, 3.6 ms); with a\n"
+      "target named (--model, --hw, --weights, --engine), give a draft (--draft or --draft-layers) or both times.\n"
+      "A --plan file's 'speculative' section replaces them (its rates, block range, group, draft_layers or\n"
+      "draft, or times), and a flag given here overrides its field. Examples:\n"
       "  infer-plan spec --accept 0.75 --verify-ms 26.3 --draft-ms 3.6          # block 4: 13.34 ms/token\n"
       "  infer-plan spec --model qwen3-8b --draft qwen3-0.6b --hw h200 --batch 8  # times from the rooflines");
   cmd->add_option("--accept", args->accept,

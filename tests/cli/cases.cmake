@@ -226,6 +226,13 @@ infer_plan_cli_case(bad_spec_group EXIT 2 ARGS spec --group 0 MATCH "--group: 0 
 infer_plan_cli_case(bad_spec_verify EXIT 2 ARGS spec --verify-ms 0 MATCH "--verify-ms: 0 is out of range; expected above 0")
 infer_plan_cli_case(bad_spec_draft EXIT 2 ARGS spec --draft-ms -1 MATCH "--draft-ms")
 infer_plan_cli_case(bad_spec_decode EXIT 2 ARGS spec --decode-ms fast MATCH "--decode-ms")
+# a target named without a draft or the times: the worked example's would answer for another model
+infer_plan_cli_case(bad_spec_target_untimed EXIT 2 ARGS spec --model llama-3.1-8b --weights Q4_K_M --hw rtx-4090
+  MATCH "--model, --hw, --weights: a target is named but nothing times it: .*--draft MODEL, or --draft-layers N")
+infer_plan_cli_case(bad_spec_target_draft_ms_missing EXIT 2 ARGS spec --hw rtx-4090 --verify-ms 20
+  MATCH "--hw: .* --draft-ms would be the worked example's 3.6 ms, not this device's")
+infer_plan_cli_case(spec_target_times_given EXIT 0 ARGS spec --hw rtx-4090 --verify-ms 20 --draft-ms 2
+  MATCH "verify 20 ms/round, draft 2 ms/position")
 infer_plan_cli_case(bad_pd_prompt EXIT 2 ARGS pd -p 0 MATCH "-p: 0 tokens is out of range")
 infer_plan_cli_case(bad_pd_prefill EXIT 2 ARGS pd --prefill-ms -3 MATCH "--prefill-ms: -3 is out of range")
 infer_plan_cli_case(bad_pd_decode_nan EXIT 2 ARGS pd --decode-ms nan MATCH "--decode-ms")
