@@ -469,8 +469,13 @@ double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {
     if (source) *source = "given";
     return *rp.plan.decode_ms / 1e3;
   }
-  if (source) *source = fmt::format("roofline, batch {}", rp.plan.requests);
-  return rp.roofline->decode_step(rp.plan.requests, rp.plan.context).time_s;
+  const StepCost step = rp.roofline->decode_step(rp.plan.requests, rp.plan.context);
+  // the basis named, and a calibrated figure's band beside it: never a ceiling shown as a prediction
+  if (source)
+    *source = step.calibrated ? fmt::format("{}, {:.2f}-{:.2f} ms, batch {}", step_model_name(rp), step.time_lo_s * 1e3,
+                                            step.time_hi_s * 1e3, rp.plan.requests)
+                              : fmt::format("roofline ceiling, batch {}", rp.plan.requests);
+  return step.time_s;
 }
 
 std::unique_ptr<Roofline> plan_draft_roofline(const ResolvedPlan& rp) {

@@ -691,3 +691,10 @@ infer_plan_cli_case(bad_requests_as_typed EXIT 2 ARGS fit --requests 0 MATCH "^i
 infer_plan_cli_case(bad_np_as_typed EXIT 2 ARGS fit -np 0 MATCH "^infer-plan: error: -np: 0 is out of range")
 infer_plan_cli_case(bad_vllm_tp_as_typed EXIT 2 ARGS fit -m qwen3-8b --tensor-parallel-size 3
   MATCH "^infer-plan: error: --tensor-parallel-size: 3 devices cannot split qwen3-8b's 32 attention heads")
+
+# offload's decode iteration names its basis: a GGUF type on a calibrated device is llama.cpp's
+# step model with its band; --engine none the bare ceiling, said so
+infer_plan_cli_case(offload_iteration_basis EXIT 0 ARGS offload -m llama-3.1-70b -w Q4_K_M --hw rtx-4090
+  MATCH "decode iteration +[0-9.]+ ms \\(llama.cpp step model \\(calibrated\\), [0-9.]+-[0-9.]+ ms, batch 4\\)")
+infer_plan_cli_case(offload_iteration_ceiling EXIT 0 ARGS offload -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 --engine none
+  MATCH "decode iteration +[0-9.]+ ms \\(roofline ceiling, batch 4\\)")
