@@ -168,7 +168,7 @@ Json pd_json(const PdResult& r, const PdInputs& in) {
               {"reasons", r.reasons}};
 }
 
-void print_text(const PdResult& r, const PdInputs& in, const std::string& times_source) {
+void print_text(const PdResult& r, const PdInputs& in, const std::string& times_source, const std::string& decode_source) {
   fmt::print("pd: {}, KV {}, {}-token prompts, {}-token outputs, {} {} ({} per direction)\n\n", in.spec.name,
              kv_types_label(in.kv), in.workload.prompt_tokens, in.workload.output_tokens,
              r.split_across_gpus ? "GPUs of one machine over" : "machines over", r.link.name,
@@ -194,8 +194,7 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
   else
     row("TTFT with the split", "unstable", "the link saturates (see link load)");
   row("decode step", ms(r.decode_step_ms),
-      fmt::format("{} decodes ({})", r.decode_batch,
-                  times_source.starts_with("roofline") ? times_source : std::string("--decode-ms, --decode-batch")));
+      fmt::format("{} decodes ({})", r.decode_batch, decode_source));
   row("stalled decode step", ms(r.stall.step_ms),
       fmt::format("{:.2f}x: a prefill in the step delays each of {} decodes by {}", r.stall.ratio, r.decode_batch,
                   ms(r.stall.added_ms)));
@@ -339,7 +338,10 @@ void run(const PdArgs& a) {
   print_text(r, in,
              a.prefill_given ? "given (--prefill-ms)"
              : !on_devices   ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
-                             : a.times_source);
+                             : a.times_source,
+             a.decode_given ? "given (--decode-ms)"
+             : !on_devices  ? fmt::format("default (--decode-ms {:g}; or --hw for the roofline's)", kDefaultDecodeMs)
+                            : a.times_source);
   if (const auto& e = a.engine_stall)
     fmt::print("\n  as {} schedules it ({}): {}\n", a.engine_name, a.engine_policy,
                a.engine_mixes && e->steps > 1

@@ -698,3 +698,8 @@ infer_plan_cli_case(offload_iteration_basis EXIT 0 ARGS offload -m llama-3.1-70b
   MATCH "decode iteration +[0-9.]+ ms \\(llama.cpp step model \\(calibrated\\), [0-9.]+-[0-9.]+ ms, batch 4\\)")
 infer_plan_cli_case(offload_iteration_ceiling EXIT 0 ARGS offload -m llama-3.1-70b -w Q4_K_M --hw rtx-4090 --engine none
   MATCH "decode iteration +[0-9.]+ ms \\(roofline ceiling, batch 4\\)")
+# pd's decode step names where it came from: the step model when a device is named, the flag when given
+infer_plan_cli_case(pd_decode_step_source EXIT 0 ARGS pd -m llama-3.1-8b --hw h200
+  MATCH "decode step +[0-9.]+ ms +100 decodes \\(vllm step model \\(transferred\\) of llama-3.1-8b")
+infer_plan_cli_case(pd_decode_step_given EXIT 0 ARGS pd -m llama-3.1-8b --hw h200 --decode-ms 7
+  MATCH "decode step +7.00 ms +100 decodes \\(given \\(--decode-ms\\)\\)")
