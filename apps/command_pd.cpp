@@ -260,7 +260,11 @@ void run(const PdArgs& a) {
     throw InputError(fmt::format("{}: needs --hw (the engine and the devices size the roofline's times and the "
                                  "decode fit; without --hw the times are --prefill-ms and --decode-ms)",
                                  a.plan.engine.empty() ? "--tp" : "--engine"));
-  in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
+  try {
+    in.deployment.link = load_link(!a.link.empty() ? a.link : a.same_machine ? kDefaultSameMachineLink : kDefaultLink);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--link: ") + e.what());
+  }
   if (a.stream && !a.simulate) throw InputError("--stream: needs --simulate (it changes when the split's KV crosses)");
   if (a.simulate && (!on_devices || !a.qps))
     throw InputError("--simulate: needs --hw (the roofline times both servers' steps) and --qps (their Poisson load)");

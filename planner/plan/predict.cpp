@@ -544,7 +544,13 @@ OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used) 
   in.every = plan.offload->every;
   in.buffers = plan.offload->buffers;
   LinkProfile link;
-  if (!plan.offload->link.empty()) link = load_link(plan.offload->link);
+  if (!plan.offload->link.empty()) {
+    try {
+      link = load_link(plan.offload->link);
+    } catch (const InputError& e) {
+      throw InputError(std::string("offload.link: ") + e.what());
+    }
+  }
   else if (!rp.hw.host_links.empty()) link = rp.hw.host_links.front();
   else throw InputError(fmt::format("offload: profile {} has no host link; name one with --link (offload.link)", rp.hw.name));
   in.link_name = link.name;

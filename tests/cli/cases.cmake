@@ -239,7 +239,7 @@ infer_plan_cli_case(bad_pd_decode_nan EXIT 2 ARGS pd --decode-ms nan MATCH "--de
 infer_plan_cli_case(bad_pd_batch EXIT 2 ARGS pd --decode-batch 0 MATCH "--decode-batch: 0 decodes is out of range")
 infer_plan_cli_case(bad_pd_qps EXIT 2 ARGS pd --qps lots MATCH "--qps")
 infer_plan_cli_case(bad_pd_qps_zero EXIT 2 ARGS pd --qps 0 MATCH "--qps: 0 is out of range")
-infer_plan_cli_case(bad_pd_link EXIT 2 ARGS pd --link 10gbe MATCH "unknown link '10gbe'.*25gbe")
+infer_plan_cli_case(bad_pd_link EXIT 2 ARGS pd --link 10gbe MATCH "--link: unknown link '10gbe'.*25gbe")
 infer_plan_cli_case(bad_pd_kv EXIT 2 ARGS pd --kv q3_k MATCH "--kv: 'q3_k' is not a KV cache type")
 infer_plan_cli_case(bad_pd_same_machine EXIT 2 ARGS pd --same-machine --gpus 1 MATCH "--same-machine: .*--gpus 2 or more")
 infer_plan_cli_case(bad_pd_gpus EXIT 2 ARGS pd --gpus 0 MATCH "--gpus: 0 GPUs is out of range")
@@ -285,7 +285,7 @@ infer_plan_cli_case(offload_plan_flag_overrides EXIT 0 ARGS offload --plan tests
 infer_plan_cli_case(fit_offload_plan_every2 EXIT 0 ARGS fit --plan tests/data/plan_offload_every2.json
   MATCH "offloaded to host +5.06 GiB +18 x 288 MiB" "prefetch slots +0.28 GiB +1 x 288 MiB")
 infer_plan_cli_case(bad_offload_part EXIT 2 ARGS offload --part mlp MATCH "--part")
-infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH "unknown link 'pcie-gen9'")
+infer_plan_cli_case(bad_offload_link EXIT 2 ARGS offload --link pcie-gen9 MATCH "--link: unknown link 'pcie-gen9'")
 infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--batch")
 infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
 # no NVLink: the all-reduce falls back to the host link (issue 20): 72 calls of 5 us (0.360 ms) beside
