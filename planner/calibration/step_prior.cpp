@@ -7,6 +7,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "planner/calibration/serving_prior.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -330,8 +331,32 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
   return out;
 }
 
+namespace {
+std::optional<StepCalibration> pooled_transferred(const std::string& engine, const HwProfile& hw,
+                                                  const std::string& exclude);
+}  // namespace
+
 std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
                                                        const std::string& exclude) {
+  // What it depends on of the profile is its arch and bandwidth: one pooled fit per key and process
+  // (a fit takes about a millisecond, and every resolve_plan of a device without data asks).
+  using Key = std::tuple<std::string, std::string, double, std::string>;
+  static std::mutex m;
+  static std::map<Key, std::optional<StepCalibration>> cache;
+  const Key key{engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude};
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  std::optional<StepCalibration> c = pooled_transferred(engine, hw, exclude);
+  std::lock_guard<std::mutex> lock(m);
+  return cache.emplace(key, std::move(c)).first->second;
+}
+
+namespace {
+// transferred_calibration's, computed.
+std::optional<StepCalibration> pooled_transferred(const std::string& engine, const HwProfile& hw,
+                                                  const std::string& exclude) {
   std::optional<StepCalibration> c =
       pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude,
                    BuildEra::from_2025);  // a user runs today's build
@@ -341,6 +366,7 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
   if (c->prefill) c->prefill->error = bands.prefill;
   return c;
 }
+}  // namespace
 
 std::optional<CalibrationResult> device_calibration_result(const HwProfile& hw, const std::string& engine) {
   if (hw.source.starts_with("built-in "))  // the very profile fitted once per process
