@@ -45,6 +45,7 @@ struct PdArgs {
   std::optional<uint64_t> concurrency, prefill_concurrency, decode_concurrency, gpus;
   bool same_machine = false;
   std::string times_source = "given (--prefill-ms)";
+  std::string prefill_band, decode_band;  // with --hw: a calibrated time's band, "; 61.90-778.39 ms
   // with --hw: whether the decode side holds its batch at the whole context (the fit's answer)
   std::optional<FitResult> decode_fit;
   // with --hw: a prompt's stall on the mixed server as the engine schedules it (chunked prefill)
@@ -287,10 +288,19 @@ void run(const PdArgs& a) {
       args.engine_policy = describe_policy(rp.server);
       args.engine_mixes = rp.server.step_token_budget && rp.server.mix_decodes;
     }
-    if (!a.prefill_given) in.times.prefill_ms = rp.roofline->prefill(in.workload.prompt_tokens).time_s * 1e3;
-    if (!a.decode_given)
-      in.times.decode_step_ms =
-          rp.roofline->decode_step(a.decode_batch, in.workload.prompt_tokens + in.workload.output_tokens / 2).time_s * 1e3;
+    auto band = [](const StepCost& c) {
+      return c.calibrated ? fmt::format("; {:.2f}-{:.2f} ms", c.time_lo_s * 1e3, c.time_hi_s * 1e3) : std::string();
+    };
+    if (!a.prefill_given) {
+      const StepCost c = rp.roofline->prefill(in.workload.prompt_tokens);
+      in.times.prefill_ms = c.time_s * 1e3;
+      args.prefill_band = band(c);
+    }
+    if (!a.decode_given) {
+      const StepCost c = rp.roofline->decode_step(a.decode_batch, in.workload.prompt_tokens + in.workload.output_tokens / 2);
+      in.times.decode_step_ms = c.time_s * 1e3;
+      args.decode_band = band(c);
+    }
     args.times_source = fmt::format("{} of {} ({}) on {}", step_model_name(rp), rp.spec.name, rp.weights.label, rp.hw.name);
     if (a.simulate) {  // both servers on the same devices and load: P + D colocated servers, or P prefill and D decode
       if (a.gpus && *a.gpus >= 2) {
@@ -342,10 +352,10 @@ void run(const PdArgs& a) {
   print_text(r, in,
              a.prefill_given ? "given (--prefill-ms)"
              : !on_devices   ? fmt::format("default (--prefill-ms {:g}; or --hw for the roofline's)", kDefaultPrefillMs)
-                             : a.times_source,
+                             : a.times_source + a.prefill_band,
              a.decode_given ? "given (--decode-ms)"
              : !on_devices  ? fmt::format("default (--decode-ms {:g}; or --hw for the roofline's)", kDefaultDecodeMs)
-                            : a.times_source);
+                            : a.times_source + a.decode_band);
   if (const auto& e = a.engine_stall)
     fmt::print("\n  as {} schedules it ({}): {}\n", a.engine_name, a.engine_policy,
                a.engine_mixes && e->steps > 1

@@ -398,7 +398,7 @@ std::string devices_label(const ResolvedPlan& rp) {
 
 std::string step_model_name(const ResolvedPlan& rp) {
   const RooflineRates& r = rp.roofline->rates();
-  if (r.basis == "ceiling" || !rp.hw.calibration) return "roofline";
+  if (r.basis == "ceiling" || !rp.hw.calibration) return "roofline ceiling";
   return fmt::format("{} step model ({})", rp.hw.calibration->engine, r.basis);
 }
 
@@ -474,7 +474,7 @@ double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {
   if (source)
     *source = step.calibrated ? fmt::format("{}, {:.2f}-{:.2f} ms, batch {}", step_model_name(rp), step.time_lo_s * 1e3,
                                             step.time_hi_s * 1e3, rp.plan.requests)
-                              : fmt::format("roofline ceiling, batch {}", rp.plan.requests);
+                              : fmt::format("{}, batch {}", step_model_name(rp), rp.plan.requests);
   return step.time_s;
 }
 

@@ -62,7 +62,7 @@ ServingLoad plan_serving_load(const Plan& plan);
 // average (a time average, as the runtime measures it), within 2%. InputError when no rate
 // reaches it (more than the load's requests, or than its server holds).
 double solve_serving_rate(const ResolvedPlan& rp);
-// What the plan's step times come from, for a line of text: "roofline" (the ceiling), or
+// What the plan's step times come from, for a line of text: "roofline ceiling", or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);
 // llama.cpp's automatic fit (on by default since late 2025; common/fit.cpp): it changes only what the user

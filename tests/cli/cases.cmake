@@ -703,3 +703,8 @@ infer_plan_cli_case(pd_decode_step_source EXIT 0 ARGS pd -m llama-3.1-8b --hw h2
   MATCH "decode step +[0-9.]+ ms +100 decodes \\(vllm step model \\(transferred\\) of llama-3.1-8b")
 infer_plan_cli_case(pd_decode_step_given EXIT 0 ARGS pd -m llama-3.1-8b --hw h200 --decode-ms 7
   MATCH "decode step +7.00 ms +100 decodes \\(given \\(--decode-ms\\)\\)")
+infer_plan_cli_case(pd_step_bands EXIT 0 ARGS pd -m llama-3.1-8b -w Q4_K_M --hw rtx-4090 --engine llama.cpp
+  MATCH "prefill +[0-9.]+ ms +llama.cpp step model \\(calibrated\\) of llama-3.1-8b \\(Q4_K_M\\) on rtx-4090; [0-9.]+-[0-9.]+ ms"
+        "decode step +[0-9.]+ ms +100 decodes \\(llama.cpp step model \\(calibrated\\) .*; [0-9.]+-[0-9.]+ ms\\)")
+infer_plan_cli_case(pd_step_ceiling EXIT 0 ARGS pd -m llama-3.1-8b --hw h200 --engine none
+  MATCH "prefill +[0-9.]+ ms +roofline ceiling of llama-3.1-8b")
