@@ -134,7 +134,7 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   const bool datacenter = a.engine == "vllm" || a.engine == "sglang" || a.engine == "trtllm";
   const std::vector<std::string> kv = !a.kv.empty()          ? a.kv
                                       : datacenter           ? std::vector<std::string>{"bf16", "fp8"}
-                                      : a.engine == "llama.cpp" ? std::vector<std::string>{"bf16", "q8_0", "q4_0"}
+                                      : a.engine == "llama.cpp" ? std::vector<std::string>{"f16", "q8_0", "q4_0"}  // its default, -ctk f16
                                                               : std::vector<std::string>{"bf16", "fp8", "q8_0", "q4_0"};
   for (const std::string& k : without_excluded(kv, a.exclude_kv, "--exclude-kv", "KV")) {
     const GgmlType t = kv_cache_type(k, "--kv").type;
@@ -659,7 +659,7 @@ void add_advise_command(CLI::App& app) {
                   "Q3_K_M,Q2_K; llama.cpp's or vLLM's with --engine)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--kv", a->kv, "Candidate KV cache types, most bits first, each tried with the engines that have it (default "
-                  "bf16,fp8,q8_0,q4_0; bf16,q8_0,q4_0 with --engine llama.cpp; bf16,fp8 with vllm, sglang or trtllm)")
+                  "bf16,fp8,q8_0,q4_0; f16,q8_0,q4_0 with --engine llama.cpp, its default first; bf16,fp8 with vllm, sglang or trtllm)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--exclude", a->exclude,
                   "Weight types never to propose (a quality floor of your own; by default types under 4 bits are "

@@ -708,3 +708,6 @@ infer_plan_cli_case(pd_step_bands EXIT 0 ARGS pd -m llama-3.1-8b -w Q4_K_M --hw 
         "decode step +[0-9.]+ ms +100 decodes \\(llama.cpp step model \\(calibrated\\) .*; [0-9.]+-[0-9.]+ ms\\)")
 infer_plan_cli_case(pd_step_ceiling EXIT 0 ARGS pd -m llama-3.1-8b --hw h200 --engine none
   MATCH "prefill +[0-9.]+ ms +roofline ceiling of llama-3.1-8b")
+# advise for llama.cpp compares against its default KV type, f16 (-ctk f16), not vLLM's bf16
+infer_plan_cli_case(advise_llama_cpp_kv_f16 EXIT 0 ARGS advise -m llama-3.1-8b --hw rtx-4090 --rate 2 -p 512 -n 128
+  --slo-tpot-p95 50ms --engine llama.cpp MATCH "KV Q8_0 instead of F16")
