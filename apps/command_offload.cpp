@@ -8,7 +8,6 @@
 #include "apps/commands.hpp"
 #include "apps/format.hpp"
 #include "apps/plan_options.hpp"
-#include "planner/catalog/catalog.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/cost/memory_fit.hpp"
@@ -36,23 +35,17 @@ void run(const OffloadArgs& a) {
   if (a.part) o.part = *a.part;
   if (a.every) o.every = *a.every;
   if (a.buffers) o.buffers = *a.buffers;
-  if (a.link) {
-    o.link = *a.link;
-    try {
-      (void)load_link(*a.link);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--link: ") + e.what());
-    }
-  }
+  if (a.link) o.link = *a.link;
   const ResolvedPlan rp = resolve_plan(plan);
   LinkProfile link;
   const OffloadInput in = [&] {
     try {
       return plan_offload_input(rp, &link);
-    } catch (const InputError& e) {  // a plan file's link: the file and its field named
+    } catch (const InputError& e) {  // the link named by the flag that gave it, else the plan file's field
       const std::string m = e.what(), field = "offload.link: ";
-      if (!m.starts_with(field) || a.plan.plan_file.empty()) throw;
-      throw InputError(fmt::format("{}: field 'offload.link': {}", a.plan.plan_file, m.substr(field.size())));
+      if (!m.starts_with(field) || (!a.link && a.plan.plan_file.empty())) throw;
+      throw InputError(a.link ? "--link: " + m.substr(field.size())
+                              : fmt::format("{}: field 'offload.link': {}", a.plan.plan_file, m.substr(field.size())));
     }
   }();
   const OffloadResult r = plan_offload(rp.spec, rp.weights.layout, rp.weights.scale, plan.kv, in,

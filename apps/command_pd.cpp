@@ -288,9 +288,7 @@ void run(const PdArgs& a) {
       args.engine_policy = describe_policy(rp.server);
       args.engine_mixes = rp.server.step_token_budget && rp.server.mix_decodes;
     }
-    auto band = [](const StepCost& c) {
-      return c.calibrated ? fmt::format("; {:.2f}-{:.2f} ms", c.time_lo_s * 1e3, c.time_hi_s * 1e3) : std::string();
-    };
+    auto band = [](const StepCost& c) { return c.calibrated ? "; " + step_band_text(c) : std::string(); };
     if (!a.prefill_given) {
       const StepCost c = rp.roofline->prefill(in.workload.prompt_tokens);
       in.times.prefill_ms = c.time_s * 1e3;

@@ -332,8 +332,18 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
 }
 
 namespace {
+// transferred_calibration's, computed.
 std::optional<StepCalibration> pooled_transferred(const std::string& engine, const HwProfile& hw,
-                                                  const std::string& exclude);
+                                                  const std::string& exclude) {
+  std::optional<StepCalibration> c =
+      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude,
+                   BuildEra::from_2025);  // a user runs today's build
+  if (!c) return c;
+  const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
+  c->decode.error = bands.decode;
+  if (c->prefill) c->prefill->error = bands.prefill;
+  return c;
+}
 }  // namespace
 
 std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
@@ -353,20 +363,6 @@ std::optional<StepCalibration> transferred_calibration(const std::string& engine
   return cache.emplace(key, std::move(c)).first->second;
 }
 
-namespace {
-// transferred_calibration's, computed.
-std::optional<StepCalibration> pooled_transferred(const std::string& engine, const HwProfile& hw,
-                                                  const std::string& exclude) {
-  std::optional<StepCalibration> c =
-      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude,
-                   BuildEra::from_2025);  // a user runs today's build
-  if (!c) return c;
-  const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
-  c->decode.error = bands.decode;
-  if (c->prefill) c->prefill->error = bands.prefill;
-  return c;
-}
-}  // namespace
 
 std::optional<CalibrationResult> device_calibration_result(const HwProfile& hw, const std::string& engine) {
   if (hw.source.starts_with("built-in "))  // the very profile fitted once per process

@@ -396,6 +396,10 @@ std::string devices_label(const ResolvedPlan& rp) {
                            fmt::join(rp.plan.devices, ", "));
 }
 
+std::string step_band_text(const StepCost& c) {
+  return c.calibrated ? fmt::format("{:.2f}-{:.2f} ms", c.time_lo_s * 1e3, c.time_hi_s * 1e3) : std::string();
+}
+
 std::string step_model_name(const ResolvedPlan& rp) {
   const RooflineRates& r = rp.roofline->rates();
   if (r.basis == "ceiling" || !rp.hw.calibration) return "roofline ceiling";
@@ -472,8 +476,7 @@ double plan_iteration_s(const ResolvedPlan& rp, std::string* source) {
   const StepCost step = rp.roofline->decode_step(rp.plan.requests, rp.plan.context);
   // the basis named, and a calibrated figure's band beside it: never a ceiling shown as a prediction
   if (source)
-    *source = step.calibrated ? fmt::format("{}, {:.2f}-{:.2f} ms, batch {}", step_model_name(rp), step.time_lo_s * 1e3,
-                                            step.time_hi_s * 1e3, rp.plan.requests)
+    *source = step.calibrated ? fmt::format("{}, {}, batch {}", step_model_name(rp), step_band_text(step), rp.plan.requests)
                               : fmt::format("{}, batch {}", step_model_name(rp), rp.plan.requests);
   return step.time_s;
 }
@@ -550,8 +553,7 @@ OffloadInput plan_offload_input(const ResolvedPlan& rp, LinkProfile* link_used) 
     } catch (const InputError& e) {
       throw InputError(std::string("offload.link: ") + e.what());
     }
-  }
-  else if (!rp.hw.host_links.empty()) link = rp.hw.host_links.front();
+  } else if (!rp.hw.host_links.empty()) link = rp.hw.host_links.front();
   else throw InputError(fmt::format("offload: profile {} has no host link; name one with --link (offload.link)", rp.hw.name));
   in.link_name = link.name;
   in.link_bytes_per_s = link.bandwidth_bytes_per_s;

@@ -65,6 +65,8 @@ double solve_serving_rate(const ResolvedPlan& rp);
 // What the plan's step times come from, for a line of text: "roofline ceiling", or
 // "vllm step model (transferred)".
 std::string step_model_name(const ResolvedPlan& rp);
+// A calibrated step's band for a line of text, "53.05-81.59 ms"; empty for a ceiling (no band).
+std::string step_band_text(const StepCost& c);
 // llama.cpp's automatic fit (on by default since late 2025; common/fit.cpp): it changes only what the user
 // left at its default so that every device keeps `target_free_bytes` free (--fit-target, 1 GiB):
 // first the context, when -c was not given (from the model's trained context down to min_context,
