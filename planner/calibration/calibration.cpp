@@ -51,6 +51,14 @@ constexpr double kMinTermSpread = 1.15;       // largest / smallest term needed 
 // (The pooled fits of step_prior keep 0.03 toward 0: at 0.1 leave-one-device-out went 10.9% -> 11.3%.)
 constexpr double kTypeRidge = 0.03;
 constexpr double kTypeRidgeToPrior = 0.1;
+// The KV cache's covariate gets a tenth of a type's ridge: its term is a few percent of a step's
+// reads where a type's is at least a tenth, so the full ridge held its cost near the weights'
+// although attention at long contexts runs several times slower than its bytes (Metal builds of
+// 2024: 4-7x on the m1-max-64gb's tg8192 rows). Over the 287 built-in decode points, ridge x1 /
+// x0.3 / x0.1 / x0.03 / x0.01: leave-one-file-out median 4.8 / 4.5 / 4.2 / 3.9 / 4.2%, worst 33 /
+// 31 / 33 / 31 / 32%; leave-one-device-out median 7.6% (8.0% at x0.01), worst +79 / +76 / +72 /
+// +70 / +70%, points beyond 40% 10 / 11 / 10 / 11 / 11.
+constexpr double kKvRidgeShare = 0.1;
 // How hard a device's fixed time is pulled toward its prior's (CalibrationOptions::prior) where
 // its terms spread enough to fit one: in units of (fixed / the median step)^2, as the type ridge
 // (the sweep above).
@@ -159,7 +167,7 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
     for (size_t t = 0; t < k; ++t) {
       const auto r = static_cast<Eigen::Index>(n + t);
       const double rel = relative(types[t]);
-      const double w = std::sqrt(prior.type_ridge);
+      const double w = std::sqrt(prior.type_ridge * (types[t] == kKvCovariate ? kKvRidgeShare : 1.0));
       a(r, c_types + static_cast<Eigen::Index>(t)) = w;
       if (c_slope >= 0) a(r, c_slope) = -w * rel;
       else b(r) = w * rel * kMinSlope;
@@ -208,8 +216,9 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
     }
     std::string worst;
     double worst_slope = kMinSlope;
-    for (const auto& [type, d] : line.delta)  // ('~' names are covariates, not a type's rate)
-      if (!type.starts_with('~') && !pinned.types.contains(type) && line.slope + d < worst_slope)
+    // ('~' names are covariates, not a type's rate; but the KV cache's is a rate too)
+    for (const auto& [type, d] : line.delta)
+      if ((!type.starts_with('~') || type == kKvCovariate) && !pinned.types.contains(type) && line.slope + d < worst_slope)
         worst = type, worst_slope = line.slope + d;
     if (worst.empty()) {
       // a type the points do not read (or read too little of to fit) costs what the prior says
@@ -367,7 +376,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     const StepCost c = rl.decode_step(row.batch, context);
     p.term_s = c.memory_s;
     p.kv_term_s = c.kv_bytes / rl.rates().memory_bytes_per_s;
-    p.moe_layers = static_cast<double>(spec.moe_layer_count());
+    p.moe_layers = spec.moe_layer_units();
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
     for (const std::string& type : rl.weight_types())

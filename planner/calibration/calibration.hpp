@@ -32,7 +32,7 @@ struct CalibrationPoint {
   double measured_s = 0;     // a decode step, or a whole prompt
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
   double kv_term_s = 0;      // decode: the KV cache's share of term_s
-  double moe_layers = 0;     // decode: the model's layers with experts (each a few kernels more)
+  double moe_layers = 0;     // decode: the model's layers with experts, in ModelSpec::moe_layer_units
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
   double ceiling_s = 0;      // the uncalibrated roofline
   double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
@@ -87,8 +87,9 @@ CalibrationResult calibrate_step_model(const std::vector<BenchRow>& rows, const 
 // The decode fits' covariate for the KV cache's read time: attention at long contexts reads it
 // slower than a matrix-vector product reads weights (kv_read_efficiency).
 inline constexpr std::string_view kKvCovariate = "~kv";
-// ... and for the time of the layers with experts: the covariate is their count x kMoeLayerUnit,
-// its fitted delta x kMoeLayerUnit the time per such layer per step (DecodeTerms::moe_layer_s).
+// ... and for the time of the layers with experts: the covariate is their units
+// (ModelSpec::moe_layer_units) x kMoeLayerUnit, its fitted delta x kMoeLayerUnit the time per unit
+// per step (DecodeTerms::moe_layer_s).
 inline constexpr std::string_view kMoeCovariate = "~moe";
 inline constexpr double kMoeLayerUnit = 1e-4;  // 0.1 ms: the covariate in the units of a step's terms
 struct StepSample {

@@ -80,6 +80,7 @@ constexpr double kMinReadCost = 1.0 / 1.1;  // the read cost of a datasheet byte
 constexpr double kReferenceBandwidth = 1e12;
 constexpr size_t kBuildsShown = 6;  // builds named in a transferred model's source
 constexpr double kTransferredTail = 0.05;  // a transferred band's quantiles: 5th and 95th
+constexpr double kLongContextShare = 0.05;  // a decode point's KV read against its weights' that informs the KV cost
 
 double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kReferenceBandwidth); }
 
@@ -114,6 +115,8 @@ std::map<std::string, double> wider_type_costs(const std::vector<DeviceCalibrati
   for (const auto& [type, d] : line.delta)
     if (!type.starts_with('~')) out[type] = std::max(kMinReadCost, slope + d);
   out[std::string(kSharedCost)] = slope;
+  if (const auto kv = line.delta.find(std::string(kKvCovariate)); kv != line.delta.end())
+    out[std::string(kKvCovariate)] = std::max(kMinReadCost, slope + kv->second);
   if (const auto moe = line.delta.find(std::string(kMoeCovariate)); moe != line.delta.end())
     out[std::string(kMoeCovariate)] = std::max(0.0, moe->second) * kMoeLayerUnit;  // seconds per layer
   return out;
@@ -141,6 +144,15 @@ std::vector<std::string> borrow_missing_types(DecodeTerms& d, const std::map<std
       borrowed.push_back(type);
     }
   return borrowed;
+}
+
+// Whether any of the devices' decode points reads a KV cache of at least kLongContextShare of its
+// weights: else the pool cannot tell the KV cache's read cost from the weights'.
+bool reads_long_contexts(const std::vector<const DeviceCalibration*>& devices) {
+  for (const DeviceCalibration* d : devices)
+    for (const CalibrationPoint& p : d->fit.points)
+      if (p.decode && p.kv_term_s >= kLongContextShare * p.term_s) return true;
+  return false;
 }
 
 // The pooled terms for a device of `arch` reading at `bandwidth` (datasheet), without error bands:
@@ -179,14 +191,24 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   c.decode.kv_read_efficiency = 1.0 / std::max(kMinReadCost, slope + delta(kKvCovariate));
   c.decode.moe_layer_s = std::max(0.0, delta(kMoeCovariate)) * kMoeLayerUnit;
   std::vector<std::string> borrowed;
+  std::string kv_from;   // where the KV cache's read cost was borrowed from
   std::string moe_from;  // where the time of a layer with experts was borrowed from
   if (level != kEngineLevel) {
     const std::map<std::string, double> wider = wider_type_costs(all, arch, level, exclude, era, bandwidth);
     borrowed = borrow_missing_types(c.decode, wider, slope);
+    // A pool whose points all read short contexts (apple-m1's: tg128 only) cannot price the KV
+    // cache; it borrows the wider pool's cost, scaled as the types are. Over the 287 built-in
+    // decode points, leave-one-device-out: median 7.8% -> 7.6%, worst +82.8% -> +72.2% (the
+    // m1-max-64gb's tg8192), points beyond 40% 12 -> 10.
+    if (const auto kv = wider.find(std::string(kKvCovariate)); kv != wider.end() && !reads_long_contexts(devices)) {
+      c.decode.kv_read_efficiency = 1.0 / std::max(kMinReadCost, kv->second * slope / wider.at(std::string(kSharedCost)));
+      kv_from = level == arch ? std::string(find_device_arch(arch)->vendor) : "all";
+    }
     // A pool without a model with experts borrows their layers' time from the wider pool's
     // builds of the same era (else all devices'): that time is the kernels' launches and routing
-    // per layer, alike across devices of a vendor and era (own fits, 2025-26 builds: rtx-4090 39,
-    // rtx-pro-6000 46, dgx-spark 32 us), and 0 left a 30B-A3B model 60% fast on the rtx-4090.
+    // per layer, alike across devices of a vendor and era (own fits, 2025-26 builds, per layer of
+    // 4 experts: rtx-4090 38, rtx-pro-6000 36, dgx-spark 24 us), and 0 left a 30B-A3B model 60%
+    // fast on the rtx-4090.
     // Leave-one-device-out over the 267 built-in decode points: median 7.6% -> 7.3%; rtx-4090
     // 13.6% -> 3.5% (worst +62.1% -> +19.7%), m2-ultra 12.8% -> 9.4%.
     if (!line.delta.contains(std::string(kMoeCovariate))) {
@@ -228,6 +250,9 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   if (!borrowed.empty())
     c.basis_note += fmt::format("; {} priced from {} devices' {} builds", fmt::join(borrowed, ", "),
                                 level == arch ? std::string(find_device_arch(arch)->vendor) : "all",
+                                era == BuildEra::from_2025 ? "2025-26" : "2023-24");
+  if (!kv_from.empty())
+    c.basis_note += fmt::format("; the KV cache's read cost from {} devices' {} builds", kv_from,
                                 era == BuildEra::from_2025 ? "2025-26" : "2023-24");
   if (!moe_from.empty())
     c.basis_note += fmt::format("; the layers with experts timed from {} devices' {} builds", moe_from,

@@ -270,7 +270,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
   const ErrorBand* band = &cal.decode.error;
   if (!prefill) {  // a batched server's cost per sequence (per token of a verify pass) counts as fixed
     c.fixed_s = cal.decode.fixed_s + cal.decode.per_sequence_s * tokens +
-                cal.decode.moe_layer_s * static_cast<double>(spec_.moe_layer_count());
+                cal.decode.moe_layer_s * spec_.moe_layer_units();
     c.read_s = read_s;
     c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else if (cal.prefill) {

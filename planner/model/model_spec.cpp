@@ -363,6 +363,10 @@ uint64_t ModelSpec::linear_layer_count() const {
   return static_cast<uint64_t>(std::count(linear_layers.begin(), linear_layers.end(), true));
 }
 
+double ModelSpec::moe_layer_units() const {
+  return static_cast<double>(moe_layer_count()) * static_cast<double>(8 + experts_active) / 12.0;
+}
+
 uint64_t ModelSpec::moe_layer_count() const {
   uint64_t n = 0;
   for (uint64_t l = 0; l < layers; ++l) n += layer_is_moe(l) ? 1 : 0;

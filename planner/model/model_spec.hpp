@@ -148,6 +148,11 @@ struct ModelSpec {
   uint64_t attention_layers() const { return layers - linear_layer_count(); }  // the layers with a KV cache
   uint64_t shared_expert_width() const { return shared_intermediate ? shared_intermediate : moe_intermediate * shared_experts; }
   uint64_t moe_layer_count() const;  // the layers with experts
+  // The layers with experts in units of a layer routing each token to 4 experts: llama.cpp's graph
+  // gives a layer of k experts 8 + k nodes (9: the router's product, softmax, top-k, the weights'
+  // get_rows, three expert products, the GLU, the weighting; and k - 1 adds of the experts'
+  // outputs), so it counts (8 + k) / 12. A step's time beyond its reads grows with its nodes.
+  double moe_layer_units() const;
   uint64_t q_width() const { return heads * head_dim; }     // attention width (not always hidden)
   uint64_t kv_width() const { return kv_heads * head_dim; }  // per K or V
   uint64_t attn_out_width() const { return heads * (is_mla() ? v_head_dim : head_dim); }  // attn_output's input

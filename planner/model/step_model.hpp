@@ -45,9 +45,10 @@ struct DecodeTerms {
   // A mixture-of-experts model's own fraction, for all of its weights (a batched server's fused
   // expert kernels reach less of the bandwidth than its dense ones); absent: read_efficiency.
   std::optional<double> moe_read_efficiency;
-  // Per layer with experts, per step: the router, the top-k selection and the expert products'
-  // own launches (a llama.cpp mixture-of-experts layer runs several kernels more than a dense
-  // one), fitted; 0: none.
+  // Per layer with experts, per step, for a layer routing to 4 experts (ModelSpec::moe_layer_units
+  // scales it to k): the router, the top-k selection, the expert products' and the adds of their
+  // outputs' own launches (a llama.cpp mixture-of-experts layer runs 8 + k kernels beside a dense
+  // layer's), fitted; 0: none.
   double moe_layer_s = 0;
   // Under tensor parallelism, the time of one all-reduce call (launch and synchronization, beside
   // the bytes over the link), fitted; absent: the profile's link latency.

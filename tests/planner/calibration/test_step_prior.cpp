@@ -176,6 +176,25 @@ TEST_CASE("a type a pool never read is priced from its vendor's devices of the s
   CHECK(c->basis_note.find("priced from apple devices' 2025-26 builds") != std::string::npos);
 }
 
+TEST_CASE("a pool that read short contexts only prices the KV cache from its vendor's devices") {
+  // Left out, the m1-max-64gb's apple-m1 neighbours (m1-pro, m1-ultra, m1) ran tg128 only: their
+  // KV caches are about 1% of their weights' bytes, too little to price. The KV cost comes from
+  // the Apple devices that read long contexts, and it is dearer than the weights' (attention at
+  // long contexts reads slower than a matrix-vector product).
+  const std::optional<StepCalibration> m1 =
+      transferred_calibration("llama.cpp", load_hw_profile("m1-max-64gb"), "m1-max-64gb");
+  REQUIRE(m1);
+  REQUIRE(m1->decode.kv_read_efficiency);
+  CHECK(*m1->decode.kv_read_efficiency < m1->decode.read_efficiency);
+  CHECK(m1->basis_note.find("the KV cache's read cost from apple devices' 2025-26 builds") != std::string::npos);
+  // with the m1-max-64gb in it (tg512 to tg8192), the apple-m1 pool prices its own
+  const std::optional<StepCalibration> pro = transferred_calibration("llama.cpp", load_hw_profile("m1-pro"), "m1-pro");
+  REQUIRE(pro);
+  CHECK(pro->basis_note.find("the KV cache's read cost") == std::string::npos);
+  REQUIRE(pro->decode.kv_read_efficiency);
+  CHECK(*pro->decode.kv_read_efficiency < pro->decode.read_efficiency);
+}
+
 TEST_CASE("a pool without a model with experts times their layers from its vendor's devices of the era") {
   // Left out, the rtx-4090's ada neighbours (rtx-4080, rtx-6000-ada) ran dense models only; the
   // time of a layer with experts comes from the other NVIDIA devices' 2025-26 builds (rtx-pro-6000,

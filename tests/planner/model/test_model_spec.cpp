@@ -90,6 +90,15 @@ TEST_CASE("Mixtral 8x7B: 46.7 B parameters, 12.9 B active (model card), by hand"
   CHECK_THROWS_WITH_AS(model_spec_from_hf_config(c, "m", "c.json"), doctest::Contains("'kv_lora_rank'"), InputError);
 }
 
+TEST_CASE("the layers with experts in units of a layer routing to 4 experts: (8 + k) / 12 each") {
+  // llama.cpp's graph of a layer with k experts: 9 nodes (router product, softmax, top-k, get_rows,
+  // three expert products, GLU, weighting) and k - 1 adds of the experts' outputs: 8 + k.
+  CHECK(load_model("gpt-oss-20b").moe_layer_units() == doctest::Approx(24.0));       // 24 layers, 4 experts
+  CHECK(load_model("qwen3-30b-a3b").moe_layer_units() == doctest::Approx(64.0));     // 48 x (8 + 8) / 12
+  CHECK(load_model("mixtral-8x7b").moe_layer_units() == doctest::Approx(32.0 * 10 / 12));  // 32 x (8 + 2) / 12
+  CHECK(load_model("qwen3-8b").moe_layer_units() == 0.0);                            // dense
+}
+
 TEST_CASE("DeepSeek-V3: 671 B parameters, 37 B activated, 70,272 B of KV per token at BF16 (MLA)") {
   // Per layer, attention: q_a 7168 x 1536 = 11,010,048; q_a_norm 1,536; q_b 1536 x 128 x 192 =
   // 37,748,736; kv_a_mqa 7168 x 576 = 4,128,768; kv_a_norm 512; k_b 128 x 512 x 128 and v_b
