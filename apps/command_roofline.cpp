@@ -121,7 +121,10 @@ void run(const RooflineArgs& a) {
   fmt::print("  step model: {}\n\n", r.step_source);
   print_step("decode iteration", e.decode);
   print_step(fmt::format("TPOT (context {})", plan.context + plan.output / 2), e.generation);
-  print_step(fmt::format("prefill ({} tokens)", plan.context), e.prefill);
+  print_step(e.prefill.micro_batches > 1
+                 ? fmt::format("prefill ({} tokens, {:.0f} micro-batches)", plan.context, e.prefill.micro_batches)
+                 : fmt::format("prefill ({} tokens)", plan.context),
+             e.prefill);
   const double front_s = rp.hw.calibration ? rp.hw.calibration->first_token_s : 0;
   fmt::print("\n  TTFT {:.3f} s ({}, no queueing), TPOT {:.3f} ms, {:.1f} tokens/s for the batch "
              "({:.1f} per sequence)\n", e.ttft_s,

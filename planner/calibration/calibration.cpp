@@ -17,6 +17,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/cost/kv_cache.hpp"
 #include "planner/model/model_scale.hpp"
+#include "planner/cost/engine_memory.hpp"
 #include "planner/cost/roofline.hpp"
 #include "planner/core/units.hpp"
 #include "planner/weights/weights_size.hpp"
@@ -69,6 +70,7 @@ struct Sample {
   std::map<std::string, double> type_terms;  // per GGML type: its weights' share of `term`
   double measured = 0;
   std::string group;                         // one model file in one run: left out together
+  double fixed_count = 1;                    // times the fixed time is paid (a prompt's micro-batches)
 };
 
 struct Line {
@@ -77,7 +79,7 @@ struct Line {
   std::map<std::string, double> delta;  // per type, added to `slope` for that type's term
   std::vector<double> weights;
   double predict(const Sample& x) const {
-    double t = fixed + slope * x.term;
+    double t = fixed * x.fixed_count + slope * x.term;
     for (const auto& [type, v] : x.type_terms)
       if (const auto it = delta.find(type); it != delta.end()) t += it->second * v;
     return t;
@@ -138,8 +140,9 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
     const auto it = prior.relative.find(type);
     return it == prior.relative.end() ? 0.0 : it->second;
   };
-  std::vector<double> known(n, held_fixed), free_term(n);
+  std::vector<double> known(n), free_term(n);
   for (size_t i = 0; i < n; ++i) {
+    known[i] = held_fixed * xs[i].fixed_count;
     free_term[i] = xs[i].term;
     for (const auto& [type, v] : xs[i].type_terms)
       if (pinned.types.contains(type)) known[i] += kMinSlope * v, free_term[i] -= v;
@@ -155,7 +158,7 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
       const auto r = static_cast<Eigen::Index>(i);
       const double s = std::sqrt(line.weights[i]) / xs[i].measured;
       if (c_slope >= 0) a(r, c_slope) = free_term[i] * s;
-      if (c_fixed >= 0) a(r, c_fixed) = s;
+      if (c_fixed >= 0) a(r, c_fixed) = s * xs[i].fixed_count;
       for (size_t t = 0; t < k; ++t) {
         const auto f = xs[i].type_terms.find(types[t]);
         if (f != xs[i].type_terms.end()) a(r, c_types + static_cast<Eigen::Index>(t)) = f->second * s;
@@ -239,10 +242,14 @@ struct KindFit {
   std::vector<double> loo;  // predictions with each point left out
 };
 
+// Whether the fixed time can be told from the rate: the terms per fixed time paid (per micro-batch
+// of a prompt) spread.
 bool terms_spread(const std::vector<Sample>& xs) {
   if (xs.size() < 2) return false;
-  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end(), [](const Sample& a, const Sample& b) { return a.term < b.term; });
-  return hi->term / lo->term >= kMinTermSpread;
+  const auto per_fixed = [](const Sample& x) { return x.term / x.fixed_count; };
+  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end(),
+                                            [&](const Sample& a, const Sample& b) { return per_fixed(a) < per_fixed(b); });
+  return per_fixed(*hi) / per_fixed(*lo) >= kMinTermSpread;
 }
 
 // The types some point reads a real share of its weights in (>= 10% of its term): each gets its
@@ -367,7 +374,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
   KvTypes kv;
   kv.k = kv_cache_type(row.kv_k.empty() ? "f16" : row.kv_k, row.origin + ": type_k").type;
   kv.v = kv_cache_type(row.kv_v.empty() ? "f16" : row.kv_v, row.origin + ": type_v").type;
-  const Roofline rl(spec, w.layout, kv, base, 1, scale);
+  Roofline rl(spec, w.layout, kv, base, 1, scale);
   p.decode = row.is_decode();
   p.measured_s = row.measured_s();
   if (p.decode) {
@@ -382,7 +389,10 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     for (const std::string& type : rl.weight_types())
       p.type_terms_s[type] = rl.weight_read_s_of_type(type, static_cast<double>(row.batch));
   } else {
+    // llama-bench evaluates the prompt n_ubatch tokens at a time (llama.cpp's default unless -ub says)
+    rl.set_prefill_micro_batch(row.n_ubatch ? row.n_ubatch : llama_cpp_micro_batch(EngineSettings{}));
     const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
+    p.micro_batches = c.micro_batches;
     p.term_s = c.compute_s;
     for (const auto& [type, share] : rl.matmul_share_by_type()) p.type_terms_s[type] = c.compute_s * share;
     p.ceiling_s = c.ceiling_s;
@@ -402,7 +412,7 @@ std::string joined_builds(const std::vector<CalibrationPoint>& points) {
 
 StepLine fit_step_line(const std::vector<StepSample>& samples) {
   std::vector<Sample> xs;
-  for (const StepSample& x : samples) xs.push_back({x.term_s, x.type_terms_s, x.measured_s, x.group});
+  for (const StepSample& x : samples) xs.push_back({x.term_s, x.type_terms_s, x.measured_s, x.group, x.fixed_count});
   const Line line = fit_line(xs, terms_spread(xs), fitted_types(xs));
   return {line.fixed, line.slope, line.delta};
 }
@@ -494,7 +504,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
     for (CalibrationPoint* p : pts) {
       p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
                              p->row.batch);
-      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group});
+      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group, p->micro_batches});
       // The KV cache's own read cost: attention at long contexts reads it slower than weights
       if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
       // The layers with experts' own time (router, top-k, the expert products' launches)

@@ -33,6 +33,7 @@ struct CalibrationPoint {
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
   double kv_term_s = 0;      // decode: the KV cache's share of term_s
   double moe_layers = 0;     // decode: the model's layers with experts, in ModelSpec::moe_layer_units
+  double micro_batches = 1;  // prefill: the prompt's micro-batches (n_ubatch), each costing the fixed time
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
   double ceiling_s = 0;      // the uncalibrated roofline
   double known_s = 0;        // the probe's launch overhead, added to the fit, not fitted
@@ -97,6 +98,7 @@ struct StepSample {
   std::map<std::string, double> type_terms_s;
   double measured_s = 0;
   std::string group;  // left out together
+  double fixed_count = 1;  // times the fixed time is paid (a prompt's micro-batches)
 };
 struct StepLine {
   double fixed_s = 0;

@@ -145,6 +145,7 @@ BenchRow row_from_json(const Json& o, const std::string& where) {
   r.n_prompt = optional_uint(o, "n_prompt", where).value_or(r.n_prompt);
   r.n_gen = optional_uint(o, "n_gen", where).value_or(r.n_gen);
   r.n_depth = optional_uint(o, "n_depth", where).value_or(r.n_depth);
+  r.n_ubatch = optional_uint(o, "n_ubatch", where).value_or(0);
   const auto avg = optional_number(o, "avg_ts", where);
   if (!avg) throw InputError(fmt::format("{}: field 'avg_ts' is missing; expected tokens/s", where));
   r.tokens_per_s = *avg;
@@ -200,7 +201,7 @@ std::vector<BenchRow> parse_csv(const std::vector<std::string>& lines, const std
       const std::string& v = cells[c];
       if (key == "n_prompt" || key == "n_gen" || key == "model_size" || key == "model_n_params") {
         o[key] = static_cast<uint64_t>(parse_number(v, fmt::format("{}: {}", where, key)));
-      } else if (key == "avg_ts" || key == "stddev_ts") {
+      } else if (key == "avg_ts" || key == "stddev_ts" || key == "n_ubatch") {
         o[key] = parse_number(v, fmt::format("{}: {}", where, key));
       } else {
         o[key] = v;
@@ -258,6 +259,9 @@ std::vector<BenchRow> parse_markdown(const std::vector<std::string>& lines, cons
       if (col.count("backend")) r.backend = cells[col["backend"]];
       if (col.count("type_k")) r.kv_k = cells[col["type_k"]];
       if (col.count("type_v")) r.kv_v = cells[col["type_v"]];
+      if (col.count("n_ubatch"))
+        r.n_ubatch = optional_uint(Json{{"n_ubatch", parse_number(cells[col["n_ubatch"]], where + ": n_ubatch")}},
+                                   "n_ubatch", where).value_or(0);
       parse_test(cells[col["test"]], r, where + ": test");
       parse_rate_cell(cells[col["t/s"]], r, where + ": t/s");
       check_row(r);

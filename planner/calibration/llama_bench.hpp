@@ -20,6 +20,7 @@ struct BenchRow {
   uint64_t n_prompt = 0;                 // pp512 -> 512
   uint64_t n_gen = 0;                    // tg128 -> 128
   uint64_t n_depth = 0;                  // tokens already in the KV cache ("tg128 @ d512")
+  uint64_t n_ubatch = 0;                 // -ub: a prompt's micro-batch; 0: not stated (llama-bench's 512)
   double tokens_per_s = 0;               // avg_ts
   std::optional<double> stddev_tokens_per_s;
   std::string kv_k, kv_v;                // type_k / type_v ("f16"); empty when not stated

@@ -326,7 +326,7 @@ const CalibrationResult& own_calibration(const std::string& engine, const std::s
 double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
   if (!p.decode) {
     if (!c.prefill) return std::nan("");
-    double t = p.known_s + c.prefill->fixed_s + p.term_s / c.prefill->compute_efficiency;
+    double t = p.known_s + c.prefill->fixed_s * p.micro_batches + p.term_s / c.prefill->compute_efficiency;
     for (const auto& [type, share_s] : p.type_terms_s)
       if (const auto it = c.prefill->compute_efficiency_by_type.find(type); it != c.prefill->compute_efficiency_by_type.end())
         t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);

@@ -125,6 +125,10 @@ const std::vector<std::string>& known_engines() {
   return engines;
 }
 
+uint64_t llama_cpp_micro_batch(const EngineSettings& settings) {
+  return std::min(settings.batch.value_or(kLlamaCppBatch), settings.ubatch.value_or(kLlamaCppUbatch));
+}
+
 ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine, const EngineSettings& settings) {
   if (engine != "llama.cpp" || !spec.sliding_window) return spec;
   if (!llama_cpp_applies_windows(spec.gguf_arch)) {
@@ -133,7 +137,7 @@ ModelSpec engine_model_spec(ModelSpec spec, std::string_view engine, const Engin
     spec.window_layers.clear();
     return spec;
   }
-  const uint64_t n_ub = std::min(settings.batch.value_or(kLlamaCppBatch), settings.ubatch.value_or(kLlamaCppUbatch));
+  const uint64_t n_ub = llama_cpp_micro_batch(settings);
   spec.window_cache_tokens = (spec.sliding_window + n_ub + kLlamaCppSwaPad - 1) / kLlamaCppSwaPad * kLlamaCppSwaPad;
   return spec;
 }
@@ -153,7 +157,7 @@ EngineMemory engine_memory(const std::string& engine, const ModelSpec& s, const 
   const uint64_t cuda = is_nvidia(hw) ? kCudaContextBytes : 0;
   if (engine == "llama.cpp") {
     const uint64_t n_ctx = context_tokens * requests;  // one unified cache over every slot
-    const uint64_t n_ub = std::min({n_ctx, settings.batch.value_or(kLlamaCppBatch), settings.ubatch.value_or(kLlamaCppUbatch)});
+    const uint64_t n_ub = std::min(n_ctx, llama_cpp_micro_batch(settings));
     const bool flash = settings.flash_attention.value_or(true);
     // Without flash attention: the F32 mask and the KQ scores of every head; with it: the F16 mask.
     const uint64_t attention = flash ? kF32 * n_ub * (1 + 4 * s.hidden) + kF16 * n_ub * n_ctx

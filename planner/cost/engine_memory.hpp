@@ -83,6 +83,10 @@ struct EngineSettings {
   std::optional<uint64_t> cuda_graph_max_bs;
   bool operator==(const EngineSettings&) const = default;
 };
+// The tokens of one llama.cpp graph evaluation: -ub clamped to -b (512 and 2048 by default). A
+// longer prompt runs in such micro-batches, each reading the weights again.
+uint64_t llama_cpp_micro_batch(const EngineSettings& settings);
+
 
 // `engine` empty or "none": nothing counted, and the assumption says so. InputError for an unknown engine.
 // The model as the engine runs it. llama.cpp applies a declared sliding window only in the

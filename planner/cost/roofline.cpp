@@ -224,7 +224,7 @@ double Roofline::distinct_experts(double tokens) const {
 }
 
 StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const {
-  c.memory_s = weight_read_s(tokens) + c.kv_bytes / rates_.memory_bytes_per_s;
+  c.memory_s = weight_read_s(tokens / c.micro_batches) * c.micro_batches + c.kv_bytes / rates_.memory_bytes_per_s;
   c.compute_s = matmul_s(tokens, head_tokens) + attention_flops / rates_.compute_ops_per_s;
   if (tp_ > 1) {
     const double n = static_cast<double>(tp_);
@@ -274,7 +274,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
     c.read_s = read_s;
     c.extra_tokens_s = extra_token_s(tokens, head_tokens);
   } else if (cal.prefill) {
-    c.fixed_s = cal.prefill->fixed_s;
+    c.fixed_s = cal.prefill->fixed_s * c.micro_batches;
     const double compute_eff = spec_.is_moe() && cal.prefill->moe_compute_efficiency ? *cal.prefill->moe_compute_efficiency
                                                                                      : cal.prefill->compute_efficiency;
     double compute_s = c.compute_s / compute_eff;
@@ -379,8 +379,10 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
   const double p = static_cast<double>(prompt_tokens);
   const double tokens = p * static_cast<double>(sequences);
   StepCost c;
-  c.weight_bytes = weight_bytes_read(tokens);
-  c.expert_bytes = expert_bytes_read(tokens);
+  // each micro-batch reads the weights its tokens touch (the last one's fewer tokens counted alike)
+  c.micro_batches = prefill_micro_batch_ ? std::ceil(tokens / static_cast<double>(prefill_micro_batch_)) : 1.0;
+  c.weight_bytes = weight_bytes_read(tokens / c.micro_batches) * c.micro_batches;
+  c.expert_bytes = expert_bytes_read(tokens / c.micro_batches) * c.micro_batches;
   // written once, and each sequence's linear-attention state
   c.kv_bytes = tokens * static_cast<double>(kv_per_token_) + static_cast<double>(sequences) * state_bytes_;
   // causal attention: token i attends to i + 1 positions (at most a window layer's window), summed

@@ -1,7 +1,8 @@
 // Roofline cost of one step: bytes moved over memory bandwidth vs FLOPs over compute, whichever
 // is slower, plus tensor-parallel all-reduce time over the device link. Decode reads every weight
 // it touches once per step (active experts only for MoE, each distinct expert once per batch) and
-// the KV of every sequence; prefill reads the weights once for the whole prompt.
+// the KV of every sequence; prefill reads the weights once per micro-batch of the prompt (once
+// for the whole prompt unless set_prefill_micro_batch says otherwise).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -49,7 +50,8 @@ struct StepCost {
   double overhead_s = 0;    // kernel launches x the measured launch overhead
   double ceiling_s = 0;     // the roofline: max(memory_s, compute_s) + comm_s + overhead_s
   // The calibrated step model's terms (planner/model/step_model), all 0 without a calibration:
-  double fixed_s = 0;         // the engine's fixed time per step (or per prefill)
+  double fixed_s = 0;         // the engine's fixed time per step (or per prefill micro-batch)
+  double micro_batches = 1;   // prefill: the graph evaluations the prompt takes (each reads the weights)
   double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
   double extra_tokens_s = 0;  // the step's product of all its tokens beyond one token's (per weight type)
   bool calibrated = false;
@@ -76,6 +78,10 @@ class Roofline {
   // The model's layers split across `devices` that run them one after another (llama.cpp's -sm
   // layer): a step costs what one device holding every layer costs, plus a hand-over per boundary.
   void split_layers(uint64_t devices) { layer_split_ = devices; }
+  // A prompt evaluated `tokens` at a time (llama.cpp's n_ubatch; 0: the whole prompt at once, as
+  // an engine that chunks prompts in its scheduler evaluates each chunk): each micro-batch reads
+  // the weights (the routed experts its tokens touch) and costs the calibration's fixed time again.
+  void set_prefill_micro_batch(uint64_t tokens) { prefill_micro_batch_ = tokens; }
   uint64_t layer_split() const { return layer_split_; }
   // ... over different devices (llama.cpp's -dev A,B): this roofline's device runs `own_share` of the
   // weights' layers, each other device its share at its own speed; a step is the sum of their times
@@ -127,6 +133,7 @@ class Roofline {
   RooflineRates rates_;
   uint64_t tp_ = 1;
   uint64_t layer_split_ = 1;
+  uint64_t prefill_micro_batch_ = 0;
   double own_share_ = 1;
   std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others_;
   double dense_bytes_ = 0;          // matrices read whole every step (attention, dense FFN, head)

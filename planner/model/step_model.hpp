@@ -62,7 +62,8 @@ struct DecodeTerms {
 };
 
 struct PrefillTerms {
-  double fixed_s = 0;              // per prefill
+  double fixed_s = 0;              // per prefill micro-batch (llama.cpp's n_ubatch tokens; one for
+                                   // an engine that chunks prompts in its scheduler)
   double compute_efficiency = 1;   // achieved fraction of the profile's compute rate
   // GGML type name -> that type's own fraction, for its share of the products (K-quants and
   // i-quants dequantize before the product; absent types use the above).

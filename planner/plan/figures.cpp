@@ -65,6 +65,7 @@ Json latency_figures(const LatencyEstimate& e, const RooflineRates& rates) {
               {"decode_bound", e.decode.compute_bound ? "compute" : "memory"},
               {"prefill_ms", e.prefill_ms},
               {"prefill_bound", e.prefill.compute_bound ? "compute" : "memory"},
+              {"prefill_micro_batches", static_cast<uint64_t>(e.prefill.micro_batches)},
               {"ttft_ms", e.ttft_s * 1e3},
               {"tpot_ms", e.tpot_ms},
               {"tokens_per_s", e.tokens_per_s},

@@ -135,7 +135,10 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
   rp.plan.kv = with_state_types(plan.kv, rp.spec, rp.engine);
   const uint64_t step_tp = rp.engine == "llama.cpp" ? 1 : plan.tp;
   rp.roofline = std::make_unique<Roofline>(rp.spec, rp.weights.layout, plan.kv, rp.hw, step_tp, rp.weights.scale);
-  if (rp.engine == "llama.cpp") rp.roofline->split_layers(plan.tp);
+  if (rp.engine == "llama.cpp") {
+    rp.roofline->split_layers(plan.tp);
+    rp.roofline->set_prefill_micro_batch(llama_cpp_micro_batch(plan.engine_settings));
+  }
   const std::optional<OffloadMemory> offloaded = plan_offload_memory(plan, rp.spec, rp.weights);
   std::optional<uint64_t> gpu_layers = plan.gpu_layers;
   // auto: the most layers that fit; with no host to hold the rest, every layer (the plain fit says
@@ -195,10 +198,11 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
       double total = 0;  // the devices' weights (the token embeddings stay in host memory)
       for (const DeviceLayers& d : dealt) total += static_cast<double>(d.weights_bytes);
       std::vector<std::pair<double, std::shared_ptr<const Roofline>>> others;
-      for (size_t i = 1; i < dealt.size(); ++i)
-        others.emplace_back(static_cast<double>(dealt[i].weights_bytes) / total,
-                            std::make_shared<Roofline>(rp.spec, rp.weights.layout, plan.kv, device_of(i), 1,
-                                                       rp.weights.scale));
+      for (size_t i = 1; i < dealt.size(); ++i) {
+        auto other = std::make_shared<Roofline>(rp.spec, rp.weights.layout, plan.kv, device_of(i), 1, rp.weights.scale);
+        other->set_prefill_micro_batch(llama_cpp_micro_batch(plan.engine_settings));
+        others.emplace_back(static_cast<double>(dealt[i].weights_bytes) / total, std::move(other));
+      }
       rp.roofline->mix_devices(static_cast<double>(dealt[0].weights_bytes) / total, std::move(others));
     }
   }

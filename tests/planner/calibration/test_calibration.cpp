@@ -72,6 +72,26 @@ TEST_CASE("llama-bench -o json, jsonl and csv give the same row") {
   }
 }
 
+TEST_CASE("llama-bench's n_ubatch, in each format; a bad one is named") {
+  const char* md =
+      "| model         |     size |   params | backend | ngl | n_ubatch |   test |            t/s |\n"
+      "| ------------- | -------: | -------: | ------- | --: | -------: | -----: | -------------: |\n"
+      "| llama 7B Q4_0 | 3.56 GiB |   6.74 B | ROCm    |  99 |       64 | pp2048 | 1526.87 ± 2.00 |\n";
+  const char* json = R"([{"model_type": "llama 7B Q4_0", "n_prompt": 2048, "n_gen": 0, "n_ubatch": 64, "avg_ts": 1526.87}])";
+  const char* csv = "model_type,n_prompt,n_gen,n_ubatch,avg_ts\n\"llama 7B Q4_0\",\"2048\",\"0\",\"64\",\"1526.87\"\n";
+  for (const auto& format : {std::pair{md, "md"}, std::pair{json, "json"}, std::pair{csv, "csv"}}) {
+    const std::string name = format.second;
+    CAPTURE(name);
+    const std::vector<BenchRow> rows = parse_bench_text(format.first, name);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].n_ubatch == 64);
+    CHECK(rows[0].n_prompt == 2048);
+  }
+  CHECK(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_prompt": 512, "avg_ts": 9}])", "j")[0].n_ubatch == 0);
+  CHECK_THROWS_WITH_AS(parse_bench_text("model_type,n_prompt,n_ubatch,avg_ts\nllama 7B Q4_0,512,-64,9\n", "b.csv"),
+                       doctest::Contains("n_ubatch"), InputError);
+}
+
 TEST_CASE("bad llama-bench input names the line and what was expected") {
   CHECK_THROWS_WITH_AS(parse_bench_text("hello\nworld\n", "x.txt"),
                        doctest::Contains("not llama-bench output"), InputError);
@@ -148,6 +168,77 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
   CHECK(dirty.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(0.03));
   CHECK(dirty.points[3].weight < 0.2);  // the outlier is down-weighted, not the others
   CHECK(dirty.points[0].weight == 1.0);
+}
+
+// A prompt evaluated n_ubatch tokens at a time pays the fixed time once per micro-batch: rows of
+// one prompt at -ub 64, 128, 256 and 512 (8, 4, 2, 1 micro-batches) made with 20 ms per
+// micro-batch and compute at 40% give both back; one fixed time per prompt cannot fit them.
+TEST_CASE("a prefill's fixed time is per micro-batch: rows at several -ub give it back") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+  const Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+  const double compute_s = rl.prefill(512).compute_s;  // the same FLOPs whatever the micro-batch
+  std::vector<BenchRow> rows;  // the prefill rows, then decode rows (a fit needs both)
+  for (const uint64_t ub : {64u, 128u, 256u, 512u}) {
+    BenchRow r;
+    r.model_type = "llama 7B Q4_0";
+    r.model = "llama-2-7b";
+    r.n_prompt = 512;
+    r.n_ubatch = ub;
+    r.tokens_per_s = 512 / (0.020 * static_cast<double>(512 / ub) + compute_s / 0.4);
+    r.origin = fmt::format("ub {}", ub);
+    rows.push_back(r);
+  }
+  for (const BenchRow& r : synthetic_rows(hw, 0.002, 0.8)) rows.push_back(r);
+  const CalibrationResult fit = calibrate_step_model(rows, hw, {});
+  REQUIRE(fit.calibration.prefill);
+  CHECK(fit.calibration.prefill->fixed_s == doctest::Approx(0.020).epsilon(1e-6));
+  CHECK(fit.calibration.prefill->compute_efficiency == doctest::Approx(0.4).epsilon(1e-6));
+  int prefills = 0;
+  for (const CalibrationPoint& p : fit.points)
+    if (!p.decode) {
+      CHECK(p.micro_batches == static_cast<double>(512 / p.row.n_ubatch));
+      ++prefills;
+    }
+  CHECK(prefills == 4);
+  // a row that does not state -ub ran at llama-bench's 512
+  rows[0].n_ubatch = 0;
+  rows[0].n_prompt = 2048;
+  for (const CalibrationPoint& p : calibrate_step_model(rows, hw, {}).points)
+    if (p.row.n_prompt == 2048) CHECK(p.micro_batches == 4);
+}
+
+TEST_CASE("a prompt in micro-batches reads the weights once each and pays the fixed time each") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+  Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+  const StepCost whole = rl.prefill(2048);
+  rl.set_prefill_micro_batch(512);
+  const StepCost four = rl.prefill(2048);
+  CHECK(whole.micro_batches == 1);
+  CHECK(four.micro_batches == 4);
+  // the dense weights four times (the token embeddings' rows once per token either way)
+  CHECK(four.weight_bytes - whole.weight_bytes == doctest::Approx(3 * rl.prefill(1).weight_bytes).epsilon(0.01));
+  CHECK(four.compute_s == doctest::Approx(whole.compute_s));
+  CHECK(four.kv_bytes == doctest::Approx(whole.kv_bytes));
+  rl.set_prefill_micro_batch(500);
+  CHECK(rl.prefill(2048).micro_batches == 5);  // ceil(2048 / 500)
+  // calibrated: 20 ms per micro-batch
+  HwProfile cal_hw = hw;
+  StepCalibration c;
+  c.engine = "llama.cpp";
+  c.decode.read_efficiency = 0.8;
+  c.prefill.emplace();
+  c.prefill->fixed_s = 0.020;
+  c.prefill->compute_efficiency = 0.5;
+  cal_hw.calibration = c;
+  Roofline calibrated(spec, w.layout, {GgmlType::F16, GgmlType::F16}, cal_hw);
+  calibrated.set_prefill_micro_batch(512);
+  const StepCost p = calibrated.prefill(2048);
+  CHECK(p.fixed_s == doctest::Approx(0.080));
+  CHECK(p.time_s == doctest::Approx(0.080 + p.overhead_s + std::max(p.compute_s / 0.5, p.memory_s / 0.8)));
 }
 
 // Hierarchical calibration: a device with one model size (the fixed time cannot be told from the
