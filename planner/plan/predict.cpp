@@ -210,6 +210,9 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
                       rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
   if (!listed.empty() && device)
     rp.fit.device_note = fmt::format("{}: {}", device_hw->name, rp.fit.device_note);
+  if (!rp.engine_choice.empty())  // chosen from the weights for the step times only
+    rp.fit.engine_assumption += fmt::format("; the step times are {}'s, chosen: {} (name it as the plan's engine to "
+                                            "count its memory too)", rp.engine, rp.engine_choice);
   const Roofline* rl = rp.roofline.get();
   if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)
     const LayerSplit split = *rp.split;

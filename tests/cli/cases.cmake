@@ -451,6 +451,9 @@ infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine
 infer_plan_cli_case(fit_engine_llamacpp EXIT 0 ARGS fit --model mistral-7b-v0.1 --hw rtx-4090 --weights Q4_K_S --kv f16 --ctx 1024 --requests 2 --engine llama.cpp -fa off --json
   MATCH "\"name\": \"llama.cpp compute buffer\"" "\"bytes\": 171968512" "\"name\": \"CUDA context\"" "\"bytes\": 471859200")
 infer_plan_cli_case(fit_engine_none EXIT 0 ARGS fit MATCH "engine: no engine: weights, KV")
+# an engine chosen from the weights times the steps only, and the fit says so
+infer_plan_cli_case(fit_engine_chosen EXIT 0 ARGS fit -m llama-3.1-8b -w Q4_K_M --hw rtx-4090
+  MATCH "engine: no engine: .*the step times are llama.cpp's, chosen: Q4_K_M is a GGUF type")
 infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
 infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")
 infer_plan_cli_case(queue_engine EXIT 0 ARGS queue --simulate --hw rtx-4090 --engine llama.cpp --model llama-2-7b --weights Q4_0 --rate 2 --prompt 512 --output 128 --requests 50
