@@ -241,7 +241,9 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "has the kernel); off keeps every head's KQ scores in the compute buffer and refuses a quantized V "
                  "cache, as llama.cpp does")
       ->type_name("on|off|auto");
-  cmd.add_option("--ubatch-size", ubatch, "llama.cpp's -ub, tokens per micro-batch (default 512): sizes its compute buffer")
+  cmd.add_option("--ubatch-size", ubatch,
+                 "llama.cpp's -ub, tokens per micro-batch (default 512): sizes its compute buffer, and a prompt runs "
+                 "in such micro-batches, each reading the weights and costing the step model's fixed time again")
       ->check(kNonNegativeCount)
       ->type_name("N");
   cmd.add_option("--batch-size,-b", batch, "llama.cpp's -b, tokens per batch (default 2048); -ub is at most this")

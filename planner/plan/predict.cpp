@@ -257,7 +257,7 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
                                  plan.engine.empty() ? "not named" : plan.engine));
   if ((es.flash_attention || es.ubatch || es.batch) && plan.engine != "llama.cpp")
     throw InputError(fmt::format("plan: fields 'flash_attn', 'ubatch' and 'batch' are llama.cpp's (they size its compute "
-                                 "buffer); the plan's engine is {} (field 'engine': llama.cpp)",
+                                 "buffer and the micro-batches its prompts run in); the plan's engine is {} (field 'engine': llama.cpp)",
                                  plan.engine.empty() ? "not named" : plan.engine));
   const EnginePolicy policy = engine_policy(rp.engine, rp.hw, plan.engine_settings);
   rp.server.step_token_budget = policy.step_token_budget;
