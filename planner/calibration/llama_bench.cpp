@@ -12,6 +12,7 @@
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/json_fields.hpp"
+#include "planner/core/limits.hpp"
 #include "planner/calibration/serving_bench.hpp"
 #include "planner/core/units.hpp"
 
@@ -122,6 +123,9 @@ void check_row(const BenchRow& r) {
   if (r.model_type.empty()) throw InputError(fmt::format("{}: no model_type (the model column)", r.origin));
   if (!(r.tokens_per_s > 0)) throw InputError(fmt::format("{}: avg_ts is {}; expected tokens/s > 0", r.origin, r.tokens_per_s));
   if (r.n_prompt == 0 && r.n_gen == 0) throw InputError(fmt::format("{}: n_prompt and n_gen are both 0; expected a test", r.origin));
+  if (r.n_ubatch > kMaxContextTokens)
+    throw InputError(fmt::format("{}: field 'n_ubatch' is {}; expected 1 to {} tokens (0 or absent: 512)", r.origin,
+                                 r.n_ubatch, kMaxContextTokens));
 }
 
 std::string json_text(const Json& o, const char* key) {

@@ -90,6 +90,9 @@ TEST_CASE("llama-bench's n_ubatch, in each format; a bad one is named") {
   CHECK(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_prompt": 512, "avg_ts": 9}])", "j")[0].n_ubatch == 0);
   CHECK_THROWS_WITH_AS(parse_bench_text("model_type,n_prompt,n_ubatch,avg_ts\nllama 7B Q4_0,512,-64,9\n", "b.csv"),
                        doctest::Contains("n_ubatch"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bench_text(R"([{"model_type": "llama 7B Q4_0", "n_prompt": 512, "n_ubatch": 9223372036854775808,
+                                            "avg_ts": 9}])", "big.json"),
+                       doctest::Contains("big.json: result 1: field 'n_ubatch' is 9223372036854775808"), InputError);
 }
 
 TEST_CASE("bad llama-bench input names the line and what was expected") {
