@@ -45,6 +45,7 @@ Json profile_json(const HwProfile& p) {
   if (!p.arch.empty()) j["arch"] = p.arch;
   if (p.devices_per_node) j["devices_per_node"] = p.devices_per_node;
   if (p.price_per_hour) j["price_per_hour"] = *p.price_per_hour;
+  if (p.board_power_w) j["board_power_w"] = *p.board_power_w;
   if (p.node_link)
     j["node_link"] = {{"name", p.node_link->name}, {"bandwidth_bytes_per_s", p.node_link->bandwidth_bytes_per_s}};
   if (p.host)
@@ -114,6 +115,7 @@ void run(const HwArgs& a) {
   if (p.device_link)
     fmt::print("  device link {} ({} per direction)\n", p.device_link->name, format_rate(p.device_link->bandwidth_bytes_per_s));
   if (p.price_per_hour) fmt::print("  price      ${:.2f} per device-hour (advise's costs)\n", *p.price_per_hour);
+  if (p.board_power_w) fmt::print("  power      {:g} W board power (a transferred prefill scales with it)\n", *p.board_power_w);
   if (p.devices_per_node)
     fmt::print("  node       {} devices{}\n", p.devices_per_node,
                p.node_link ? fmt::format(", then {} ({} per direction) between nodes", p.node_link->name,

@@ -12,6 +12,7 @@ inline constexpr uint64_t kMaxScenarioPoints = 10'000;             // prediction
 inline constexpr uint64_t kMaxTensorParallel = 64;                // devices one model is split across
 inline constexpr uint64_t kMaxPdWorkers = 1024;                   // prefill or decode workers of a disaggregated server
 inline constexpr double kMaxPricePerHour = 1e6;                   // US dollars per device-hour
+inline constexpr double kMaxBoardPowerW = 1e5;                    // watts: a board, not a building
 inline constexpr double kMaxTimeS = 1e7;                          // any time or deadline: 116 days
 inline constexpr double kMaxArrivalRate = 1e6;                    // requests per second
 // A model shrunk for a CPU run: below this every width of the built-in models is at its floor.

@@ -2,7 +2,8 @@
 // "compute": {"bf16": "989 TFLOPS", ...}, "host_links": ["pcie-gen5-x16" | {"name", "bandwidth"}],
 // "device_link": {"name", "bandwidth"}, "reserves": {"name": "512 MiB"}, "sources": [...],
 // "host": {"description", "memory": {"capacity", "reserved", "bandwidth"}, "efficiency"},
-// "price_per_hour": US dollars per device-hour, "arch": "ampere" (planner/model/device_arch)}.
+// "price_per_hour": US dollars per device-hour, "arch": "ampere" (planner/model/device_arch),
+// "board_power_w": the datasheet's board power in watts}.
 #include "planner/model/hw_profile.hpp"
 
 #include <algorithm>
@@ -131,7 +132,7 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
   refuse_unknown_keys(j, {"name", "kind", "description", "memory", "compute", "host_links", "device_link",
                           "reserves", "sources", "efficiency", "measured", "calibration", "host",
-                          "devices_per_node", "node_link", "price_per_hour", "arch"}, where);
+                          "devices_per_node", "node_link", "price_per_hour", "arch", "board_power_w"}, where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "device")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; expected \"device\" (links are "
                                  "named in 'host_links')", where, *kind));
@@ -190,6 +191,12 @@ HwProfile hw_profile_from_json(const Json& j, const std::string& name, const std
       throw InputError(fmt::format("{}: field 'price_per_hour' is {}; expected US dollars per device-hour above 0 and "
                                    "at most {:g}", where, *price, kMaxPricePerHour));
     p.price_per_hour = *price;
+  }
+  if (const std::optional<double> watts = optional_number(j, "board_power_w", where)) {
+    if (!(*watts >= 1 && *watts <= kMaxBoardPowerW))
+      throw InputError(fmt::format("{}: field 'board_power_w' is {}; expected the board power in watts, 1 to {:g}", where,
+                                   *watts, kMaxBoardPowerW));
+    p.board_power_w = *watts;
   }
   if (j.contains("node_link")) {
     const Json& l = j.at("node_link");

@@ -79,6 +79,7 @@ struct HwProfile {
   std::vector<NamedBytes> reserves;                  // runtime reserves (context, buffers)
   std::optional<HostProfile> host;                   // the host's memory, for a layer split
   std::optional<double> price_per_hour;              // US dollars per device-hour (advise's cost)
+  std::optional<double> board_power_w;               // the datasheet's board power (TDP), watts
   std::vector<std::string> sources;                  // where the figures come from
   // Achieved fractions of the datasheet figures (used when no measured block is present).
   double memory_efficiency = 1.0;

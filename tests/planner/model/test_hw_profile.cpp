@@ -156,3 +156,19 @@ TEST_CASE("price_per_hour: US dollars per device-hour, above 0") {
   CHECK_THROWS_AS(hw_profile_from_json(j, "x", "x.json", no_links), InputError);
   CHECK(*load_hw_profile("h100-sxm").price_per_hour == 2.99);  // the profile's stated assumption
 }
+
+TEST_CASE("board_power_w: the datasheet's board power in watts, optional") {
+  Json j = minimal();
+  CHECK_FALSE(hw_profile_from_json(j, "x", "x.json", no_links).board_power_w);
+  j["board_power_w"] = 350;
+  CHECK(*hw_profile_from_json(j, "x", "x.json", no_links).board_power_w == 350);
+  j["board_power_w"] = 0;
+  CHECK_THROWS_WITH_AS(hw_profile_from_json(j, "x", "x.json", no_links),
+                       doctest::Contains("x.json: field 'board_power_w' is 0; expected the board power in watts"), InputError);
+  j["board_power_w"] = 1e9;
+  CHECK_THROWS_AS(hw_profile_from_json(j, "x", "x.json", no_links), InputError);
+  j["board_power_w"] = "350 W";
+  CHECK_THROWS_AS(hw_profile_from_json(j, "x", "x.json", no_links), InputError);
+  CHECK(*load_hw_profile("rtx-6000-ada").board_power_w == 300);  // NVIDIA's datasheet, as the profile cites
+  CHECK_FALSE(load_hw_profile("m2-ultra").board_power_w);        // Apple states none for its GPU
+}
