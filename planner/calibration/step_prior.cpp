@@ -13,6 +13,7 @@
 #include "planner/catalog/catalog.hpp"
 #include "planner/catalog/embedded_data.hpp"
 #include "planner/core/input_error.hpp"
+#include "planner/cost/roofline.hpp"
 #include "planner/model/device_arch.hpp"
 
 namespace infer_plan {
@@ -21,9 +22,35 @@ namespace {
 constexpr std::string_view kEngineLevel = "engine";
 constexpr int kFirst2025Build = 4400;  // llama.cpp's build numbers: b4400 is of the last days of 2024
 
+// The device the pooled terms are for: what of its profile they scale by.
+struct PoolTarget {
+  std::string arch;
+  double bandwidth = 0;  // datasheet memory bandwidth, B/s
+  double compute = 0;    // the compute rate its prefill is measured against, ops/s
+  std::optional<double> board_power_w;
+
+  static PoolTarget of(const DeviceCalibration& d) {
+    return {d.arch, d.bandwidth_bytes_per_s, d.compute_ops_per_s, d.board_power_w};
+  }
+  static PoolTarget of(const HwProfile& hw) {
+    return {hw.arch, hw.memory_bandwidth_bytes_per_s, prefill_compute(hw), hw.board_power_w};
+  }
+  // The rate a GGUF's products run at in the roofline: its fp16 rate where the profile lists one
+  // (F16 accumulation), else the roofline's; 0 where the profile lists none it reads.
+  static double prefill_compute(const HwProfile& hw) {
+    for (const char* precision : {"bf16", "fp16", "fp32"})
+      if (hw.compute_ops_per_s.contains(precision)) {
+        const RooflineRates r = roofline_rates(hw);
+        const auto fp16 = hw.compute_ops_per_s.find("fp16");
+        return fp16 == hw.compute_ops_per_s.end() ? r.compute_ops_per_s
+                                                  : r.compute_ops_per_s * fp16->second / hw.compute_ops_per_s.at(r.precision);
+      }
+    return 0;
+  }
+};
+
 std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
-                                            const std::string& arch, double bandwidth, const std::string& exclude,
-                                            BuildEra era);
+                                            const PoolTarget& target, const std::string& exclude, BuildEra era);
 
 std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
   std::vector<DeviceCalibration> out;
@@ -37,7 +64,8 @@ std::vector<DeviceCalibration> fit_builtin_devices(const std::string& engine) {
       if (std::optional<CalibrationResult> r = builtin_calibration_result(hw, engine, std::nullopt, false)) {
         std::vector<BuildEra> eras;
         for (const CalibrationPoint& p : r->points) eras.push_back(build_era(p.row.build));
-        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, std::move(*r), std::move(eras)});
+        out.push_back({device, hw.arch, hw.memory_bandwidth_bytes_per_s, PoolTarget::prefill_compute(hw),
+                       hw.board_power_w, std::move(*r), std::move(eras)});
       }
     } catch (const InputError&) {
     }
@@ -81,6 +109,17 @@ constexpr double kReferenceBandwidth = 1e12;
 constexpr size_t kBuildsShown = 6;  // builds named in a transferred model's source
 constexpr double kTransferredTail = 0.05;  // a transferred band's quantiles: 5th and 95th
 constexpr double kLongContextShare = 0.05;  // a decode point's KV read against its weights' that informs the KV cost
+// A transferred prefill's compute efficiency goes as (board power / compute rate)^kPowerShare: a
+// chip held to its power runs at about the square root's clock. The ada cards show it: pp512 of
+// Llama-3.1-8B Q4_K_M at 2024 builds, tokens/s per datasheet fp16 TFLOPS 27.7 (rtx-4080, 320 W),
+// 21.6 (rtx-4090, 450 W), 15.9 (rtx-6000-ada, 300 W), per watt 16.8, 15.9, 19.3. Over the 209
+// built-in prefill points, leave-one-device-out, at 0 / 0.5 / 0.75 / 1: median 13.9% (13.3% with
+// the mean over powered devices alone) / 13.1% / 12.4% / 13.2%; at 0.5 the rtx-6000-ada 76% ->
+// 30%, h100-pcie 36% -> 11%, tesla-p40 61% -> 4%, rtx-4080 32% -> 16%, but a40 29% -> 46%,
+// rtx-3090 2% -> 23%, a100-80gb-pcie 9% -> 23% (an A100 is more efficient per watt than the
+// GA102 cards it pools with). Unfitted: the L40S (XiongjieDai's notebook, build 2834) pp512 8B
+// Q4_K_M +28.7% -> +14.3%, 70B Q4_K_M +18.1% -> +4.9% (measured / predicted - 1).
+constexpr double kPowerShare = 0.5;
 
 double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kReferenceBandwidth); }
 
@@ -158,8 +197,9 @@ bool reads_long_contexts(const std::vector<const DeviceCalibration*>& devices) {
 // The pooled terms for a device of `arch` reading at `bandwidth` (datasheet), without error bands:
 // one fit over the pooled devices' points (decode; prefill where any has prefill points).
 std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>& all, const std::string& engine,
-                                            const std::string& arch, double bandwidth, const std::string& exclude,
-                                            BuildEra era) {
+                                            const PoolTarget& target, const std::string& exclude, BuildEra era) {
+  const std::string& arch = target.arch;
+  const double bandwidth = target.bandwidth;
   std::string level;
   const std::vector<const DeviceCalibration*> devices = pooled(all, arch, exclude, level);
   if (devices.empty()) return std::nullopt;
@@ -228,17 +268,28 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   // The weight types' own prefill costs are not carried over: averaged the same way, their ratios
   // to each device's shared cost lost on leave-one-device-out (21.9% against 20.9%); within a
   // device they help (its own fit's leave-one-file-out, e.g. rtx-4090 22.5% -> 9.5%).
-  double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0;
+  // Where the device and pooled ones state their board power, the efficiency moves with
+  // (power / compute rate)^kPowerShare (PoolTarget): a board whose datasheet rate outruns its power
+  // runs its tensor cores at a lower clock.
+  double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0, log_powered_sum = 0, powered = 0;
+  bool by_power = false;
   for (const DeviceCalibration* d : devices)
     if (const std::optional<PrefillTerms>& own = d->fit.calibration.prefill) {
       fixed_sum += own->fixed_s;
       log_efficiency_sum += std::log(own->compute_efficiency);
       ++with_prefill;
+      if (d->board_power_w && d->compute_ops_per_s > 0) {
+        log_powered_sum += std::log(own->compute_efficiency) - kPowerShare * std::log(*d->board_power_w / d->compute_ops_per_s);
+        ++powered;
+      }
     }
   if (with_prefill > 0) {
     PrefillTerms& p = c.prefill.emplace();
     p.fixed_s = fixed_sum / with_prefill;
-    p.compute_efficiency = std::exp(log_efficiency_sum / with_prefill);
+    by_power = target.board_power_w && target.compute > 0 && powered > 0;
+    p.compute_efficiency = by_power ? std::exp(log_powered_sum / powered +
+                                               kPowerShare * std::log(*target.board_power_w / target.compute))
+                                    : std::exp(log_efficiency_sum / with_prefill);
   }
   c.basis_note = level == kEngineLevel ? fmt::format("{} devices' measurements pooled ({}){}", devices.size(),
                                                      fmt::join(names, ", "),
@@ -257,6 +308,9 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   if (!moe_from.empty())
     c.basis_note += fmt::format("; the layers with experts timed from {} devices' {} builds", moe_from,
                                 era == BuildEra::from_2025 ? "2025-26" : "2023-24");
+  if (by_power)
+    c.basis_note += fmt::format("; the prompt's compute scaled by board power ({:g} W) from {:g} device{}",
+                                *target.board_power_w, powered, powered == 1 ? "" : "s");
   std::vector<std::string> shown(builds.begin(), builds.end());
   const size_t more = shown.size() > kBuildsShown ? shown.size() - kBuildsShown : 0;
   shown.resize(std::min(shown.size(), kBuildsShown));
@@ -319,7 +373,7 @@ const CalibrationResult& own_calibration(const std::string& engine, const std::s
   CalibrationOptions o;
   o.engine = engine;
   o.source = fmt::format("hwprofiles/calibrations/{}.json", device);
-  o.prior = pooled_terms(all, engine, d->arch, d->bandwidth_bytes_per_s, device, majority_era(*d));
+  o.prior = pooled_terms(all, engine, PoolTarget::of(*d), device, majority_era(*d));
   return cache.emplace(key, refit_step_model(d->fit, device, o)).first->second;
 }
 
@@ -346,7 +400,7 @@ std::vector<DeviceOutPoint> leave_one_device_out(const std::string& engine) {
     std::map<BuildEra, std::optional<StepCalibration>> others;
     for (const BuildEra era : d.eras) others.emplace(era, std::nullopt);
     for (auto& [era, c] : others)
-      c = pooled_terms(builtin_device_calibrations(engine), engine, d.arch, d.bandwidth_bytes_per_s, d.device, era);
+      c = pooled_terms(builtin_device_calibrations(engine), engine, PoolTarget::of(d), d.device, era);
     if (!others.begin()->second) continue;  // the only device
     std::string level;
     (void)pooled(builtin_device_calibrations(engine), d.arch, d.device, level);
@@ -361,7 +415,7 @@ namespace {
 std::optional<StepCalibration> pooled_transferred(const std::string& engine, const HwProfile& hw,
                                                   const std::string& exclude) {
   std::optional<StepCalibration> c =
-      pooled_terms(builtin_device_calibrations(engine), engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude,
+      pooled_terms(builtin_device_calibrations(engine), engine, PoolTarget::of(hw), exclude,
                    BuildEra::from_2025);  // a user runs today's build
   if (!c) return c;
   const EngineBands& bands = once_per_engine<EngineBands>(engine, device_out_bands);
@@ -373,12 +427,13 @@ std::optional<StepCalibration> pooled_transferred(const std::string& engine, con
 
 std::optional<StepCalibration> transferred_calibration(const std::string& engine, const HwProfile& hw,
                                                        const std::string& exclude) {
-  // What it depends on of the profile is its arch and bandwidth: one pooled fit per key and process
+  // What it depends on of the profile is its arch, bandwidth, compute and power: one pooled fit per key and process
   // (a fit takes about a millisecond, and every resolve_plan of a device without data asks).
-  using Key = std::tuple<std::string, std::string, double, std::string>;
+  using Key = std::tuple<std::string, std::string, double, double, double, std::string>;
   static std::mutex m;
   static std::map<Key, std::optional<StepCalibration>> cache;
-  const Key key{engine, hw.arch, hw.memory_bandwidth_bytes_per_s, exclude};
+  const Key key{engine, hw.arch, hw.memory_bandwidth_bytes_per_s, PoolTarget::prefill_compute(hw),
+                hw.board_power_w.value_or(0), exclude};
   {
     std::lock_guard<std::mutex> lock(m);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;

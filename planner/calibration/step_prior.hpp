@@ -28,6 +28,8 @@ struct DeviceCalibration {
   std::string device;   // the built-in profile the data file is named after
   std::string arch;     // its profile's, or empty
   double bandwidth_bytes_per_s = 0;  // its profile's datasheet memory bandwidth
+  double compute_ops_per_s = 0;      // its profile's compute rate the prefill is measured against (roofline_rates)
+  std::optional<double> board_power_w;  // its profile's, if stated
   CalibrationResult fit;  // alone, without leave-one-out: the pool's input (its points, its prefill terms)
   std::vector<BuildEra> eras;  // each of fit.points' build era (build_era), read once
 };

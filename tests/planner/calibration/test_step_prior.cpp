@@ -220,3 +220,39 @@ TEST_CASE("a pool without a model with experts times their layers from its vendo
   CHECK(bw->decode.moe_layer_s > 0);
   CHECK(bw->basis_note.find("layers with experts timed from") == std::string::npos);
 }
+
+TEST_CASE("a transferred prefill's compute efficiency goes as the square root of board power per FLOP") {
+  // The L40S has no data: the ada pool, scaled by its board power over its fp16 rate.
+  const HwProfile l40s = load_hw_profile("l40s");
+  const std::optional<StepCalibration> base = transferred_calibration("llama.cpp", l40s);
+  REQUIRE(base);
+  REQUIRE(base->prefill);
+  CHECK(base->basis_note.find("scaled by board power (350 W) from 3 devices") != std::string::npos);
+  HwProfile half = l40s;
+  half.name = "l40s-at-175w";
+  half.board_power_w = 175;
+  const std::optional<StepCalibration> capped = transferred_calibration("llama.cpp", half);
+  REQUIRE(capped->prefill);
+  // half the power: efficiency x sqrt(1/2); the decode terms do not move
+  CHECK(capped->prefill->compute_efficiency / base->prefill->compute_efficiency == doctest::Approx(std::sqrt(0.5)));
+  CHECK(capped->prefill->fixed_s == doctest::Approx(base->prefill->fixed_s));
+  CHECK(capped->decode.read_efficiency == doctest::Approx(base->decode.read_efficiency));
+  // doubling the compute rate at the same power: the achieved rate grows by sqrt(2), not 2
+  HwProfile twice = l40s;
+  twice.name = "l40s-twice-the-flops";
+  for (auto& [precision, rate] : twice.compute_ops_per_s) rate *= 2;
+  const std::optional<StepCalibration> fast = transferred_calibration("llama.cpp", twice);
+  CHECK(2 * fast->prefill->compute_efficiency / base->prefill->compute_efficiency == doctest::Approx(std::sqrt(2.0)));
+  // no power stated: the pool's plain geometric mean, and the note says nothing of power
+  HwProfile unstated = l40s;
+  unstated.name = "l40s-no-power";
+  unstated.board_power_w.reset();
+  const std::optional<StepCalibration> plain = transferred_calibration("llama.cpp", unstated);
+  CHECK(plain->basis_note.find("board power") == std::string::npos);
+  double log_sum = 0;
+  int n = 0;
+  for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp"))
+    if (d.arch == "ada" && d.fit.calibration.prefill) log_sum += std::log(d.fit.calibration.prefill->compute_efficiency), ++n;
+  REQUIRE(n == 3);
+  CHECK(plain->prefill->compute_efficiency == doctest::Approx(std::exp(log_sum / n)));
+}
