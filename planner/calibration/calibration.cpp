@@ -60,6 +60,15 @@ constexpr double kTypeRidgeToPrior = 0.1;
 // 31 / 33 / 31 / 32%; leave-one-device-out median 7.6% (8.0% at x0.01), worst +79 / +76 / +72 /
 // +70 / +70%, points beyond 40% 10 / 11 / 10 / 11 / 11.
 constexpr double kKvRidgeShare = 0.1;
+// The prefill fits' attention covariate, a smaller share still: a prompt's attention is 1-13% of
+// its compute at 512-8192 tokens of an 8B model, and runs at a quarter to a half of the GEMMs'
+// efficiency in the 2024 CUDA builds without flash attention. Over the 209 built-in prefill points
+// (the devices with one file's prompts at several lengths fit it), share x0.1 / x0.03 / x0.01 / 0:
+// leave-one-file-out median 7.5 / 7.6 / 8.4 / 9.8% (7.5% without the covariate; pp8192's 12.9% ->
+// 8.8 / 6.5 / 6.2 / 9.5%), leave-one-device-out median 13.1 / 12.4 / 12.5 / 12.4% (13.1%), worst
+// +165 / +165 / +165 / +162% (+166%: an rx-7900-xtx gpt-oss prompt at a small ubatch), pp8192's
+// signed median +29.4% -> +23.6 / +20.2 / +16.0 / +11.7%.
+constexpr double kAttentionRidgeShare = 0.03;
 // How hard a device's fixed time is pulled toward its prior's (CalibrationOptions::prior) where
 // its terms spread enough to fit one: in units of (fixed / the median step)^2, as the type ridge
 // (the sweep above).
@@ -170,7 +179,9 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
     for (size_t t = 0; t < k; ++t) {
       const auto r = static_cast<Eigen::Index>(n + t);
       const double rel = relative(types[t]);
-      const double w = std::sqrt(prior.type_ridge * (types[t] == kKvCovariate ? kKvRidgeShare : 1.0));
+      const double w = std::sqrt(prior.type_ridge * (types[t] == kAttentionCovariate ? kAttentionRidgeShare
+                                                      : types[t] == kKvCovariate         ? kKvRidgeShare
+                                                                                         : 1.0));
       a(r, c_types + static_cast<Eigen::Index>(t)) = w;
       if (c_slope >= 0) a(r, c_slope) = -w * rel;
       else b(r) = w * rel * kMinSlope;
@@ -221,7 +232,8 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
     double worst_slope = kMinSlope;
     // ('~' names are covariates, not a type's rate; but the KV cache's is a rate too)
     for (const auto& [type, d] : line.delta)
-      if ((!type.starts_with('~') || type == kKvCovariate) && !pinned.types.contains(type) && line.slope + d < worst_slope)
+      if ((!type.starts_with('~') || type == kKvCovariate || type == kAttentionCovariate) && !pinned.types.contains(type) &&
+          line.slope + d < worst_slope)
         worst = type, worst_slope = line.slope + d;
     if (worst.empty()) {
       // a type the points do not read (or read too little of to fit) costs what the prior says
@@ -260,6 +272,22 @@ std::vector<std::string> fitted_types(const std::vector<Sample>& xs) {
     for (const auto& [type, v] : x.type_terms)
       if (type.starts_with('~') || v >= 0.1 * x.term) types.insert(type);
   return {types.begin(), types.end()};
+}
+
+// Whether prefill points tell attention's cost from the GEMMs': one model file's prompts, one
+// spending kLongPromptShare of its compute on attention and another less than half that share
+// (across models, attention's share moves with the model's shape, not with the prompt).
+bool prompts_spread(const std::vector<CalibrationPoint*>& pts) {
+  std::map<std::string, std::pair<double, double>> share;  // per model file: lowest and highest
+  for (const CalibrationPoint* p : pts) {
+    if (p->term_s <= 0) continue;
+    const double s = p->attention_term_s / p->term_s;
+    auto [it, fresh] = share.try_emplace(p->model + " " + p->weights, s, s);
+    it->second = {std::min(it->second.first, s), std::max(it->second.second, s)};
+  }
+  for (const auto& [file, range] : share)
+    if (range.second >= kLongPromptShare && range.second >= 2 * range.first) return true;
+  return false;
 }
 
 // Fits one kind (decode or prefill); the fixed time only when the terms spread.
@@ -394,6 +422,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     const StepCost c = rl.prefill(row.n_prompt);  // (a depth before a prefill is not modelled)
     p.micro_batches = c.micro_batches;
     p.term_s = c.compute_s;
+    p.attention_term_s = c.attention_s;
     for (const auto& [type, share] : rl.matmul_share_by_type()) p.type_terms_s[type] = c.compute_s * share;
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
@@ -501,6 +530,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       continue;
     }
     std::vector<Sample> xs;
+    const bool long_prompts = !decode && prompts_spread(pts);
     for (CalibrationPoint* p : pts) {
       p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
                              p->row.batch);
@@ -509,6 +539,8 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
       // The layers with experts' own time (router, top-k, the expert products' launches)
       if (decode && p->moe_layers > 0) xs.back().type_terms[std::string(kMoeCovariate)] = p->moe_layers * kMoeLayerUnit;
+      // Attention's products over the prompt: without flash attention far slower than the GEMMs
+      if (long_prompts) xs.back().type_terms[std::string(kAttentionCovariate)] = p->attention_term_s;
     }
     FitPrior prior;
     if (decode && o.prior) {
@@ -546,7 +578,9 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       PrefillTerms t;
       t.fixed_s = f.line.fixed;
       t.compute_efficiency = 1.0 / f.line.slope;
-      for (const auto& [type, delta] : f.line.delta) t.compute_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
+      for (const auto& [type, delta] : f.line.delta)
+        if (type == kAttentionCovariate) t.attention_efficiency = 1.0 / std::max(kMinSlope, f.line.slope + delta);
+        else t.compute_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
       t.error = error_band(loo_r);
       cal.prefill = t;
     }

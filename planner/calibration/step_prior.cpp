@@ -262,7 +262,8 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
     }
   }
   // Prefill: each device's own terms averaged (the fixed time's mean, the compute efficiency's
-  // geometric mean). One fit over the pooled prompts was tried and lost on leave-one-device-out
+  // geometric mean; attention's efficiency relative to it, the geometric mean over the devices
+  // whose prompts told it apart). One fit over the pooled prompts was tried and lost on leave-one-device-out
   // (median 29.8% against 20.9%): the achieved fraction of the datasheet FLOPs differs by device
   // more than a shared line allows.
   // The weight types' own prefill costs are not carried over: averaged the same way, their ratios
@@ -272,12 +273,15 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   // (power / compute rate)^kPowerShare (PoolTarget): a board whose datasheet rate outruns its power
   // runs its tensor cores at a lower clock.
   double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0, log_powered_sum = 0, powered = 0;
+  double log_attention_sum = 0, with_attention = 0;  // attention's efficiency relative to the shared one
   bool by_power = false;
   for (const DeviceCalibration* d : devices)
     if (const std::optional<PrefillTerms>& own = d->fit.calibration.prefill) {
       fixed_sum += own->fixed_s;
       log_efficiency_sum += std::log(own->compute_efficiency);
       ++with_prefill;
+      if (own->attention_efficiency)
+        log_attention_sum += std::log(*own->attention_efficiency / own->compute_efficiency), ++with_attention;
       if (d->board_power_w && d->compute_ops_per_s > 0) {
         log_powered_sum += std::log(own->compute_efficiency) - kPowerShare * std::log(*d->board_power_w / d->compute_ops_per_s);
         ++powered;
@@ -290,6 +294,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
     p.compute_efficiency = by_power ? std::exp(log_powered_sum / powered +
                                                kPowerShare * std::log(*target.board_power_w / target.compute))
                                     : std::exp(log_efficiency_sum / with_prefill);
+    if (with_attention > 0) p.attention_efficiency = p.compute_efficiency * std::exp(log_attention_sum / with_attention);
   }
   c.basis_note = level == kEngineLevel ? fmt::format("{} devices' measurements pooled ({}){}", devices.size(),
                                                      fmt::join(names, ", "),
@@ -381,6 +386,8 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
   if (!p.decode) {
     if (!c.prefill) return std::nan("");
     double t = p.known_s + c.prefill->fixed_s * p.micro_batches + p.term_s / c.prefill->compute_efficiency;
+    if (c.prefill->attention_efficiency)
+      t += p.attention_term_s * (1.0 / *c.prefill->attention_efficiency - 1.0 / c.prefill->compute_efficiency);
     for (const auto& [type, share_s] : p.type_terms_s)
       if (const auto it = c.prefill->compute_efficiency_by_type.find(type); it != c.prefill->compute_efficiency_by_type.end())
         t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);

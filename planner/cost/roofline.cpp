@@ -225,7 +225,8 @@ double Roofline::distinct_experts(double tokens) const {
 
 StepCost Roofline::finish(StepCost c, double tokens, double head_tokens, double attention_flops, bool prefill) const {
   c.memory_s = weight_read_s(tokens / c.micro_batches) * c.micro_batches + c.kv_bytes / rates_.memory_bytes_per_s;
-  c.compute_s = matmul_s(tokens, head_tokens) + attention_flops / rates_.compute_ops_per_s;
+  c.attention_s = attention_flops / rates_.compute_ops_per_s;
+  c.compute_s = matmul_s(tokens, head_tokens) + c.attention_s;
   if (tp_ > 1) {
     const double n = static_cast<double>(tp_);
     c.comm_bytes = static_cast<double>(kAllReducesPerLayer * spec_.layers) * tokens *
@@ -278,6 +279,8 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
     const double compute_eff = spec_.is_moe() && cal.prefill->moe_compute_efficiency ? *cal.prefill->moe_compute_efficiency
                                                                                      : cal.prefill->compute_efficiency;
     double compute_s = c.compute_s / compute_eff;
+    if (cal.prefill->attention_efficiency)  // attention's own rate replaces the shared one
+      compute_s += c.attention_s * (1.0 / *cal.prefill->attention_efficiency - 1.0 / compute_eff);
     if (!cal.prefill->compute_efficiency_by_type.empty()) {  // a type's own rate replaces the shared one
       const std::map<std::string, double> share = matmul_share_by_type();
       for (const auto& [type, e] : cal.prefill->compute_efficiency_by_type)
@@ -404,7 +407,7 @@ StepCost Roofline::mixed(StepCost own, const std::function<StepCost(const Roofli
   static constexpr double StepCost::*kTimes[] = {&StepCost::time_s,   &StepCost::time_lo_s,  &StepCost::time_hi_s,
                                                  &StepCost::ceiling_s, &StepCost::memory_s,  &StepCost::compute_s,
                                                  &StepCost::overhead_s, &StepCost::fixed_s,  &StepCost::read_s,
-                                                 &StepCost::extra_tokens_s};
+                                                 &StepCost::extra_tokens_s, &StepCost::attention_s};
   static constexpr double StepCost::*kWithComm[] = {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s,
                                                     &StepCost::ceiling_s};
   StepCost c = own;

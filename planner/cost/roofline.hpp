@@ -54,6 +54,7 @@ struct StepCost {
   double micro_batches = 1;   // prefill: the graph evaluations the prompt takes (each reads the weights)
   double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
   double extra_tokens_s = 0;  // the step's product of all its tokens beyond one token's (per weight type)
+  double attention_s = 0;     // ... of compute_s, attention's products (QK and PV) at the profile's rate
   bool calibrated = false;
   // The prediction: the calibrated terms' sum (never below the ceiling), else the ceiling; and
   // its error band from the calibration's leave-one-out residuals (== time_s uncalibrated).

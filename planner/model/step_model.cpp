@@ -125,13 +125,15 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
   if (j.contains("prefill")) {
     const std::string pw = where + ": prefill";
     const Json& p = require_object(j, "prefill", where);
-    refuse_unknown(p, {"fixed_ms", "compute_efficiency", "compute_efficiency_by_type", "moe_compute_efficiency", "error", "points",
-                       "loo_median_abs_error"}, pw);
+    refuse_unknown(p, {"fixed_ms", "compute_efficiency", "compute_efficiency_by_type", "moe_compute_efficiency",
+                       "attention_efficiency", "error", "points", "loo_median_abs_error"}, pw);
     PrefillTerms t;
     t.fixed_s = bounded(p, "fixed_ms", pw, 0, 1e6, 0, "milliseconds") / 1e3;
     t.compute_efficiency = bounded(p, "compute_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
     if (p.contains("moe_compute_efficiency"))
       t.moe_compute_efficiency = bounded(p, "moe_compute_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
+    if (p.contains("attention_efficiency"))
+      t.attention_efficiency = bounded(p, "attention_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
     if (p.contains("compute_efficiency_by_type")) {
       const std::string ew = fmt::format("{}: compute_efficiency_by_type", pw);
       for (const auto& [type, value] : require_object(p, "compute_efficiency_by_type", pw).items()) {
@@ -171,6 +173,7 @@ Json step_calibration_to_json(const StepCalibration& c) {
     Json p{{"fixed_ms", c.prefill->fixed_s * 1e3}, {"compute_efficiency", c.prefill->compute_efficiency}};
     if (!c.prefill->compute_efficiency_by_type.empty()) p["compute_efficiency_by_type"] = c.prefill->compute_efficiency_by_type;
     if (c.prefill->moe_compute_efficiency) p["moe_compute_efficiency"] = *c.prefill->moe_compute_efficiency;
+    if (c.prefill->attention_efficiency) p["attention_efficiency"] = *c.prefill->attention_efficiency;
     p.update(band_to_json(c.prefill->error));
     j["prefill"] = p;
   }

@@ -70,6 +70,9 @@ struct PrefillTerms {
   std::map<std::string, double> compute_efficiency_by_type;
   std::optional<double> moe_compute_efficiency;  // a mixture-of-experts model's; absent: the above
   ErrorBand error;
+  // Attention's products (QK and PV over the prompt) at their own fraction: without flash
+  // attention they run far below the weights' GEMMs, a cost that grows with the prompt's length.
+  std::optional<double> attention_efficiency;     // absent: compute_efficiency (or the MoE one)
 };
 
 struct StepCalibration {

@@ -244,6 +244,64 @@ TEST_CASE("a prompt in micro-batches reads the weights once each and pays the fi
   CHECK(p.time_s == doctest::Approx(0.080 + p.overhead_s + std::max(p.compute_s / 0.5, p.memory_s / 0.8)));
 }
 
+// Attention's products over a long prompt at their own fraction: rows of llama-2-7b and
+// llama-2-13b Q4_0 at pp512..8192 (two sizes, so the fixed time per micro-batch is told from the
+// rate, as the published rows of 8B and 70B models tell it) made with 20 ms per micro-batch, the
+// GEMMs at 40% and attention at 10% of the profile's rate. Attention is 1-11% of the compute
+// there; the fit gives the terms back within the pull of its ridge (kAttentionRidgeShare), which
+// holds attention's cost somewhat toward the GEMMs'.
+TEST_CASE("a prefill's attention at long prompts has its own efficiency, fitted where prompts are long") {
+  const HwProfile hw = load_hw_profile("rtx-4090");
+  std::vector<BenchRow> rows;
+  for (const char* model : {"llama-2-7b", "llama-2-13b"}) {
+    const ModelSpec spec = load_model(model);
+    const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+    Roofline rl(spec, w.layout, {GgmlType::F16, GgmlType::F16}, hw);
+    rl.set_prefill_micro_batch(512);
+    for (const uint64_t n : {512u, 1024u, 2048u, 4096u, 8192u}) {
+      const StepCost c = rl.prefill(n);
+      CHECK(c.attention_s > 0);
+      CHECK(c.attention_s < c.compute_s);
+      BenchRow r;
+      r.model_type = std::string(model) == "llama-2-7b" ? "llama 7B Q4_0" : "llama 13B Q4_0";
+      r.model = model;
+      r.n_prompt = n;
+      r.tokens_per_s = static_cast<double>(n) /
+                       (0.020 * c.micro_batches + (c.compute_s - c.attention_s) / 0.4 + c.attention_s / 0.1);
+      r.origin = fmt::format("{} pp{}", model, n);
+      rows.push_back(r);
+    }
+  }
+  for (const BenchRow& r : synthetic_rows(hw, 0.002, 0.8)) rows.push_back(r);
+  const CalibrationResult fit = calibrate_step_model(rows, hw, {});
+  REQUIRE(fit.calibration.prefill);
+  REQUIRE(fit.calibration.prefill->attention_efficiency);
+  const PrefillTerms& t = *fit.calibration.prefill;
+  // (fitted: attention 0.119, GEMMs 0.374, 18.6 ms; pp512 +2..+4%, pp8192 -5..-6%)
+  CHECK(*t.attention_efficiency == doctest::Approx(0.1).epsilon(0.25));
+  CHECK(t.compute_efficiency == doctest::Approx(0.4).epsilon(0.1));
+  CHECK(*t.attention_efficiency < 0.5 * t.compute_efficiency);
+  for (const CalibrationPoint& p : fit.points)
+    if (!p.decode) CHECK(std::abs(p.fitted_s / p.measured_s - 1) < 0.07);
+  // the roofline prices attention's share at its own rate
+  HwProfile cal_hw = hw;
+  cal_hw.calibration = fit.calibration;
+  const ModelSpec spec = load_model("llama-2-7b");
+  const PlanWeights w = plan_weights(spec, "Q4_0", std::nullopt);
+  Roofline calibrated(spec, w.layout, {GgmlType::F16, GgmlType::F16}, cal_hw);
+  calibrated.set_prefill_micro_batch(512);
+  const StepCost p = calibrated.prefill(8192);
+  CHECK(p.time_s == doctest::Approx(p.fixed_s + p.overhead_s + (p.compute_s - p.attention_s) / t.compute_efficiency +
+                                    p.attention_s / *t.attention_efficiency));
+  // prompts of 512 tokens alone cannot tell attention apart: no covariate, one efficiency
+  std::vector<BenchRow> short_rows;
+  for (const BenchRow& r : rows)
+    if (r.n_prompt == 0 || r.n_prompt == 512) short_rows.push_back(r);
+  const CalibrationResult short_only = calibrate_step_model(short_rows, hw, {});
+  REQUIRE(short_only.calibration.prefill);
+  CHECK_FALSE(short_only.calibration.prefill->attention_efficiency);
+}
+
 // Hierarchical calibration: a device with one model size (the fixed time cannot be told from the
 // rate) and no Q4_0 point of its own beside F16. Its prior (the terms its architecture's other
 // devices give it) says: 2 ms fixed, Q4_0 read at 0.375 where the shared rate is 0.5, i.e. a
@@ -368,7 +426,7 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   c.decode.read_efficiency_by_type["Q4_K"] = 0.7;
   c.decode.extra_token_s_per_byte["Q8_0"] = {{2, 2e-12}, {8, 9e-12}};
   c.decode.error = {-0.05, 0.08, 7, 0.03};
-  c.prefill = PrefillTerms{0.01, 0.6, {}, 0.3, {-0.2, 0.1, 5, 0.1}};
+  c.prefill = PrefillTerms{0.01, 0.6, {}, 0.3, {-0.2, 0.1, 5, 0.1}, 0.15};
   c.decode.per_sequence_s = 4e-5;         // a batched server's terms
   c.decode.moe_read_efficiency = 0.55;
   c.first_token_s = 0.025;
@@ -376,6 +434,7 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   CHECK(back.decode.per_sequence_s == doctest::Approx(4e-5));
   CHECK(back.decode.moe_read_efficiency == 0.55);
   CHECK(back.prefill->moe_compute_efficiency == 0.3);
+  CHECK(back.prefill->attention_efficiency == 0.15);
   CHECK(back.first_token_s == doctest::Approx(0.025));
   CHECK(back.decode.fixed_s == doctest::Approx(0.0025));
   CHECK(back.decode.read_efficiency == 0.85);

@@ -221,6 +221,29 @@ TEST_CASE("a pool without a model with experts times their layers from its vendo
   CHECK(bw->basis_note.find("layers with experts timed from") == std::string::npos);
 }
 
+TEST_CASE("a transferred prefill prices attention from the pooled devices whose prompts were long") {
+  // the ada pool: rtx-6000-ada and rtx-4080 ran pp4096 and pp8192 (XiongjieDai's notebooks), the
+  // rtx-4090's prompts are 512 tokens: its fit has no attention term and is not averaged in
+  double log_ratio = 0;
+  int long_prompts = 0;
+  for (const DeviceCalibration& d : builtin_device_calibrations("llama.cpp")) {
+    if (d.arch != "ada" || !d.fit.calibration.prefill) continue;
+    const PrefillTerms& own = *d.fit.calibration.prefill;
+    CAPTURE(d.device);
+    if (d.device == "rtx-4090") CHECK_FALSE(own.attention_efficiency);
+    if (own.attention_efficiency) {
+      CHECK(*own.attention_efficiency < own.compute_efficiency);  // slower than the GEMMs, as measured
+      log_ratio += std::log(*own.attention_efficiency / own.compute_efficiency), ++long_prompts;
+    }
+  }
+  REQUIRE(long_prompts == 2);
+  const std::optional<StepCalibration> l40s = transferred_calibration("llama.cpp", load_hw_profile("l40s"));
+  REQUIRE(l40s->prefill);
+  REQUIRE(l40s->prefill->attention_efficiency);
+  CHECK(*l40s->prefill->attention_efficiency / l40s->prefill->compute_efficiency ==
+        doctest::Approx(std::exp(log_ratio / long_prompts)));
+}
+
 TEST_CASE("a transferred prefill's compute efficiency goes as the square root of board power per FLOP") {
   // The L40S has no data: the ada pool, scaled by its board power over its fp16 rate.
   const HwProfile l40s = load_hw_profile("l40s");
