@@ -134,6 +134,8 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
   if (excluded) fmt::print("  {} runs excluded by the data file (--json says why)\n", excluded);
 }
 
+constexpr size_t kPromptLengthPoints = 5;  // a prompt length's points shown apart
+
 // Leave-one-device-out over the engine's built-in data: each device's points predicted from the
 // other devices' pooled terms (its architecture's, else all), beside its own fit's leave-one-out.
 void run_device_out(const CalibrateArgs& a) {
@@ -154,6 +156,7 @@ void run_device_out(const CalibrateArgs& a) {
   };
   std::map<std::string, Row> by_device;
   std::vector<double> all_own, all_decode, all_prefill;
+  std::map<uint64_t, std::vector<double>> prefill_by_prompt;  // the prompt's tokens -> device-out residuals
   for (const DeviceCalibration& d : devices)
     for (const CalibrationPoint& p : own_calibration(engine, d.device).points)
       if (p.decode && std::isfinite(p.loo_s)) by_device[d.device].own_decode.push_back(p.loo_residual()), all_own.push_back(p.loo_residual());
@@ -164,6 +167,7 @@ void run_device_out(const CalibrateArgs& a) {
     r.level = p.level;
     (p.point.decode ? r.out_decode : r.out_prefill).push_back(p.residual());
     (p.point.decode ? all_decode : all_prefill).push_back(p.residual());
+    if (!p.point.decode) prefill_by_prompt[p.point.row.n_prompt].push_back(p.residual());
     Json j = point_json(own_calibration(engine, p.device).points[p.index]);  // with its leave-one-file-out
     j["device"] = p.device;
     j["arch"] = p.arch;
@@ -211,6 +215,18 @@ void run_device_out(const CalibrateArgs& a) {
                     fmt::format("{:.1f}%", median_abs(all_decode) * 100), pct(worst(all_decode)),
                     std::to_string(all_prefill.size()), fmt::format("{:.1f}%", median_abs(all_prefill) * 100)});
   fmt::print("{}", t.render("  "));
+  // A bias with the prompt's length shows here, not in the medians above (most prompts are 512)
+  std::vector<std::string> lengths;
+  for (const auto& [tokens, r] : prefill_by_prompt) {
+    if (r.size() < kPromptLengthPoints) continue;
+    std::vector<double> sorted = r;
+    std::sort(sorted.begin(), sorted.end());
+    const double signed_median = (sorted[(sorted.size() - 1) / 2] + sorted[sorted.size() / 2]) / 2;
+    lengths.push_back(fmt::format("{} tokens {:.1f}% ({:+.1f}%, {} pts)", tokens, median_abs(r) * 100, signed_median * 100,
+                                  r.size()));
+  }
+  if (!lengths.empty())
+    fmt::print("  prefill device out by prompt length (median, signed median): {}\n", fmt::join(lengths, "; "));
   fmt::print("  (median |measured / predicted - 1|; 'own LOO': the device's own fit without the file, pulled toward the others' terms; 'device out': "
              "the device's points from the other devices' pooled terms, as a device with no data is predicted)\n");
 }

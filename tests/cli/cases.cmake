@@ -436,7 +436,8 @@ infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms
 infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm
   MATCH "--engine trtllm: its published runs .hwprofiles/serving/trtllm.json. give no inter-token latency")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
-  MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all ")
+  MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all "
+  "prefill device out by prompt length .median, signed median.: 512 tokens [0-9.]+% .[-+][0-9.]+%, [0-9]+ pts.. 1024 tokens")
 infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/calibrations/m1-max-64gb.json --hw m1-max-64gb --loo device
   MATCH "without these points, m1-max-64gb would be predicted from the 3 apple-m1 devices with measurements pooled"
         "decode median .error. [0-9.]+% over 18 points")
