@@ -35,16 +35,11 @@ struct PoolTarget {
   static PoolTarget of(const HwProfile& hw) {
     return {hw.arch, hw.memory_bandwidth_bytes_per_s, prefill_compute(hw), hw.board_power_w};
   }
-  // The rate a GGUF's products run at in the roofline: its fp16 rate where the profile lists one
-  // (F16 accumulation), else the roofline's; 0 where the profile lists none it reads.
+  // The rate a GGUF's products run at in the roofline (its fp16 rate where the profile lists one);
+  // 0 where the profile lists no rate the roofline reads.
   static double prefill_compute(const HwProfile& hw) {
     for (const char* precision : {"bf16", "fp16", "fp32"})
-      if (hw.compute_ops_per_s.contains(precision)) {
-        const RooflineRates r = roofline_rates(hw);
-        const auto fp16 = hw.compute_ops_per_s.find("fp16");
-        return fp16 == hw.compute_ops_per_s.end() ? r.compute_ops_per_s
-                                                  : r.compute_ops_per_s * fp16->second / hw.compute_ops_per_s.at(r.precision);
-      }
+      if (hw.compute_ops_per_s.contains(precision)) return product_rate(hw, roofline_rates(hw), GgmlType::F16);
     return 0;
   }
 };

@@ -48,6 +48,15 @@ constexpr double kKernelsPerPass = 5;
 
 }  // namespace
 
+double product_rate(const HwProfile& hw, const RooflineRates& r, GgmlType type) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  std::string_view precision = info.precision;
+  if (precision.empty() && info.gguf && type != GgmlType::BF16 && type != GgmlType::F32) precision = "fp16";
+  const auto it = precision.empty() ? hw.compute_ops_per_s.end() : hw.compute_ops_per_s.find(std::string(precision));
+  if (it == hw.compute_ops_per_s.end()) return r.compute_ops_per_s;
+  return r.compute_ops_per_s * it->second / hw.compute_ops_per_s.at(r.precision);
+}
+
 RooflineRates roofline_rates(const HwProfile& hw) {
   RooflineRates r;
   for (const char* prec : {"bf16", "fp16", "fp32"}) {
@@ -133,21 +142,11 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
     return it != ((*m).*table).end() ? it->second : fallback;
   };
   auto read_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matvec_bytes_per_s, t, rates_.memory_bytes_per_s); };
-  // A format with its own tensor-core precision (FP8, INT8, FP4) multiplies at the profile's rate for
-  // it, at the efficiency the 16-bit rate achieves; where the device lists none (FP8 on an A100),
-  // the weights are dequantized to 16 bits and multiplied at that rate.
-  // A GGUF type other than BF16 and F32 (F16, the block quants) multiplies as llama.cpp does it: F16
-  // products with F16 accumulation (cuBLAS) or the quants' own kernels, at the profile's fp16 rate,
-  // which a GeForce card runs at twice its FP32-accumulate bf16 rate; a checkpoint format (AWQ,
-  // GPTQ: vLLM's kernels accumulate in F32) at the 16-bit rate.
-  auto precision_rate = [&](GgmlType t) {
-    const GgmlTypeInfo& info = ggml_type_info(t);
-    std::string_view precision = info.precision;
-    if (precision.empty() && info.gguf && t != GgmlType::BF16 && t != GgmlType::F32) precision = "fp16";
-    const auto it = precision.empty() ? hw.compute_ops_per_s.end() : hw.compute_ops_per_s.find(std::string(precision));
-    if (it == hw.compute_ops_per_s.end()) return rates_.compute_ops_per_s;
-    return rates_.compute_ops_per_s * it->second / hw.compute_ops_per_s.at(rates_.precision);
-  };
+  // A format with its own precision multiplies at the efficiency the 16-bit rate achieves (where the
+  // device lists none, FP8 on an A100, the weights are dequantized to 16 bits and multiplied at that
+  // rate); a GeForce card runs llama.cpp's F16 accumulation at twice its FP32-accumulate bf16 rate;
+  // a checkpoint format (AWQ, GPTQ: vLLM's kernels accumulate in F32) at the 16-bit rate.
+  auto precision_rate = [&](GgmlType t) { return product_rate(hw, rates_, t); };
   auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, precision_rate(t)); };
   for (const TensorPlacement& p : layout.tensors) {
     const double bytes = static_cast<double>(p.bytes) * split;

@@ -36,6 +36,12 @@ struct RooflineRates {
   std::string basis = "ceiling";
 };
 RooflineRates roofline_rates(const HwProfile& hw);
+// The rate `type`'s products run at on `hw`, from its roofline rates `r`: a format with its own
+// tensor-core precision (FP8, INT8, FP4) at the profile's rate for it; a GGUF type other than BF16
+// and F32 (F16, the block quants) at the profile's fp16 rate, as llama.cpp multiplies them (F16
+// accumulation in cuBLAS, or the quants' own kernels); else, or where the profile lists no such
+// rate, r's.
+double product_rate(const HwProfile& hw, const RooflineRates& r, GgmlType type);
 
 struct StepCost {
   double weight_bytes = 0;  // weights read
