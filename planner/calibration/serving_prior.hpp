@@ -34,6 +34,8 @@ struct ServedRun {
   std::optional<double> rate_per_s;        // absent: all at once, or a concurrency limit
   std::optional<uint64_t> max_concurrency;
   double input_tokens = 0, output_tokens = 0;  // means per request
+  // A random dataset's configured lengths (its longest: the benchmark draws up to them), where given.
+  std::optional<double> input_len, output_len;
   // What the benchmark printed, in seconds (absent: not printed).
   std::optional<double> mean_ttft_s, median_ttft_s, mean_itl_s, median_itl_s, mean_tpot_s, median_tpot_s;
   std::optional<double> mean_e2el_s, median_e2el_s;
