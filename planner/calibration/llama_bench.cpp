@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <regex>
 
 #include "planner/core/input_error.hpp"
 #include "planner/core/json_fields.hpp"
@@ -385,6 +386,21 @@ BenchModelType parse_bench_model_type(std::string_view model_type, std::string_v
   if (m.file_type.empty())
     throw InputError(fmt::format("{}: model '{}' names no weight type (e.g. \"llama 7B Q4_0\")", where, t));
   return m;
+}
+
+namespace {
+constexpr int kFirst2025Build = 4400;  // llama.cpp's build numbers: b4400 is of the last days of 2024
+}  // namespace
+
+BuildEra build_era(const std::string& build) {
+  static const std::regex number(R"(\((\d{3,5})\))"), year(R"((20\d\d))");
+  std::smatch m;
+  if (std::regex_search(build, m, number))
+    return std::stoi(m[1].str()) >= kFirst2025Build ? BuildEra::from_2025 : BuildEra::before_2025;
+  int latest = 0;
+  for (auto it = std::sregex_iterator(build.begin(), build.end(), year); it != std::sregex_iterator(); ++it)
+    latest = std::max(latest, std::stoi((*it)[1].str()));
+  return latest >= 2025 ? BuildEra::from_2025 : BuildEra::before_2025;
 }
 
 }  // namespace infer_plan

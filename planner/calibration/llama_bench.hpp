@@ -60,4 +60,12 @@ struct BenchModelType {
 };
 BenchModelType parse_bench_model_type(std::string_view model_type, std::string_view where);
 
+// The era of engine builds a measurement stands for, read from its build as printed: a build
+// number in parentheses ("4426e298 (2824)": b4400 on is 2025), else the latest year it names
+// ("PR #16834 master column, 2025-10-29"); neither: before 2025. A type a pool of devices never
+// read is priced from a wider pool's points of the same era, and a device with no data is
+// predicted as today's builds run.
+enum class BuildEra { before_2025, from_2025 };
+BuildEra build_era(const std::string& build);
+
 }  // namespace infer_plan

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -20,7 +19,6 @@ namespace infer_plan {
 namespace {
 
 constexpr std::string_view kEngineLevel = "engine";
-constexpr int kFirst2025Build = 4400;  // llama.cpp's build numbers: b4400 is of the last days of 2024
 
 // The device the pooled terms are for: what of its profile they scale by.
 struct PoolTarget {
@@ -345,17 +343,6 @@ const T& once_per_engine(const std::string& engine, T (*make)(const std::string&
 }
 
 }  // namespace
-
-BuildEra build_era(const std::string& build) {
-  static const std::regex number(R"(\((\d{3,5})\))"), year(R"((20\d\d))");
-  std::smatch m;
-  if (std::regex_search(build, m, number))
-    return std::stoi(m[1].str()) >= kFirst2025Build ? BuildEra::from_2025 : BuildEra::before_2025;
-  int latest = 0;
-  for (auto it = std::sregex_iterator(build.begin(), build.end(), year); it != std::sregex_iterator(); ++it)
-    latest = std::max(latest, std::stoi((*it)[1].str()));
-  return latest >= 2025 ? BuildEra::from_2025 : BuildEra::before_2025;
-}
 
 const std::vector<DeviceCalibration>& builtin_device_calibrations(const std::string& engine) {
   return once_per_engine<std::vector<DeviceCalibration>>(engine, fit_builtin_devices);

@@ -16,14 +16,6 @@
 
 namespace infer_plan {
 
-// The era of engine builds a measurement stands for, read from its build as printed: a build
-// number in parentheses ("4426e298 (2824)": b4400 on is 2025), else the latest year it names
-// ("PR #16834 master column, 2025-10-29"); neither: before 2025. A type a pool of devices never
-// read is priced from a wider pool's points of the same era, and a device with no data is
-// predicted as today's builds run.
-enum class BuildEra { before_2025, from_2025 };
-BuildEra build_era(const std::string& build);
-
 struct DeviceCalibration {
   std::string device;   // the built-in profile the data file is named after
   std::string arch;     // its profile's, or empty
