@@ -217,6 +217,27 @@ std::string lengths_text(TokenLengths t) {
 Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t.max_tokens}}; }
 
 // Latency keys are null when nothing completed; an unstable run's are its N requests' (stable: false).
+// The bands of the means a step model's error gives: (latency key, its band) for TTFT (the prefill's
+// error), TPOT and ITL (the decode step's); none where the step times are given or a ceiling.
+struct MeanBand {
+  const char* key;   // the JSON distribution's
+  const char* name;  // the table's row
+  Distribution ServingLatency::*latency;
+  ErrorBand band;
+};
+std::vector<MeanBand> mean_bands(const Simulation& s) {
+  if (!s.plan || (s.basis != "calibrated" && s.basis != "transferred")) return {};
+  const std::optional<StepCalibration>& c = s.plan->roofline->calibration();
+  if (!c) return {};
+  std::vector<MeanBand> out;
+  if (c->prefill && c->prefill->error.points > 0) out.push_back({"ttft_ms", "TTFT", &ServingLatency::ttft_s, c->prefill->error});
+  if (c->decode.error.points > 0) {
+    out.push_back({"tpot_ms", "TPOT", &ServingLatency::tpot_s, c->decode.error});
+    out.push_back({"itl_ms", "ITL", &ServingLatency::itl_s, c->decode.error});
+  }
+  return out;
+}
+
 Json simulation_json(const Simulation& s, const ServingResult& r) {
   Json j{{"num_prompts", r.requests},
          {"basis", s.basis},
@@ -257,6 +278,12 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"peak_kv_tokens", r.peak_kv_tokens},
          {"duration_s", r.span_s}};
   j.update(serving_metrics(r));
+  for (const MeanBand& b : mean_bands(s))
+    if (Json& d = j[b.key]; d.is_object() && d.contains("mean")) {
+      const double mean = d.at("mean").get<double>();
+      d["mean_lo"] = mean * (1 + b.band.lo);
+      d["mean_hi"] = mean * (1 + b.band.hi);
+    }
   Json goodput = Json::object();
   const ServingLoad::Goodput& g = s.load.goodput;
   if (g.ttft_s) goodput["ttft_ms"] = *g.ttft_s * 1e3;
@@ -330,6 +357,13 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
     fmt::print("\n{}", t.render("  "));
     if (marked)
       fmt::print("  * fewer samples than the percentile can resolve (p90 needs 10, p99 100): it is the largest value\n");
+    std::vector<std::string> bands;
+    for (const MeanBand& b : mean_bands(s))
+      if (const Distribution& d = l.*b.latency; d.count > 0)
+        bands.push_back(fmt::format("{} {:.2f}-{:.2f}", b.name, d.mean * (1 + b.band.lo) * 1e3, d.mean * (1 + b.band.hi) * 1e3));
+    if (!bands.empty())
+      fmt::print("  the means' band (the {} step model's held-out error on published measurements): {} ms\n", s.basis,
+                 fmt::join(bands, ", "));
     fmt::print("\nrequest throughput {:.4g} req/s, output throughput {:.1f} tok/s", l.rate_effective_per_s,
                r.throughput_tok_s);
     if (r.good_requests)

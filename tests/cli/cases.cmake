@@ -399,7 +399,10 @@ infer_plan_cli_case(roofline_default_engine_gguf EXIT 0 ARGS roofline --hw rtx-4
 infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-8b --input-len 1024
   --output-len 128 --num-prompts 200 --engine vllm --json
   MATCH "\"basis\": \"calibrated\"" "\"ttft_ms\": {[^}]*\"mean\": " "\"itl_ms\": {[^}]*\"median\": " "\"step_token_budget\": 8192"
-        "\"max_batch\": 1024")
+        "\"max_batch\": 1024" "\"itl_ms\": {[^}]*\"mean_hi\": [0-9.]+,[^}]*\"mean_lo\": " "\"ttft_ms\": {[^}]*\"mean_hi\": ")
+# the means' bands come from a step model's error: none for given step times
+infer_plan_cli_case(queue_sim_given_no_band EXIT 0 ARGS queue --simulate --iteration-ms 10 --rate 1 --num-prompts 50 --json
+  NOMATCH "mean_lo" "mean_hi")
 # chunked prefill with vLLM's budget: 4K prompts in 512-token chunks beside the decodes
 infer_plan_cli_case(queue_sim_chunked EXIT 0 ARGS queue --simulate --rate 4 --hw h100-sxm -m llama-3.1-8b --input-len 4096
   --output-len 256 --num-prompts 100 --engine vllm --max-num-batched-tokens 512
@@ -458,7 +461,8 @@ infer_plan_cli_case(fit_engine_chosen EXIT 0 ARGS fit -m llama-3.1-8b -w Q4_K_M 
 infer_plan_cli_case(bad_calibrate_text EXIT 2 ARGS calibrate README.md --hw rtx-4090 MATCH "README.md: .*not llama-bench output|no results found")
 infer_plan_cli_case(bad_calibrate_hw EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw nope MATCH "unknown hardware profile 'nope'")
 infer_plan_cli_case(queue_engine EXIT 0 ARGS queue --simulate --hw rtx-4090 --engine llama.cpp --model llama-2-7b --weights Q4_0 --rate 2 --prompt 512 --output 128 --requests 50
-  MATCH "calibrated: llama.cpp" "llama.cpp: compute buffer")
+  MATCH "calibrated: llama.cpp" "llama.cpp: compute buffer"
+        "the means' band \\(the calibrated step model's held-out error on published measurements\\): TTFT [0-9.]+-[0-9.]+, TPOT")
 # text inputs: regular files only (a FIFO with no writer would block, /dev/zero never ends)
 infer_plan_cli_case(bad_calibrate_dev_zero EXIT 2 ARGS calibrate /dev/zero --hw rtx-4090 MATCH "/dev/zero: not a regular file")
 # The fuzz corpus's MoE seed reads as a Qwen3 MoE (tests/data/gguf/make_tiny.py writes both files).
