@@ -40,6 +40,7 @@ struct QueueArgs {
   std::optional<double> iteration_ms;
   double per_seq_ms = 0, per_ktoken_ms = 0, prefill_ms = 0, prefill_per_ktoken_ms = 0;
   std::optional<uint64_t> max_batch;  // default: the engine's (planner/serving/engine_policy)
+  std::optional<uint64_t> max_concurrency;  // vLLM bench's --max-concurrency: a closed loop
   std::optional<uint64_t> parallel, batch_size;  // llama-server's -np and -b
   std::optional<uint64_t> max_num_batched_tokens;  // chunked prefill's budget; default: the engine's
   std::string engine_version;                     // vLLM's: V0 (before 0.8) prefills alone
@@ -188,6 +189,12 @@ Simulation build_simulation(const QueueArgs& a) {
     s.load.rate_per_s = a.all_at_once ? static_cast<double>(a.requests) / kBurstS : *a.rate_per_s;
   }
   s.load.requests = a.requests;
+  if (a.max_concurrency) {
+    if (*a.max_concurrency == 0) throw InputError("--max-concurrency: must be at least 1 request in flight");
+    if (a.max_rate)
+      throw InputError("--max-concurrency and --max-rate: a closed loop sets its own rate; give --rate (or inf) with it");
+    s.load.max_concurrency = a.max_concurrency;
+  }
   s.load.finite_run = true;  // a benchmark's N requests: their latencies even when the queue grows
   s.load.arrivals = a.arrivals == "fixed" ? ArrivalProcess::fixed : ArrivalProcess::poisson;
   s.load.prompt_tokens = parse_token_lengths(a.prompt, "--input-len");
@@ -245,6 +252,7 @@ Json simulation_json(const Simulation& s, const ServingResult& r) {
          {"rate_per_s", s.load.rate_per_s},
          {"arrivals", s.load.arrivals == ArrivalProcess::poisson ? "poisson" : "fixed"},
          {"seed", s.load.seed},
+         {"max_concurrency", s.load.max_concurrency ? Json(*s.load.max_concurrency) : Json(nullptr)},
          {"input_len", lengths_json(s.load.prompt_tokens)},
          {"output_len", lengths_json(s.load.output_tokens)},
          {"deadline_s", s.load.deadline_s ? Json(*s.load.deadline_s) : Json(nullptr)},
@@ -299,6 +307,9 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
              r.requests, s.load.arrivals == ArrivalProcess::poisson ? "Poisson" : "evenly spaced",
              s.load.rate_per_s, a.all_at_once ? " (--rate inf: all within 0.1 s)" : "", s.load.seed, lengths_text(s.load.prompt_tokens), lengths_text(s.load.output_tokens),
              s.load.deadline_s ? fmt::format(", deadline {} s", secs(*s.load.deadline_s)) : "");
+  if (s.load.max_concurrency)
+    fmt::print("closed loop: at most {} in flight (vLLM bench's --max-concurrency): each request is sent at its arrival "
+               "or when one in flight has its last token, whichever is later\n", *s.load.max_concurrency);
   fmt::print("server: {}\n", s.server_text);
   fmt::print("        max batch {}, KV {}; FCFS, {}{}\n", s.server.max_batch,
              s.server.kv_capacity_tokens ? fmt::format("{} tokens", *s.server.kv_capacity_tokens) : "unlimited",
@@ -324,6 +335,8 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
     fmt::print("latency: of these {} requests only, as `vllm bench serve --num-prompts {}` would measure them: an "
                "unstable queue has no steady-state latency (a longer run's grows with its length); lower the rate, add a "
                "deadline, or add capacity\n", r.requests, r.requests);
+  } else if (s.load.max_concurrency) {
+    fmt::print("stability: a closed loop: no more than {} requests are ever in the system\n", *s.load.max_concurrency);
   } else {
     fmt::print("stability: stable ({}{})\n",
                s.load.deadline_s ? "admission by deadline bounds the queue"
@@ -522,6 +535,11 @@ void add_queue_command(CLI::App& app) {
                 "Simulate a server instead: FCFS, continuous batching, admission by KV space and --deadline; each "
                 "prefill alone, or with an engine's step budget (--max-num-batched-tokens) chunked beside the decodes");
   auto sim = [&](CLI::Option* o) { a->simulation_options.push_back(o); };
+  sim(cmd->add_option("--max-concurrency", a->max_concurrency,
+                      "At most N requests in flight, as vLLM bench serve's --max-concurrency (a closed loop): each "
+                      "request is sent at its arrival (--rate; inf: all at once) or when one in flight has its last "
+                      "token, whichever is later (default: none, every request at its arrival)")
+      ->check(number_in(0, static_cast<double>(kMaxConcurrentRequests)))->type_name("N"));
   sim(cmd->add_option("--num-prompts,--requests", a->requests,
                       "Requests to simulate (vLLM bench's --num-prompts; default 1000; --requests: the old name, "
                       "kept for this release)")

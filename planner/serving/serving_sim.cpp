@@ -8,7 +8,9 @@
 #include <cassert>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <random>
 #include <vector>
 
@@ -234,6 +236,8 @@ void validate(const ServerModel& server, const ServingLoad& load) {
     throw InputError(fmt::format("first_token_s: {} is not a time in [0, {:g}] s", server.first_token_s, kMaxTimeS));
   if (server.kv_capacity_tokens && *server.kv_capacity_tokens == 0)
     throw InputError("kv_capacity_tokens: must be at least 1 token (leave it out for no limit)");
+  if (load.max_concurrency && *load.max_concurrency == 0)
+    throw InputError("max_concurrency: must be at least 1 request in flight (leave it out for an open loop)");
   if (!std::isfinite(load.rate_per_s) || load.rate_per_s <= 0)
     throw InputError(fmt::format("rate_per_s: {} is not a positive, finite rate", load.rate_per_s));
   if (load.requests == 0 || load.requests > kMaxSimulatedRequests)
@@ -391,7 +395,10 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
   validate(server, load);
   if (requests.empty()) throw InputError("requests: none to serve");
   std::vector<Outcome> outcomes(requests.size());
-  Engine engine(server, requests);
+  // In a closed loop a request's arrival is the time it is sent, set as a slot frees (the
+  // scheduler reads the list, so it sees each time once it is set).
+  std::vector<ServingRequest> timed = requests;
+  Engine engine(server, timed);
   engine.sched.set_shared_prefix(load.shared_prefix_tokens);
   engine.outcomes = &outcomes;
   Engine::TokenGaps itl;
@@ -402,7 +409,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
 
   ServingResult res;
   res.requests = requests.size();
-  res.offered_span_s = requests.back().arrival_s;
+  res.offered_span_s = timed.back().arrival_s;
   Occupancy occ;
   const double quarter_s = res.offered_span_s / 4;
   for (int w = 0; w < Occupancy::kWindows; ++w) {  // the 2nd, 3rd and 4th quarters
@@ -410,34 +417,51 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     occ.window_hi_s[w] = (w + 2) * quarter_s;
   }
 
-  auto arrive = [&](uint32_t id) {
-    const Request& r = requests[id];
-    occ.advance_to(r.arrival_s);
+  // A closed loop's free slots: when each frees (the earliest first).
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_slots;
+  const bool closed = load.max_concurrency.has_value();
+  for (uint64_t i = 0; closed && i < *load.max_concurrency; ++i) free_slots.push(0);
+  size_t next = 0;
+  auto next_arrival_s = [&] {
+    if (next >= timed.size()) return kNever;
+    if (!closed) return timed[next].arrival_s;
+    return free_slots.empty() ? kNever : std::max(timed[next].arrival_s, free_slots.top());
+  };
+  auto arrive = [&] {
+    const uint32_t id = static_cast<uint32_t>(next++);
+    if (closed) {
+      timed[id].arrival_s = std::max(timed[id].arrival_s, free_slots.top());
+      free_slots.pop();
+    }
+    occ.advance_to(timed[id].arrival_s);
     if (const char* why = engine.sched.offer(id, engine.now_s, load.deadline_s, load.deadline_prediction)) {
       outcomes[id].rejected = why;
       ++(outcomes[id].rejected == "deadline" ? res.rejected.deadline : res.rejected.exceeds_kv_capacity);
+      if (closed) free_slots.push(timed[id].arrival_s);
       return;
     }
     ++occ.present;
   };
 
-  size_t next = 0;
   for (;;) {
     if (engine.sched.has_work()) {
-      engine.step(next < requests.size() ? requests[next].arrival_s : kNever);
-    } else if (next < requests.size()) {
+      engine.step(next_arrival_s());
+    } else if (next_arrival_s() < kNever) {
       assert(engine.sched.waiting() == 0);  // a request too large for the KV was rejected on arrival
       engine.departed = 0;
-      engine.now_s = requests[next].arrival_s;  // idle until the next arrival
+      engine.now_s = next_arrival_s();  // idle until the next arrival
     } else {
       break;
     }
+    // a departure's slot frees when its last token reaches the client
+    for (uint64_t i = 0; closed && i < engine.departed; ++i) free_slots.push(engine.now_s + server.first_token_s);
     // Arrivals during the step count from their own time; they join the queue behind the
     // requests already there and are scheduled from the step's end.
-    while (next < requests.size() && requests[next].arrival_s <= engine.now_s) arrive(static_cast<uint32_t>(next++));
+    while (next_arrival_s() <= engine.now_s) arrive();
     occ.advance_to(engine.now_s);
     occ.present -= engine.departed;
   }
+  if (closed) res.offered_span_s = timed.back().arrival_s;
   assert(occ.present == 0 && !engine.sched.has_work() && engine.sched.waiting() == 0);
 
   // The books.
@@ -449,7 +473,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     if (!o.rejected.empty()) continue;
     assert(o.finish_s >= 0);
     ++res.completed;
-    const double a = requests[i].arrival_s, front_s = server.first_token_s;
+    const double a = timed[i].arrival_s, front_s = server.first_token_s;
     sojourn.push_back(o.finish_s + front_s - a);
     wait.push_back(o.start_s - a);
     ttft.push_back(o.first_token_s + front_s - a);
@@ -499,7 +523,7 @@ ServingResult simulate_serving(const ServerModel& server, const ServingLoad& loa
     }
     res.rho_lower_bound = work_s / res.offered_span_s;
   }
-  judge_stability(res, res.completed, load.deadline_s.has_value());
+  if (!closed) judge_stability(res, res.completed, load.deadline_s.has_value());
 
   if ((res.stable || load.finite_run) && res.completed > 0 && res.span_s > 0) {
     ServingLatency lat;

@@ -131,6 +131,11 @@ struct ServingLoad {
   // A finite benchmark run (vLLM bench's --request-rate inf: every request at once): its latencies
   // are reported even when the arrivals outpace the server (the stability verdict still says so).
   bool finite_run = false;
+  // A closed loop (vLLM bench's --max-concurrency): at most this many requests in flight; each is
+  // sent at its arrival or when a slot frees, whichever is later, and a slot frees when its
+  // request's last token reaches the client. Its latencies are reported whatever the arrivals (the
+  // loop cannot outpace the server); absent: open, every request sent at its arrival.
+  std::optional<uint64_t> max_concurrency;
   // Keep each request's times in ServingResult::per_request (to compare decisions with the runtime's).
   bool record_requests = false;
   // Goodput (vLLM bench's --goodput): a completed request is good when it meets every limit given.
@@ -202,7 +207,7 @@ struct ServingResult {
   Rejections rejected;
   double rejection_rate = 0;  // rejected / requests
   double span_s = 0;          // t = 0 to the last departure (or the last arrival, if later)
-  double offered_span_s = 0;  // t = 0 to the last arrival
+  double offered_span_s = 0;  // t = 0 to the last arrival (in a closed loop, the last request sent)
   double throughput_tok_s = 0;  // output tokens of completed requests / span_s
   double utilisation = 0;       // fraction of span_s the server ran a prefill or a decode step
   double mean_batch = 0;        // running requests per decode iteration

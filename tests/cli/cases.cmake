@@ -400,6 +400,13 @@ infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h1
   --output-len 128 --num-prompts 200 --engine vllm --json
   MATCH "\"basis\": \"calibrated\"" "\"ttft_ms\": {[^}]*\"mean\": " "\"itl_ms\": {[^}]*\"median\": " "\"step_token_budget\": 8192"
         "\"max_batch\": 1024" "\"itl_ms\": {[^}]*\"mean_hi\": [0-9.]+,[^}]*\"mean_lo\": " "\"ttft_ms\": {[^}]*\"mean_hi\": ")
+# vLLM bench's --max-concurrency 1: one request in flight, so every decode step has a batch of 1 and
+# no request waits
+infer_plan_cli_case(queue_sim_max_concurrency EXIT 0 ARGS queue --simulate --rate inf --max-concurrency 1 --hw h100-sxm
+  -m llama-3.1-8b --engine vllm --input-len 200 --output-len 50 --num-prompts 20 --json
+  MATCH "\"max_concurrency\": 1" "\"mean_batch\": 1.0[,\n]" "\"queue_wait_ms\": {[^}]*\"max\": 0.0[,\n]")
+infer_plan_cli_case(bad_queue_max_concurrency EXIT 2 ARGS queue --simulate --rate 4 --max-concurrency 0 --iteration-ms 10
+  MATCH "--max-concurrency")
 # the means' bands come from a step model's error: none for given step times
 infer_plan_cli_case(queue_sim_given_no_band EXIT 0 ARGS queue --simulate --iteration-ms 10 --rate 1 --num-prompts 50 --json
   NOMATCH "mean_lo" "mean_hi")

@@ -55,6 +55,47 @@ TEST_CASE("hand timeline: requests that never overlap") {
   CHECK(r.mean_batch == doctest::Approx(1.0));
 }
 
+TEST_CASE("hand timeline: a closed loop sends each request as one in flight finishes") {
+  // vLLM bench's --max-concurrency 1 with every request at t = 0 (10 per 0.1 s): one in flight at
+  // a time, each prefill 0.1 s then 10 iterations of 0.01 s (11 tokens) = 0.2 s, the next sent
+  // when the last token reaches the client, 0.05 s (the front end) after the step that made it.
+  ServerModel server = constant_server(0.1, 0.01, 8);
+  server.first_token_s = 0.05;
+  ServingLoad load = fixed_load(100, 10, 100, 11);
+  load.max_concurrency = 1;
+  const ServingResult r = simulate_serving(server, load);
+  CHECK(r.completed == 10);
+  REQUIRE(r.latency);
+  CHECK(r.latency->queue_wait_s.max == doctest::Approx(0.0));  // never more than one in the system
+  CHECK(r.mean_batch == doctest::Approx(1.0));
+  CHECK(r.latency->ttft_s.max == doctest::Approx(0.15));         // 0.1 s prefill + 0.05 s front end
+  CHECK(r.latency->sojourn_s.mean == doctest::Approx(0.25));     // 0.2 s on the device + 0.05 s
+  // request i is sent at 0.01 (its arrival) for i = 0, then at 0.01 + 0.25 i: the last leaves the
+  // device at 0.01 + 9 x 0.25 + 0.2 = 2.46 s
+  CHECK(r.span_s == doctest::Approx(2.46));
+  CHECK(r.offered_span_s == doctest::Approx(0.01 + 9 * 0.25));
+  // Open, the same burst queues behind one another and batches: TTFT grows, the span shrinks
+  load.max_concurrency.reset();
+  load.finite_run = true;  // a burst: its latencies whatever the queue
+  const ServingResult open = simulate_serving(server, load);
+  REQUIRE(open.latency);
+  CHECK(open.latency->ttft_s.max > 0.5);
+  CHECK(open.span_s < r.span_s);
+  // 0 in flight is refused
+  load.max_concurrency = 0;
+  CHECK_THROWS_AS(simulate_serving(server, load), InputError);
+}
+
+TEST_CASE("hand timeline: a closed loop of 4 keeps at most 4 in the system") {
+  ServingLoad load = fixed_load(1000, 200, 64, 32);
+  load.max_concurrency = 4;
+  const ServingResult r = simulate_serving(constant_server(0.02, 0.005, 64), load);
+  CHECK(r.completed == 200);
+  REQUIRE(r.latency);
+  CHECK(r.peak_batch <= 4);
+  CHECK(r.latency->mean_in_system <= 4.0 + 1e-9);
+}
+
 TEST_CASE("hand timeline: prefill stalls the batch, contexts grow by one token per iteration") {
   // Arrivals at 0.25, 0.5, 0.75 s; prefill 0.125 s; iteration 0.0625 s; 4 output tokens
   // (1 from the prefill + 3 iterations); prompt 10. Binary fractions keep the clock exact.
