@@ -9,6 +9,7 @@
 #include "apps/text_table.hpp"
 #include "planner/calibration/calibration.hpp"
 #include "planner/calibration/serving_prior.hpp"
+#include "planner/cost/engine_capabilities.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
 #include "planner/model/device_arch.hpp"
@@ -18,9 +19,14 @@ namespace {
 
 // What vLLM's steps on a profile rest on: its serving fit, with the device's runs or without;
 // "-" on a device vLLM does not serve (Apple, CPUs).
-std::string vllm_basis(const HwProfile& p, const ServingFit* fit) {
+// A served engine's step model on `p`: calibrated where its fit has the device's runs, transferred
+// where not, "-" where the engine does not serve the device's vendor (its capabilities).
+std::string served_basis(const HwProfile& p, const std::string& engine, const ServingFit* fit) {
   const DeviceArch* arch = find_device_arch(p.arch);
-  if (!fit || (arch && arch->vendor != "nvidia" && arch->vendor != "amd")) return "-";
+  const EngineCapabilities* caps = find_engine_capabilities(engine);
+  if (!fit || (arch && caps && !caps->vendors.empty() &&
+               std::find(caps->vendors.begin(), caps->vendors.end(), arch->vendor) == caps->vendors.end()))
+    return "-";
   return std::find(fit->devices.begin(), fit->devices.end(), p.name) != fit->devices.end() ? "calibrated" : "transferred";
 }
 
@@ -68,24 +74,33 @@ void run(const HwArgs& a) {
       print_json(Json{{"devices", devices}, {"links", links}});
       return;
     }
-    TextTable t{{"profile", "arch", "capacity", "usable", "bandwidth", "bf16", "host link", "llama.cpp steps", "vllm steps"},
-                {false, false, true, true, true, true, false, false, false}, {}};
+    TextTable t{{"profile", "arch", "capacity", "usable", "bandwidth", "bf16", "power", "host link", "llama.cpp steps"},
+                {false, false, true, true, true, true, true, false, false}, {}};
+    const std::vector<std::string> served = served_fit_engines();  // a column each
+    for (const std::string& e : served) {
+      t.headers.push_back(e + " steps");
+      t.right_aligned.push_back(false);
+    }
     const std::vector<std::string> measured = builtin_calibration_names();
-    const ServingFit* vllm = stored_serving_fit("vllm");
     for (const auto& n : builtin_hw_names()) {
       const HwProfile p = load_hw_profile(n);
       auto bf16 = p.compute_ops_per_s.find("bf16");
       const bool own = std::find(measured.begin(), measured.end(), p.name) != measured.end();
-      t.rows.push_back({p.name, p.arch.empty() ? "-" : p.arch, format_gib(static_cast<double>(p.memory_capacity_bytes)),
-                        format_gib(static_cast<double>(p.usable_bytes())), format_rate(p.memory_bandwidth_bytes_per_s),
-                        bf16 == p.compute_ops_per_s.end() ? "-" : format_flops(bf16->second),
-                        p.host_links.empty() ? "-" : p.host_links.front().name,
-                        own ? "calibrated" : "transferred", vllm_basis(p, vllm)});
+      std::vector<std::string> row{p.name, p.arch.empty() ? "-" : p.arch, format_gib(static_cast<double>(p.memory_capacity_bytes)),
+                                   format_gib(static_cast<double>(p.usable_bytes())), format_rate(p.memory_bandwidth_bytes_per_s),
+                                   bf16 == p.compute_ops_per_s.end() ? "-" : format_flops(bf16->second),
+                                   p.board_power_w ? fmt::format("{:g} W", *p.board_power_w) : "-",
+                                   p.host_links.empty() ? "-" : p.host_links.front().name,
+                                   own ? "calibrated" : "transferred"};
+      for (const std::string& e : served) row.push_back(served_basis(p, e, stored_serving_fit(e)));
+      t.rows.push_back(std::move(row));
     }
     fmt::print("{}", t.render());
     fmt::print("  (llama.cpp steps: fitted to published runs of the device, or transferred from the devices of its arch;\n"
-               "   vllm steps: its published serving runs pooled, the device's among them or not; - where vLLM does not\n"
-               "   serve; `calibrate --loo device [--engine vllm]` says how close each is)\n\nlinks (per direction):\n");
+               "   {} steps: the engine's published serving runs pooled, the device's among them or not; - where the\n"
+               "   engine does not serve the device; `calibrate --loo device [--engine E]` says how close each is;\n"
+               "   power: the board's, where the datasheet states it)\n\nlinks (per direction):\n",
+               fmt::join(served, ", "));
     TextTable lt{{"link", "bandwidth", "description"}, {false, true, false}, {}};
     for (const auto& n : builtin_link_names()) {
       LinkProfile l = load_link(n);

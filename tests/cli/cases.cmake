@@ -70,7 +70,8 @@ infer_plan_cli_case(fit_help EXIT 0 ARGS fit --help MATCH "--weights-size" "--kv
   "Exit status: 0 FITS, 1 DOES NOT FIT" "--host-bandwidth")
 infer_plan_cli_case(model_235b EXIT 0 ARGS model qwen3-235b-a22b MATCH "attention width 8192" "128 experts, 8 active")
 infer_plan_cli_case(model_tensors EXIT 0 ARGS model qwen3-8b --tensors MATCH "blk.35.ffn_down.weight +\\[12288, 4096\\]")
-infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s" "llama.cpp steps +vllm steps" "h100-sxm [^\n]* transferred +calibrated\n" "m2-ultra [^\n]* calibrated +-\n"
+infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 GB/s" "power +host link +llama.cpp steps +sglang steps +vllm steps"
+  "h100-sxm [^\n]* 700 W +pcie-gen5-x16 +transferred +calibrated +calibrated\n" "m2-ultra [^\n]* - +- +calibrated +- +-\n"
   "h200 +hopper .* transferred" "rtx-4090 +ada .* calibrated")
 # The M2 Max as it is (issue 15): 96 GiB, of which Metal wires 72 GiB for the GPU by default, so the
 # seed's 79.81 GiB file does not fit until iogpu.wired_limit_mb is raised.
