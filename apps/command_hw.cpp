@@ -17,8 +17,6 @@
 namespace infer_plan::apps {
 namespace {
 
-// What vLLM's steps on a profile rest on: its serving fit, with the device's runs or without;
-// "-" on a device vLLM does not serve (Apple, CPUs).
 // A served engine's step model on `p`: calibrated where its fit has the device's runs, transferred
 // where not, "-" where the engine does not serve the device's vendor (its capabilities).
 std::string served_basis(const HwProfile& p, const std::string& engine, const ServingFit* fit) {

@@ -190,7 +190,6 @@ Simulation build_simulation(const QueueArgs& a) {
   }
   s.load.requests = a.requests;
   if (a.max_concurrency) {
-    if (*a.max_concurrency == 0) throw InputError("--max-concurrency: must be at least 1 request in flight");
     if (a.max_rate)
       throw InputError("--max-concurrency and --max-rate: a closed loop sets its own rate; give --rate (or inf) with it");
     s.load.max_concurrency = a.max_concurrency;
@@ -223,7 +222,6 @@ std::string lengths_text(TokenLengths t) {
 
 Json lengths_json(TokenLengths t) { return Json{{"min", t.min_tokens}, {"max", t.max_tokens}}; }
 
-// Latency keys are null when nothing completed; an unstable run's are its N requests' (stable: false).
 // The bands of the means a step model's error gives: (latency key, its band) for TTFT (the prefill's
 // error), TPOT and ITL (the decode step's); none where the step times are given or a ceiling.
 struct MeanBand {
@@ -245,6 +243,7 @@ std::vector<MeanBand> mean_bands(const Simulation& s) {
   return out;
 }
 
+// Latency keys are null when nothing completed; an unstable run's are its N requests' (stable: false).
 Json simulation_json(const Simulation& s, const ServingResult& r) {
   Json j{{"num_prompts", r.requests},
          {"basis", s.basis},

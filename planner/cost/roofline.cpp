@@ -146,8 +146,7 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   // device lists none, FP8 on an A100, the weights are dequantized to 16 bits and multiplied at that
   // rate); a GeForce card runs llama.cpp's F16 accumulation at twice its FP32-accumulate bf16 rate;
   // a checkpoint format (AWQ, GPTQ: vLLM's kernels accumulate in F32) at the 16-bit rate.
-  auto precision_rate = [&](GgmlType t) { return product_rate(hw, rates_, t); };
-  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, precision_rate(t)); };
+  auto ops_rate = [&](GgmlType t) { return rate_of(&MeasuredFigures::matmul_ops_per_s, t, product_rate(hw, rates_, t)); };
   for (const TensorPlacement& p : layout.tensors) {
     const double bytes = static_cast<double>(p.bytes) * split;
     const TensorInfo& t = p.tensor;
