@@ -67,7 +67,9 @@ void run(const HwArgs& a) {
       for (const auto& n : builtin_hw_names()) devices.push_back(profile_json(load_hw_profile(n)));
       for (const auto& n : builtin_link_names()) {
         LinkProfile l = load_link(n);
-        links.push_back({{"name", l.name}, {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s}});
+        links.push_back({{"name", l.name},
+                         {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                         {"message_latency_us", l.message_latency_s > 0 ? Json(l.message_latency_s * 1e6) : Json(nullptr)}});
       }
       print_json(Json{{"devices", devices}, {"links", links}});
       return;
@@ -97,12 +99,14 @@ void run(const HwArgs& a) {
     fmt::print("  (llama.cpp steps: fitted to published runs of the device, or transferred from the devices of its arch;\n"
                "   {} steps: the engine's published serving runs pooled, the device's among them or not; - where the\n"
                "   engine does not serve the device; `calibrate --loo device [--engine E]` says how close each is;\n"
-               "   power: the board's, where the datasheet states it)\n\nlinks (per direction):\n",
+               "   power: the board's, where the datasheet states it)\n\nlinks (per direction; latency: one small transfer's, "
+               "which each KV transfer pays beside its bytes):\n",
                fmt::join(served, ", "));
-    TextTable lt{{"link", "bandwidth", "description"}, {false, true, false}, {}};
+    TextTable lt{{"link", "bandwidth", "latency", "description"}, {false, true, true, false}, {}};
     for (const auto& n : builtin_link_names()) {
       LinkProfile l = load_link(n);
-      lt.rows.push_back({l.name, format_rate(l.bandwidth_bytes_per_s), l.description});
+      lt.rows.push_back({l.name, format_rate(l.bandwidth_bytes_per_s),
+                         l.message_latency_s > 0 ? fmt::format("{:g} us", l.message_latency_s * 1e6) : "-", l.description});
     }
     fmt::print("{}", lt.render("  "));
     return;

@@ -138,6 +138,7 @@ Json pd_json(const PdResult& r, const PdInputs& in) {
               {"output_tokens", in.workload.output_tokens},
               {"link", r.link.name},
               {"link_bytes_per_s", r.link.bandwidth_bytes_per_s},
+              {"link_message_ms", to_ms_exact(r.link.message_latency_s)},
               {"kv_bytes_per_token", r.kv_bytes_per_token},
               {"kv_bytes_per_request", r.kv_bytes_per_request},
               {"transfer_ms", r.transfer_ms},
@@ -187,7 +188,8 @@ void print_text(const PdResult& r, const PdInputs& in, const std::string& times_
                         in.spec.window_layer_count() ? ", windows capped" : "",
                         in.spec.is_hybrid() ? ", with the linear-attention state" : "", r.kv_bytes_per_request));
   row("KV transfer", ms(r.transfer_ms),
-      fmt::format("one request over an idle {}{}", r.link.name,
+      fmt::format("one request over an idle {}{}{}", r.link.name,
+                  r.link.message_latency_s > 0 ? fmt::format(", its {:g} us latency included", r.link.message_latency_s * 1e6) : "",
                   r.transfer_exceeds_prefill ? "; exceeds the prefill" : ""));
   row("prefill", ms(r.prefill_ms), times_source);
   if (r.ttft_split_ms)
@@ -312,7 +314,7 @@ void run(const PdArgs& a) {
       load.seed = a.seed;
       load.prompt_tokens = TokenLengths::fixed(in.workload.prompt_tokens);
       load.output_tokens = TokenLengths::fixed(in.workload.output_tokens);
-      const PdServerModel model = pd_server_model(rp.server, in.spec, in.kv, in.deployment.link.bandwidth_bytes_per_s,
+      const PdServerModel model = pd_server_model(rp.server, in.spec, in.kv, in.deployment.link,
                                                   args.prefill_workers, args.decode_workers, a.stream);
       const std::vector<ServingRequest> requests = serving_requests(load);
       args.split_run = simulate_pd_serving(model, requests);

@@ -356,8 +356,9 @@ std::vector<Row> pd_rows(const ResolvedPlan& rp, const Prediction& p, const runt
                       ? fmt::format("one request's pages as the link copied them ({} requests alike)", m.split.completed)
                       : fmt::format("the largest request's pages; the smallest {} B", m.kv_transfer_bytes_min)});
   rows.push_back({"kv_transfer_ms mean", "ms", pd.kv_transfer_s * 1e3, m.split.link_s.mean * 1e3, kPdTransferBound,
-                  fmt::format("bytes / {} x {:g} ({}) vs the link's time carrying a request{}", pd.link,
+                  fmt::format("bytes / {} x {:g} ({}){} vs the link's time carrying a request{}", pd.link,
                               rp.plan.pd->link_scale, format_rate(pd.link_bytes_per_s),
+                              pd.link_message_s > 0 ? fmt::format(" + {:.3g} ms per transfer", pd.link_message_s * 1e3) : "",
                               pd.stream ? fmt::format(" (streamed: {} layers' pieces)", rp.spec.layers) : "")});
   // Each worker's passes against the step model the prediction runs on.
   const Roofline& rl = *rp.roofline;

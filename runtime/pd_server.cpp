@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "planner/core/input_error.hpp"
+#include "planner/core/units.hpp"
 #include "planner/plan/figures.hpp"
 #include "planner/serving/scheduler.hpp"
 #include "runtime/forward_pass.hpp"
@@ -212,6 +213,7 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
   };
 
   const double bytes_per_s = result.link_bytes_per_s;
+  const double message_s = result.link_message_s;
   const PagedKvCache& layout = prefill.front()->cache;  // every worker's pages are laid out alike
   const auto link = [&]() {
     size_t landed = 0;
@@ -234,8 +236,9 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
         t.transfer_start_s = start;
         t.link_s = 0;
       }
-      // Copied a piece at a time (a layer's part of one page when streamed), each when the
-      // link's pace allows.
+      // One transfer (a request whole, or one layer of it when streamed): the link's latency,
+      // then a piece at a time (a layer's part of one page when streamed), each when the link's
+      // pace allows.
       const bool whole = m.layer == kAllLayers;
       const uint64_t piece = whole ? kLinkChunkBytes : layout.layer_stride();
       uint64_t copied = 0;
@@ -246,7 +249,7 @@ void run_split(const ResolvedPlan& rp, Backend& backend, const RunOptions& optio
         if (to + length > received.bytes.size()) throw std::logic_error("pd: a piece beyond the request's pages");
         std::memcpy(received.bytes.data() + to, m.bytes.data() + copied, length);
         copied += length;
-        crew.sleep_until(start + static_cast<double>(copied) / bytes_per_s);
+        crew.sleep_until(start + message_s + static_cast<double>(copied) / bytes_per_s);
       }
       t.link_s += crew.now_s() - start;
       result.kv_transfer_bytes[m.id] += copied;
@@ -409,6 +412,7 @@ PdRunResult run_pd_plan(const ResolvedPlan& rp, Backend& backend, const RunOptio
   const LinkProfile link = plan_pd_link(rp.plan);
   result.link = link.name;
   result.link_bytes_per_s = link.bandwidth_bytes_per_s;
+  result.link_message_s = link.message_latency_s;
   run_split(rp, backend, options, result);
   if (result.interrupted) return result;
   result.colocated = run_colocated(rp, backend, options, result);
@@ -450,6 +454,7 @@ Json measured_pd_json(const PdRunResult& r, const MeasuredPd& m) {
               {"threads_per_worker", r.threads_per_worker},
               {"link", r.link},
               {"link_bytes_per_s", r.link_bytes_per_s},
+              {"link_message_ms", to_ms_exact(r.link_message_s)},
               {"kv_transfer_bytes", m.kv_transfer_bytes},
               {"kv_transfer_bytes_min", m.kv_transfer_bytes_min},
               {"kv_transfer_ms", m.split.link_s.mean * 1e3},

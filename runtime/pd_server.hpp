@@ -34,6 +34,7 @@ struct PdRunResult {
   std::vector<uint64_t> kv_transfer_bytes;   // per request: bytes the link copied (0: rejected)
   std::string link;
   double link_bytes_per_s = 0;               // the pace, as the plan scales the link
+  double link_message_s = 0;                 // the wait before each transfer's first byte, scaled alike
   std::vector<StepRecord> prefill_steps, decode_steps;  // the split's passes, all workers
   std::vector<RunResult> colocated;          // server k served requests k, k + n, ...
   bool interrupted = false;

@@ -773,8 +773,7 @@ struct ServingSearch {
         const uint64_t devices = (prefill_replicas + decode_replicas) * g.tp;
         const std::optional<LinkProfile> link = pd_link(g.hw->profile, devices);
         if (devices > q.max_devices || !link) break;
-        const double transfer_s = kv_transfer_ms(kv_per_token * p99_prompt, link->bandwidth_bytes_per_s) / 1e3 +
-                                  link->all_reduce_latency_s.value_or(0);
+        const double transfer_s = link_transfer_s(kv_per_token * p99_prompt, 1, *link);
         const ServingResult& pr = prefill_run(prefill_replicas);
         if (!pr.stable || !pr.latency) continue;
         // A request's TTFT is its prefill pool's, the transfer and its wait in the decode pool: the

@@ -249,4 +249,6 @@ uint64_t parse_tokens(std::string_view text, std::string_view what) {
   return v * multiplier;
 }
 
+double to_ms_exact(double seconds) { return std::round(seconds * 1e12) / 1e9; }
+
 }  // namespace infer_plan

@@ -40,6 +40,9 @@ std::string format_mib(double bytes);  // "1152.00 MiB"
 std::string format_rate(double bytes_per_s);   // "64 GB/s", "4.8 TB/s"
 std::string format_flops(double ops_per_s);    // "989 TFLOPS"
 std::string format_int_ops(double ops_per_s);  // integer math as datasheets give it: "1979 TOPS"
+// Seconds as milliseconds to the picosecond, so that a latency given in microseconds prints as
+// written (35 us: 0.035, not 0.034999999999999996).
+double to_ms_exact(double seconds);
 
 }  // namespace infer_plan
 

@@ -119,6 +119,10 @@ double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s) {
   return 1e3 * static_cast<double>(bytes) / link_bytes_per_s;
 }
 
+double link_transfer_s(uint64_t bytes, uint64_t messages, const LinkProfile& link) {
+  return static_cast<double>(messages) * link.message_latency_s + kv_transfer_ms(bytes, link.bandwidth_bytes_per_s) / 1e3;
+}
+
 PrefillStall prefill_stall(double decode_step_ms, double prefill_ms, uint64_t decode_batch) {
   PrefillStall s;
   s.step_ms = decode_step_ms + prefill_ms;
@@ -253,7 +257,7 @@ PdResult plan_pd(const PdInputs& in) {
   r.kv_bytes_per_token = kv_bytes_per_token(in.spec, in.kv);
   r.kv_bytes_per_request = pd_kv_bytes_per_request(in.spec, in.kv, in.workload.prompt_tokens);
   r.link = link;
-  r.transfer_ms = kv_transfer_ms(r.kv_bytes_per_request, bw);
+  r.transfer_ms = 1e3 * link_transfer_s(r.kv_bytes_per_request, 1, link);
   r.prefill_ms = in.times.prefill_ms;
   r.transfer_exceeds_prefill = r.transfer_ms > r.prefill_ms;
   if (r.kv_bytes_per_request == r.kv_bytes_per_token * in.workload.prompt_tokens)
@@ -264,8 +268,9 @@ PdResult plan_pd(const PdInputs& in) {
                             in.workload.prompt_tokens, kKvPageTokens, in.spec.window_layer_count() ? ", windows capped" : "",
                             in.spec.is_hybrid() ? ", and the linear-attention layers' state" : "", r.kv_bytes_per_request,
                             format_bytes(r.kv_bytes_per_request)));
-  d.push_back(fmt::format("transfer = {} B / {} ({} B/s, {}) = {}", r.kv_bytes_per_request, format_rate(bw), bw,
-                          link.name, ms(r.transfer_ms)));
+  d.push_back(fmt::format("transfer = {}{} B / {} ({} B/s, {}) = {}",
+                          link.message_latency_s > 0 ? fmt::format("{:g} us (the link's latency) + ", link.message_latency_s * 1e6) : "",
+                          r.kv_bytes_per_request, format_rate(bw), bw, link.name, ms(r.transfer_ms)));
   d.push_back(fmt::format("transfer {} prefill: {} {} {}", r.transfer_exceeds_prefill ? ">" : "<=",
                           ms(r.transfer_ms), r.transfer_exceeds_prefill ? ">" : "<=", ms(r.prefill_ms)));
 

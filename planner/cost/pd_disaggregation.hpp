@@ -150,6 +150,9 @@ uint64_t pd_kv_bytes_per_request(const ModelSpec& spec, KvTypes kv, uint64_t pro
 double pd_kv_written_share(const ModelSpec& spec);
 // Milliseconds to move `bytes` over a link of `bytes_per_s` (per direction), uncontended.
 double kv_transfer_ms(uint64_t bytes, double link_bytes_per_s);
+// Seconds to move `bytes` over `link` in `messages` transfers, uncontended: each transfer pays the
+// link's message latency, and the bytes cross at its bandwidth.
+double link_transfer_s(uint64_t bytes, uint64_t messages, const LinkProfile& link);
 PrefillStall prefill_stall(double decode_step_ms, double prefill_ms, uint64_t decode_batch);
 PdConcurrencyCheck check_pd_concurrency(std::optional<uint64_t> prefill_concurrency,
                                         uint64_t decode_concurrency);

@@ -93,7 +93,7 @@ MemorySection memory_section(const Json& parent, const std::string& where, std::
 }
 
 LinkProfile inline_link(const Json& j, std::string_view where) {
-  refuse_unknown_keys(j, {"name", "bandwidth", "description", "latency_us"}, where);
+  refuse_unknown_keys(j, {"name", "bandwidth", "description", "latency_us", "message_latency_us"}, where);
   LinkProfile l;
   l.name = require_string(j, "name", where);
   l.description = optional_string(j, "description", where).value_or("");
@@ -104,6 +104,11 @@ LinkProfile inline_link(const Json& j, std::string_view where) {
     if (!(*us >= 0 && *us <= 1e6))
       throw InputError(fmt::format("{}: field 'latency_us' is {}; expected microseconds from 0 to 1e6", where, *us));
     l.all_reduce_latency_s = *us * 1e-6;
+  }
+  if (const std::optional<double> us = optional_number(j, "message_latency_us", where)) {
+    if (!(*us >= 0 && *us <= 1e6))
+      throw InputError(fmt::format("{}: field 'message_latency_us' is {}; expected microseconds from 0 to 1e6", where, *us));
+    l.message_latency_s = *us * 1e-6;
   }
   return l;
 }
@@ -117,7 +122,8 @@ const std::vector<std::string>& compute_precisions() {
 
 LinkProfile link_profile_from_json(const Json& j, const std::string& name, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
-  refuse_unknown_keys(j, {"name", "kind", "bandwidth", "description", "sources", "latency_us"}, where);
+  refuse_unknown_keys(j, {"name", "kind", "bandwidth", "description", "sources", "latency_us", "message_latency_us"},
+                     where);
   if (auto kind = optional_string(j, "kind", where); kind && *kind != "link")
     throw InputError(fmt::format("{}: field 'kind' is \"{}\"; a link profile has \"link\"", where, *kind));
   Json copy = j;

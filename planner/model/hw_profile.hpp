@@ -20,6 +20,10 @@ struct LinkProfile {
   // The fixed cost of one all-reduce over this link (profile field "latency_us"); without it,
   // tensor parallel counts kDefaultAllReduceLatencyS (planner/cost/roofline).
   std::optional<double> all_reduce_latency_s;
+  // The fixed time of one transfer over this link beside its bytes, from the sender's call to the
+  // last byte's arrival (profile field "message_latency_us"; 0 where the profile does not state it).
+  // A request's KV crossing whole is one message; streamed layer by layer, one per layer.
+  double message_latency_s = 0;
 };
 
 struct NamedBytes {

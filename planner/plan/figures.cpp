@@ -237,6 +237,7 @@ Json pd_split_figures(const PdServingResult& r, const ServedSummary& served) {
 Json pd_figures(const PdPrediction& p) {
   return Json{{"link", p.link},
               {"link_bytes_per_s", p.link_bytes_per_s},
+              {"link_message_ms", to_ms_exact(p.link_message_s)},
               {"prefill_workers", p.prefill_workers},
               {"decode_workers", p.decode_workers},
               {"stream", p.stream},

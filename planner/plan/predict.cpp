@@ -581,18 +581,21 @@ LinkProfile plan_pd_link(const Plan& plan) {
   } catch (const InputError& e) {
     throw InputError(std::string("pd.link: ") + e.what());
   }
-  link.bandwidth_bytes_per_s *= plan.pd->link_scale;
+  link.bandwidth_bytes_per_s *= plan.pd->link_scale;  // a slower link is slower in both
+  link.message_latency_s /= plan.pd->link_scale;
   return link;
 }
 
-PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, double link_bytes_per_s,
+PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, const LinkProfile& link,
                               uint64_t prefill_workers, uint64_t decode_workers, bool stream) {
   PdServerModel model;
   model.prefill_s = server.prefill_s;
   model.decode = server;
+  const double link_bytes_per_s = link.bandwidth_bytes_per_s;
   model.transfer_s = [spec, kv, link_bytes_per_s](uint64_t prompt) {
     return kv_transfer_ms(pd_kv_bytes_per_request(spec, kv, prompt), link_bytes_per_s) / 1e3;
   };
+  model.message_s = link.message_latency_s;
   model.prefill_workers = prefill_workers;
   model.decode_workers = decode_workers;
   if (stream) {
@@ -604,7 +607,7 @@ PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, 
 
 PdServerModel plan_pd_server(const ResolvedPlan& rp) {
   const Plan& plan = rp.plan;
-  return pd_server_model(rp.server, rp.spec, plan.kv, plan_pd_link(plan).bandwidth_bytes_per_s,
+  return pd_server_model(rp.server, rp.spec, plan.kv, plan_pd_link(plan),
                          plan.pd->prefill_workers, plan.pd->decode_workers, plan.pd->stream);
 }
 
@@ -620,7 +623,8 @@ PdPrediction pd_prediction(const ResolvedPlan& rp) {
   p.link = link.name;
   p.link_bytes_per_s = link.bandwidth_bytes_per_s;
   p.kv_transfer_bytes = pd_kv_bytes_per_request(rp.spec, plan.kv, plan.context - plan.output);
-  p.kv_transfer_s = model.transfer_s(plan.context - plan.output);
+  p.link_message_s = link.message_latency_s;
+  p.kv_transfer_s = model.link_s(plan.context - plan.output);
   p.prefill_workers = model.prefill_workers;
   p.decode_workers = model.decode_workers;
   p.stream = plan.pd->stream;

@@ -129,8 +129,9 @@ struct OffloadPrediction {
 struct PdPrediction {
   std::string link;                 // the link's name
   double link_bytes_per_s = 0;      // its bandwidth times pd.link_scale
+  double link_message_s = 0;        // its latency per transfer over pd.link_scale
   uint64_t kv_transfer_bytes = 0;   // one request's KV (every prompt is context - output tokens)
-  double kv_transfer_s = 0;         // that over the idle link
+  double kv_transfer_s = 0;         // that over the idle link, a latency per transfer included
   uint64_t prefill_workers = 0, decode_workers = 0;
   bool stream = false;              // layer by layer, overlapping the prefill
   PdServingResult split;
@@ -157,13 +158,14 @@ struct Prediction {
 };
 
 // The plan's disaggregated server (its pd section) as both evaluators run it: each prefill worker's
-// prefill and each decode worker's steps by the plan's step model, the link's bandwidth scaled.
+// prefill and each decode worker's steps by the plan's step model, the link scaled.
 PdServerModel plan_pd_server(const ResolvedPlan& rp);
 // The same from its parts (the pd command's flags): prefill and decode by `server`, a request's
-// prompt KV over `link_bytes_per_s`, streamed a layer at a time once its attention has written it.
-PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, double link_bytes_per_s,
+// prompt KV over `link`, streamed a layer at a time once its attention has written it.
+PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, const LinkProfile& link,
                               uint64_t prefill_workers, uint64_t decode_workers, bool stream);
-LinkProfile plan_pd_link(const Plan& plan);  // pd.link, its bandwidth times pd.link_scale
+// pd.link, its bandwidth times pd.link_scale and its latency over it (a link slowed in proportion)
+LinkProfile plan_pd_link(const Plan& plan);
 
 Prediction predict(const ResolvedPlan& rp);
 // predict(resolve_plan(plan)) as the Figures JSON the commands print and scenarios address.

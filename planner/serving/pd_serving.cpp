@@ -99,8 +99,8 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
     for (const uint32_t id : order) {
       PdRequestTimes& t = result.requests[id];
       t.transfer_start_s = std::max(t.prefill_end_s, link_free);
-      t.transfer_end_s = t.transfer_start_s + checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s",
-                                                      requests[id].prompt_tokens);
+      t.transfer_end_s = t.transfer_start_s + model.message_s +
+                         checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s", requests[id].prompt_tokens);
       link_free = t.transfer_end_s;
     }
   } else {  // every request's pieces, in the order they are ready
@@ -117,7 +117,7 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
       for (uint64_t k = 0; k < n; ++k)
         pieces.push_back({t.prefill_start_s + (static_cast<double>(k) + model.stream_ready_share) /
                                                   static_cast<double>(n) * (t.prefill_end_s - t.prefill_start_s),
-                          whole / static_cast<double>(n), id, k});
+                          model.message_s + whole / static_cast<double>(n), id, k});
     }
     std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.ready_s < b.ready_s; });
     for (const Piece& p : pieces) {

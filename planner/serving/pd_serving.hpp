@@ -67,9 +67,11 @@ class DecodePool {
 struct PdServerModel {
   std::function<double(uint64_t prompt_tokens)> prefill_s;  // one prompt on one prefill worker
   ServerModel decode;        // a decode worker: decode_iteration_s, max_batch, its KV pool
-  // Seconds to move one request's KV over the link (the prompt's cache: pd_kv_bytes_per_request
-  // over the link's bandwidth).
+  // Seconds one request's KV bytes take on the link (the prompt's cache: pd_kv_bytes_per_request
+  // over the link's bandwidth), and the link's latency each transfer pays beside its bytes (a
+  // request crossing whole is one transfer; streamed, each piece is one).
   std::function<double(uint64_t prompt_tokens)> transfer_s;
+  double message_s = 0;
   uint64_t prefill_workers = 1, decode_workers = 1;
   // 1: a request's KV crosses whole once its prefill ends. N > 1: streamed as the prefill makes
   // it, in N equal pieces (a layer each), the k-th (from 0) ready at (k + stream_ready_share) / N
@@ -77,6 +79,10 @@ struct PdServerModel {
   // link takes the pieces of all requests in the order they are ready, one at a time.
   uint64_t stream_pieces = 1;
   double stream_ready_share = 1;
+  // The link's time for one request's KV: its bytes and a latency per piece.
+  double link_s(uint64_t prompt_tokens) const {
+    return transfer_s(prompt_tokens) + static_cast<double>(stream_pieces) * message_s;
+  }
 };
 
 // One request's course through the pools, from t = 0 (all -1 when it was rejected).

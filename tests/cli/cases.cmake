@@ -78,12 +78,13 @@ infer_plan_cli_case(hw_list EXIT 0 ARGS hw MATCH "m2-max-96gb" "nvlink-c2c +450 
 infer_plan_cli_case(fit_m2_as_built EXIT 1 ARGS fit --model qwen3-235b-a22b --hw m2-max-96gb --weights-size 79.81GiB --ctx 8K --requests 1
   MATCH "capacity +96.00 GiB +103079215104 B" "= usable +72.00 GiB" "DOES NOT FIT: the weights alone are 7.81 GiB over")
 infer_plan_cli_case(hw_network_links EXIT 0 ARGS hw
-  MATCH "1gbe +125 MB/s" "25gbe +3.125 GB/s" "100gbe +12.5 GB/s" "400g-rdma +50 GB/s" "nvlink-4 +450 GB/s")
+  MATCH "1gbe +125 MB/s +50 us" "25gbe +3.125 GB/s +35 us" "100gbe +12.5 GB/s +- " "400g-rdma +50 GB/s" "nvlink-4 +450 GB/s +3 us")
 
 # --- PD disaggregation (SPEC 7): Qwen3-8B BF16 KV 144 KiB/token x 2000 = 294,912,000 B ---
 set(_pd pd --model qwen3-8b --prompt 2000)
+# over 25 GbE: 294912000 B / 3.125 GB/s = 94.37184 ms, and the link's 35 us latency: 94.40684 ms
 infer_plan_cli_case(pd_25gbe_json EXIT 0 ARGS ${_pd} --link 25gbe --qps 1 --json
-  MATCH "\"kv_bytes_per_request\": 294912000" "\"transfer_ms\": 94.3718" "\"prefill_ms\": 40.0"
+  MATCH "\"kv_bytes_per_request\": 294912000" "\"transfer_ms\": 94.4068" "\"link_message_ms\": 0.035" "\"prefill_ms\": 40.0"
         "\"transfer_exceeds_prefill\": true" "\"stall_ms\": 45.0" "\"stall_ratio\": 9.0"
         "\"verdict\": \"no\"" "\"reasons\": " "costs more than it saves")
 infer_plan_cli_case(pd_rdma EXIT 0 ARGS ${_pd} --link 400g-rdma --qps 10
@@ -120,9 +121,14 @@ infer_plan_cli_case(pd_simulate EXIT 0 ARGS pd -m qwen3-8b --hw h200 --engine vl
 infer_plan_cli_case(pd_simulate_stream EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2 --simulate
   --stream --num-prompts 100 MATCH "split, 1 prefill \\+ 1 decode, streamed")
 # named as report names them: the link's time carrying a request (8192 x 147456 B over 3.125 GB/s =
-# 386.547 ms) apart from the TTFT part that also waits for the link
+# 386.547 ms, and the link's 35 us: 386.582 ms) apart from the TTFT part that also waits for the link
 infer_plan_cli_case(pd_simulate_json EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2 --simulate
-  --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 386.54" "\"transfer_ms_mean\": [0-9]")
+  --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 386.58" "\"transfer_ms_mean\": [0-9]")
+# streamed, each of Qwen3-8B's 36 layers is a transfer: 386.547 ms + 36 x 0.035 ms = 387.807 ms
+infer_plan_cli_case(pd_simulate_stream_latency EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2
+  --simulate --stream --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 387.80")
+infer_plan_cli_case(bad_link_latency EXIT 2 ARGS pd --link tests/data/link_bad_latency.json
+  MATCH "link_bad_latency.json.*field 'message_latency_us' is -5; expected microseconds from 0 to 1e6")
 infer_plan_cli_case(bad_pd_stream EXIT 2 ARGS pd --stream MATCH "--stream: needs --simulate")
 infer_plan_cli_case(bad_pd_simulate EXIT 2 ARGS pd --simulate --qps 1 MATCH "--simulate: needs --hw")
 infer_plan_cli_case(pd_help EXIT 0 ARGS pd --help

@@ -196,8 +196,8 @@ TEST_CASE("row 4: one machine with several GPUs -> split across GPUs") {
   REQUIRE(r.gpu_split);
   CHECK(r.gpu_split->prefill == 2);
   CHECK(r.gpu_split->decode == 6);
-  // 148,635,648 B (1008 tokens' pages) / 450e9 = 0.330301 ms
-  CHECK(r.transfer_ms == doctest::Approx(0.33030144));
+  // 148,635,648 B (1008 tokens' pages) / 450e9 = 0.330301 ms, and NVLink 4's 3 us
+  CHECK(r.transfer_ms == doctest::Approx(0.33330144));
 }
 
 TEST_CASE("no row matches -> maybe; the first matching row decides") {
@@ -232,8 +232,8 @@ TEST_CASE("the link vetoes a split: transfer longer than the prefill") {
   in.workload.rate_per_s = 1;
   in.workload.concurrency = 100;
   const PdResult r = plan_pd(in);
-  // 603,979,776 B / 3.125e9 = 193.27 ms > 100 ms
-  CHECK(r.transfer_ms == doctest::Approx(193.27352832));
+  // 603,979,776 B / 3.125e9 = 193.27 ms, and the link's 35 us, > 100 ms
+  CHECK(r.transfer_ms == doctest::Approx(193.30852832));
   CHECK(r.transfer_exceeds_prefill);
   CHECK_FALSE(r.link_saturated);  // 1 x 603,979,776 / 3.125e9 = 0.193
   CHECK(r.table_verdict == PdVerdict::StronglyYes);
@@ -264,9 +264,9 @@ TEST_CASE("the link vetoes a split: under 25 Gb/s even when the transfer is shor
   PdInputs in = base(10, 200, "1gbe");
   in.workload.rate_per_s = 5;
   const PdResult r = plan_pd(in);
-  // 10 tokens take one 16-token page: 16 x 147456 = 2,359,296 B / 0.125e9 = 18.87 ms < 40 ms; load
-  // 5 x 2,359,296 / 0.125e9 = 0.094
-  CHECK(r.transfer_ms == doctest::Approx(18.874368));
+  // 10 tokens take one 16-token page: 16 x 147456 = 2,359,296 B / 0.125e9 = 18.87 ms, and the
+  // link's 50 us, < 40 ms; load 5 x 2,359,296 / 0.125e9 = 0.094
+  CHECK(r.transfer_ms == doctest::Approx(18.924368));
   CHECK_FALSE(r.transfer_exceeds_prefill);
   CHECK_FALSE(r.link_saturated);
   CHECK(r.link_below_minimum);

@@ -281,14 +281,15 @@ TEST_CASE("pd section: workers and a scaled link, compared under the plan's load
   REQUIRE(p.pd);
   CHECK(p.pd->decode_workers == 3u);
   CHECK(plan_from_json(plan_to_json(p), "again").pd->link_scale == 0.5);
-  // 25 Gb/s = 3.125 GB/s, halved
+  // 25 Gb/s = 3.125 GB/s, halved; its 35 us latency doubled
   CHECK(plan_pd_link(p).bandwidth_bytes_per_s == doctest::Approx(1.5625e9));
+  CHECK(plan_pd_link(p).message_latency_s == doctest::Approx(70e-6));
   const Prediction pr = predict(resolve_plan(p));
   REQUIRE(pr.pd);
   // Qwen3-8B's KV: 36 layers x 8 KV heads x 128 x (K + V) at Q8_0 (34 bytes per 32 values) =
   // 36 x 2 x 1024 x 34 / 32 = 78,336 bytes per token; the 1984-token prompt fills 124 pages exactly.
   CHECK(pr.pd->kv_transfer_bytes == 1984u * 78336u);
-  CHECK(pr.pd->kv_transfer_s == doctest::Approx(1984.0 * 78336 / 1.5625e9));
+  CHECK(pr.pd->kv_transfer_s == doctest::Approx(70e-6 + 1984.0 * 78336 / 1.5625e9));
   CHECK(pr.pd->split.completed == 20u);
   CHECK(pr.pd->colocated.completed == 20u);
   CHECK(pr.pd->split.link_s.mean == doctest::Approx(pr.pd->kv_transfer_s));
@@ -296,14 +297,16 @@ TEST_CASE("pd section: workers and a scaled link, compared under the plan's load
   CHECK(f.at("pd").at("kv_transfer_bytes") == pr.pd->kv_transfer_bytes);
   CHECK(f.at("pd").at("choice") == pd_choice_name(pr.pd->choice));
 
-  // Streamed layer by layer: the same bytes on the link, most of them while the prompt prefills.
+  // Streamed layer by layer: the same bytes on the link, most of them while the prompt prefills,
+  // each of the 36 layers a transfer of its own.
   Json streamed = j;
   streamed["pd"]["stream"] = true;
   const Plan ps = plan_from_json(streamed, "p.json");
   CHECK(plan_from_json(plan_to_json(ps), "again").pd->stream);
   const Prediction prs = predict(resolve_plan(ps));
   CHECK(prs.pd->stream);
-  CHECK(prs.pd->split.link_s.mean == doctest::Approx(pr.pd->kv_transfer_s));
+  CHECK(prs.pd->split.link_s.mean == doctest::Approx(pr.pd->kv_transfer_s + 35 * 70e-6));
+  CHECK(prs.pd->kv_transfer_s == doctest::Approx(prs.pd->split.link_s.mean));
   CHECK(prs.pd->split.transfer_s.mean < pr.pd->split.transfer_s.mean);
   CHECK(prs.pd->split_served.ttft_s.mean < pr.pd->split_served.ttft_s.mean);
 

@@ -191,6 +191,31 @@ TEST_CASE("streamed layer by layer, the transfer overlaps the prefill; the link 
   CHECK(early.transfer_end_s < early.prefill_end_s);
 }
 
+TEST_CASE("each transfer pays the link's latency: once whole, once a piece streamed") {
+  PdServerModel m = model();
+  m.message_s = 0.001953125;  // 1/512 s, so that the sums stay exact
+  const std::vector<ServingRequest> one{{0.0, 100, 3}};
+  const PdRequestTimes whole = simulate_pd_serving(m, one).requests[0];
+  CHECK(whole.transfer_end_s == 0.158203125);  // 0.125 + 0.001953125 + 0.03125
+  CHECK(m.link_s(100) == doctest::Approx(0.033203125));
+  // Four pieces of 7.8125 ms, each after 1.953125 ms: ready every 31.25 ms, each is over the link
+  // 9.765625 ms later, the last (ready at 0.125) at 0.134765625; on the link 4 x 9.765625 ms.
+  m.stream_pieces = 4;
+  const PdServingResult streamed = simulate_pd_serving(m, one);
+  CHECK(streamed.requests[0].transfer_end_s == 0.134765625);
+  CHECK(streamed.requests[0].link_s == doctest::Approx(0.0390625));
+  CHECK(m.link_s(100) == doctest::Approx(0.0390625));
+}
+
+TEST_CASE("a link transfer: the link's latency per message beside the bytes at its bandwidth") {
+  const LinkProfile link = load_link("25gbe");  // 3.125 GB/s, 35 us (qperf, its profile's source)
+  CHECK(link.message_latency_s == doctest::Approx(35e-6));
+  // 1 MB: 35 us + 1e6 / 3.125e9 s = 35 + 320 us; streamed in 36 layers: 36 x 35 + 320 us
+  CHECK(link_transfer_s(1'000'000, 1, link) == doctest::Approx(355e-6));
+  CHECK(link_transfer_s(1'000'000, 36, link) == doctest::Approx(1580e-6));
+  CHECK(link_transfer_s(1'000'000, 1, load_link("100gbe")) == doctest::Approx(80e-6));  // latency not stated: 0
+}
+
 TEST_CASE("a layer's K and V are final once its attention's projections are done") {
   // Qwen3-8B's layer: q 4096 x 4096, k and v 4096 x 1024 each, output 4096 x 4096, and an FFN of
   // 3 x 4096 x 12288: (16.78 + 8.39 + 16.78) / (41.94 + 150.99) = 0.2174 of its products.
