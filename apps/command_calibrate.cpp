@@ -105,7 +105,10 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
     if (!out) throw InputError(fmt::format("--out {}: write failed", a.out));
   }
   if (a.output.json()) {
+    Json studies = Json::object();
+    for (const auto& [study, front_s] : fit.study_front_end_s) studies[study] = front_s * 1e3;
     print_json(Json{{"engine", c.engine}, {"calibration", step_calibration_to_json(c)}, {"points", points},
+                    {"study_front_end_ms", studies},
                     {"itl_median_abs_error", median_abs(itl)}, {"ttft_median_abs_error", median_abs(ttft)},
                     {"itl_device_out_median_abs_error", median_abs(itl_out)},
                     {"ttft_device_out_median_abs_error", median_abs(ttft_out)}});
@@ -120,6 +123,10 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
              c.decode.fixed_s * 1e3, c.decode.per_sequence_s * 1e3, c.decode.read_efficiency * 100,
              moe(c.decode.moe_read_efficiency), c.prefill->fixed_s * 1e3, c.prefill->compute_efficiency * 100,
              moe(c.prefill->moe_compute_efficiency), c.first_token_s * 1e3);
+  std::vector<std::string> studies;
+  for (const auto& [study, front_s] : fit.study_front_end_s) studies.push_back(fmt::format("{} {:.1f} ms", study, front_s * 1e3));
+  fmt::print("  front end per study (the way its client reached the server; the geometric mean above is a plan's): {}\n",
+             fmt::join(studies, ", "));
   fmt::print("{}", t.render("  "));
   fmt::print("  ITL: fit {:.1f}% ({} runs), device out {:.1f}% ({}); TTFT: fit {:.1f}%, device out {:.1f}% "
              "(median |measured / predicted - 1|)\n",

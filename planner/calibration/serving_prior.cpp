@@ -179,13 +179,41 @@ StepCalibration fit_rows(const std::vector<Row>& rows, const std::string& engine
   return c;
 }
 
+// The study a run was measured in: its source's repository (or site). A study's client reaches
+// the server its own way (the chat or the completions endpoint, a gateway or none), which its
+// TTFTs carry as tens of milliseconds the engine's steps do not explain: each study has a front
+// end of its own in the fit, and a plan gets their geometric mean.
+std::string study_of(const ServedRun& r) {
+  std::string_view s = r.source;
+  for (const std::string_view scheme : {"https://", "http://"})
+    if (s.starts_with(scheme)) s.remove_prefix(scheme.size());
+  const size_t host_end = s.find('/');
+  if (!s.starts_with("github.com/") || host_end == std::string_view::npos) return std::string(s.substr(0, host_end));
+  const size_t owner_end = s.find('/', host_end + 1);
+  const size_t repo_end = owner_end == std::string_view::npos ? owner_end : s.find('/', owner_end + 1);
+  return std::string(s.substr(host_end + 1, repo_end == std::string_view::npos ? repo_end : repo_end - host_end - 1));
+}
+
+// The terms a fit found: the engine's, and each study's front end.
+struct FittedTerms {
+  StepCalibration steps;  // first_token_s: the studies' geometric mean
+  std::map<std::string, double> front_end_s;
+
+  // The terms as `run` was measured: its study's front end where the fit saw that study.
+  StepCalibration as_measured(const ServedRun& run) const {
+    StepCalibration c = steps;
+    if (const auto f = front_end_s.find(study_of(run)); f != front_end_s.end()) c.first_token_s = f->second;
+    return c;
+  }
+};
+
 // Sum over the targets of the squared log errors of the simulation's inter-token figure and TTFT
 // (a run the simulation cannot serve counts as a large error).
-double misfit(const std::vector<ServedRun>& runs, const std::vector<size_t>& targets, const StepCalibration& c) {
+double misfit(const std::vector<ServedRun>& runs, const std::vector<size_t>& targets, const FittedTerms& t) {
   constexpr double kUnserved = 10;
   double sum = 0;
   for (const size_t i : targets) {
-    const std::optional<ServedPrediction> p = predict_served_run(runs[i], c);
+    const std::optional<ServedPrediction> p = predict_served_run(runs[i], t.as_measured(runs[i]));
     if (!p || !(p->itl_s > 0) || !(p->ttft_s > 0)) {
       sum += kUnserved;
       continue;
@@ -207,11 +235,13 @@ struct Coordinate {
 // The rows' linear fit as a start, then each term in turn moved to where the simulation best
 // reproduces the targets' inter-token figures and TTFTs (golden sections in log space, a few
 // sweeps): the simulation schedules as the engine does, which the linear reading cannot.
-std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, const std::vector<Row>& rows,
-                                        const std::vector<size_t>& targets, const std::string& engine) {
+std::optional<FittedTerms> fit_runs(const std::vector<ServedRun>& runs, const std::vector<Row>& rows,
+                                    const std::vector<size_t>& targets, const std::string& engine) {
   if (rows.size() < 4 || targets.size() < 4) return std::nullopt;
-  StepCalibration c = fit_rows(rows, engine);
-  c.first_token_s = kStartFrontEndS;
+  FittedTerms t;
+  t.steps = fit_rows(rows, engine);
+  StepCalibration& c = t.steps;
+  for (const size_t i : targets) t.front_end_s[study_of(runs[i])] = kStartFrontEndS;
   c.decode.fixed_s = std::max(c.decode.fixed_s, kLeastTimeS);
   c.decode.per_sequence_s = std::max(c.decode.per_sequence_s, kLeastPerSequenceS);
   c.prefill->fixed_s = std::max(c.prefill->fixed_s, kLeastTimeS);
@@ -219,8 +249,8 @@ std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, cons
                                  {&c.decode.per_sequence_s, kLeastPerSequenceS, false},
                                  {&c.decode.read_efficiency, 0, true},
                                  {&c.prefill->compute_efficiency, 0, true},
-                                 {&c.prefill->fixed_s, kLeastTimeS, false},
-                                 {&c.first_token_s, kLeastTimeS, false}};
+                                 {&c.prefill->fixed_s, kLeastTimeS, false}};
+  for (auto& [study, front_s] : t.front_end_s) coords.push_back({&front_s, kLeastTimeS, false});
   if (c.decode.moe_read_efficiency) coords.push_back({&*c.decode.moe_read_efficiency, 0, true});
   if (std::any_of(targets.begin(), targets.end(), [&](size_t i) { return runs[i].tp > 1; })) {
     c.decode.all_reduce_call_s = kStartAllReduceCallS;
@@ -234,7 +264,7 @@ std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, cons
       double lo = u0 - kSearchSpan, hi = k.efficiency ? std::min(u0 + kSearchSpan, 0.0) : u0 + kSearchSpan;
       auto at = [&](double u) {
         k.set(u);
-        return misfit(runs, targets, c);
+        return misfit(runs, targets, t);
       };
       double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
       double f1 = at(x1), f2 = at(x2);
@@ -249,7 +279,10 @@ std::optional<StepCalibration> fit_runs(const std::vector<ServedRun>& runs, cons
       k.set(at(u0) <= std::min(f1, f2) ? u0 : best);
     }
   }
-  return c;
+  double log_sum = 0;
+  for (const auto& [study, front_s] : t.front_end_s) log_sum += std::log(front_s);
+  c.first_token_s = std::exp(log_sum / static_cast<double>(t.front_end_s.size()));
+  return t;
 }
 
 // One value per engine, made once per process; made outside the lock, since making a fit
@@ -472,13 +505,14 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
     }
     fit.points.push_back(std::move(pt));
   }
-  std::optional<StepCalibration> all = fit_runs(runs, rows, targets, engine);
+  std::optional<FittedTerms> all = fit_runs(runs, rows, targets, engine);
   if (!all) return std::nullopt;
   fit.devices.assign(devices.begin(), devices.end());
+  fit.study_front_end_s = all->front_end_s;
   std::vector<double> itl_res, ttft_res;
   for (ServedFitPoint& pt : fit.points) {  // the runs not fitted too: what the fit says of them
     if (!pt.run.excluded.empty()) continue;
-    if (const std::optional<ServedPrediction> p = predict_served_run(pt.run, *all)) {
+    if (const std::optional<ServedPrediction> p = predict_served_run(pt.run, all->as_measured(pt.run))) {
       pt.predicted_itl_s = p->itl_s;
       pt.predicted_ttft_s = p->ttft_s;
     }
@@ -491,11 +525,11 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
         if (runs[r.index].hw != d) other_rows.push_back(r);
       for (const size_t i : targets)
         if (runs[i].hw != d) other_targets.push_back(i);
-      const std::optional<StepCalibration> held = fit_runs(runs, other_rows, other_targets, engine);
+      const std::optional<FittedTerms> held = fit_runs(runs, other_rows, other_targets, engine);
       if (!held) continue;
       for (const size_t i : targets) {
         if (runs[i].hw != d) continue;
-        if (const std::optional<ServedPrediction> p = predict_served_run(runs[i], *held)) {
+        if (const std::optional<ServedPrediction> p = predict_served_run(runs[i], held->as_measured(runs[i]))) {
           ServedFitPoint& pt = fit.points[i];
           pt.held_itl_s = p->itl_s;
           pt.held_ttft_s = p->ttft_s;
@@ -505,7 +539,7 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
       }
     }
   }
-  StepCalibration& c = *all;
+  StepCalibration& c = all->steps;
   c.decode.error = error_band(itl_res, kServedTail);
   c.decode.error.points = targets.size();
   c.decode.error.loo_median_abs = median_abs(itl_res);

@@ -16,6 +16,7 @@
 // datasheet rates ("calibrated" where the device has runs, "transferred" where not); the bands
 // are leave-one-device-out residuals of the simulation against the runs.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ struct ServingFit {
   StepCalibration calibration;       // pooled over every fitted run; bands leave-one-device-out
   std::vector<ServedFitPoint> points;
   std::vector<std::string> devices;  // with fitted runs
+  // Each study's front end (its runs' source repository or site: the way its client reached the
+  // server), which its runs were fitted and predicted with; the calibration's is their geometric mean.
+  std::map<std::string, double> study_front_end_s;
 };
 
 // Fits `engine`'s runs; `with_held_out` adds each device's runs predicted without them (a refit per

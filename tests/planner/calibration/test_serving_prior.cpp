@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <cmath>
 #include <fmt/format.h>
+#include <set>
 
 #include "planner/calibration/serving_prior.hpp"
 #include "planner/catalog/catalog.hpp"
@@ -40,6 +41,21 @@ TEST_CASE("the stored serving fits are what the built-in runs give") {
     CHECK(same(a.prefill->compute_efficiency, b.prefill->compute_efficiency));
     CHECK(same(a.first_token_s, b.first_token_s));
     CHECK(stored->devices == fresh->devices);
+    // A front end per study (a fitted run's source repository), a plan's their geometric mean.
+    std::set<std::string> studies;
+    for (const ServedFitPoint& p : fresh->points) {
+      if (!p.fitted) continue;
+      const std::string repo = p.run.source.substr(std::string("https://github.com/").size());
+      studies.insert(repo.substr(0, repo.find('/', repo.find('/') + 1)));
+    }
+    CHECK(fresh->study_front_end_s.size() == studies.size());
+    double log_sum = 0;
+    for (const std::string& study : studies) {
+      CAPTURE(study);
+      REQUIRE(fresh->study_front_end_s.contains(study));
+      log_sum += std::log(fresh->study_front_end_s.at(study));
+    }
+    CHECK(same(b.first_token_s, std::exp(log_sum / static_cast<double>(studies.size()))));
     // every device named has a built-in profile, and the efficiencies are fractions
     for (const std::string& d : stored->devices) CHECK_NOTHROW((void)load_hw_profile(d));
     CHECK(a.decode.read_efficiency > 0);
