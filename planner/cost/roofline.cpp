@@ -133,6 +133,9 @@ Roofline::Roofline(const ModelSpec& spec, const WeightsLayout& layout, KvTypes k
   if (tp > 1 && rates_.device_link_bytes_per_s <= 0)
     throw InputError(fmt::format("--tp {}: profile {} has no 'device_link' nor 'host_links' for the all-reduce", tp,
                                  hw.name));
+  if (tp > 1 && calibration_ && calibration_->decode.all_reduce_call_s)  // what apply_calibration charges
+    rates_.all_reduce_source += fmt::format("; {}'s step model: {:.3g} us per call", calibration_->engine,
+                                            *calibration_->decode.all_reduce_call_s * 1e6);
   const double split = weights_scale / static_cast<double>(tp);
   // A type's measured rates when the profile has them (probe), else the device's.
   const std::optional<MeasuredFigures>& m = hw.measured;

@@ -297,6 +297,9 @@ infer_plan_cli_case(bad_roofline_batch EXIT 2 ARGS roofline --batch 0 MATCH "--b
 infer_plan_cli_case(bad_spec_draft_vocab EXIT 2 ARGS spec --model qwen3-8b --draft llama-2-7b MATCH "shared vocabulary")
 # no NVLink: the all-reduce falls back to the host link (issue 20): 72 calls of 5 us (0.360 ms) beside
 # 4 tokens x 589,824 B over 32 GB/s (0.074 ms) = 0.434 ms
+# a calibrated engine's own time per all-reduce call is named beside the link's
+infer_plan_cli_case(roofline_tp_calibrated_call EXIT 0 ARGS roofline --hw h100-pcie --tp 2 -m llama-3.1-70b --engine vllm
+  MATCH "all-reduce nvlink-4-bridge, 300 GB/s, 5 us per call \\(assumed\\); vllm's step model: [0-9.]+ us per call")
 infer_plan_cli_case(roofline_tp_over_pcie EXIT 0 ARGS roofline --hw rtx-4090 --tp 2 --engine none
   MATCH "all-reduce pcie-gen4-x16 \\(no device link: the host link\\), [0-9.]+ GB/s, 5 us per call \\(assumed\\)" "\\+ 0.434 ms all-reduce")
 # 10 req/s x about 6 s per request = about 60 in flight (Little's law): medium concurrency (16 to 63),
