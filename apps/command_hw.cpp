@@ -69,7 +69,7 @@ void run(const HwArgs& a) {
         LinkProfile l = load_link(n);
         links.push_back({{"name", l.name},
                          {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
-                         {"message_latency_us", l.message_latency_s > 0 ? Json(l.message_latency_s * 1e6) : Json(nullptr)}});
+                         {"message_latency_us", l.message_latency_s > 0 ? Json(to_ms_exact(l.message_latency_s) * 1e3) : Json(nullptr)}});
       }
       print_json(Json{{"devices", devices}, {"links", links}});
       return;

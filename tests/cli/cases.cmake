@@ -127,6 +127,9 @@ infer_plan_cli_case(pd_simulate_json EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K 
 # streamed, each of Qwen3-8B's 36 layers is a transfer: 386.547 ms + 36 x 0.035 ms = 387.807 ms
 infer_plan_cli_case(pd_simulate_stream_latency EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2
   --simulate --stream --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 387.80")
+# a latency given in microseconds comes back as written (50, not 49.99999999999999)
+infer_plan_cli_case(hw_links_json_latency EXIT 0 ARGS hw --json
+  MATCH "\"message_latency_us\": 50.0,\n *\"name\": \"1gbe\"" "\"message_latency_us\": 1.3,")
 infer_plan_cli_case(bad_link_latency EXIT 2 ARGS pd --link tests/data/link_bad_latency.json
   MATCH "link_bad_latency.json.*field 'message_latency_us' is -5; expected microseconds from 0 to 1e6")
 infer_plan_cli_case(bad_pd_stream EXIT 2 ARGS pd --stream MATCH "--stream: needs --simulate")
