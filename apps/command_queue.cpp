@@ -329,7 +329,11 @@ void print_simulation(const QueueArgs& a, const Simulation& s, const ServingResu
                                        : "no prefix caching: every prompt prefilled whole");
   const std::string quarters = fmt::format("in system by quarter of the arrivals {:.1f}, {:.1f}, {:.1f}",
                                            r.in_system_q2, r.in_system_q3, r.in_system_q4);
-  if (!r.stable) {
+  if (a.all_at_once && !s.load.max_concurrency) {
+    // A burst has no arrival rate to keep up with: its requests drain, and only how long they wait is asked.
+    fmt::print("stability: a burst (--rate inf): {} requests at once, no steady state; the last completed at {:.3f} s, "
+               "the queue's wait is in TTFT\n", r.requests, r.span_s);
+  } else if (!r.stable) {
     fmt::print("stability: UNSTABLE: {}\n", r.unstable_reason);
     fmt::print("latency: of these {} requests only, as `vllm bench serve --num-prompts {}` would measure them: an "
                "unstable queue has no steady-state latency (a longer run's grows with its length); lower the rate, add a "

@@ -418,6 +418,11 @@ infer_plan_cli_case(queue_sim_vllm EXIT 0 ARGS queue --simulate --rate 4 --hw h1
 infer_plan_cli_case(queue_sim_max_concurrency EXIT 0 ARGS queue --simulate --rate inf --max-concurrency 1 --hw h100-sxm
   -m llama-3.1-8b --engine vllm --input-len 200 --output-len 50 --num-prompts 20 --json
   MATCH "\"max_concurrency\": 1" "\"mean_batch\": 1.0[,\n]" "\"queue_wait_ms\": {[^}]*\"max\": 0.0[,\n]")
+# --rate inf is a burst: it drains, so no stability verdict (no rate to keep up with), its span said
+infer_plan_cli_case(queue_sim_burst EXIT 0 ARGS queue --simulate --rate inf --hw h100-sxm -m llama-3.1-8b --engine vllm
+  --input-len 512 --output-len 128 --num-prompts 50
+  MATCH "stability: a burst \\(--rate inf\\): 50 requests at once, no steady state; the last completed at [0-9.]+ s"
+  NOMATCH "UNSTABLE")
 infer_plan_cli_case(bad_queue_max_concurrency EXIT 2 ARGS queue --simulate --rate 4 --max-concurrency 0 --iteration-ms 10
   MATCH "--max-concurrency")
 # the means' bands come from a step model's error: none for given step times
