@@ -443,8 +443,9 @@ void add_pd_command(CLI::App& app) {
                 "ones sharing the arrivals, or --gpus divided into prefill and decode; default one of each) and "
                 "print their TTFT and TPOT, the split's TTFT in parts");
   cmd->add_flag("--stream", args->stream,
-                "With --simulate: the KV crosses layer by layer as the prefill writes it, overlapping the prefill "
-                "(default: whole, once the prefill ends)");
+                "With --simulate: the KV crosses layer by layer as the prefill writes it, overlapping the prefill, "
+                "a transfer per layer and forward pass over the prompt (the engine's: vLLM's step budget, "
+                "llama.cpp's micro-batch) (default: whole, once the prefill ends)");
   cmd->add_option("--num-prompts", args->num_prompts, "Requests simulated with --simulate (vLLM bench's name; default 500)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}))
       ->type_name("N");

@@ -27,6 +27,7 @@
 #include "kernels/cpu/sampling.hpp"
 #include "planner/core/json_fields.hpp"
 #include "planner/plan/predict.hpp"
+#include "planner/serving/engine_policy.hpp"
 #include "planner/serving/scheduler.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/forward_pass.hpp"
@@ -63,7 +64,7 @@ struct TokenEvent {
 struct RunOptions {
   unsigned threads = 0;           // 0: one per hardware thread
   uint64_t seed = 1;              // synthetic weights and prompts, and sampling
-  uint64_t prefill_chunk = 256;   // tokens per prefill forward pass (a prompt runs in chunks)
+  uint64_t prefill_chunk = kRuntimePrefillPassTokens;  // tokens per prefill forward pass (a prompt runs in chunks)
   // Every request's prompt (run --prompt-tokens); empty: seeded random ids of the plan's length.
   std::vector<uint32_t> prompt;
   // temperature 0: greedy. Above 0, request i draws from its own generator (seed, i), so its

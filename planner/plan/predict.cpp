@@ -266,6 +266,7 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
   rp.server.kv_page_tokens = policy.kv_page_tokens;
   rp.server.kv_on_demand = policy.kv_on_demand;
   rp.server.prefix_caching = policy.prefix_caching;
+  rp.server.prefill_pass_tokens = policy.prefill_pass_tokens;
   return rp;
 }
 }  // namespace
@@ -601,14 +602,19 @@ PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, 
   if (stream) {
     model.stream_pieces = spec.layers;
     model.stream_ready_share = pd_kv_written_share(spec);
+    model.prefill_pass_tokens = server.prefill_pass_tokens;
   }
   return model;
 }
 
 PdServerModel plan_pd_server(const ResolvedPlan& rp) {
   const Plan& plan = rp.plan;
-  return pd_server_model(rp.server, rp.spec, plan.kv, plan_pd_link(plan),
-                         plan.pd->prefill_workers, plan.pd->decode_workers, plan.pd->stream);
+  PdServerModel model = pd_server_model(rp.server, rp.spec, plan.kv, plan_pd_link(plan), plan.pd->prefill_workers,
+                                        plan.pd->decode_workers, plan.pd->stream);
+  // A plan's split is what the runtime executes: its prompts in the runtime's passes, whatever the
+  // engine whose step times predict them.
+  if (plan.pd->stream) model.prefill_pass_tokens = kRuntimePrefillPassTokens;
+  return model;
 }
 
 namespace {

@@ -161,7 +161,8 @@ struct Prediction {
 // prefill and each decode worker's steps by the plan's step model, the link scaled.
 PdServerModel plan_pd_server(const ResolvedPlan& rp);
 // The same from its parts (the pd command's flags): prefill and decode by `server`, a request's
-// prompt KV over `link`, streamed a layer at a time once its attention has written it.
+// prompt KV over `link`, streamed a layer at a time once its attention has written it, in each of
+// the server's forward passes over the prompt (ServerModel::prefill_pass_tokens).
 PdServerModel pd_server_model(const ServerModel& server, const ModelSpec& spec, KvTypes kv, const LinkProfile& link,
                               uint64_t prefill_workers, uint64_t decode_workers, bool stream);
 // pd.link, its bandwidth times pd.link_scale and its latency over it (a link slowed in proportion)

@@ -16,22 +16,23 @@ constexpr std::pair<unsigned, unsigned> kVllmV1Since{0, 8};
 EnginePolicy engine_defaults(std::string_view engine, const HwProfile& hw, const EngineSettings& settings) {
   const auto version = settings.engine_version ? engine_version_number(*settings.engine_version) : std::nullopt;
   constexpr uint64_t kVllmBlock = 16, kTrtllmBlock = 32;
-  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock, true, false};
+  if (engine == "vllm" && version && *version < kVllmV1Since) return {256, std::nullopt, true, true, kVllmBlock, true, false, 0};
   if (engine == "vllm") {
     const bool large = hw.memory_capacity_bytes >= kLargeDeviceBytes && !hw.name.starts_with("a100");
-    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock, true, true}
-                 : EnginePolicy{256, 2048, true, true, kVllmBlock, true, true};
+    return large ? EnginePolicy{1024, 8192, true, true, kVllmBlock, true, true, 8192}
+                 : EnginePolicy{256, 2048, true, true, kVllmBlock, true, true, 2048};
   }
   if (engine == "sglang") {  // chunked_prefill_size by the device's memory (server_args, 0.5.4 and later)
     const uint64_t mib = hw.memory_capacity_bytes >> 20;
     const uint64_t chunk = mib < 35 * 1024 ? 2048 : mib < 60 * 1024 ? 4096 : mib < 160 * 1024 ? 8192 : 16384;
-    return {kMaxConcurrentRequests, chunk, /*mix_decodes=*/false, /*chunk_prompts=*/true, 1, false, true};
+    return {kMaxConcurrentRequests, chunk, /*mix_decodes=*/false, /*chunk_prompts=*/true, 1, false, true, chunk};
   }
   if (engine == "llama.cpp") {  // llama-server: the slots' new tokens, then prompts' tokens, within n_batch (-b)
     constexpr uint64_t kLlamaBatch = 2048;
-    return {EnginePolicy{}.max_batch, settings.batch.value_or(kLlamaBatch), true, true, 1};
+    return {EnginePolicy{}.max_batch, settings.batch.value_or(kLlamaBatch), true, true, 1, false, false,
+            llama_cpp_micro_batch(settings)};
   }
-  if (engine == "trtllm") return {2048, 8192, /*mix_decodes=*/true, /*chunk_prompts=*/false, kTrtllmBlock, false, true};
+  if (engine == "trtllm") return {2048, 8192, /*mix_decodes=*/true, /*chunk_prompts=*/false, kTrtllmBlock, false, true, 0};
   return {};
 }
 
@@ -60,7 +61,10 @@ EnginePolicy engine_policy(std::string_view engine, const HwProfile& hw, const E
                             "(SGLang's and TensorRT-LLM's too)",
                             " has none: its running requests are its slots (field 'requests')");
   if (settings.max_num_seqs) p.max_batch = *settings.max_num_seqs;
-  if (settings.max_num_batched_tokens) p.step_token_budget = *settings.max_num_batched_tokens;
+  if (settings.max_num_batched_tokens) {
+    p.step_token_budget = *settings.max_num_batched_tokens;
+    if (p.chunk_prompts && p.prefill_pass_tokens) p.prefill_pass_tokens = *p.step_token_budget;
+  }
   return p;
 }
 

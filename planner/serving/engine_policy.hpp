@@ -11,6 +11,9 @@
 
 namespace infer_plan {
 
+// The runtime's forward pass over a prompt (RunOptions::prefill_chunk): a longer prompt takes several.
+inline constexpr uint64_t kRuntimePrefillPassTokens = 256;
+
 struct EnginePolicy {
   uint64_t max_batch = 256;                      // requests running at once
   std::optional<uint64_t> step_token_budget;     // chunked prefill; absent: a prefill stalls the batch
@@ -18,6 +21,9 @@ struct EnginePolicy {
   uint64_t kv_page_tokens = 1;  // the KV pool's block: a request holds whole blocks
   bool kv_on_demand = false;    // blocks as tokens are written, preemption by recompute (ServerModel)
   bool prefix_caching = false;  // a shared prefix's blocks computed once (ServerModel)
+  // A prompt's tokens one forward pass takes, every layer's KV written within it (what a streamed
+  // disaggregated transfer sends per layer and pass, PdServerModel); 0: the whole prompt in one.
+  uint64_t prefill_pass_tokens = kRuntimePrefillPassTokens;
 };
 
 // vLLM V1 (vllm/engine/arg_utils.py, get_batch_defaults, for `vllm serve`): max_num_seqs 1024 and
@@ -38,6 +44,9 @@ struct EnginePolicy {
 // (llama-server, update_slots): each step takes the slots' new tokens, then prompts' tokens up to
 // n_batch (field 'batch', -b; 2048), a long prompt over several steps; its running requests are
 // its slots (-np). No engine (infer-plan's runtime): 256 running, each prefill a step of its own.
+// A prompt's forward pass: the runtime's kRuntimePrefillPassTokens, llama.cpp's micro-batch
+// (n_ubatch), the step budget where prompts are chunked (vLLM V1, SGLang), whole where not
+// (TensorRT-LLM, vLLM V0).
 // A plan's enable_prefix_caching replaces the default of the engines that have one (InputError
 // for llama.cpp or no engine). A plan's max_num_seqs and max_num_batched_tokens replace the defaults of the engines that have
 // them (vLLM, SGLang, TensorRT-LLM); InputError for llama.cpp or no engine, naming what they have.

@@ -65,6 +65,29 @@ double checked(double t, std::string_view what, uint64_t tokens) {
 
 }  // namespace
 
+std::vector<PdServerModel::StreamPiece> PdServerModel::pieces(uint64_t prompt_tokens) const {
+  if (stream_pieces <= 1) return {{1.0, 1.0}};
+  const uint64_t page = std::max<uint64_t>(decode.kv_page_tokens, 1);
+  const auto pages = [page](uint64_t tokens) { return (tokens + page - 1) / page; };
+  const uint64_t prompt = std::max<uint64_t>(prompt_tokens, 1), total = pages(prompt);
+  const uint64_t pass = prefill_pass_tokens ? prefill_pass_tokens : prompt;
+  const double n = static_cast<double>(stream_pieces);
+  std::vector<StreamPiece> out;
+  uint64_t sent = 0;  // pages each layer has sent
+  for (uint64_t done = 0; done < prompt; done += pass) {
+    const uint64_t end = std::min(prompt, done + pass), upto = end == prompt ? total : end / page;
+    if (upto <= sent) continue;
+    const double bytes = static_cast<double>(upto - sent) / static_cast<double>(total) / n;
+    for (uint64_t k = 0; k < stream_pieces; ++k)
+      out.push_back({(static_cast<double>(done) +
+                      (static_cast<double>(k) + stream_ready_share) / n * static_cast<double>(end - done)) /
+                         static_cast<double>(prompt),
+                     bytes});
+    sent = upto;
+  }
+  return out;
+}
+
 PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vector<ServingRequest>& requests) {
   if (model.prefill_workers == 0 || model.decode_workers == 0)
     throw InputError(fmt::format("disaggregation: {} prefill and {} decode workers; expected at least one of each",
@@ -109,15 +132,14 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
       uint32_t id;
       uint64_t index;
     };
-    const uint64_t n = model.stream_pieces;
     std::vector<Piece> pieces;
+    std::vector<uint64_t> count(requests.size(), 0);  // each request's pieces
     for (const uint32_t id : admitted) {
       const PdRequestTimes& t = result.requests[id];
       const double whole = checked(model.transfer_s(requests[id].prompt_tokens), "transfer_s", requests[id].prompt_tokens);
-      for (uint64_t k = 0; k < n; ++k)
-        pieces.push_back({t.prefill_start_s + (static_cast<double>(k) + model.stream_ready_share) /
-                                                  static_cast<double>(n) * (t.prefill_end_s - t.prefill_start_s),
-                          model.message_s + whole / static_cast<double>(n), id, k});
+      for (const PdServerModel::StreamPiece& p : model.pieces(requests[id].prompt_tokens))
+        pieces.push_back({t.prefill_start_s + p.ready_share * (t.prefill_end_s - t.prefill_start_s),
+                          model.message_s + whole * p.bytes_share, id, count[id]++});
     }
     std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.ready_s < b.ready_s; });
     for (const Piece& p : pieces) {
@@ -129,7 +151,7 @@ PdServingResult simulate_pd_serving(const PdServerModel& model, const std::vecto
         t.link_s = 0;
       }
       t.link_s += p.seconds;
-      if (p.index + 1 == n) t.transfer_end_s = link_free;
+      if (p.index + 1 == count[p.id]) t.transfer_end_s = link_free;
     }
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {  // in the order they land
       return result.requests[a].transfer_end_s < result.requests[b].transfer_end_s;

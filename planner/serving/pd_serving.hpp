@@ -74,14 +74,24 @@ struct PdServerModel {
   double message_s = 0;
   uint64_t prefill_workers = 1, decode_workers = 1;
   // 1: a request's KV crosses whole once its prefill ends. N > 1: streamed as the prefill makes
-  // it, in N equal pieces (a layer each), the k-th (from 0) ready at (k + stream_ready_share) / N
-  // of the prefill (a layer's K and V are final before its FFN runs: pd_kv_written_share); the
-  // link takes the pieces of all requests in the order they are ready, one at a time.
+  // it, N pieces (a layer each) per forward pass of the prompt: a pass of prefill_pass_tokens (0:
+  // the whole prompt in one) sends each layer's pages it completed (the last pass, the rest), its
+  // k-th piece (from 0) ready at (k + stream_ready_share) / N of the pass (a layer's K and V are
+  // final before its FFN runs: pd_kv_written_share), the passes sharing the prefill's time as
+  // their tokens do; a pass that completes no page sends nothing. The link takes the pieces of all
+  // requests in the order they are ready, one at a time.
   uint64_t stream_pieces = 1;
   double stream_ready_share = 1;
+  uint64_t prefill_pass_tokens = 0;
+  struct StreamPiece {
+    double ready_share;  // of the request's prefill, from its start
+    double bytes_share;  // of the request's KV bytes
+  };
+  // A streamed request's pieces, in the order they are ready (one piece, whole, when not streamed).
+  std::vector<StreamPiece> pieces(uint64_t prompt_tokens) const;
   // The link's time for one request's KV: its bytes and a latency per piece.
   double link_s(uint64_t prompt_tokens) const {
-    return transfer_s(prompt_tokens) + static_cast<double>(stream_pieces) * message_s;
+    return transfer_s(prompt_tokens) + static_cast<double>(pieces(prompt_tokens).size()) * message_s;
   }
 };
 

@@ -98,6 +98,9 @@ struct ServerModel {
   // the pool (pinned: never evicted here), and a prompt that starts later skips them (at least its
   // last token is computed, as vLLM does).
   bool prefix_caching = false;
+  // A prompt's tokens one forward pass takes (EnginePolicy::prefill_pass_tokens): how a streamed
+  // disaggregated transfer is cut (PdServerModel); 0: the whole prompt in one.
+  uint64_t prefill_pass_tokens = 0;
 };
 // "chunked prefill within 2048 tokens a step, beside the batch's decodes" and the like.
 std::string describe_policy(const ServerModel& server);

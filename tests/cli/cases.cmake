@@ -127,6 +127,10 @@ infer_plan_cli_case(pd_simulate_json EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K 
 # streamed, each of Qwen3-8B's 36 layers is a transfer: 386.547 ms + 36 x 0.035 ms = 387.807 ms
 infer_plan_cli_case(pd_simulate_stream_latency EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 8K --link 25gbe --qps 2
   --simulate --stream --num-prompts 100 --json MATCH "\"kv_transfer_ms_mean\": 387.80")
+# a 20K prompt runs in three of vLLM's 8192-token steps on the H200, each layer crossing once a
+# pass: 20480 x 147456 B / 3.125 GB/s = 966.368 ms + 3 x 36 x 0.035 ms = 970.148 ms
+infer_plan_cli_case(pd_simulate_stream_passes EXIT 0 ARGS pd -m qwen3-8b --hw h200 -p 20K --link 25gbe --qps 0.2
+  --simulate --stream --num-prompts 20 --json MATCH "\"kv_transfer_ms_mean\": 970.14[78]")
 # a latency given in microseconds comes back as written (50, not 49.99999999999999)
 infer_plan_cli_case(hw_links_json_latency EXIT 0 ARGS hw --json
   MATCH "\"message_latency_us\": 50.0,\n *\"name\": \"1gbe\"" "\"message_latency_us\": 1.3,")

@@ -158,6 +158,11 @@ TEST_CASE("disaggregated, streamed layer by layer: the same pages and the same t
   options.on_token = [&](const TokenEvent& e) { streamed[e.request].push_back(e.token); };
   const PdRunResult r = run_pd_plan(rp, backend, options);
   const uint64_t bytes = pd_kv_bytes_per_request(rp.spec, rp.plan.kv, 40);
+  // the planner cuts the transfer as the runtime's passes do: 3 layers x 2 passes
+  PdServerModel planned = plan_pd_server(rp);
+  planned.prefill_pass_tokens = options.prefill_chunk;
+  CHECK(planned.pieces(40).size() == 6u);
+  CHECK(plan_pd_server(rp).prefill_pass_tokens == RunOptions{}.prefill_chunk);  // the runtime's pass, by default
   for (size_t i = 0; i < r.arrivals.size(); ++i) {
     CHECK(r.kv_transfer_bytes[i] == bytes);
     // each of the 3 layers crosses once a pass: 6 transfers, each after the link's latency

@@ -136,6 +136,19 @@ TEST_CASE("the engines' scheduling defaults") {
   EngineSettings v1;
   v1.engine_version = "0.8.3";
   CHECK(engine_policy("vllm", load_hw_profile("h100-sxm"), v1).step_token_budget == 8192u);
+  // A prompt's forward pass: the step budget where prompts are chunked, llama.cpp's micro-batch
+  // (n_ubatch 512, or -b when smaller), whole where prompts are not cut, the runtime's 256
+  CHECK(h100.prefill_pass_tokens == 8192u);
+  CHECK(set.prefill_pass_tokens == 512u);
+  CHECK(sglang.prefill_pass_tokens == 8192u);
+  CHECK(llama.prefill_pass_tokens == 512u);
+  CHECK(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), n_batch).prefill_pass_tokens == 512u);
+  EngineSettings ubatch;
+  ubatch.ubatch = 128;
+  CHECK(engine_policy("llama.cpp", load_hw_profile("rtx-4090"), ubatch).prefill_pass_tokens == 128u);
+  CHECK(trt.prefill_pass_tokens == 0u);
+  CHECK(old.prefill_pass_tokens == 0u);
+  CHECK(engine_policy("", load_hw_profile("rtx-4090")).prefill_pass_tokens == 256u);
 }
 
 TEST_CASE("chunked prefill: the queue's heads share a step with the batch's decode iteration") {

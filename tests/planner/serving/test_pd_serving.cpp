@@ -191,6 +191,43 @@ TEST_CASE("streamed layer by layer, the transfer overlaps the prefill; the link 
   CHECK(early.transfer_end_s < early.prefill_end_s);
 }
 
+TEST_CASE("streamed over several forward passes: each layer sends the pages each pass completed") {
+  PdServerModel m = model();
+  m.stream_pieces = 2;  // two layers
+  m.decode.kv_page_tokens = 16;
+  m.prefill_pass_tokens = 40;
+  // 100 tokens in passes of 40, 40 and 20 (at 0-40%, 40-80%, 80-100% of the prefill): whole pages
+  // 2, then 5, then all 7 (the last part-filled); each layer's piece at its half and end of a pass.
+  const std::vector<PdServerModel::StreamPiece> p = m.pieces(100);
+  REQUIRE(p.size() == 6u);
+  const double ready[] = {0.2, 0.4, 0.6, 0.8, 0.9, 1.0};
+  const double bytes[] = {1.0 / 7, 1.0 / 7, 1.5 / 7, 1.5 / 7, 1.0 / 7, 1.0 / 7};  // pages / 7 / 2 layers
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i].ready_share == doctest::Approx(ready[i]));
+    CHECK(p[i].bytes_share == doctest::Approx(bytes[i]));
+  }
+  // The link carries them as the 125 ms prefill makes them: the last, ready at its end, takes 1/7
+  // of the 31.25 ms transfer; every piece pays the latency: 6 of them.
+  const PdRequestTimes t = simulate_pd_serving(m, {{0.0, 100, 3}}).requests[0];
+  CHECK(t.transfer_start_s == doctest::Approx(0.025));
+  CHECK(t.transfer_end_s == doctest::Approx(0.125 + kTransfer / 7));
+  CHECK(t.link_s == doctest::Approx(kTransfer));
+  m.message_s = 0.001;
+  CHECK(m.link_s(100) == doctest::Approx(kTransfer + 6 * 0.001));
+  // A pass that completes no page sends nothing: 20 tokens in passes of 8 send after the second
+  // (page 1) and the last (page 2), two pieces each.
+  m.prefill_pass_tokens = 8;
+  const std::vector<PdServerModel::StreamPiece> q = m.pieces(20);
+  REQUIRE(q.size() == 4u);
+  CHECK(q[0].ready_share == doctest::Approx(12.0 / 20));  // (8 + 8 / 2) / 20
+  CHECK(q[3].ready_share == doctest::Approx(1.0));
+  CHECK(q[0].bytes_share == doctest::Approx(0.25));
+  // Not streamed: one piece, whole, when the prefill ends.
+  m.stream_pieces = 1;
+  REQUIRE(m.pieces(100).size() == 1u);
+  CHECK(m.pieces(100)[0].ready_share == 1.0);
+}
+
 TEST_CASE("each transfer pays the link's latency: once whole, once a piece streamed") {
   PdServerModel m = model();
   m.message_s = 0.001953125;  // 1/512 s, so that the sums stay exact
