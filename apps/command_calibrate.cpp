@@ -141,6 +141,84 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
   if (excluded) fmt::print("  {} runs excluded by the data file (--json says why)\n", excluded);
 }
 
+// An engine whose published runs are offline throughputs (TensorRT-LLM's): each run's output
+// tokens per second from the serving simulation with the step model that stands for it (its
+// donor's, transferred; the engine's own scheduler and memory), against what was printed. Nothing
+// of these runs is fitted: the table is the check of the transfer.
+void run_throughput_check(const CalibrateArgs& a, const std::string& engine, const std::string& donor) {
+  if (!a.out.empty())
+    throw InputError(fmt::format("--out {}: {} fits nothing of its own ({}'s step model stands for it); nothing to write",
+                                 a.out, engine, donor));
+  const HwProfile any = load_hw_profile("h100-sxm");  // the donor's terms are the same for every device
+  const std::optional<StepCalibration> steps = served_step_calibration(any, engine);
+  if (!steps) throw InputError(fmt::format("--engine {}: {} has no stored serving fit to stand for it", engine, donor));
+  std::vector<double> all;
+  std::map<std::string, std::vector<double>> by_device, by_tp, by_build;
+  Json points = Json::array();
+  TextTable t;
+  t.headers = {"run", "build", "in/out", "prompts", "tok/s", "predicted", "error"};
+  t.right_aligned = {false, false, true, true, true, true, true};
+  size_t unpredicted = 0;
+  for (const ServedRun& run : builtin_served_runs(engine)) {
+    const std::string build = run.version.substr(0, run.version.find(' '));
+    Json j{{"run", run.label()}, {"source", run.source}, {"build", build}, {"input_tokens", run.input_tokens},
+           {"output_tokens", run.output_tokens}, {"num_prompts", run.num_prompts},
+           {"output_tok_s", run.output_throughput ? Json(*run.output_throughput) : Json(nullptr)}};
+    std::optional<double> predicted;
+    if (run.excluded.empty() && run.output_throughput) predicted = predict_served_throughput(run, *steps);
+    const double measured = run.output_throughput.value_or(0), at = predicted.value_or(0);
+    j["predicted_output_tok_s"] = at > 0 ? Json(at) : Json(nullptr);
+    j["residual"] = at > 0 ? Json(measured / at - 1) : Json(nullptr);
+    j["why_not"] = !run.excluded.empty()         ? run.excluded
+                   : !run.output_throughput       ? std::string("no output throughput printed")
+                   : !predicted                   ? std::string("cannot be simulated (its weights, model or profile)")
+                                                  : std::string();
+    points.push_back(j);
+    if (!(at > 0)) {
+      unpredicted += run.excluded.empty() ? 1 : 0;
+      continue;
+    }
+    const double e = measured / at - 1;
+    all.push_back(e);
+    by_device[run.hw].push_back(e);
+    by_tp[fmt::format("TP{}", run.tp)].push_back(e);
+    by_build[build].push_back(e);
+    t.rows.push_back({fmt::format("{} {} {} TP{}", run.hw, run.model, run.weights, run.tp), build,
+                      fmt::format("{:.0f}/{:.0f}", run.input_tokens, run.output_tokens), fmt::format("{}", run.num_prompts),
+                      fmt::format("{:.6g}", measured), fmt::format("{:.6g}", at), pct(e)});
+  }
+  auto medians = [](const std::map<std::string, std::vector<double>>& groups) {
+    Json j = Json::object();
+    for (const auto& [key, e] : groups) j[key] = Json{{"median_abs_error", median_abs(e)}, {"runs", e.size()}};
+    return j;
+  };
+  auto text = [](const std::map<std::string, std::vector<double>>& groups) {
+    std::vector<std::string> parts;
+    for (const auto& [key, e] : groups) {
+      std::vector<double> sorted = e;
+      std::sort(sorted.begin(), sorted.end());
+      parts.push_back(fmt::format("{} {:.1f}% ({:+.1f}%, {})", key, median_abs(e) * 100, sorted[sorted.size() / 2] * 100, e.size()));
+    }
+    return fmt::format("{}", fmt::join(parts, "; "));
+  };
+  if (a.output.json()) {
+    print_json(Json{{"engine", engine}, {"step_model", donor}, {"calibration", step_calibration_to_json(*steps)},
+                    {"points", points}, {"median_abs_error", median_abs(all)}, {"runs", all.size()},
+                    {"by_device", medians(by_device)}, {"by_tp", medians(by_tp)}, {"by_build", medians(by_build)}});
+    return;
+  }
+  fmt::print("calibrate --loo device: {}'s published runs (hwprofiles/serving/{}.json) are offline throughputs (every "
+             "request at once, output tokens per second), with no latency to fit; each predicted by the serving simulation "
+             "with {}'s fitted step model and {}'s own scheduler and memory (none of these runs fitted)\n",
+             engine, engine, donor, engine);
+  fmt::print("{}", t.render("  "));
+  fmt::print("  output tok/s: median |measured / predicted - 1| {:.1f}% over {} runs\n", median_abs(all) * 100, all.size());
+  fmt::print("  by device (median, signed median, runs): {}\n", text(by_device));
+  fmt::print("  by TP: {}\n", text(by_tp));
+  fmt::print("  by build: {}\n", text(by_build));
+  if (unpredicted) fmt::print("  {} runs not simulated (--json says why)\n", unpredicted);
+}
+
 constexpr size_t kPromptLengthPoints = 5;  // a prompt length's points shown apart
 
 // Leave-one-device-out over the engine's built-in data: each device's points predicted from the
@@ -148,6 +226,7 @@ constexpr size_t kPromptLengthPoints = 5;  // a prompt length's points shown apa
 void run_device_out(const CalibrateArgs& a) {
   const std::string engine = a.engine.empty() ? "llama.cpp" : a.engine;
   if (const ServingFit* served = builtin_serving_fit(engine)) return run_served_out(a, *served);
+  if (const std::string donor = step_donor(engine); !donor.empty()) return run_throughput_check(a, engine, donor);
   const std::vector<std::string> served = served_engines();
   if (std::find(served.begin(), served.end(), engine) != served.end())
     throw InputError(fmt::format("--engine {}: its published runs (hwprofiles/serving/{}.json) give no inter-token "
@@ -393,6 +472,7 @@ void add_calibrate_command(CLI::App& app) {
               "  infer-plan calibrate my-llama-bench.jsonl --hw rtx-4090 -o md\n"
               "  infer-plan calibrate --loo device          # how well a device without data is predicted\n"
               "  infer-plan calibrate --loo device --engine vllm   # vLLM's published serving runs, simulated (seconds)\n"
+              "  infer-plan calibrate --loo device --engine trtllm # TensorRT-LLM's offline throughputs against vLLM's step model\n"
               "and predict with the profile it wrote:\n"
               "  infer-plan roofline --hw rtx-3090-llama.json --model llama-3.1-8b --weights Q4_K_M --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });

@@ -12,6 +12,7 @@
 #include "planner/core/input_error.hpp"
 #include "planner/core/limits.hpp"
 #include "planner/calibration/calibration.hpp"
+#include "planner/calibration/serving_prior.hpp"
 #include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
 #include "planner/core/units.hpp"
@@ -270,10 +271,17 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
     if (auto it = q.prices.find(profile.name); it != q.prices.end()) price = it->second;
     else if (auto given = q.prices.find(h); given != q.prices.end()) price = given->second;
     std::vector<HwChoice> mine;
-    std::vector<std::string> ceilings;
+    std::vector<std::string> ceilings, borrowed;
     for (const std::string& engine : engines) {
       if (const std::optional<std::string> why = engine_refuses_device(engine, profile.arch)) {
         if (!any) throw InputError(fmt::format("--engine {} --hw {}: {}", engine, h, *why));
+        continue;
+      }
+      // An engine whose step model is another's (TensorRT-LLM's, vLLM's) would differ from that
+      // engine's plans only by its scheduler: searched when named, not among every engine.
+      if (any && !step_donor(engine).empty()) {
+        borrowed.push_back(fmt::format("{} (its step model is {}'s)", find_engine_capabilities(engine)->title,
+                                       find_engine_capabilities(step_donor(engine))->title));
         continue;
       }
       HwChoice c{h, engine, profile, price, std::nullopt, "ceiling", ""};
@@ -317,6 +325,9 @@ std::vector<HwChoice> hardware(const AdviseQuery& q, bool need_price, bool* pric
       notes.push_back(fmt::format("{} on {}: not searched, no step model there but the datasheet ceiling (naming the engine "
                                   "searches it, marked as such)", fmt::join(ceilings, ", "), profile.name));
     }
+    if (any && !borrowed.empty())
+      notes.push_back(fmt::format("{} on {}: not searched, no step model of its own (naming the engine searches it, "
+                                  "basis transferred)", fmt::join(borrowed, ", "), profile.name));
     for (HwChoice& c : mine) out.push_back(std::move(c));
   }
   for (const auto& priced_hw : q.prices) {

@@ -41,6 +41,9 @@ struct ServedRun {
   std::optional<double> mean_ttft_s, median_ttft_s, mean_itl_s, median_itl_s, mean_tpot_s, median_tpot_s;
   std::optional<double> mean_e2el_s, median_e2el_s;
   std::optional<double> request_throughput;   // completed requests per second
+  // Output tokens per second over all its devices (an offline throughput run prints only this:
+  // trtllm-bench's; a file's output_throughput_per_gpu is multiplied by the run's gpus).
+  std::optional<double> output_throughput;
   // The rate the simulation offers: the run's; with a concurrency limit, the throughput it
   // reached (a closed loop read as an open one); all at once: a burst (every request in 0.1 s).
   std::optional<double> offered_rate_per_s() const;
@@ -105,8 +108,19 @@ struct ServedPrediction {
 };
 std::optional<ServedPrediction> predict_served_run(const ServedRun& run, const StepCalibration& steps);
 
+// A run's output tokens per second, every request sent at once (an offline throughput run:
+// trtllm-bench's), from the serving simulation with `steps` and the engine's defaults; nullopt
+// when the run cannot be simulated (no lengths, unknown model, weights or profile).
+std::optional<double> predict_served_throughput(const ServedRun& run, const StepCalibration& steps);
+
+// The engine whose step model stands for `engine` when its published runs give no latencies to
+// fit (TensorRT-LLM's are offline throughputs): vLLM, the fit of the most runs and devices. Empty
+// for an engine with a fit of its own or without published runs.
+std::string step_donor(const std::string& engine);
+
 // `engine`'s served step model for `hw`, from its stored fit: calibrated where the fit has the
-// device's runs, else transferred. nullopt when the engine has no stored fit.
+// device's runs, else transferred; for an engine without a fit, its step donor's, transferred.
+// nullopt when neither has a stored fit.
 std::optional<StepCalibration> served_step_calibration(const HwProfile& hw, const std::string& engine);
 
 }  // namespace infer_plan

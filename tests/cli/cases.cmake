@@ -404,9 +404,11 @@ infer_plan_cli_case(roofline_uncalibrated EXIT 0 ARGS roofline --model llama-2-7
 infer_plan_cli_case(roofline_engine_transferred EXIT 0 ARGS roofline --hw h200 --engine llama.cpp --json
   MATCH "transferred: llama.cpp, no measurements of h200: the 1 hopper device with measurements pooled .h100-pcie."
         "\"basis\": \"transferred\"" "\"calibrated\": true" "\"decode_iteration_ms_lo\": " "\"ceiling_ms\": ")
-# TensorRT-LLM's published tables are throughput only: nothing to fit, and it says so
-infer_plan_cli_case(roofline_engine_uncalibrated EXIT 0 ARGS roofline --hw h200 --engine trtllm --json
-  MATCH "datasheet ceiling, uncalibrated .no trtllm calibration for h200" "\"basis\": \"ceiling\"" "\"calibrated\": false")
+# TensorRT-LLM's published tables are throughput only: nothing of its own to fit, so vLLM's step
+# model stands for it, transferred, and it says so
+infer_plan_cli_case(roofline_engine_trtllm_transferred EXIT 0 ARGS roofline --hw h200 --engine trtllm --json
+  MATCH "transferred: trtllm, no measurements of h200: vllm's step model stands for trtllm" "\"basis\": \"transferred\""
+        "\"decode_iteration_ms_lo\": ")
 # No engine named: the one the weights are served with, named; vLLM's fit has no H200 runs: transferred
 infer_plan_cli_case(roofline_default_engine EXIT 0 ARGS roofline --hw h200 -m llama-3.1-8b --json
   MATCH "\"basis\": \"transferred\"" "engine vllm chosen: BF16 weights of a Hugging Face model" "\"decode_iteration_ms_lo\": ")
@@ -465,8 +467,15 @@ infer_plan_cli_case(queue_sim_vllm_v0 EXIT 0 ARGS queue --simulate --rate 2 --hw
   --engine vllm --engine-version 0.6 MATCH "max batch 256, KV [0-9]+ tokens; FCFS, each prompt prefilled alone in its step")
 infer_plan_cli_case(bad_queue_budget EXIT 2 ARGS queue --simulate --iteration-ms 10 --rate 1 --max-num-batched-tokens 0
   MATCH "--max-num-batched-tokens: 0 is out of range; expected 1 to 16777216 tokens per step")
-infer_plan_cli_case(bad_calibrate_loo_trtllm EXIT 2 ARGS calibrate --loo device --engine trtllm
-  MATCH "--engine trtllm: its published runs .hwprofiles/serving/trtllm.json. give no inter-token latency")
+# TensorRT-LLM's offline throughputs, none fitted: each predicted with vLLM's step model and its own
+# scheduler and memory, the errors by device, TP and build
+infer_plan_cli_case(calibrate_trtllm_throughputs EXIT 0 ARGS calibrate --loo device --engine trtllm
+  MATCH "trtllm's published runs .hwprofiles/serving/trtllm.json. are offline throughputs"
+        "output tok/s: median .measured / predicted - 1. [0-9.]+% over [0-9]+ runs" "by build: 0.13.0 ")
+infer_plan_cli_case(bad_calibrate_trtllm_out EXIT 2 ARGS calibrate --loo device --engine trtllm --out x.json
+  MATCH "--out x.json: trtllm fits nothing of its own")
+infer_plan_cli_case(calibrate_trtllm_throughputs_json EXIT 0 ARGS calibrate --loo device --engine trtllm --json
+  MATCH "\"step_model\": \"vllm\"" "\"median_abs_error\": 0[.][0-9]+" "\"by_tp\": {")
 infer_plan_cli_case(calibrate_loo_device EXIT 0 ARGS calibrate --loo device
   MATCH "each device predicted from the others" "rtx-4090 +ada +ada" "h100-pcie +hopper +nvidia" "all "
   "prefill device out by prompt length .median, signed median.: 512 tokens [0-9.]+% .[-+][0-9.]+%, [0-9]+ pts.. 1024 tokens")

@@ -5,7 +5,7 @@ infer_plan_cli_case(advise_70b_three_gpus EXIT 0 ARGS advise --model llama-3.1-7
         "best on (h200|h100-sxm): (vLLM|SGLang): " "best on a100-80gb: "
         "Pareto frontier" "set aside:" "TPOT floor +[0-9]+  e.g. "
         "engine +[0-9]+  e.g. llama.cpp BF16 on h100-sxm: llama.cpp has no fp8 KV cache"
-        "TensorRT-LLM on h100-sxm: not searched, no step model there but the datasheet ceiling"
+        "TensorRT-LLM .its step model is vLLM's. on h100-sxm: not searched, no step model of its own"
         "  launch:\n    (vllm serve meta-llama/Llama-3.1-70B|python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B) ")
 infer_plan_cli_case(advise_70b_json EXIT 0 ARGS advise --model llama-3.1-70b --hw h100-sxm,h200 --rate 5
   --prompt 512:2048 --output 128:512 --slo-ttft-p99 2s --slo-tpot-p99 50ms --json

@@ -327,8 +327,10 @@ TEST_CASE("every engine searched: each plan names one that runs its weights, KV 
   const auto engine = std::find_if(r.pruned.begin(), r.pruned.end(), [](const AdvisePruned& p) { return p.reason == "engine"; });
   REQUIRE(engine != r.pruned.end());
   CHECK(engine->count > 0);
-  // TensorRT-LLM has no step model on the H200 here: not searched, and said so
-  CHECK(contains(r.notes, "TensorRT-LLM on h200: not searched"));
+  // TensorRT-LLM's step model is vLLM's (its published runs are throughputs only): not searched
+  // among every engine, and said so
+  CHECK(contains(r.notes, "TensorRT-LLM (its step model is vLLM's) on h200: not searched"));
+  CHECK(engines.count("trtllm") == 0);
 }
 
 TEST_CASE("the engine capability table: what each engine loads, caches and serves") {

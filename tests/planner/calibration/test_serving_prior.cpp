@@ -90,6 +90,43 @@ TEST_CASE("a serving data file with a bad field is refused, naming it") {
   CHECK_THROWS_AS(served_runs_from_json(no_source, "f.json"), InputError);
 }
 
+TEST_CASE("an offline throughput run: its tokens per second read, predicted with the step model standing for its engine") {
+  // output_throughput is all devices'; a per-GPU figure is multiplied by the run's gpus
+  const Json j = Json::parse(R"({"engine": "trtllm", "points": [
+    {"source": "https://x", "hw": "h200", "model": "llama-3.1-8b", "weights": "FP8", "kv": "auto", "tp": 1,
+     "dataset": "fixed", "num_prompts": 3000, "request_rate": "inf", "input_len": 128, "output_len": 2048,
+     "metrics": {"output_throughput": 9000}},
+    {"source": "https://x", "hw": "h200", "model": "llama-3.1-8b", "gpus": 4, "tp": 4,
+     "metrics": {"output_throughput_per_gpu": 1500}}]})");
+  const std::vector<ServedRun> runs = served_runs_from_json(j, "t.json");
+  CHECK(runs[0].output_throughput == 9000.0);
+  CHECK(runs[1].output_throughput == 6000.0);  // 1500 x 4
+  const Json bad = Json::parse(R"({"engine": "trtllm", "points": [{"source": "https://x", "hw": "h200",
+    "model": "llama-3.1-8b", "metrics": {"output_throughput_per_gpu": 0}}]})");
+  CHECK_THROWS_WITH_AS(served_runs_from_json(bad, "t.json"),
+                       doctest::Contains("t.json: points[0]: metrics: field 'output_throughput_per_gpu'"), InputError);
+  // TensorRT-LLM fits nothing of its own: vLLM's step model stands for it; engines with a fit keep theirs
+  CHECK(step_donor("trtllm") == "vllm");
+  CHECK(step_donor("vllm").empty());
+  CHECK(step_donor("sglang").empty());
+  CHECK(step_donor("llama.cpp").empty());
+  const std::optional<StepCalibration> steps = served_step_calibration(load_hw_profile("h200"), "trtllm");
+  REQUIRE(steps);
+  const std::optional<double> tput = predict_served_throughput(runs[0], *steps);
+  REQUIRE(tput);
+  // TensorRT-LLM's "auto" KV is the checkpoint's: FP8 for an FP8 checkpoint, so the same run with
+  // its KV named fp8 is the same simulation; named BF16, its pool holds half the tokens and the
+  // batch, long outputs being KV-bound, runs slower
+  ServedRun fp8 = runs[0], bf16 = runs[0];
+  fp8.kv = "fp8";
+  bf16.kv = "bf16";
+  CHECK(*predict_served_throughput(fp8, *steps) == doctest::Approx(*tput));
+  CHECK(*predict_served_throughput(bf16, *steps) < *tput);
+  // every step costs at least the step model's fixed time: at most max_batch (2048) tokens each
+  CHECK(*tput > 0);
+  CHECK(*tput < 2048 / steps->decode.fixed_s);
+}
+
 TEST_CASE("the engines' scheduling defaults") {
   // vLLM V1 get_batch_defaults: >= 70 GiB and not an A100: 1024 sequences, 8192 tokens; else 256, 2048
   const EnginePolicy h100 = engine_policy("vllm", load_hw_profile("h100-sxm"));

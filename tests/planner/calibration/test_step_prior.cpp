@@ -84,8 +84,13 @@ TEST_CASE("a device without data gets its architecture's devices pooled, else it
   CHECK(engine_step_calibration(m4, "llama.cpp")->basis_note.find("states no arch") != std::string::npos);
   // a device's own data wins
   CHECK(engine_step_calibration(load_hw_profile("rtx-3090"), "llama.cpp")->basis == "calibrated");
-  // an engine without data: nothing to transfer (TensorRT-LLM's published tables are throughput only)
-  CHECK_FALSE(engine_step_calibration(load_hw_profile("h200"), "trtllm"));
+  // an engine whose published tables are throughputs only (TensorRT-LLM): vLLM's step model stands for it
+  const std::optional<StepCalibration> trt = engine_step_calibration(load_hw_profile("h200"), "trtllm");
+  REQUIRE(trt);
+  CHECK(trt->basis == "transferred");
+  CHECK(trt->engine == "trtllm");
+  CHECK(trt->basis_note.find("vllm's step model stands for trtllm") != std::string::npos);
+  CHECK(trt->decode.fixed_s == engine_step_calibration(load_hw_profile("h200"), "vllm")->decode.fixed_s);
   // vLLM's published serving runs, pooled over their devices: the H200 has none of its own
   CHECK(engine_step_calibration(load_hw_profile("h200"), "vllm")->basis == "transferred");
 }
