@@ -469,15 +469,31 @@ TokenLengths drawn_lengths(double mean, std::optional<double> configured, const 
 
 }  // namespace
 
+namespace {
+// A run's server with `steps`, scheduled by its engine's defaults (chunked prefill as the policy
+// says, resolve_plan), its KV pool what the engine's memory leaves; the plan it times steps with
+// lives beside it. nullopt when the pool holds nothing.
+struct RunServer {
+  ResolvedPlan rp;
+  ServerModel server;
+};
+std::optional<RunServer> run_server(const ServedRun& run, const StepCalibration& steps) {
+  RunServer s{resolve_plan(run_plan(run, run.engine), steps), {}};
+  s.server = s.rp.server;
+  s.server.max_batch = engine_policy(run.engine, s.rp.hw, s.rp.plan.engine_settings).max_batch;
+  s.server.kv_capacity_tokens = s.rp.fit.kv_tokens_in(s.rp.fit.kv_room_bytes);
+  if (*s.server.kv_capacity_tokens == 0) return std::nullopt;
+  return s;
+}
+}  // namespace
+
 std::optional<ServedPrediction> predict_served_run(const ServedRun& run, const StepCalibration& steps) {
   const std::optional<double> rate = run.offered_rate_per_s();
   if (!rate || run.input_tokens < 1 || run.output_tokens < 1) return std::nullopt;
   try {
-    const ResolvedPlan rp = resolve_plan(run_plan(run, run.engine), steps);
-    ServerModel server = rp.server;  // chunked prefill as the engine's policy says (resolve_plan)
-    server.max_batch = engine_policy(run.engine, rp.hw, rp.plan.engine_settings).max_batch;
-    server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_room_bytes);
-    if (*server.kv_capacity_tokens == 0) return std::nullopt;
+    const std::optional<RunServer> s = run_server(run, steps);
+    if (!s) return std::nullopt;
+    const ServerModel& server = s->server;
     ServingLoad load;
     load.rate_per_s = *rate;
     load.finite_run = !run.rate_per_s;  // a burst or a closed loop: latencies whatever the queue
@@ -501,18 +517,15 @@ std::optional<ServedPrediction> predict_served_run(const ServedRun& run, const S
 std::optional<double> predict_served_throughput(const ServedRun& run, const StepCalibration& steps) {
   if (run.input_tokens < 1 || run.output_tokens < 1) return std::nullopt;
   try {
-    const ResolvedPlan rp = resolve_plan(run_plan(run, run.engine), steps);
-    ServerModel server = rp.server;
-    server.max_batch = engine_policy(run.engine, rp.hw, rp.plan.engine_settings).max_batch;
-    server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_room_bytes);
-    if (*server.kv_capacity_tokens == 0) return std::nullopt;
+    const std::optional<RunServer> s = run_server(run, steps);
+    if (!s) return std::nullopt;
     ServingLoad load;
     load.requests = std::clamp<uint64_t>(run.num_prompts ? run.num_prompts : kThroughputRequests, 50, kThroughputRequests);
     load.rate_per_s = static_cast<double>(load.requests) / kBurstS;
     load.finite_run = true;
     load.prompt_tokens = drawn_lengths(run.input_tokens, run.input_len, run.dataset, 1);
     load.output_tokens = drawn_lengths(run.output_tokens, run.output_len, run.dataset, 2);
-    const ServingResult r = simulate_serving(server, load);
+    const ServingResult r = simulate_serving(s->server, load);
     if (r.completed == 0 || !(r.throughput_tok_s > 0)) return std::nullopt;
     return r.throughput_tok_s;
   } catch (const InputError&) {
