@@ -141,7 +141,7 @@ Simulation build_simulation(const QueueArgs& a) {
     s.basis = s.plan->roofline->rates().basis;
     // The plan's server, its KV pool all that fit leaves after the weights (one request's context
     // is irrelevant here).
-    const FitResult& fit = s.plan->fit;
+    const FitResult& fit = s.plan->pool_fit;
     if (fit.kv_room_bytes == 0)
       throw InputError(fmt::format("--hw {}: {} ({}) leaves no memory for the KV cache", a.hw, s.plan->spec.name,
                                    s.plan->weights.label));

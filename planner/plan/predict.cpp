@@ -210,9 +210,19 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
                       rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
   if (!listed.empty() && device)
     rp.fit.device_note = fmt::format("{}: {}", device_hw->name, rp.fit.device_note);
-  if (!rp.engine_choice.empty())  // chosen from the weights for the step times only
+  rp.pool_fit = rp.fit;
+  if (!rp.engine_choice.empty()) {  // chosen from the weights: the fit counts none of its memory, its server all
+    Plan counted = plan;
+    counted.engine = rp.engine;
+    try {
+      rp.pool_fit = fit_memory(rp.spec, *device_hw, counted, rp.weights.bytes, rp.weights.label, true,
+                               offloaded ? &*offloaded : nullptr, rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
+    } catch (const InputError& e) {  // the plan's fields are not the chosen engine's: its memory stays uncounted
+      rp.pool_fit.engine_assumption += fmt::format("; {}'s memory not counted: {}", rp.engine, e.what());
+    }
     rp.fit.engine_assumption += fmt::format("; the step times are {}'s, chosen: {} (name it as the plan's engine to "
                                             "count its memory too)", rp.engine, rp.engine_choice);
+  }
   const Roofline* rl = rp.roofline.get();
   if (rp.split) {  // the host's layers at the host's bandwidth (fit_memory checked that there is a host)
     const LayerSplit split = *rp.split;
@@ -230,7 +240,7 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
     };
     rp.server.prefill_s = [rl](uint64_t prompt) { return rl->prefill(prompt).time_s; };
   }
-  rp.server.kv_capacity_tokens = rp.fit.kv_tokens_in(rp.fit.kv_bytes);
+  rp.server.kv_capacity_tokens = rp.pool_fit.kv_tokens_in(rp.pool_fit.kv_bytes);
   rp.server.max_batch = plan.load ? plan.load->max_batch : plan.requests;
   if (rp.hw.calibration) rp.server.first_token_s = rp.hw.calibration->first_token_s;
   if (plan.engine_settings.gpu_memory_utilization && plan.engine != "vllm")

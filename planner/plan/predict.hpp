@@ -26,8 +26,9 @@ struct ResolvedPlan {
   HwProfile hw;
   PlanWeights weights;
   // The engine whose step model the roofline uses: the plan's, else the profile's own
-  // calibration's, else the one the weights are served with (default_engine), which then counts
-  // no memory of its own; empty: none (engine "none": the bare ceiling).
+  // calibration's, else the one the weights are served with (default_engine), whose memory the
+  // fit then leaves out and the server's pool counts (pool_fit); empty: none (engine "none": the
+  // bare ceiling).
   std::string engine;
   std::string engine_choice;  // why, when chosen from the weights: "Q4_K_M is a GGUF type"
   std::unique_ptr<Roofline> roofline;
@@ -36,6 +37,9 @@ struct ResolvedPlan {
   std::optional<LayerSplit> split;
   // The plan's memory fit, with its derivation; an offload section's groups and slots counted.
   FitResult fit;
+  // What the server's KV pool is: fit, or where the engine was chosen from the weights, fit with
+  // that engine's allocations counted too, as its scheduler and step times already are.
+  FitResult pool_fit;
   // Roofline steps, the KV pool fit sized (requests x context, whole pages), at most
   // load.max_batch running (requests without a load). Its steps read *roofline (the pointer
   // stays valid when the ResolvedPlan moves).
