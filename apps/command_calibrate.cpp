@@ -64,12 +64,14 @@ Json point_json(const CalibrationPoint& p) {
 }
 
 // A datacenter engine's published serving runs: each run's mean ITL and TTFT as the serving
-// simulation predicts them with the pooled fit, and with the fit of the other devices' runs.
+// simulation predicts them with the pooled fit, and with the fit of the other devices' (or
+// models') runs.
 void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
+  const std::string left = fit.held_out == ServedHoldOut::model ? "model" : "device";
   std::vector<double> itl, ttft, itl_out, ttft_out;
   Json points = Json::array();
   TextTable t;
-  t.headers = {"run", "in/out", "ITL ms", "fit", "device out", "TTFT ms", "fit", "device out"};
+  t.headers = {"run", "in/out", "ITL ms", "fit", left + " out", "TTFT ms", "fit", left + " out"};
   t.right_aligned = {false, true, true, true, true, true, true, true};
   auto rel = [](double measured, double predicted) { return predicted > 0 ? measured / predicted - 1 : std::nan(""); };
   auto cell = [&](double measured, double predicted) {
@@ -86,8 +88,8 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
     };
     put("itl_predicted_ms", p.predicted_itl_s, mi.value_or(0), p.fitted ? &itl : nullptr);
     put("ttft_predicted_ms", p.predicted_ttft_s, mt.value_or(0), p.fitted ? &ttft : nullptr);
-    put("itl_device_out_ms", p.held_itl_s, mi.value_or(0), &itl_out);
-    put("ttft_device_out_ms", p.held_ttft_s, mt.value_or(0), &ttft_out);
+    put(fmt::format("itl_{}_out_ms", left).c_str(), p.held_itl_s, mi.value_or(0), &itl_out);
+    put(fmt::format("ttft_{}_out_ms", left).c_str(), p.held_ttft_s, mt.value_or(0), &ttft_out);
     points.push_back(j);
     if (!p.run.excluded.empty()) continue;
     t.rows.push_back({fmt::format("{}{}", p.run.label(), p.fitted ? "" : " *"), fmt::format("{:.0f}/{:.0f}", p.run.input_tokens, p.run.output_tokens),
@@ -110,13 +112,13 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
     print_json(Json{{"engine", c.engine}, {"calibration", step_calibration_to_json(c)}, {"points", points},
                     {"study_front_end_ms", studies},
                     {"itl_median_abs_error", median_abs(itl)}, {"ttft_median_abs_error", median_abs(ttft)},
-                    {"itl_device_out_median_abs_error", median_abs(itl_out)},
-                    {"ttft_device_out_median_abs_error", median_abs(ttft_out)}});
+                    {fmt::format("itl_{}_out_median_abs_error", left), median_abs(itl_out)},
+                    {fmt::format("ttft_{}_out_median_abs_error", left), median_abs(ttft_out)}});
     return;
   }
-  fmt::print("calibrate --loo device: {}'s published serving runs (hwprofiles/serving/{}.json), each run's mean "
+  fmt::print("calibrate --loo {}: {}'s published serving runs (hwprofiles/serving/{}.json), each run's mean "
              "inter-token latency and TTFT from the serving simulation with the pooled fit, and with the fit of the "
-             "other devices' runs\n", c.engine, c.engine);
+             "other {}s' runs\n", left, c.engine, c.engine, left);
   auto moe = [](const std::optional<double>& e) { return e ? fmt::format(" ({:.0f}% for MoE)", *e * 100) : std::string(); };
   fmt::print("  step: {:.3f} ms + {:.4f} ms per sequence + reads at {:.0f}%{} of the datasheet; prefill {:.2f} ms + compute "
              "at {:.0f}%{}; front end {:.1f} ms per request\n",
@@ -128,10 +130,10 @@ void run_served_out(const CalibrateArgs& a, const ServingFit& fit) {
   fmt::print("  front end per study (the way its client reached the server; the geometric mean above is a plan's): {}\n",
              fmt::join(studies, ", "));
   fmt::print("{}", t.render("  "));
-  fmt::print("  ITL: fit {:.1f}% ({} runs), device out {:.1f}% ({}); TTFT: fit {:.1f}%, device out {:.1f}% "
+  fmt::print("  ITL: fit {:.1f}% ({} runs), {} out {:.1f}% ({}); TTFT: fit {:.1f}%, {} out {:.1f}% "
              "(median |measured / predicted - 1|)\n",
-             median_abs(itl) * 100, itl.size(), median_abs(itl_out) * 100, itl_out.size(), median_abs(ttft) * 100,
-             median_abs(ttft_out) * 100);
+             median_abs(itl) * 100, itl.size(), left, median_abs(itl_out) * 100, itl_out.size(), median_abs(ttft) * 100,
+             left, median_abs(ttft_out) * 100);
   size_t predicted = 0, excluded = 0;
   for (const ServedFitPoint& p : fit.points) {
     predicted += !p.fitted && p.run.excluded.empty() ? 1 : 0;
@@ -318,8 +320,20 @@ void run_device_out(const CalibrateArgs& a) {
 }
 
 void run(const CalibrateArgs& a) {
-  if (a.loo != "file" && a.loo != "device")
-    throw InputError(fmt::format("--loo {}: expected file or device", a.loo));
+  if (a.loo != "file" && a.loo != "device" && a.loo != "model")
+    throw InputError(fmt::format("--loo {}: expected file, device or model", a.loo));
+  if (a.loo == "model") {  // a datacenter engine's published runs, each model's from the others'
+    const std::vector<std::string> fitted = served_fit_engines();
+    if (!a.files.empty() || std::find(fitted.begin(), fitted.end(), a.engine) == fitted.end() || !step_donor(a.engine).empty())
+      throw InputError(fmt::format("--loo model: each model's published serving runs predicted from the fit of the "
+                                   "others' runs; it takes no FILE and --engine {} (engines with a fit of their own)",
+                                   fmt::join(fitted, " or ")));
+    if (!a.out.empty())
+      throw InputError("--out with --loo model: a stored fit's bands are leave-one-device-out (--loo device)");
+    const std::optional<ServingFit> fit = fit_served_runs(builtin_served_runs(a.engine), a.engine, ServedHoldOut::model);
+    if (!fit) throw InputError(fmt::format("--engine {}: fewer than 4 of its published runs can be fitted", a.engine));
+    return run_served_out(a, *fit);
+  }
   if (a.files.empty()) {
     if (a.loo == "device") return run_device_out(a);
     throw InputError("calibrate: give the measurement FILE(s) and --hw, or --loo device to check the built-in data");
@@ -452,8 +466,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--loo", args->loo,
                   "What is left out to state the error: 'file' (each model file, the device's own fit; the default) or "
                   "'device' (with no FILE: every built-in device predicted from the others, as a device without "
-                  "data is; with FILE and --hw: these points predicted from the built-in devices too)")
-      ->type_name("file|device");
+                  "data is; with FILE and --hw: these points predicted from the built-in devices too) or 'model' "
+                  "(with --engine vllm or sglang: each model's published serving runs from the fit of the others')")
+      ->type_name("file|device|model");
   cmd->add_option("--engine", args->engine,
                   "The engine that measured (default: the files' own: llama.cpp for llama-bench, vllm for vllm bench "
                   "serve, 'infer-plan cpu' or 'infer-plan cuda' for report --json)")
@@ -473,6 +488,7 @@ void add_calibrate_command(CLI::App& app) {
               "  infer-plan calibrate --loo device          # how well a device without data is predicted\n"
               "  infer-plan calibrate --loo device --engine vllm   # vLLM's published serving runs, simulated (seconds)\n"
               "  infer-plan calibrate --loo device --engine trtllm # TensorRT-LLM's offline throughputs against vLLM's step model\n"
+              "  infer-plan calibrate --loo model --engine vllm    # each model's runs from the others' fit (minutes)\n"
               "and predict with the profile it wrote:\n"
               "  infer-plan roofline --hw rtx-3090-llama.json --model llama-3.1-8b --weights Q4_K_M --batch 1 --ctx 512");
   cmd->callback([args] { run(*args); });

@@ -329,7 +329,7 @@ std::vector<ServedRun> read_served_runs(const std::string& engine) {
 }
 
 std::optional<ServingFit> fit_builtin_runs(const std::string& engine) {
-  return fit_served_runs(builtin_served_runs(engine), engine, true);
+  return fit_served_runs(builtin_served_runs(engine), engine, ServedHoldOut::device);
 }
 
 std::optional<ServingFit> read_stored_fit(const std::string& engine) {
@@ -545,7 +545,7 @@ std::optional<double> predict_served_throughput(const ServedRun& run, const Step
 }
 
 std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, const std::string& engine,
-                                          bool with_held_out) {
+                                          ServedHoldOut hold_out) {
   ServingFit fit;
   std::vector<Row> rows;
   std::vector<size_t> targets;  // what the simulation is fitted to
@@ -580,18 +580,24 @@ std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, co
       pt.predicted_ttft_s = p->ttft_s;
     }
   }
-  if (with_held_out) {
-    for (const std::string& d : fit.devices) {
+  fit.held_out = hold_out;
+  if (hold_out != ServedHoldOut::none) {
+    const auto key = [&](size_t i) -> const std::string& {
+      return hold_out == ServedHoldOut::device ? runs[i].hw : runs[i].model;
+    };
+    std::set<std::string> keys;
+    for (const size_t i : targets) keys.insert(key(i));
+    for (const std::string& d : keys) {
       std::vector<Row> other_rows;
       std::vector<size_t> other_targets;
       for (const Row& r : rows)
-        if (runs[r.index].hw != d) other_rows.push_back(r);
+        if (key(r.index) != d) other_rows.push_back(r);
       for (const size_t i : targets)
-        if (runs[i].hw != d) other_targets.push_back(i);
+        if (key(i) != d) other_targets.push_back(i);
       const std::optional<FittedTerms> held = fit_runs(runs, other_rows, other_targets, engine);
       if (!held) continue;
       for (const size_t i : targets) {
-        if (runs[i].hw != d) continue;
+        if (key(i) != d) continue;
         if (const std::optional<ServedPrediction> p = predict_served_run(runs[i], held->as_measured(runs[i]))) {
           ServedFitPoint& pt = fit.points[i];
           pt.held_itl_s = p->itl_s;

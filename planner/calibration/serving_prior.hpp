@@ -69,11 +69,15 @@ struct ServedFitPoint {
   bool fitted = false;        // used by the fit (a finite rate, an inter-token latency, a TTFT)
   std::string why_not;        // when not fitted
   double predicted_itl_s = 0, predicted_ttft_s = 0;   // the simulation with every run's fit
-  double held_itl_s = 0, held_ttft_s = 0;             // ... with the fit of the other devices' runs
+  double held_itl_s = 0, held_ttft_s = 0;             // ... with the fit of the other devices' (models') runs
 };
 
+// What a held-out check leaves out in turn: nothing, each device's runs, or each model's.
+enum class ServedHoldOut { none, device, model };
+
 struct ServingFit {
-  StepCalibration calibration;       // pooled over every fitted run; bands leave-one-device-out
+  StepCalibration calibration;       // pooled over every fitted run; bands from the held-out runs
+  ServedHoldOut held_out = ServedHoldOut::none;  // what the points' held_* figures left out
   std::vector<ServedFitPoint> points;
   std::vector<std::string> devices;  // with fitted runs
   // Each study's front end (its runs' source repository or site: the way its client reached the
@@ -81,13 +85,14 @@ struct ServingFit {
   std::map<std::string, double> study_front_end_s;
 };
 
-// Fits `engine`'s runs; `with_held_out` adds each device's runs predicted without them (a refit per
-// device) and the bands they give. nullopt when fewer than 4 runs can be fitted. Seconds: a fit
-// simulates every run a few hundred times.
+// Fits `engine`'s runs; `hold_out` adds each device's (or model's) runs predicted without them (a
+// refit per device or model) and the bands they give. nullopt when fewer than 4 runs can be
+// fitted. Seconds: a fit simulates every run a few hundred times.
 std::optional<ServingFit> fit_served_runs(const std::vector<ServedRun>& runs, const std::string& engine,
-                                          bool with_held_out);
-// The fit of `engine`'s built-in runs, with its held-out points, computed (once per process; what
-// `calibrate --loo device --engine E` prints). Null without data.
+                                          ServedHoldOut hold_out);
+// The fit of `engine`'s built-in runs, with each device's runs held out, computed (once per
+// process; what `calibrate --loo device --engine E` prints and its stored fit's bands). Null
+// without data.
 const ServingFit* builtin_serving_fit(const std::string& engine);
 
 // The fit as a data file, hwprofiles/serving/fits/<engine>.json: {"engine", "devices",

@@ -488,8 +488,15 @@ infer_plan_cli_case(calibrate_loo_device_files EXIT 0 ARGS calibrate hwprofiles/
         "decode median .error. [0-9.]+% over 18 points")
 infer_plan_cli_case(bad_calibrate_no_files EXIT 2 ARGS calibrate --hw rtx-4090
   MATCH "give the measurement FILE.s. and --hw, or --loo device")
-infer_plan_cli_case(bad_calibrate_loo EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw rtx-4090 --loo model
-  MATCH "--loo model: expected file or device")
+infer_plan_cli_case(bad_calibrate_loo EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw rtx-4090 --loo models
+  MATCH "--loo models: expected file, device or model")
+# --loo model holds out a datacenter engine's models in turn (minutes: a refit per model)
+infer_plan_cli_case(bad_calibrate_loo_model_file EXIT 2 ARGS calibrate hwprofiles/calibrations/rtx-4090.json --hw rtx-4090 --loo model
+  MATCH "--loo model: each model's published serving runs .* it takes no FILE and --engine sglang or vllm")
+infer_plan_cli_case(bad_calibrate_loo_model_trtllm EXIT 2 ARGS calibrate --loo model --engine trtllm
+  MATCH "--engine sglang or vllm .engines with a fit of their own.")
+infer_plan_cli_case(bad_calibrate_loo_model_out EXIT 2 ARGS calibrate --loo model --engine vllm --out x.json
+  MATCH "--out with --loo model: a stored fit's bands are leave-one-device-out")
 infer_plan_cli_case(hw_arch EXIT 0 ARGS hw rtx-a6000 MATCH "arch +ampere .nvidia.: the step model transfers")
 infer_plan_cli_case(bad_engine_name EXIT 2 ARGS fit --engine tgi MATCH "--engine: 'tgi' is not an engine infer-plan knows; expected llama.cpp, vllm, sglang, trtllm, or none")
 # engine memory (planner/cost/engine_memory): Mistral 7B at n_ctx 2048 = 2 x 1024 tokens: llama.cpp printed

@@ -24,7 +24,7 @@ TEST_CASE("the stored serving fits are what the built-in runs give") {
     CAPTURE(engine);
     const ServingFit* stored = stored_serving_fit(engine);
     REQUIRE(stored != nullptr);
-    const std::optional<ServingFit> fresh = fit_served_runs(builtin_served_runs(engine), engine, false);
+    const std::optional<ServingFit> fresh = fit_served_runs(builtin_served_runs(engine), engine, ServedHoldOut::none);
     REQUIRE(fresh);
     const StepCalibration& a = stored->calibration;
     const StepCalibration& b = fresh->calibration;
@@ -300,4 +300,35 @@ TEST_CASE("a served step costs its fixed time, its sequences and its reads") {
   CHECK(tp.roofline->decode_step(8, 1024).comm_s ==
         doctest::Approx(bare.roofline->decode_step(8, 1024).comm_s +
                         calls * (*tp.hw.calibration->decode.all_reduce_call_s - bare.roofline->rates().all_reduce_latency_s)));
+}
+
+TEST_CASE("--loo model: each model's runs are predicted by the fit of the other models' runs") {
+  // Two models of one study (vLLM 0.8.5 on an H100 PCIe at 1-16 req/s): holding out Llama-3.1-8B
+  // leaves Qwen2.5-7B's runs, so each Llama run's held-out figures are what the fit of the Qwen
+  // runs alone predicts (one study: its front end is that fit's own).
+  std::vector<ServedRun> runs;
+  for (const ServedRun& r : builtin_served_runs("vllm"))
+    if (r.excluded.empty() && r.hw == "h100-pcie" && r.tp == 1 && r.rate_per_s && *r.rate_per_s <= 16 &&
+        (r.model == "llama-3.1-8b" || r.model == "qwen2.5-7b"))
+      runs.push_back(r);
+  REQUIRE(runs.size() >= 8);
+  const std::optional<ServingFit> by_model = fit_served_runs(runs, "vllm", ServedHoldOut::model);
+  REQUIRE(by_model);
+  CHECK(by_model->held_out == ServedHoldOut::model);
+  std::vector<ServedRun> qwen;
+  for (const ServedRun& r : runs)
+    if (r.model == "qwen2.5-7b") qwen.push_back(r);
+  const std::optional<ServingFit> qwen_only = fit_served_runs(qwen, "vllm", ServedHoldOut::none);
+  REQUIRE(qwen_only);
+  size_t checked = 0;
+  for (const ServedFitPoint& p : by_model->points) {
+    if (!p.fitted || p.run.model != "llama-3.1-8b") continue;
+    CAPTURE(p.run.label());
+    const std::optional<ServedPrediction> direct = predict_served_run(p.run, qwen_only->calibration);
+    REQUIRE(direct);
+    CHECK(p.held_itl_s == doctest::Approx(direct->itl_s).epsilon(1e-9));
+    CHECK(p.held_ttft_s == doctest::Approx(direct->ttft_s).epsilon(1e-9));
+    ++checked;
+  }
+  CHECK(checked >= 4);
 }
