@@ -324,7 +324,7 @@ void run(const CalibrateArgs& a) {
     throw InputError(fmt::format("--loo {}: expected file, device or model", a.loo));
   if (a.loo == "model") {  // a datacenter engine's published runs, each model's from the others'
     const std::vector<std::string> fitted = served_fit_engines();
-    if (!a.files.empty() || std::find(fitted.begin(), fitted.end(), a.engine) == fitted.end() || !step_donor(a.engine).empty())
+    if (!a.files.empty() || std::find(fitted.begin(), fitted.end(), a.engine) == fitted.end())
       throw InputError(fmt::format("--loo model: each model's published serving runs predicted from the fit of the "
                                    "others' runs; it takes no FILE and --engine {} (engines with a fit of their own)",
                                    fmt::join(fitted, " or ")));

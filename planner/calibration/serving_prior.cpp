@@ -478,9 +478,6 @@ TokenLengths drawn_lengths(double mean, std::optional<double> configured, const 
   return TokenLengths::fixed(m);
 }
 
-}  // namespace
-
-namespace {
 // A run's server with `steps`, scheduled by its engine's defaults (chunked prefill as the policy
 // says, resolve_plan), its KV pool what the engine's memory leaves; the plan it times steps with
 // lives beside it. nullopt when the pool holds nothing.

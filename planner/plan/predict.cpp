@@ -206,17 +206,19 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
       rp.roofline->mix_devices(static_cast<double>(dealt[0].weights_bytes) / total, std::move(others));
     }
   }
-  rp.fit = fit_memory(rp.spec, *device_hw, plan, rp.weights.bytes, rp.weights.label, true, offloaded ? &*offloaded : nullptr,
-                      rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
-  if (!listed.empty() && device)
-    rp.fit.device_note = fmt::format("{}: {}", device_hw->name, rp.fit.device_note);
+  const auto fit_of = [&](const Plan& p) {
+    FitResult f = fit_memory(rp.spec, *device_hw, p, rp.weights.bytes, rp.weights.label, true,
+                             offloaded ? &*offloaded : nullptr, rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
+    if (!listed.empty() && device) f.device_note = fmt::format("{}: {}", device_hw->name, f.device_note);
+    return f;
+  };
+  rp.fit = fit_of(plan);
   rp.pool_fit = rp.fit;
   if (!rp.engine_choice.empty()) {  // chosen from the weights: the fit counts none of its memory, its server all
     Plan counted = plan;
     counted.engine = rp.engine;
     try {
-      rp.pool_fit = fit_memory(rp.spec, *device_hw, counted, rp.weights.bytes, rp.weights.label, true,
-                               offloaded ? &*offloaded : nullptr, rp.split ? &*rp.split : nullptr, device ? &*device : nullptr);
+      rp.pool_fit = fit_of(counted);
     } catch (const InputError& e) {  // the plan's fields are not the chosen engine's: its memory stays uncounted
       rp.pool_fit.engine_assumption += fmt::format("; {}'s memory not counted: {}", rp.engine, e.what());
     }
