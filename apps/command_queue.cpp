@@ -55,6 +55,7 @@ struct QueueArgs {
   // Roofline mode: iteration and prefill times from a model on a profile, KV capacity from fit.
   std::string model = "qwen3-8b", hw, weights = "BF16", kv, engine;
   std::optional<uint64_t> tp;  // tensor-parallel devices per replica (roofline mode)
+  std::string tp_link;         // ... and the link between them (a name or path; empty: the profile's)
 };
 
 // --- Little's law ---
@@ -126,6 +127,7 @@ Simulation build_simulation(const QueueArgs& a) {
     plan.weights = a.weights;
     plan.engine = a.engine;
     plan.tp = a.tp.value_or(1);
+    if (!a.tp_link.empty()) plan.tp_link = checked_tp_link(a.tp_link);
     plan.engine_settings.max_num_batched_tokens = a.max_num_batched_tokens;
     plan.engine_settings.batch = a.batch_size;
     if (!a.engine_version.empty()) plan.engine_settings.engine_version = a.engine_version;
@@ -133,6 +135,8 @@ Simulation build_simulation(const QueueArgs& a) {
     validate_plan(plan, [](std::string_view field) {
       return field == "engine_version" ? std::string("--engine-version")
              : field == "batch"        ? std::string("--batch-size")
+             : field == "tp_link"      ? std::string("--tp-link")
+             : field == "tp"           ? std::string("--tp")
                                        : std::string(field);
     });
     if (!a.kv.empty()) plan.kv.k = plan.kv.v = kv_cache_type(a.kv, "--kv").type;
@@ -586,6 +590,10 @@ void add_queue_command(CLI::App& app) {
                       "layers, which take turns; default 1)")
           ->check(CLI::Range(uint64_t{1}, kMaxTensorParallel))
           ->type_name("N"));
+  sim(cmd->add_option("--tp-link", a->tp_link,
+                      "For --tp: the link between the devices the all-reduce crosses, by name (hwprofiles/links) or "
+                      "path; default the profile's device link, else its host link")
+          ->type_name("NAME|PATH"));
   sim(cmd->add_option("--prefill-ms", a->prefill_ms, "Prefill time per request in ms (default 0)")->check(kNonNegativeMs)->type_name("MS"));
   sim(cmd->add_option("--prefill-per-ktoken-ms", a->prefill_per_ktoken_ms,
                       "Added to the prefill per 1000 prompt tokens, in ms (default 0)")

@@ -79,6 +79,15 @@ std::string model_option_help(std::string_view default_model) {
                      fmt::join(builtin_model_names(), ", "), default_model);
 }
 
+std::string checked_tp_link(const std::string& value) {
+  try {
+    (void)load_link(value);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--tp-link: {}", e.what()));
+  }
+  return value;
+}
+
 std::string kv_option_help(std::string_view default_note) {
   return fmt::format("KV cache type for K and V: {} ({})", fmt::join(kv_cache_type_names(), ", "), default_note);
 }
@@ -173,6 +182,11 @@ void PlanOptions::add_to(CLI::App& cmd, unsigned groups) {
                  "as llama.cpp's split by free memory gives identical cards); the fit shows the device with the most "
                  "to hold")
       ->type_name("SHARE[,SHARE...]");
+  cmd.add_option("--tp-link", tp_link,
+                 "The link between the --tp devices that the all-reduce (llama.cpp: the hand-over between devices) "
+                 "crosses, by name (hwprofiles/links: pcie-gen5-x16, nvlink-4, ...) or a link JSON path; default the "
+                 "profile's device link, else its host link. Two PCIe cards without a bridge: --tp-link pcie-gen5-x16")
+      ->type_name("NAME|PATH");
   cmd.add_option("--device", devices,
                  "llama.cpp's -dev: different devices by profile name, in order, e.g. rtx-4090,rtx-3090 (sets --hw to "
                  "the first and --tp to their number); each holds whole layers by its share of the memory (or "
@@ -360,6 +374,7 @@ Plan PlanOptions::resolve() const {
     for (const std::string& text : override_tensor)
       for (TensorOverride& o : parse_tensor_overrides(text, "--override-tensor")) p.override_tensor.push_back(std::move(o));
   }
+  if (!tp_link.empty()) p.tp_link = checked_tp_link(tp_link);
   if (!host_memory.empty()) p.host_memory_bytes = parse_bytes(host_memory, "--host-memory");
   if (!gpu_wired_limit.empty()) p.gpu_wired_limit_bytes = parse_bytes(gpu_wired_limit, "--gpu-wired-limit");
   if (!host_bandwidth.empty()) p.host_bandwidth_bytes_per_s = parse_rate(host_bandwidth, "--host-bandwidth");
@@ -386,6 +401,7 @@ Plan PlanOptions::resolve() const {
        {enable_prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",
         enable_prefix_caching || no_prefix_caching}},
       {"devices", {"--device", !devices.empty()}},
+      {"tp_link", {"--tp-link", !tp_link.empty()}},
       {"host_bandwidth", {"--host-bandwidth", !host_bandwidth.empty()}}};
   validate_plan(p, [&](std::string_view field) {
     const auto it = flags.find(field);

@@ -64,6 +64,9 @@ std::optional<bool> prefix_caching_setting(bool enable, bool disable);
 // vLLM bench's --goodput KEY:MS ... (ttft, tpot, e2el; milliseconds): InputError naming the flag.
 ServingLoad::Goodput parse_goodput(const std::vector<std::string>& limits);
 
+// --tp-link's value, once it names a link (built-in or a path): InputError naming the flag otherwise.
+std::string checked_tp_link(const std::string& value);
+
 // The help of --model and of --kv, from the tables of built-in models and KV types (every command
 // that takes them says the same).
 std::string model_option_help(std::string_view default_model);
@@ -78,7 +81,7 @@ struct PlanOptions {
   std::optional<uint64_t> max_num_seqs, max_num_batched_tokens, cuda_graph_max_bs;
   std::string quantization;
   std::string split_mode;    // llama.cpp's -sm: layer (the only one modelled), none, row  // vLLM's and SGLang's --quantization: a checkpoint format by their name
-  std::string gpu_wired_limit, flash_attn, tensor_split, engine_version, devices;
+  std::string gpu_wired_limit, flash_attn, tensor_split, engine_version, devices, tp_link;
   std::optional<uint64_t> ubatch, batch, n_cpu_moe;
   bool cpu_moe = false, enforce_eager = false;
   bool enable_prefix_caching = false, no_prefix_caching = false;  // vLLM's pair (SGLang: --disable-radix-cache)

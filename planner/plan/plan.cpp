@@ -40,6 +40,7 @@ Json plan_to_json(const Plan& plan) {
   j["output"] = plan.output;
   j["requests"] = plan.requests;
   if (plan.tp != d.tp) j["tp"] = plan.tp;
+  if (!plan.tp_link.empty()) j["tp_link"] = plan.tp_link;
   if (plan.gpu_layers_auto) j["gpu_layers"] = "auto";
   else if (plan.gpu_layers) j["gpu_layers"] = *plan.gpu_layers;
   if (plan.cpu_moe_layers)
@@ -115,7 +116,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
                          "pd", "gpu_layers", "cpu_moe_layers", "host_memory", "host_bandwidth", "gpu_memory_utilization", "max_num_seqs",
                          "max_num_batched_tokens", "gpu_wired_limit", "tensor_split", "devices", "flash_attn", "ubatch", "batch",
                          "mem_fraction_static", "free_gpu_memory_fraction", "engine_version", "enforce_eager",
-                         "enable_prefix_caching", "override_tensor", "cuda_graph_max_bs"},
+                         "enable_prefix_caching", "override_tensor", "cuda_graph_max_bs", "tp_link"},
                      where);
   Plan p;
   p.model = optional_string(j, "model", where).value_or(p.model);
@@ -145,6 +146,7 @@ Plan plan_from_json(const Json& j, const std::string& where) {
   p.output = optional_uint(j, "output", where).value_or(p.output);
   p.requests = optional_uint(j, "requests", where).value_or(p.requests);
   p.tp = optional_uint(j, "tp", where).value_or(p.tp);
+  p.tp_link = optional_string(j, "tp_link", where).value_or("");
   if (auto it = j.find("gpu_layers"); it != j.end() && !it->is_null()) {
     if (it->is_string() && (it->get<std::string>() == "auto" || it->get<std::string>() == "all")) {
       p.gpu_layers_auto = it->get<std::string>() == "auto";
@@ -326,6 +328,9 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
                                  p.scale, kMinModelScale));
   if (p.tp == 0 || p.tp > kMaxTensorParallel)
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} devices", name("tp"), p.tp, kMaxTensorParallel));
+  if (!p.tp_link.empty() && p.tp < 2)
+    throw InputError(fmt::format("{}: '{}' is the link between tensor-parallel devices, and the plan runs on one ({} 1); "
+                                 "expected {} 2 or more", name("tp_link"), p.tp_link, name("tp"), name("tp")));
   if (p.load && (p.load->requests == 0 || p.load->requests > kMaxSimulatedRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} simulated arrivals", name("load.requests"),
                                  p.load->requests, kMaxSimulatedRequests));

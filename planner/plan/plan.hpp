@@ -77,6 +77,10 @@ struct Plan {
   uint64_t output = 256;                   // generated tokens per request
   uint64_t requests = 4;                   // concurrent requests
   uint64_t tp = 1;                         // tensor-parallel devices
+  // The link between them that tensor parallel's all-reduce (llama.cpp's hand-over) crosses: a link
+  // name or path, replacing the profile's device link (two PCIe cards without a bridge: the host
+  // link's); empty: the profile's device link, else its first host link.
+  std::string tp_link;
   EngineSettings engine_settings;          // the engine's own knobs (JSON: gpu_memory_utilization)
   // llama.cpp's layer split (planner/cost/layer_split): layers on the device, counting the output
   // head as the last; nullopt: every layer. gpu_layers_auto: the most that fit (-ngl auto).

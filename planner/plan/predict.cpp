@@ -58,6 +58,13 @@ ResolvedPlan resolve(const Plan& given, const StepCalibration* steps) {
   rp.hw = plan.hw_inline ? hw_profile_from_json(*plan.hw_inline, "inline", "plan: field 'hw'",
                                                 [](const std::string& n) { return load_link(n); })
                          : load_hw_profile(plan.hw);
+  if (!plan.tp_link.empty()) {  // the link the plan names, between its devices
+    try {
+      rp.hw.device_link = load_link(plan.tp_link);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("plan: field 'tp_link': {}", e.what()));
+    }
+  }
   rp.engine = plan.engine;
   if (steps) {
     (void)engine_memory(plan.engine, rp.spec, rp.hw, plan.context, plan.requests);  // a known engine

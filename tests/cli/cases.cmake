@@ -768,3 +768,13 @@ infer_plan_cli_case(pd_step_ceiling EXIT 0 ARGS pd -m llama-3.1-8b --hw h200 --e
 # advise for llama.cpp compares against its default KV type, f16 (-ctk f16), not vLLM's bf16
 infer_plan_cli_case(advise_llama_cpp_kv_f16 EXIT 0 ARGS advise -m llama-3.1-8b --hw rtx-4090 --rate 2 -p 512 -n 128
   --slo-tpot-p95 50ms --engine llama.cpp MATCH "KV Q8_0 instead of F16")
+# --tp-link: the link the all-reduce crosses; 2 x H100 PCIe without the bridge, 4 requests at a step:
+# 4 x 160 all-reduces x 8192 bf16 x (2 x 1/2) = 10,485,760 B / 64 GB/s + 160 x 5 us = 0.964 ms
+infer_plan_cli_case(roofline_tp_link EXIT 0 ARGS roofline --hw h100-pcie --engine none -m llama-3.1-70b -w BF16 --tp 2
+  --ctx 512 --tp-link pcie-gen5-x16 MATCH "all-reduce pcie-gen5-x16, 64 GB/s" "0.964 ms all-reduce")
+infer_plan_cli_case(bad_tp_link_unknown EXIT 2 ARGS roofline --hw h100-pcie -m llama-3.1-70b --tp 2 --tp-link nvlink-9
+  MATCH "--tp-link: unknown link 'nvlink-9' .did you mean nvlink-4 or nvlink-5")
+infer_plan_cli_case(bad_tp_link_one_device EXIT 2 ARGS fit --hw h100-pcie -m llama-3.1-8b --tp-link pcie-gen5-x16
+  MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices, and the plan runs on one .--tp 1.")
+infer_plan_cli_case(bad_queue_tp_link_one_device EXIT 2 ARGS queue --simulate --rate 1 --hw h100-pcie -m llama-3.1-8b
+  --engine vllm --tp-link pcie-gen5-x16 MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices")

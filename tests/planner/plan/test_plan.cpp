@@ -53,6 +53,35 @@ TEST_CASE("plan errors") {
   CHECK_THROWS_WITH_AS(plan_from_json(Json{{"load", {{"max_batch", 2000000}}}}, "p.json"),
                        doctest::Contains("field 'load.max_batch': 2000000 is out of range; expected 1 to 1000000"),
                        InputError);
+  // A link between tensor-parallel devices needs two of them; a link that is not one is named.
+  CHECK_THROWS_WITH_AS(plan_from_json(Json{{"tp_link", "pcie-gen5-x16"}}, "p.json"),
+                       doctest::Contains("p.json: field 'tp_link': 'pcie-gen5-x16' is the link between tensor-parallel "
+                                         "devices, and the plan runs on one"),
+                       InputError);
+  Plan bad;
+  bad.tp = 2;
+  bad.tp_link = "pcie-gen9";
+  CHECK_THROWS_WITH_AS(resolve_plan(bad), doctest::Contains("field 'tp_link': unknown link 'pcie-gen9'"), InputError);
+}
+
+TEST_CASE("tensor parallel over the link the plan names: two PCIe cards without a bridge") {
+  // Llama-3.1-70B on 2 x H100 PCIe, the bare roofline, one token: per step 2 all-reduces per layer
+  // x 80 layers of 8192 bf16 activations, of which a ring moves 2 x (n - 1) / n = 1 share:
+  // 160 x 8192 x 2 B = 2,621,440 B; each call 5 us (no link in hwprofiles/links states its own).
+  Plan plan;
+  plan.model = "llama-3.1-70b";
+  plan.weights = "BF16";
+  plan.hw = "h100-pcie";
+  plan.engine = "none";
+  plan.tp = 2;
+  const StepCost bridged = resolve_plan(plan).roofline->decode_step(1, 512);
+  plan.tp_link = "pcie-gen5-x16";
+  const StepCost pcie = resolve_plan(plan).roofline->decode_step(1, 512);
+  CHECK(bridged.comm_bytes == doctest::Approx(2621440));
+  CHECK(pcie.comm_bytes == doctest::Approx(2621440));
+  // The profile's NVLink bridge: 300 GB/s per direction; PCIe 5.0 x16: 64 GB/s
+  CHECK(bridged.comm_s == doctest::Approx(2621440 / 300e9 + 160 * 5e-6));
+  CHECK(pcie.comm_s == doctest::Approx(2621440 / 64e9 + 160 * 5e-6));
 }
 
 TEST_CASE("speculative section: a draft of the target's first layers, and the runtime's temperature") {
@@ -100,6 +129,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   p.engine_settings.batch = 1024;
   p.gpu_wired_limit_bytes = uint64_t{180} << 30;
   p.cpu_moe_layers = Plan::kAllLayers;
+  p.tp_link = "pcie-gen5-x16";
   const Json j = plan_to_json(p);
   const Plan back = plan_from_json(j, "round trip");
   CHECK(back.model == p.model);
@@ -124,6 +154,7 @@ TEST_CASE("plan_to_json writes what plan_from_json reads back") {
   CHECK(back.gpu_wired_limit_bytes == p.gpu_wired_limit_bytes);
   CHECK(back.cpu_moe_layers == Plan::kAllLayers);
   CHECK(j.at("cpu_moe_layers") == "all");
+  CHECK(back.tp_link == "pcie-gen5-x16");
   CHECK(plan_to_json(back) == j);  // and writes it the same way again
 }
 
