@@ -108,6 +108,8 @@ Simulation build_simulation(const QueueArgs& a) {
   if (a.iteration_ms && !a.hw.empty())
     throw InputError("--iteration-ms and --hw both given: the times come from one or the other");
   if (a.tp && a.hw.empty()) throw InputError("--tp: tensor parallel needs --hw (the roofline splits the model across its devices)");
+  if (!a.tp_link.empty() && a.hw.empty())
+    throw InputError("--tp-link: the link between --tp devices needs --hw (the roofline times the all-reduce over it)");
   // The times, rates and fractions are range-checked by their flags' validators.
   if (a.max_batch && *a.max_batch == 0) throw InputError("--max-batch: must be at least 1");
   if (a.max_num_batched_tokens && (*a.max_num_batched_tokens == 0 || *a.max_num_batched_tokens > kMaxContextTokens))

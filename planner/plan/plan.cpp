@@ -329,8 +329,8 @@ void validate_plan(const Plan& p, const std::function<std::string(std::string_vi
   if (p.tp == 0 || p.tp > kMaxTensorParallel)
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} devices", name("tp"), p.tp, kMaxTensorParallel));
   if (!p.tp_link.empty() && p.tp < 2)
-    throw InputError(fmt::format("{}: '{}' is the link between tensor-parallel devices, and the plan runs on one ({} 1); "
-                                 "expected {} 2 or more", name("tp_link"), p.tp_link, name("tp"), name("tp")));
+    throw InputError(fmt::format("{}: '{}' is the link between tensor-parallel devices, and the plan runs on one "
+                                 "(tp 1); expected tp 2 or more", name("tp_link"), p.tp_link));
   if (p.load && (p.load->requests == 0 || p.load->requests > kMaxSimulatedRequests))
     throw InputError(fmt::format("{}: {} is out of range; expected 1 to {} simulated arrivals", name("load.requests"),
                                  p.load->requests, kMaxSimulatedRequests));

@@ -775,6 +775,6 @@ infer_plan_cli_case(roofline_tp_link EXIT 0 ARGS roofline --hw h100-pcie --engin
 infer_plan_cli_case(bad_tp_link_unknown EXIT 2 ARGS roofline --hw h100-pcie -m llama-3.1-70b --tp 2 --tp-link nvlink-9
   MATCH "--tp-link: unknown link 'nvlink-9' .did you mean nvlink-4 or nvlink-5")
 infer_plan_cli_case(bad_tp_link_one_device EXIT 2 ARGS fit --hw h100-pcie -m llama-3.1-8b --tp-link pcie-gen5-x16
-  MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices, and the plan runs on one .--tp 1.")
+  MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices, and the plan runs on one .tp 1.; expected tp 2 or more")
 infer_plan_cli_case(bad_queue_tp_link_one_device EXIT 2 ARGS queue --simulate --rate 1 --hw h100-pcie -m llama-3.1-8b
   --engine vllm --tp-link pcie-gen5-x16 MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices")
