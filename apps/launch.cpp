@@ -48,7 +48,7 @@ std::string checkpoint(Shape& s) {
   if (w == s.rp.spec.hf_weights || (sixteen_bit(w) && sixteen_bit(s.rp.spec.hf_weights))) return "";
   if (w == "FP8" && s.engine != "trtllm" && sixteen_bit(s.rp.spec.hf_weights)) return "fp8";  // quantized as it loads
   s.model = fmt::format("{}-{}", id, w);
-  s.notes.push_back(fmt::format("{}: a {} checkpoint of {} ({}); the engine reads its method from its config", s.model, w, id,
+  s.notes.push_back(fmt::format("{}: a checkpoint of {} in {} ({}); the engine reads its method from its config", s.model, id, w,
                                 w.starts_with("AWQ")    ? "AutoAWQ, 4-bit groups of 128"
                                 : w.starts_with("GPTQ") ? "GPTQModel, 4-bit groups of 128"
                                 : w == "NVFP4"          ? "NVIDIA ModelOpt NVFP4"
