@@ -43,7 +43,7 @@ struct AdviseArgs {
   OutputOptions out;
   std::string model = "qwen3-8b", engine = "any";
   std::vector<std::string> hw{"h200"}, prices, weights, kv, exclude, exclude_kv;
-  std::string tp, max_batch = "8,16,32,64,128,256";
+  std::string tp, max_batch = "8,16,32,64,128,256", tp_link;
   uint64_t max_devices = 64, top = 10, num_prompts = 400, seed = 1;
   std::optional<double> rate, deadline, slo_reject;
   // --slo-METRIC-pP VALUE (500ms, 2s; a bare number is ms), by flag name; and vLLM's --goodput KEY:MS
@@ -142,6 +142,12 @@ AdviseQuery advise_query(const AdviseArgs& a) {
   }
   // One device for the capacity question unless asked; the serving search tries a node's worth.
   q.tp = count_list(!a.tp.empty() ? a.tp : a.rate ? "1,2,4,8" : "1", "--tp", kMaxTensorParallel);
+  if (!a.tp_link.empty()) {
+    if (std::none_of(q.tp.begin(), q.tp.end(), [](uint64_t n) { return n > 1; }))
+      throw InputError(fmt::format("--tp-link: '{}' is the link between tensor-parallel devices, and --tp {} tries no "
+                                   "plan of more than one; expected a --tp size of 2 or more", a.tp_link, fmt::join(q.tp, ",")));
+    q.tp_link = checked_tp_link(a.tp_link);
+  }
   q.max_batch = count_list(a.max_batch, "--max-batch", kMaxConcurrentRequests);
   q.max_devices = a.max_devices;
   if (q.max_devices == 0 || q.max_devices > kMaxConcurrentRequests)
@@ -669,6 +675,11 @@ void add_advise_command(CLI::App& app) {
                   "KV types never to propose (by default those under 8 bits are proposed only when nothing above works)")
       ->type_name("TYPE[,TYPE...]")->delimiter(',');
   cmd->add_option("--tp", a->tp, "Tensor-parallel sizes to try (default 1,2,4,8 with --rate, else 1)")->type_name("N[,N...]");
+  cmd->add_option("--tp-link", a->tp_link,
+                 "The link every tensor-parallel candidate's all-reduce crosses, by name (hwprofiles/links: "
+                 "pcie-gen5-x16, nvlink-4, ...) or a link JSON path; default each profile's device link (h100-pcie's is "
+                 "its optional NVLink bridge: cards without one, --tp-link pcie-gen5-x16)")
+      ->type_name("NAME|PATH");
   cmd->add_option("--max-batch", a->max_batch, "Running-request limits to try (default 8,16,32,64,128,256)")->type_name("N[,N...]");
   cmd->add_option("--max-devices", a->max_devices, "Devices at most, tensor parallel x replicas (default 64)")
       ->check(kNonNegativeCount)->type_name("N");

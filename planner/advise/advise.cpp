@@ -48,6 +48,7 @@ Plan candidate_plan(const AdviseQuery& q, const std::string& engine, const std::
   p.weights = weights;
   p.kv = kv;
   p.tp = tp;
+  if (tp > 1) p.tp_link = q.tp_link;
   p.context = context;
   p.requests = requests;
   p.output = std::min(output, context - 1);
@@ -1237,7 +1238,11 @@ AdviseResult advise(const AdviseQuery& q) {
         throw InputError(fmt::format("--spec-accept: {} rates, one per position, but block {} needs {}", sq.accept.size(), b, b));
     }
   }
-  return q.rate_per_s ? advise_serving(q) : advise_capacity(q);
+  AdviseResult result = q.rate_per_s ? advise_serving(q) : advise_capacity(q);
+  if (!q.tp_link.empty())
+    result.notes.push_back(fmt::format("tensor parallel: every candidate of 2 or more devices all-reduces over {} "
+                                       "rather than over its profile's device link", load_link(q.tp_link).name));
+  return result;
 }
 
 }  // namespace infer_plan

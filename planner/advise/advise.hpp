@@ -83,6 +83,9 @@ struct AdviseQuery {
   std::vector<std::string> weights;        // candidate weight types, most bits first
   std::vector<KvTypes> kv;                 // candidate KV types, most bits first
   std::vector<uint64_t> tp;                // tensor-parallel sizes
+  // The link a tensor-parallel plan's all-reduce crosses (a built-in link name or a link JSON path,
+  // Plan::tp_link), for every candidate of 2 or more devices; empty: each profile's device link.
+  std::string tp_link;
   std::vector<uint64_t> max_batch;         // the server's running-request limits to try
   uint64_t max_devices = 64;               // tp x replicas at most
   // Serving: arrivals (Poisson) and lengths; absent rate: the capacity question.

@@ -778,3 +778,9 @@ infer_plan_cli_case(bad_tp_link_one_device EXIT 2 ARGS fit --hw h100-pcie -m lla
   MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices, and the plan runs on one .tp 1.; expected tp 2 or more")
 infer_plan_cli_case(bad_queue_tp_link_one_device EXIT 2 ARGS queue --simulate --rate 1 --hw h100-pcie -m llama-3.1-8b
   --engine vllm --tp-link pcie-gen5-x16 MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices")
+infer_plan_cli_case(advise_tp_link EXIT 0 ARGS advise --hw h100-pcie -m llama-3.1-70b --engine vllm -w FP8 --tp 2
+  --tp-link pcie-gen5-x16 --json MATCH "\"tp_link\": \"pcie-gen5-x16\"" "all-reduces over pcie-gen5-x16 rather than")
+infer_plan_cli_case(bad_advise_tp_link_one_device EXIT 2 ARGS advise --hw h100-pcie -m llama-3.1-8b --tp-link pcie-gen5-x16
+  MATCH "--tp-link: 'pcie-gen5-x16' is the link between tensor-parallel devices, and --tp 1 tries no plan of more than one")
+infer_plan_cli_case(bad_advise_tp_link_unknown EXIT 2 ARGS advise --hw h100-pcie -m llama-3.1-70b --tp 2 --tp-link pcie-gen9
+  MATCH "--tp-link: unknown link 'pcie-gen9'")

@@ -405,3 +405,36 @@ TEST_CASE("every built-in device can be advised without --price: an assumed pric
                       [](const Json& s) { return s.get<std::string>().starts_with("price_per_hour: a"); }));
   }
 }
+
+TEST_CASE("a tensor-parallel link given for the search: every plan of 2 or more devices all-reduces over it") {
+  AdviseQuery q;
+  q.model = "llama-3.1-70b";
+  q.engine = "vllm";
+  q.hw = {"h100-pcie"};  // its device link is the optional NVLink bridge, 300 GB/s
+  q.weights = {"FP8"};
+  q.kv = {{GgmlType::BF16, GgmlType::BF16}};
+  q.tp = {1, 2};
+  q.max_batch = {8};
+  q.context = 8192;
+  q.requests = 8;
+  AdviseResult bridge = advise(q);
+  q.tp_link = "pcie-gen5-x16";
+  AdviseResult pcie = advise(q);
+  auto tp2 = [](const AdviseResult& r) {
+    const auto it = std::find_if(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.tp == 2; });
+    REQUIRE(it != r.ranked.end());
+    return *it;
+  };
+  const AdviseCandidate over_pcie = tp2(pcie);
+  CHECK(over_pcie.plan.tp_link == "pcie-gen5-x16");
+  CHECK(tp2(bridge).plan.tp_link.empty());
+  for (const AdviseCandidate& c : pcie.ranked)
+    if (c.tp == 1) CHECK(c.plan.tp_link.empty());  // a plan of one device has no link to name
+  // The candidate's decode speed is its plan's, resolved with the link (8 requests of 8192 tokens)...
+  const ResolvedPlan rp = resolve_plan(over_pcie.plan);
+  CHECK(rp.hw.device_link->name == "pcie-gen5-x16");
+  CHECK(over_pcie.decode_tokens_per_s == doctest::Approx(1.0 / rp.server.decode_iteration_s(8, 8 * 8192)).epsilon(1e-9));
+  // ... and slower than over the bridge: the all-reduce's bytes cross 64 GB/s instead of 300
+  CHECK(over_pcie.decode_tokens_per_s < tp2(bridge).decode_tokens_per_s);
+  CHECK(contains(pcie.notes, "all-reduces over pcie-gen5-x16"));
+}
