@@ -417,9 +417,9 @@ TEST_CASE("a tensor-parallel link given for the search: every plan of 2 or more 
   q.max_batch = {8};
   q.context = 8192;
   q.requests = 8;
-  AdviseResult bridge = advise(q);
+  const AdviseResult bridge = advise(q);
   q.tp_link = "pcie-gen5-x16";
-  AdviseResult pcie = advise(q);
+  const AdviseResult pcie = advise(q);
   auto tp2 = [](const AdviseResult& r) {
     const auto it = std::find_if(r.ranked.begin(), r.ranked.end(), [](const AdviseCandidate& c) { return c.tp == 2; });
     REQUIRE(it != r.ranked.end());
