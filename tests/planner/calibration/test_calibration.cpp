@@ -10,6 +10,8 @@
 #include "planner/calibration/calibration.hpp"
 #include "planner/calibration/step_prior.hpp"
 #include "planner/catalog/catalog.hpp"
+#include "planner/catalog/embedded_data.hpp"
+#include "planner/core/json_fields.hpp"
 #include "planner/core/input_error.hpp"
 #include "planner/calibration/llama_bench.hpp"
 #include "planner/model/model_scale.hpp"
@@ -483,6 +485,37 @@ TEST_CASE("published llama.cpp decode runs: each left out, the calibrated model 
     if (files.size() >= 4 && sources.size() == 1) CHECK(e.loo_median_abs < 0.10);
     CHECK(cal->decode.fixed_s == doctest::Approx(r.calibration.decode.fixed_s));
   }
+}
+
+// The reader takes the llama-bench keys it knows and passes over the rest (a user's llama-bench JSON
+// carries dozens), so a misspelt key in a built-in file ("exlude") would be dropped in silence.
+TEST_CASE("the built-in llama.cpp data files use only the keys the reader takes or the files document") {
+  const std::set<std::string> read{"model_type", "model_size", "model_n_params", "test", "n_prompt", "n_gen", "n_depth",
+                                   "n_ubatch", "avg_ts", "stddev_ts", "type_k", "type_v", "backends", "gpu_info",
+                                   "build_commit", "build_number", "source", "model", "exclude"};
+  // kept as published, not read: where the row is from, and llama-bench's own columns
+  const std::set<std::string> documented{"note", "date", "n_gpu_layers", "flash_attn", "use_mmap"};
+  size_t files = 0, points = 0;
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (!f.path.starts_with("hwprofiles/calibrations/")) continue;
+    CAPTURE(f.path);
+    const Json j = parse_json_text(f.content, f.path);
+    for (const auto& [key, value] : j.items()) {
+      CAPTURE(key);
+      CHECK(std::set<std::string>{"device", "engine", "description", "points"}.contains(key));
+    }
+    ++files;
+    for (const Json& p : j.at("points")) {
+      ++points;
+      CHECK(p.contains("source"));  // every point says where it was published
+      for (const auto& [key, value] : p.items()) {
+        CAPTURE(key);
+        CHECK((read.contains(key) || documented.contains(key)));
+      }
+    }
+  }
+  CHECK(files == builtin_calibration_names().size());
+  CHECK(points > 600);
 }
 
 TEST_CASE("--engine without a calibration for the device is refused, naming the ones there are") {
