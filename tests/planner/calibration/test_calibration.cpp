@@ -500,7 +500,8 @@ TEST_CASE("the built-in llama.cpp data files use only the keys the reader takes 
     if (!f.path.starts_with("hwprofiles/calibrations/")) continue;
     CAPTURE(f.path);
     const Json j = parse_json_text(f.content, f.path);
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string key = item.key();  // a named copy: CAPTURE's lambda cannot capture a structured binding
       CAPTURE(key);
       CHECK(std::set<std::string>{"device", "engine", "description", "points"}.contains(key));
     }
@@ -508,7 +509,8 @@ TEST_CASE("the built-in llama.cpp data files use only the keys the reader takes 
     for (const Json& p : j.at("points")) {
       ++points;
       CHECK(p.contains("source"));  // every point says where it was published
-      for (const auto& [key, value] : p.items()) {
+      for (const auto& item : p.items()) {
+        const std::string key = item.key();
         CAPTURE(key);
         CHECK((read.contains(key) || documented.contains(key)));
       }
