@@ -422,8 +422,8 @@ void run(const CalibrateArgs& a) {
   fmt::print("{}", t.render("  "));
   fmt::print("  (decode: ms per token = 1 / t/s; prefill: ms per prompt = n_prompt / t/s; resid = measured / "
              "predicted - 1; 'left out': fitted without that point's model file in its run)\n\n");
-  fmt::print("decode:  {:.3f} ms fixed + bytes read / ({:.3f} x the profile's read rate)\n", cal.decode.fixed_s * 1e3,
-             cal.decode.read_efficiency);
+  fmt::print("decode:  {:.4f} ms fixed per layer + bytes read / ({:.3f} x the profile's read rate)\n",
+             cal.decode.layer_s * 1e3, cal.decode.read_efficiency);
   fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.decode.error), median_ceiling_error(r, true) * 100);
   if (!cal.decode.read_efficiency_by_type.empty() || cal.decode.kv_read_efficiency)
     fmt::print("         read efficiency by weight type: {}{}\n", by_type(cal.decode.read_efficiency_by_type),
@@ -453,7 +453,7 @@ void run(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "calibrate", "Fit the step model (fixed time per step, achieved read rate, prefill efficiency) to measured runs");
+      "calibrate", "Fit the step model (fixed time per layer, achieved read rate, prefill efficiency) to measured runs");
   cmd->add_option("files", args->files,
                   "llama-bench output (-o json, -o jsonl, -o csv or its markdown table), a data file of "
                   "hwprofiles/calibrations/, `vllm bench serve --save-result` JSON (one decode point: the median "

@@ -70,8 +70,8 @@ constexpr double kKvRidgeShare = 0.1;
 // signed median +29.4% -> +23.6 / +20.2 / +16.0 / +11.7%.
 constexpr double kAttentionRidgeShare = 0.03;
 // How hard a device's fixed time is pulled toward its prior's (CalibrationOptions::prior) where
-// its terms spread enough to fit one: in units of (fixed / the median step)^2, as the type ridge
-// (the sweep above).
+// its terms spread enough to fit one: in units of (fixed x the median times it is paid / the median
+// step)^2, as the type ridge (the sweep above).
 constexpr double kFixedPriorWeight = 0.1;
 
 struct Sample {
@@ -144,6 +144,9 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
   std::vector<double> measured(n);
   for (size_t i = 0; i < n; ++i) measured[i] = xs[i].measured;
   const double typical = median_abs(measured);
+  std::vector<double> counts(n);  // the times a step pays the fixed time (its layers, its micro-batches)
+  for (size_t i = 0; i < n; ++i) counts[i] = xs[i].fixed_count;
+  const double typical_count = median_abs(counts);
   const Eigen::Index rows = static_cast<Eigen::Index>(n + k) + (fixed_row ? 1 : 0);
   auto relative = [&](const std::string& type) {
     const auto it = prior.relative.find(type);
@@ -187,8 +190,8 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
       else b(r) = w * rel * kMinSlope;
     }
     if (fixed_row) {
-      a(rows - 1, c_fixed) = std::sqrt(prior.fixed_weight) / typical;
-      b(rows - 1) = std::sqrt(prior.fixed_weight) * *prior.fixed / typical;
+      a(rows - 1, c_fixed) = std::sqrt(prior.fixed_weight) * typical_count / typical;
+      b(rows - 1) = std::sqrt(prior.fixed_weight) * typical_count * *prior.fixed / typical;
     }
     const Eigen::VectorXd x = cols > 0 ? Eigen::VectorXd(a.colPivHouseholderQr().solve(b)) : Eigen::VectorXd();
     line.slope = c_slope >= 0 ? x(c_slope) : kMinSlope;
@@ -254,8 +257,8 @@ struct KindFit {
   std::vector<double> loo;  // predictions with each point left out
 };
 
-// Whether the fixed time can be told from the rate: the terms per fixed time paid (per micro-batch
-// of a prompt) spread.
+// Whether the fixed time can be told from the rate: the terms per fixed time paid (per layer of a
+// decode step, per micro-batch of a prompt) spread.
 bool terms_spread(const std::vector<Sample>& xs) {
   if (xs.size() < 2) return false;
   const auto per_fixed = [](const Sample& x) { return x.term / x.fixed_count; };
@@ -412,6 +415,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     p.term_s = c.memory_s;
     p.kv_term_s = c.kv_bytes / rl.rates().memory_bytes_per_s;
     p.moe_layers = spec.moe_layer_units();
+    p.layers = static_cast<double>(spec.layers);
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
     for (const std::string& type : rl.weight_types())
@@ -534,7 +538,16 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
     for (CalibrationPoint* p : pts) {
       p->group = fmt::format("{} {} {} {} {} {}", p->model, p->weights, p->row.build, p->row.source, p->row.gpu_info,
                              p->row.batch);
-      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group, p->micro_batches});
+      // The fixed time is paid per micro-batch (prefill) or per layer (decode: each layer's kernels
+      // launch and leave tails one sequence's small products do not hide; Llama 3.1 70B's 80 layers
+      // pay 2.5 x Llama 2 7B's 32). Over the 342 built-in decode points, per layer against per
+      // step: leave-one-file-out median 3.9% -> 3.5%, points beyond 25% 14 -> 6 (worst 31.2% ->
+      // 49.5%: the rtx-pro-6000's Qwen3-30B-A3B fitted on two dense files); leave-one-device-out
+      // median 8.1% -> 7.0%, beyond 25% 41 -> 35 (m1-max-64gb's Llama 3.1 70B +72% -> +64%,
+      // rx-7900-xtx 11.9% -> 2.9%, but rtx-4090 4.7% -> 13.1%). A time per step beside one per
+      // layer (shrunk toward 0 as a covariate) lost: 3.8% and 7.6%; paid per (layers + 8, 16, 32,
+      // 64) no better.
+      xs.push_back({p->term_s, p->type_terms_s, p->measured_s - p->known_s, p->group, decode ? p->layers : p->micro_batches});
       // The KV cache's own read cost: attention at long contexts reads it slower than weights
       if (decode) xs.back().type_terms[std::string(kKvCovariate)] = p->kv_term_s;
       // The layers with experts' own time (router, top-k, the expert products' launches)
@@ -549,7 +562,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       if (d.kv_read_efficiency) prior.relative[std::string(kKvCovariate)] = d.read_efficiency / *d.kv_read_efficiency - 1;
       if (d.moe_layer_s > 0)  // relative to the shared read cost, as the ridge pulls it (delta = slope x relative)
         prior.relative[std::string(kMoeCovariate)] = d.moe_layer_s / kMoeLayerUnit * d.read_efficiency;
-      prior.fixed = d.fixed_s;
+      prior.fixed = d.layer_s;
       prior.fixed_weight = kFixedPriorWeight;
       prior.type_ridge = kTypeRidgeToPrior;
     }
@@ -562,12 +575,13 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       if (std::isfinite(f.loo[i])) loo_r.push_back(pts[i]->loo_residual());
     }
     if (!f.fixed_fitted)
-      res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs (one model size), so the "
-                                      "fixed time cannot be told from the rate: {}", kind,
-                                      prior.fixed ? fmt::format("the prior's {:.3f} ms held, efficiency fitted", *prior.fixed * 1e3)
+      res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs per {} (one model size), so "
+                                      "the fixed time cannot be told from the rate: {}", kind, decode ? "layer" : "micro-batch",
+                                      prior.fixed ? fmt::format("the prior's {:.3f} ms per {} held, efficiency fitted", *prior.fixed * 1e3,
+                                                                decode ? "layer" : "micro-batch")
                                                   : "fixed time 0, efficiency only"));
     if (decode) {
-      cal.decode.fixed_s = f.line.fixed;
+      cal.decode.layer_s = f.line.fixed;
       cal.decode.read_efficiency = 1.0 / f.line.slope;
       for (const auto& [type, delta] : f.line.delta)
         if (type == kKvCovariate) cal.decode.kv_read_efficiency = 1.0 / std::max(kMinSlope, f.line.slope + delta);
@@ -587,9 +601,9 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
   }
   if (o.prior)
     res.notes.push_back(fmt::format("decode is pulled toward the terms a device without data would get ({}): each weight "
-                                    "type's read cost relative to the shared one, the KV cache's, and {:.3f} ms fixed, "
-                                    "where these points cannot tell them apart", o.prior->basis_note.empty() ? "a prior" : o.prior->basis_note,
-                                    o.prior->decode.fixed_s * 1e3));
+                                    "type's read cost relative to the shared one, the KV cache's, and {:.4f} ms fixed per "
+                                    "layer, where these points cannot tell them apart", o.prior->basis_note.empty() ? "a prior" : o.prior->basis_note,
+                                    o.prior->decode.layer_s * 1e3));
   cal.source = fmt::format("{}{} points on {}, {}", o.source.empty() ? "" : o.source + ": ", res.points.size(), device,
                            joined_builds(res.points));
   return res;

@@ -33,6 +33,7 @@ struct CalibrationPoint {
   double term_s = 0;         // what the fit scales: memory_s (decode), compute_s (prefill)
   double kv_term_s = 0;      // decode: the KV cache's share of term_s
   double moe_layers = 0;     // decode: the model's layers with experts, in ModelSpec::moe_layer_units
+  double layers = 1;         // decode: the model's layers, each paying the fixed time (DecodeTerms::layer_s)
   double attention_term_s = 0;  // prefill: attention's share of term_s (StepCost::attention_s)
   double micro_batches = 1;  // prefill: the prompt's micro-batches (n_ubatch), each costing the fixed time
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s

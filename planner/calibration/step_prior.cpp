@@ -117,7 +117,7 @@ constexpr double kPowerShare = 0.5;
 double log_bandwidth(double bytes_per_s) { return std::log(bytes_per_s / kReferenceBandwidth); }
 
 StepSample decode_sample(const DeviceCalibration& d, const CalibrationPoint& p) {
-  StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d.device + " " + p.group};
+  StepSample x{p.term_s, p.type_terms_s, p.measured_s - p.known_s, d.device + " " + p.group, p.layers};
   x.type_terms_s[std::string(kKvCovariate)] = p.kv_term_s;
   if (p.moe_layers > 0) x.type_terms_s[std::string(kMoeCovariate)] = p.moe_layers * kMoeLayerUnit;
   x.type_terms_s[std::string(kBandwidthCovariate)] = p.term_s * log_bandwidth(d.bandwidth_bytes_per_s);
@@ -217,7 +217,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
     return it == line.delta.end() ? 0.0 : it->second;
   };
   const double slope = std::max(kMinReadCost, line.slope + delta(kBandwidthCovariate) * log_bandwidth(bandwidth));
-  c.decode.fixed_s = line.fixed_s;
+  c.decode.layer_s = line.fixed_s;  // the samples pay it per layer
   c.decode.read_efficiency = 1.0 / slope;
   for (const auto& [type, d] : line.delta)
     if (!type.starts_with('~')) c.decode.read_efficiency_by_type[type] = 1.0 / std::max(kMinReadCost, slope + d);
@@ -375,7 +375,7 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
         t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);
     return std::max(t, p.ceiling_s);
   }
-  double t = p.known_s + c.decode.fixed_s + p.moe_layers * c.decode.moe_layer_s + p.term_s / c.decode.read_efficiency;
+  double t = p.known_s + c.decode.fixed_s + c.decode.layer_s * p.layers + p.moe_layers * c.decode.moe_layer_s + p.term_s / c.decode.read_efficiency;
   if (c.decode.kv_read_efficiency) t += p.kv_term_s * (1.0 / *c.decode.kv_read_efficiency - 1.0 / c.decode.read_efficiency);
   for (const auto& [type, share_s] : p.type_terms_s)
     if (const auto it = c.decode.read_efficiency_by_type.find(type); it != c.decode.read_efficiency_by_type.end())

@@ -1,7 +1,7 @@
 // The step model where a device has no measurements of its own: an engine's built-in data files,
 // each mapped on its own device's profile (planner/calibration/calibration), then the points of the
 // devices of the same architecture (else of its vendor, else all) fitted together as one device's
-// are: a fixed time, a read cost per datasheet byte and per weight type, plus two covariates: the
+// are: a fixed time per layer, a read cost per datasheet byte and per weight type, plus two covariates: the
 // KV cache's own read cost (attention at long contexts) and the read cost's change with the
 // datasheet bandwidth (a faster memory is reached at a smaller fraction). A new device is then
 // predicted from its own datasheet bandwidth. Its error band is leave-one-device-out: every device with data predicted from the others as if it

@@ -271,7 +271,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
     read_s += c.kv_bytes / rates_.memory_bytes_per_s * (1.0 / *cal.decode.kv_read_efficiency - 1.0 / cal.decode.read_efficiency);
   const ErrorBand* band = &cal.decode.error;
   if (!prefill) {  // a batched server's cost per sequence (per token of a verify pass) counts as fixed
-    c.fixed_s = cal.decode.fixed_s + cal.decode.per_sequence_s * tokens +
+    c.fixed_s = cal.decode.fixed_s + cal.decode.layer_s * static_cast<double>(spec_.layers) + cal.decode.per_sequence_s * tokens +
                 cal.decode.moe_layer_s * spec_.moe_layer_units();
     c.read_s = read_s;
     c.extra_tokens_s = extra_token_s(tokens, head_tokens);

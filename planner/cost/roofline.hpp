@@ -56,7 +56,7 @@ struct StepCost {
   double overhead_s = 0;    // kernel launches x the measured launch overhead
   double ceiling_s = 0;     // the roofline: max(memory_s, compute_s) + comm_s + overhead_s
   // The calibrated step model's terms (planner/model/step_model), all 0 without a calibration:
-  double fixed_s = 0;         // the engine's fixed time per step (or per prefill micro-batch)
+  double fixed_s = 0;         // the engine's fixed time of the step (per layer or per step; per prefill micro-batch)
   double micro_batches = 1;   // prefill: the graph evaluations the prompt takes (each reads the weights)
   double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
   double extra_tokens_s = 0;  // the step's product of all its tokens beyond one token's (per weight type)

@@ -79,10 +79,11 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
   c.first_token_s = bounded(j, "first_token_ms", where, 0, 1e5, 0, "milliseconds") / 1e3;
   const std::string dw = where + ": decode";
   const Json& d = require_object(j, "decode", where);
-  refuse_unknown(d, {"fixed_ms", "per_sequence_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
+  refuse_unknown(d, {"fixed_ms", "fixed_per_layer_ms", "per_sequence_ms", "read_efficiency", "read_efficiency_by_type", "kv_read_efficiency",
                      "moe_read_efficiency", "moe_layer_ms", "all_reduce_call_ms",
                      "extra_token_ms_per_gb", "error", "points", "loo_median_abs_error"}, dw);
   c.decode.fixed_s = bounded(d, "fixed_ms", dw, 0, 1e5, 0, "milliseconds") / 1e3;
+  c.decode.layer_s = bounded(d, "fixed_per_layer_ms", dw, 0, 1e3, 0, "milliseconds") / 1e3;
   c.decode.per_sequence_s = bounded(d, "per_sequence_ms", dw, 0, 1e3, 0, "milliseconds") / 1e3;
   c.decode.read_efficiency = bounded(d, "read_efficiency", dw, 1e-3, 10, 1, "a fraction of the read rate");
   if (d.contains("kv_read_efficiency"))
@@ -150,6 +151,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
 
 Json step_calibration_to_json(const StepCalibration& c) {
   Json d{{"fixed_ms", c.decode.fixed_s * 1e3}, {"read_efficiency", c.decode.read_efficiency}};
+  if (c.decode.layer_s > 0) d["fixed_per_layer_ms"] = c.decode.layer_s * 1e3;
   if (c.decode.per_sequence_s > 0) d["per_sequence_ms"] = c.decode.per_sequence_s * 1e3;
   if (!c.decode.read_efficiency_by_type.empty()) d["read_efficiency_by_type"] = c.decode.read_efficiency_by_type;
   if (c.decode.kv_read_efficiency) d["kv_read_efficiency"] = *c.decode.kv_read_efficiency;

@@ -32,6 +32,10 @@ double extra_token_s_per_byte(const ExtraTokenCurve& curve, double tokens);
 
 struct DecodeTerms {
   double fixed_s = 0;              // per step, whatever the model's size
+  // Per layer per step, whatever its size: the kernels' launches and the tails one sequence's
+  // small products leave (llama.cpp's fits: a 70B model's 80 layers pay 2.5 x a 7B model's 32);
+  // 0 where a server's fixed time is fitted whole (fixed_s).
+  double layer_s = 0;
   // per running sequence per step (a batched server's sampling, attention launches and
   // bookkeeping; 0 for llama-bench's single sequence)
   double per_sequence_s = 0;
