@@ -159,7 +159,7 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
   const CalibrationResult clean = calibrate_step_model(rows, hw, {});
   CHECK(clean.points.size() == 6);
   CHECK(clean.calibration.decode.fixed_s == 0);
-  CHECK(clean.calibration.decode.layer_s == doctest::Approx(60e-6).epsilon(1e-6).scale(0));
+  CHECK(clean.calibration.decode.layer_s == doctest::Approx(60e-6).scale(0).epsilon(1e-6).scale(0));
   CHECK(clean.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(1e-6));
   for (const auto& entry : clean.calibration.decode.read_efficiency_by_type) {
     const std::string type = entry.first;
@@ -171,8 +171,8 @@ TEST_CASE("the fit recovers the terms the measurements were made with, and ignor
 
   rows[3].tokens_per_s /= 1.5;  // one run 50% slow (a throttled GPU, a busy machine)
   const CalibrationResult dirty = calibrate_step_model(rows, hw, {});
-  CHECK(dirty.calibration.decode.layer_s == doctest::Approx(60e-6).epsilon(0.03).scale(0));
-  CHECK(dirty.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(0.03));
+  CHECK(dirty.calibration.decode.layer_s == doctest::Approx(60e-6).scale(0).epsilon(0.03).scale(0));
+  CHECK(dirty.calibration.decode.read_efficiency == doctest::Approx(0.8).epsilon(0.03).scale(0));
   CHECK(dirty.points[3].weight < 0.2);  // the outlier is down-weighted, not the others
   CHECK(dirty.points[0].weight == 1.0);
 }
@@ -282,7 +282,7 @@ TEST_CASE("a prefill's attention at long prompts has its own efficiency, fitted 
   REQUIRE(fit.calibration.prefill->attention_efficiency);
   const PrefillTerms& t = *fit.calibration.prefill;
   // (fitted: attention 0.119, GEMMs 0.374, 18.6 ms; pp512 +2..+4%, pp8192 -5..-6%)
-  CHECK(*t.attention_efficiency == doctest::Approx(0.1).epsilon(0.25));
+  CHECK(*t.attention_efficiency == doctest::Approx(0.1).epsilon(0.25).scale(0));
   CHECK(t.compute_efficiency == doctest::Approx(0.4).epsilon(0.1));
   CHECK(*t.attention_efficiency < 0.5 * t.compute_efficiency);
   for (const CalibrationPoint& p : fit.points)
@@ -438,7 +438,7 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   c.decode.moe_read_efficiency = 0.55;
   c.first_token_s = 0.025;
   const StepCalibration back = step_calibration_from_json(step_calibration_to_json(c), "t");
-  CHECK(back.decode.per_sequence_s == doctest::Approx(4e-5));
+  CHECK(back.decode.per_sequence_s == doctest::Approx(4e-5).scale(0));
   CHECK(back.decode.moe_read_efficiency == 0.55);
   CHECK(back.prefill->moe_compute_efficiency == 0.3);
   CHECK(back.prefill->attention_efficiency == 0.15);
@@ -448,7 +448,7 @@ TEST_CASE("the calibration block round-trips through JSON and refuses nonsense")
   CHECK(back.decode.read_efficiency_by_type.at("Q4_K") == 0.7);
   REQUIRE(back.decode.extra_token_s_per_byte.at("Q8_0").size() == 2);
   CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].first == 8);
-  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].second == doctest::Approx(9e-12));
+  CHECK(back.decode.extra_token_s_per_byte.at("Q8_0")[1].second == doctest::Approx(9e-12).scale(0));
   CHECK(back.decode.error.lo == -0.05);
   CHECK(back.decode.error.points == 7);
   CHECK(back.prefill->compute_efficiency == 0.6);
@@ -634,7 +634,7 @@ TEST_CASE("served runs fit the same terms: steps made with a fixed time and a re
   const CalibrationResult r = calibrate_step_model(rows, hw, {});
   CHECK(r.calibration.engine == "vllm");
   CHECK(r.points.size() == 4);
-  CHECK(r.calibration.decode.layer_s == doctest::Approx(46.875e-6).epsilon(1e-3).scale(0));
+  CHECK(r.calibration.decode.layer_s == doctest::Approx(46.875e-6).scale(0).epsilon(1e-3).scale(0));
   CHECK(r.calibration.decode.read_efficiency == doctest::Approx(0.75).epsilon(1e-3));
 
   // runs of two engines make two profiles, not one
