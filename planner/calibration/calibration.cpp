@@ -443,10 +443,12 @@ std::string joined_builds(const std::vector<CalibrationPoint>& points) {
 
 }  // namespace
 
-StepLine fit_step_line(const std::vector<StepSample>& samples) {
+StepLine fit_step_line(const std::vector<StepSample>& samples, std::optional<double> held_fixed) {
   std::vector<Sample> xs;
   for (const StepSample& x : samples) xs.push_back({x.term_s, x.type_terms_s, x.measured_s, x.group, x.fixed_count});
-  const Line line = fit_line(xs, terms_spread(xs), fitted_types(xs));
+  FitPrior prior;
+  prior.fixed = held_fixed;
+  const Line line = fit_line(xs, !held_fixed && terms_spread(xs), fitted_types(xs), prior);
   return {line.fixed, line.slope, line.delta};
 }
 

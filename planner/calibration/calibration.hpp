@@ -112,7 +112,8 @@ struct StepLine {
   double slope = 1;
   std::map<std::string, double> delta;
 };
-StepLine fit_step_line(const std::vector<StepSample>& samples);
+// `held_fixed`: the fixed time held rather than fitted (samples that cannot tell it apart).
+StepLine fit_step_line(const std::vector<StepSample>& samples, std::optional<double> held_fixed = std::nullopt);
 
 // Median of |x|, and the band [min(0, lo), max(0, hi)] of relative residuals: the extremes
 // below 10 points, the `tail` and 1 - `tail` quantiles from 10 on (the 10th and 90th by default).
