@@ -434,6 +434,9 @@ void run(const CalibrateArgs& a) {
     fmt::print("         {}; the ceiling's median |error| {:.1f}%\n", band(cal.prefill->error), median_ceiling_error(r, false) * 100);
     if (!cal.prefill->compute_efficiency_by_type.empty())
       fmt::print("         compute efficiency by weight type: {}\n", by_type(cal.prefill->compute_efficiency_by_type));
+    if (cal.prefill->expert_tile_factor > 0)
+      fmt::print("         + {:.2f} x the expert products' tiles (each expert a micro-batch routes to costs at least 64 "
+                 "tokens' products at the datasheet rate)\n", cal.prefill->expert_tile_factor);
   }
   if (others) {
     fmt::print("--loo device: without these points, {} would be predicted from {}:\n", hw.name, others->basis_note);

@@ -182,7 +182,7 @@ Line fit_line_pinned(const std::vector<Sample>& xs, bool fit_fixed, const std::v
     for (size_t t = 0; t < k; ++t) {
       const auto r = static_cast<Eigen::Index>(n + t);
       const double rel = relative(types[t]);
-      const double w = std::sqrt(prior.type_ridge * (types[t] == kAttentionCovariate ? kAttentionRidgeShare
+      const double w = std::sqrt(prior.type_ridge * (types[t] == kAttentionCovariate || types[t] == kExpertTileCovariate ? kAttentionRidgeShare
                                                       : types[t] == kKvCovariate         ? kKvRidgeShare
                                                                                          : 1.0));
       a(r, c_types + static_cast<Eigen::Index>(t)) = w;
@@ -226,9 +226,14 @@ Line fit_line(const std::vector<Sample>& xs, bool fit_fixed, const std::vector<s
       pinned.shared = true;
       continue;
     }
-    // the layers with experts' own time is a time: held at 0 rather than fitted below it
+    // the layers with experts' own time and the expert products' tiles are times: held at 0
+    // rather than fitted below it
     if (const auto moe = line.delta.find(std::string(kMoeCovariate)); moe != line.delta.end() && moe->second < 0) {
       pinned.zero.insert(moe->first);
+      continue;
+    }
+    if (const auto tiles = line.delta.find(std::string(kExpertTileCovariate)); tiles != line.delta.end() && tiles->second < 0) {
+      pinned.zero.insert(tiles->first);
       continue;
     }
     std::string worst;
@@ -427,6 +432,7 @@ CalibrationPoint map_row(const BenchRow& row, const HwProfile& base, const Calib
     p.micro_batches = c.micro_batches;
     p.term_s = c.compute_s;
     p.attention_term_s = c.attention_s;
+    p.expert_tile_s = c.expert_tile_s;
     for (const auto& [type, share] : rl.matmul_share_by_type()) p.type_terms_s[type] = c.compute_s * share;
     p.ceiling_s = c.ceiling_s;
     p.known_s = c.overhead_s;
@@ -556,6 +562,8 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       if (decode && p->moe_layers > 0) xs.back().type_terms[std::string(kMoeCovariate)] = p->moe_layers * kMoeLayerUnit;
       // Attention's products over the prompt: without flash attention far slower than the GEMMs
       if (long_prompts) xs.back().type_terms[std::string(kAttentionCovariate)] = p->attention_term_s;
+      // A model with experts' products, each of a micro-batch's experts a product of its own
+      if (!decode && p->expert_tile_s > 0) xs.back().type_terms[std::string(kExpertTileCovariate)] = p->expert_tile_s;
     }
     FitPrior prior;
     if (decode && o.prior) {
@@ -596,6 +604,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
       t.compute_efficiency = 1.0 / f.line.slope;
       for (const auto& [type, delta] : f.line.delta)
         if (type == kAttentionCovariate) t.attention_efficiency = 1.0 / std::max(kMinSlope, f.line.slope + delta);
+        else if (type == kExpertTileCovariate) t.expert_tile_factor = std::max(0.0, delta);
         else t.compute_efficiency_by_type[type] = 1.0 / (f.line.slope + delta);
       t.error = error_band(loo_r);
       cal.prefill = t;

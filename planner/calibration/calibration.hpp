@@ -35,6 +35,7 @@ struct CalibrationPoint {
   double moe_layers = 0;     // decode: the model's layers with experts, in ModelSpec::moe_layer_units
   double layers = 1;         // decode: the model's layers, each paying the fixed time (DecodeTerms::layer_s)
   double attention_term_s = 0;  // prefill: attention's share of term_s (StepCost::attention_s)
+  double expert_tile_s = 0;     // prefill: the expert products' tiles (StepCost::expert_tile_s)
   double micro_batches = 1;  // prefill: the prompt's micro-batches (n_ubatch), each costing the fixed time
   std::map<std::string, double> type_terms_s;  // decode: each GGML type's share of term_s
   double ceiling_s = 0;      // the uncalibrated roofline
@@ -97,6 +98,8 @@ inline constexpr std::string_view kMoeCovariate = "~moe";
 inline constexpr double kMoeLayerUnit = 1e-4;  // 0.1 ms: the covariate in the units of a step's terms
 // The prefill fits' covariate for attention's products (PrefillTerms::attention_efficiency).
 inline constexpr std::string_view kAttentionCovariate = "~attention";
+// The prefill's expert products' least cost (PrefillTerms::expert_tile_factor): its delta is the factor.
+inline constexpr std::string_view kExpertTileCovariate = "~expert_tiles";
 // A prompt long enough to spend this share of its compute on attention tells attention's cost
 // from the GEMMs' (8192 tokens of an 8B model: about 13%).
 inline constexpr double kLongPromptShare = 0.05;

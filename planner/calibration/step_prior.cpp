@@ -199,6 +199,14 @@ std::vector<std::string> borrow_missing_types(DecodeTerms& d, const std::map<std
   return borrowed;
 }
 
+// Whether the device's fit has prefill terms and prefilled a model with experts (its tile factor
+// fitted, if only to 0).
+bool prefilled_experts(const DeviceCalibration& d) {
+  return d.fit.calibration.prefill && std::any_of(d.fit.points.begin(), d.fit.points.end(), [](const CalibrationPoint& p) {
+           return !p.decode && p.expert_tile_s > 0;
+         });
+}
+
 // Whether any of the devices' decode points reads a KV cache of at least kLongContextShare of its
 // weights: else the pool cannot tell the KV cache's read cost from the weights'.
 bool reads_long_contexts(const std::vector<const DeviceCalibration*>& devices) {
@@ -299,6 +307,7 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   // runs its tensor cores at a lower clock.
   double fixed_sum = 0, log_efficiency_sum = 0, with_prefill = 0, log_powered_sum = 0, powered = 0;
   double log_attention_sum = 0, with_attention = 0;  // attention's efficiency relative to the shared one
+  size_t tiles_from = 0;  // where no pooled device prefilled a model with experts: the devices that did
   bool by_power = false;
   for (const DeviceCalibration* d : devices)
     if (const std::optional<PrefillTerms>& own = d->fit.calibration.prefill) {
@@ -320,6 +329,19 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
                                                kPowerShare * std::log(*target.board_power_w / target.compute))
                                     : std::exp(log_efficiency_sum / with_prefill);
     if (with_attention > 0) p.attention_efficiency = p.compute_efficiency * std::exp(log_attention_sum / with_attention);
+    // The expert products' tile factor: the mean over the pooled devices that prefilled a model
+    // with experts, else over every device that did.
+    std::vector<const DeviceCalibration*> tiled;
+    for (const DeviceCalibration* d : devices)
+      if (prefilled_experts(*d)) tiled.push_back(d);
+    if (tiled.empty()) {
+      for (const DeviceCalibration& d : all)
+        if (d.device != exclude && prefilled_experts(d)) tiled.push_back(&d);
+      tiles_from = tiled.size();
+    }
+    double factor_sum = 0;
+    for (const DeviceCalibration* d : tiled) factor_sum += d->fit.calibration.prefill->expert_tile_factor;
+    if (!tiled.empty()) p.expert_tile_factor = factor_sum / static_cast<double>(tiled.size());
   }
   c.basis_note = level == kEngineLevel ? fmt::format("{} devices' measurements pooled ({}){}", devices.size(),
                                                      fmt::join(names, ", "),
@@ -342,6 +364,9 @@ std::optional<StepCalibration> pooled_terms(const std::vector<DeviceCalibration>
   if (!moe_from.empty())
     c.basis_note += fmt::format("; the layers with experts timed from {} devices' {} builds", moe_from,
                                 era == BuildEra::from_2025 ? "2025-26" : "2023-24");
+  if (tiles_from > 0)
+    c.basis_note += fmt::format("; the expert products' tiles from {} device{} that prefilled models with experts", tiles_from,
+                                tiles_from == 1 ? "" : "s");
   if (by_power)
     c.basis_note += fmt::format("; the prompt's compute scaled by board power ({:g} W) from {:g} device{}",
                                 *target.board_power_w, powered, powered == 1 ? "" : "s");
@@ -406,6 +431,7 @@ double predict_point(const StepCalibration& c, const CalibrationPoint& p) {
     double t = p.known_s + c.prefill->fixed_s * p.micro_batches + p.term_s / c.prefill->compute_efficiency;
     if (c.prefill->attention_efficiency)
       t += p.attention_term_s * (1.0 / *c.prefill->attention_efficiency - 1.0 / c.prefill->compute_efficiency);
+    t += p.expert_tile_s * c.prefill->expert_tile_factor;
     for (const auto& [type, share_s] : p.type_terms_s)
       if (const auto it = c.prefill->compute_efficiency_by_type.find(type); it != c.prefill->compute_efficiency_by_type.end())
         t += share_s * (1.0 / it->second - 1.0 / c.prefill->compute_efficiency);

@@ -31,6 +31,9 @@ constexpr double kDefaultNodeAllReduceLatencyS = 20e-6;
 // May 2024); the hidden states cross the link beside it.
 constexpr double kLayerHandOverS = 0.2e-3;
 constexpr double kHiddenStateBytes = 4.0;  // F32 between llama.cpp's devices
+// The tokens an expert product costs at least (StepCost::expert_tile_s): llama.cpp's CUDA MMQ
+// kernels tile 8-128 columns; only the product of the tile and the fitted factor matters.
+constexpr double kExpertTile = 64;
 // Launches per layer when a launch is a projection (the CPU runtime; its norms, RoPE and adds run
 // inline on the calling thread).
 constexpr double kLaunchesPerAttention = 5;   // q, k, v projections, attention, output projection
@@ -282,6 +285,7 @@ void Roofline::apply_calibration(StepCost& c, double tokens, double head_tokens,
     double compute_s = c.compute_s / compute_eff;
     if (cal.prefill->attention_efficiency)  // attention's own rate replaces the shared one
       compute_s += c.attention_s * (1.0 / *cal.prefill->attention_efficiency - 1.0 / compute_eff);
+    compute_s += c.expert_tile_s * cal.prefill->expert_tile_factor;
     if (!cal.prefill->compute_efficiency_by_type.empty()) {  // a type's own rate replaces the shared one
       const std::map<std::string, double> share = matmul_share_by_type();
       for (const auto& [type, e] : cal.prefill->compute_efficiency_by_type)
@@ -397,6 +401,11 @@ StepCost Roofline::prefill(uint64_t prompt_tokens, uint64_t sequences) const {
       linear_flops_per_token_ * tokens;
   const double heads = static_cast<double>(sequences);  // logits of each prompt's last token only
   c.flops = 2.0 * ((matmul_params_active_ - head_params_) * tokens + head_params_ * heads) + attention_flops;
+  if (spec_.is_moe()) {  // gate, up and down per expert product
+    const double products = static_cast<double>(spec_.moe_layer_count()) * distinct_experts(tokens / c.micro_batches) * c.micro_batches;
+    c.expert_tile_s = products * 2.0 * 3.0 * static_cast<double>(spec_.hidden * spec_.moe_intermediate) * kExpertTile /
+                      static_cast<double>(tp_) / rates_.compute_ops_per_s;
+  }
   return mixed(finish(c, tokens, heads, attention_flops, true),
                [&](const Roofline& r) { return r.prefill(prompt_tokens, sequences); });
 }
@@ -408,7 +417,8 @@ StepCost Roofline::mixed(StepCost own, const std::function<StepCost(const Roofli
   static constexpr double StepCost::*kTimes[] = {&StepCost::time_s,   &StepCost::time_lo_s,  &StepCost::time_hi_s,
                                                  &StepCost::ceiling_s, &StepCost::memory_s,  &StepCost::compute_s,
                                                  &StepCost::overhead_s, &StepCost::fixed_s,  &StepCost::read_s,
-                                                 &StepCost::extra_tokens_s, &StepCost::attention_s};
+                                                 &StepCost::extra_tokens_s, &StepCost::attention_s,
+                                                 &StepCost::expert_tile_s};
   static constexpr double StepCost::*kWithComm[] = {&StepCost::time_s, &StepCost::time_lo_s, &StepCost::time_hi_s,
                                                     &StepCost::ceiling_s};
   StepCost c = own;

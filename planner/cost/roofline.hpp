@@ -61,6 +61,9 @@ struct StepCost {
   double read_s = 0;          // memory_s / achieved read efficiency (prefill: or compute_s / its efficiency)
   double extra_tokens_s = 0;  // the step's product of all its tokens beyond one token's (per weight type)
   double attention_s = 0;     // ... of compute_s, attention's products (QK and PV) at the profile's rate
+  // prefill: kExpertTile tokens through every expert product of the micro-batches (an expert
+  // each micro-batch routes to, per layer with experts) at the profile's rate; 0 for a dense model
+  double expert_tile_s = 0;
   bool calibrated = false;
   // The prediction: the calibrated terms' sum (never below the ceiling), else the ceiling; and
   // its error band from the calibration's leave-one-out residuals (== time_s uncalibrated).

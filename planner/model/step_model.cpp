@@ -127,7 +127,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
     const std::string pw = where + ": prefill";
     const Json& p = require_object(j, "prefill", where);
     refuse_unknown(p, {"fixed_ms", "compute_efficiency", "compute_efficiency_by_type", "moe_compute_efficiency",
-                       "attention_efficiency", "error", "points", "loo_median_abs_error"}, pw);
+                       "attention_efficiency", "expert_tile_factor", "error", "points", "loo_median_abs_error"}, pw);
     PrefillTerms t;
     t.fixed_s = bounded(p, "fixed_ms", pw, 0, 1e6, 0, "milliseconds") / 1e3;
     t.compute_efficiency = bounded(p, "compute_efficiency", pw, 1e-4, 10, 1, "a fraction of the compute rate");
@@ -143,6 +143,7 @@ StepCalibration step_calibration_from_json(const Json& j, const std::string& whe
             bounded(p.at("compute_efficiency_by_type"), type, ew, 1e-4, 10, 1, "a fraction of the compute rate");
       }
     }
+    t.expert_tile_factor = bounded(p, "expert_tile_factor", pw, 0, 1e3, 0, "a multiple of the expert products' tile time");
     t.error = band_from_json(p, pw);
     c.prefill = t;
   }
@@ -175,6 +176,7 @@ Json step_calibration_to_json(const StepCalibration& c) {
     Json p{{"fixed_ms", c.prefill->fixed_s * 1e3}, {"compute_efficiency", c.prefill->compute_efficiency}};
     if (!c.prefill->compute_efficiency_by_type.empty()) p["compute_efficiency_by_type"] = c.prefill->compute_efficiency_by_type;
     if (c.prefill->moe_compute_efficiency) p["moe_compute_efficiency"] = *c.prefill->moe_compute_efficiency;
+    if (c.prefill->expert_tile_factor > 0) p["expert_tile_factor"] = c.prefill->expert_tile_factor;
     if (c.prefill->attention_efficiency) p["attention_efficiency"] = *c.prefill->attention_efficiency;
     p.update(band_to_json(c.prefill->error));
     j["prefill"] = p;

@@ -77,6 +77,11 @@ struct PrefillTerms {
   // Attention's products (QK and PV over the prompt) at their own fraction: without flash
   // attention they run far below the weights' GEMMs, a cost that grows with the prompt's length.
   std::optional<double> attention_efficiency;     // absent: compute_efficiency (or the MoE one)
+  // Each expert a micro-batch routes tokens to is a product of its own, and a product costs at
+  // least a tile of tokens however few it got (llama.cpp's kernels pad to their column tile): the
+  // time of kExpertTile tokens through every such product at the datasheet compute rate
+  // (StepCost::expert_tile_s) times this, fitted; 0: none.
+  double expert_tile_factor = 0;
 };
 
 struct StepCalibration {
