@@ -587,7 +587,7 @@ CalibrationResult refit_step_model(CalibrationResult res, const std::string& dev
     if (!f.fixed_fitted)
       res.notes.push_back(fmt::format("{}: every point moves about the same bytes or FLOPs per {} (one model size), so "
                                       "the fixed time cannot be told from the rate: {}", kind, decode ? "layer" : "micro-batch",
-                                      prior.fixed ? fmt::format("the prior's {:.3f} ms per {} held, efficiency fitted", *prior.fixed * 1e3,
+                                      prior.fixed ? fmt::format("the prior's {:.4f} ms per {} held, efficiency fitted", *prior.fixed * 1e3,
                                                                 decode ? "layer" : "micro-batch")
                                                   : "fixed time 0, efficiency only"));
     if (decode) {
