@@ -304,6 +304,18 @@ TEST_CASE("a prefill of a model with experts pays a tile per expert product, fit
   cal_hw.calibration = c;
   const StepCost p = roofline("qwen3-30b-a3b", "Q8_0", cal_hw).prefill(2048);
   CHECK(p.time_s == doctest::Approx(0.080 + p.overhead_s + std::max(p.compute_s / 0.4 + 3.0 * p.expert_tile_s, p.memory_s / 0.8)));
+  // a device whose prompts ran no model with experts takes its prior's factor, scaled by its own
+  // compute cost against the prior's (here both 0.4: the factor itself)
+  std::vector<BenchRow> dense;
+  for (const BenchRow& r : rows)
+    if (r.model.starts_with("llama")) dense.push_back(r);
+  CalibrationOptions o;
+  o.prior = c;
+  const CalibrationResult borrowed = calibrate_step_model(dense, hw, o);
+  REQUIRE(borrowed.calibration.prefill);
+  CHECK(borrowed.calibration.prefill->compute_efficiency == doctest::Approx(0.4).epsilon(0.02).scale(0));
+  CHECK(borrowed.calibration.prefill->expert_tile_factor == doctest::Approx(3.0).epsilon(0.02).scale(0));
+  CHECK(calibrate_step_model(dense, hw, {}).calibration.prefill->expert_tile_factor == 0);  // no prior: none
   // and the factor survives the profile's JSON
   CHECK(step_calibration_from_json(step_calibration_to_json(fit.calibration), "t").prefill->expert_tile_factor ==
         doctest::Approx(t.expert_tile_factor).scale(0));
