@@ -151,6 +151,18 @@ std::vector<BenchRow> synthetic_rows(const HwProfile& hw, double layer_s, double
   return rows;
 }
 
+// A llama.cpp calibration with decode reads at 0.8 of the rate and the prefill terms given.
+StepCalibration prefill_calibration(double fixed_s, double efficiency, double expert_tile_factor = 0) {
+  StepCalibration c;
+  c.engine = "llama.cpp";
+  c.decode.read_efficiency = 0.8;
+  c.prefill.emplace();
+  c.prefill->fixed_s = fixed_s;
+  c.prefill->compute_efficiency = efficiency;
+  c.prefill->expert_tile_factor = expert_tile_factor;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("the fit recovers the terms the measurements were made with, and ignores one outlier") {
@@ -234,13 +246,7 @@ TEST_CASE("a prompt in micro-batches reads the weights once each and pays the fi
   CHECK(rl.prefill(2048).micro_batches == 5);  // ceil(2048 / 500)
   // calibrated: 20 ms per micro-batch
   HwProfile cal_hw = hw;
-  StepCalibration c;
-  c.engine = "llama.cpp";
-  c.decode.read_efficiency = 0.8;
-  c.prefill.emplace();
-  c.prefill->fixed_s = 0.020;
-  c.prefill->compute_efficiency = 0.5;
-  cal_hw.calibration = c;
+  cal_hw.calibration = prefill_calibration(0.020, 0.5);
   Roofline calibrated(spec, w.layout, {GgmlType::F16, GgmlType::F16}, cal_hw);
   calibrated.set_prefill_micro_batch(512);
   const StepCost p = calibrated.prefill(2048);
@@ -294,13 +300,7 @@ TEST_CASE("a prefill of a model with experts pays a tile per expert product, fit
     if (!p.decode) CHECK(std::abs(p.fitted_s / p.measured_s - 1) < 0.05);
   // the roofline adds the tiles at the calibration's factor
   HwProfile cal_hw = hw;
-  StepCalibration c;
-  c.engine = "llama.cpp";
-  c.decode.read_efficiency = 0.8;
-  c.prefill.emplace();
-  c.prefill->fixed_s = 0.020;
-  c.prefill->compute_efficiency = 0.4;
-  c.prefill->expert_tile_factor = 3.0;
+  const StepCalibration c = prefill_calibration(0.020, 0.4, 3.0);
   cal_hw.calibration = c;
   const StepCost p = roofline("qwen3-30b-a3b", "Q8_0", cal_hw).prefill(2048);
   CHECK(p.time_s == doctest::Approx(0.080 + p.overhead_s + std::max(p.compute_s / 0.4 + 3.0 * p.expert_tile_s, p.memory_s / 0.8)));
